@@ -1,0 +1,59 @@
+//! Command-line front end: argument parsing and the subcommands.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// wgsplat: portable GPU Gaussian splatting (WGSL on wgpu).
+#[derive(Parser)]
+#[command(name = "wgsplat", version, about)]
+struct Cli {
+    /// Force the portable kernel path (no subgroups, no float atomics); same as WGSPLAT_PORTABLE=1.
+    #[arg(long, global = true)]
+    portable: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the adapter, backend, driver, features in use and key limits.
+    Info {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn context(portable: bool) -> anyhow::Result<wgsplat::GpuContext> {
+    let mut options = wgsplat::ContextOptions::from_env()?;
+    if portable {
+        options.portable = true;
+    }
+    wgsplat::GpuContext::new(options).context("opening the GPU")
+}
+
+/// Runs the CLI and maps errors to a non-zero exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { json } => info(cli.portable, json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn info(portable: bool, json: bool) -> anyhow::Result<()> {
+    let ctx = context(portable)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(ctx.info())?);
+    } else {
+        println!("{}", ctx.info());
+    }
+    Ok(())
+}

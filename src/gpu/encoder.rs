@@ -1,0 +1,212 @@
+//! The command encoder that every operation records into. The caller owns it and decides when to
+//! submit ([`GpuContext::submit`]) and when to read back.
+//!
+//! Small data that kernels need (uniform parameters, uploads) goes into an *upload arena*: pooled
+//! buffers whose bytes are collected on the CPU while recording and written with one
+//! `queue.write_buffer` per chunk just before the command buffer is submitted. Uploads reach their
+//! destination through a `copy_buffer_to_buffer` recorded at the right point of the encoder, so they
+//! are ordered with the surrounding work even when the destination was recycled from the pool
+//! within the same encoder.
+
+use crate::error::{Error, Result};
+use crate::gpu::allocator::{AllocRequest, BufferKind, GpuBuffer};
+use crate::gpu::context::{GpuContext, POISON_SOURCE_BYTES};
+use crate::gpu::dispatch::WorkgroupGrid;
+use crate::gpu::kernel::Kernel;
+use crate::gpu::memory::MemoryCategory;
+use crate::gpu::readback::Readback;
+
+/// Bytes in one ordinary arena chunk.
+const ARENA_CHUNK_BYTES: u64 = 64 << 10;
+/// Uploads are split into pieces of at most this many bytes.
+const MAX_UPLOAD_PIECE: u64 = 16 << 20;
+
+struct ArenaChunk {
+    buffer: GpuBuffer,
+    shadow: Vec<u8>,
+}
+
+/// A command encoder with an upload arena. Create with [`GpuContext::encoder`].
+pub struct Encoder {
+    ctx: GpuContext,
+    raw: wgpu::CommandEncoder,
+    arena: Vec<ArenaChunk>,
+    dispatches: u64,
+}
+
+/// Where a piece of arena data lives.
+#[derive(Clone, Copy, Debug)]
+struct ArenaSlice {
+    chunk: usize,
+    offset: u64,
+    size: u64,
+}
+
+impl GpuContext {
+    /// A new encoder; record operations into it, then [`GpuContext::submit`] it.
+    pub fn encoder(&self, label: &str) -> Encoder {
+        let raw = self.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        Encoder { ctx: self.clone(), raw, arena: Vec::new(), dispatches: 0 }
+    }
+
+    /// Writes the encoder's arena, submits its commands, and reports any error wgpu raised while
+    /// they were recorded.
+    pub fn submit(&self, encoder: Encoder) -> Result<wgpu::SubmissionIndex> {
+        let Encoder { raw, arena, .. } = encoder;
+        for chunk in &arena {
+            if !chunk.shadow.is_empty() {
+                self.queue().write_buffer(chunk.buffer.raw(), 0, &chunk.shadow);
+            }
+        }
+        let index = self.queue().submit(Some(raw.finish()));
+        drop(arena); // chunks go back to the pool; later writes to them are queued after this submit
+        self.check_errors("submitting GPU work")?;
+        Ok(index)
+    }
+}
+
+impl Encoder {
+    /// The context this encoder records for.
+    pub fn ctx(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// The raw wgpu encoder, for commands wgsplat does not wrap.
+    pub fn raw(&mut self) -> &mut wgpu::CommandEncoder {
+        &mut self.raw
+    }
+
+    /// Number of dispatches recorded so far.
+    pub fn dispatch_count(&self) -> u64 {
+        self.dispatches
+    }
+
+    /// Allocates a storage buffer. When poisoning is on, its contents are set to the poison
+    /// pattern by a copy recorded here, so any read before a write shows up as NaN / `u32::MAX`.
+    pub fn alloc(&mut self, bytes: u64, category: MemoryCategory, label: &str) -> Result<GpuBuffer> {
+        let (buffer, _fresh) =
+            self.ctx.allocator().allocate(AllocRequest { bytes, kind: BufferKind::Storage, category, label })?;
+        let guard = self.ctx.inner.poison_source.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(source) = guard.as_ref() {
+            let mut offset = 0;
+            while offset < buffer.size() {
+                let len = (buffer.size() - offset).min(POISON_SOURCE_BYTES);
+                self.raw.copy_buffer_to_buffer(source.raw(), 0, buffer.raw(), offset, len);
+                offset += len;
+            }
+        }
+        drop(guard);
+        Ok(buffer)
+    }
+
+    fn arena_reserve(&mut self, size: u64, align: u64) -> Result<ArenaSlice> {
+        if let Some((index, chunk)) = self.arena.iter_mut().enumerate().last() {
+            let offset = (chunk.shadow.len() as u64).div_ceil(align) * align;
+            if offset + size <= chunk.buffer.size() {
+                chunk.shadow.resize((offset + size) as usize, 0);
+                return Ok(ArenaSlice { chunk: index, offset, size });
+            }
+        }
+        let (buffer, _) = self.ctx.allocator().allocate(AllocRequest {
+            bytes: size.max(ARENA_CHUNK_BYTES),
+            kind: BufferKind::Upload,
+            category: MemoryCategory::Staging,
+            label: "wgsplat/upload-arena",
+        })?;
+        self.arena.push(ArenaChunk { buffer, shadow: vec![0; size as usize] });
+        Ok(ArenaSlice { chunk: self.arena.len() - 1, offset: 0, size })
+    }
+
+    fn arena_write(&mut self, slice: ArenaSlice, data: &[u8]) {
+        let start = slice.offset as usize;
+        self.arena[slice.chunk].shadow[start..start + data.len()].copy_from_slice(data);
+    }
+
+    /// Records an upload of `data` into `dst` at `dst_offset`. Both must be multiples of 4 bytes.
+    pub fn upload(&mut self, dst: &wgpu::Buffer, dst_offset: u64, data: &[u8]) -> Result<()> {
+        if data.len() % 4 != 0 || dst_offset % 4 != 0 {
+            return Err(Error::InvalidArgument {
+                op: "upload",
+                detail: format!("{} bytes at offset {dst_offset}: both must be multiples of 4", data.len()),
+            });
+        }
+        for (index, piece) in data.chunks(MAX_UPLOAD_PIECE as usize).enumerate() {
+            let slice = self.arena_reserve(piece.len() as u64, 4)?;
+            self.arena_write(slice, piece);
+            let src = self.arena[slice.chunk].buffer.raw().clone();
+            let at = dst_offset + index as u64 * MAX_UPLOAD_PIECE;
+            self.raw.copy_buffer_to_buffer(&src, slice.offset, dst, at, piece.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Records one dispatch of `kernel` with `params` at binding 0 (a uniform) and `storage` at
+    /// bindings 1, 2, ... . `P` must match the WGSL params struct (checked by the mirror tests).
+    pub fn dispatch<P: bytemuck::Pod>(
+        &mut self,
+        kernel: &Kernel,
+        params: &P,
+        storage: &[wgpu::BufferBinding<'_>],
+        grid: WorkgroupGrid,
+    ) -> Result<()> {
+        if grid.is_empty() {
+            return Ok(());
+        }
+        let bytes = bytemuck::bytes_of(params);
+        let align = u64::from(self.ctx.device().limits().min_uniform_buffer_offset_alignment);
+        let slice = self.arena_reserve(bytes.len() as u64, align)?;
+        self.arena_write(slice, bytes);
+        let arena_buffer = self.arena[slice.chunk].buffer.raw().clone();
+        let mut entries = Vec::with_capacity(storage.len() + 1);
+        entries.push(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &arena_buffer,
+                offset: slice.offset,
+                size: std::num::NonZeroU64::new(slice.size),
+            }),
+        });
+        for (i, binding) in storage.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: wgpu::BindingResource::Buffer(binding.clone()) });
+        }
+        let bind_group = self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &kernel.layout,
+            entries: &entries,
+        });
+        let mut pass = self.raw.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&kernel.name), timestamp_writes: None });
+        pass.set_pipeline(&kernel.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(grid.x, grid.y, 1);
+        drop(pass);
+        self.dispatches += 1;
+        Ok(())
+    }
+
+    /// Records a buffer-to-buffer copy (offsets and size multiples of 4).
+    pub fn copy(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
+        if size > 0 {
+            self.raw.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+        }
+    }
+
+    /// Records zeroing of `size` bytes at `offset`.
+    pub fn clear(&mut self, buffer: &wgpu::Buffer, offset: u64, size: u64) {
+        if size > 0 {
+            self.raw.clear_buffer(buffer, offset, Some(size));
+        }
+    }
+
+    /// Records a copy of `size` bytes of `src` into a pooled staging buffer; read it after submit
+    /// with [`Readback::wait`] or [`Readback::receive`].
+    pub fn readback(&mut self, src: &wgpu::Buffer, offset: u64, size: u64, label: &str) -> Result<Readback> {
+        let (buffer, _) = self.ctx.allocator().allocate(AllocRequest {
+            bytes: size.max(4),
+            kind: BufferKind::Readback,
+            category: MemoryCategory::Staging,
+            label: "wgsplat/readback",
+        })?;
+        self.copy(src, offset, buffer.raw(), 0, size);
+        Ok(Readback::new(buffer, size, label))
+    }
+}

@@ -1,0 +1,82 @@
+//! Compute kernels: a pipeline built from one shader file's entry point in the context's variant,
+//! with its workgroup size read back from naga's reflection. Kernels are cached per context.
+
+use crate::error::{Error, Result};
+use crate::gpu::context::GpuContext;
+use crate::gpu::shader::{self, Variant};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A compute pipeline and what dispatching it needs to know.
+pub struct Kernel {
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) layout: wgpu::BindGroupLayout,
+    /// `@workgroup_size` of the entry point.
+    pub workgroup_size: [u32; 3],
+    /// `file:entry (variant)`, for labels and errors.
+    pub name: String,
+}
+
+impl Kernel {
+    /// Invocations per workgroup.
+    pub fn threads(&self) -> u32 {
+        self.workgroup_size.iter().product()
+    }
+}
+
+/// Cache of built kernels, keyed by file, entry point and variant.
+#[derive(Default)]
+pub(crate) struct KernelCache {
+    kernels: Mutex<HashMap<(String, String, Variant), Arc<Kernel>>>,
+}
+
+impl GpuContext {
+    /// The kernel for `entry` in `file` (relative to `shaders/`), in this context's variant,
+    /// reduced to the flags the file actually tests.
+    pub fn kernel(&self, file: &str, entry: &str) -> Result<Arc<Kernel>> {
+        let used = shader::flags_used(file)?;
+        let variant = self.variant().restricted_to(&used);
+        self.kernel_variant(file, entry, variant)
+    }
+
+    /// The kernel for an explicit variant (the variant must be supported by the device).
+    pub fn kernel_variant(&self, file: &str, entry: &str, variant: Variant) -> Result<Arc<Kernel>> {
+        let key = (file.to_owned(), entry.to_owned(), variant);
+        if let Some(k) = self.inner.kernels.kernels.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(k.clone());
+        }
+        let compiled = shader::compile(file, variant)?;
+        let entry_point = compiled.module.entry_points.iter().find(|e| e.name == entry).ok_or_else(|| {
+            Error::Shader {
+                file: file.to_owned(),
+                line: 0,
+                column: 0,
+                variant: variant.name(),
+                message: format!("no entry point named {entry:?}"),
+            }
+        })?;
+        let workgroup_size = entry_point.workgroup_size;
+        let name = format!("{file}:{entry} ({})", variant.name());
+        let device = self.device();
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&name),
+            source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(compiled.module)),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&name),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(Error::Shader { file: file.to_owned(), line: 0, column: 0, variant: variant.name(), message: err.to_string() });
+        }
+        let layout = pipeline.get_bind_group_layout(0);
+        let kernel = Arc::new(Kernel { pipeline, layout, workgroup_size, name });
+        self.inner.kernels.kernels.lock().unwrap_or_else(|p| p.into_inner()).insert(key, kernel.clone());
+        Ok(kernel)
+    }
+}

@@ -1,0 +1,22 @@
+//! Layer 1, the GPU runtime: context, allocator, encoder, shaders, kernels, dispatch and readback.
+
+pub mod allocator;
+pub mod context;
+pub mod dispatch;
+pub mod encoder;
+pub mod info;
+pub mod kernel;
+pub mod memory;
+pub mod readback;
+pub mod shader;
+
+pub use allocator::{Allocator, BufferKind, GpuBuffer};
+pub use context::{ContextOptions, GpuContext, POISON_WORD};
+pub use dispatch::WorkgroupGrid;
+pub use encoder::Encoder;
+pub use info::ContextInfo;
+pub use kernel::Kernel;
+pub use memory::{MemoryCategory, MemoryReport};
+pub use readback::Readback;
+pub use shader::{ShaderFlag, Variant};
+pub mod mirror;

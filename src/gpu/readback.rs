@@ -1,0 +1,71 @@
+//! Reading GPU data back: the staging buffer is mapped asynchronously and completion is delivered
+//! through a `futures-intrusive` oneshot channel. [`Readback::wait`] blocks (pollster) for callers
+//! without an executor; [`Readback::receive`] is the async form for callers that poll the device
+//! from their own loop (for example a UI frame).
+
+use crate::error::{Error, Result};
+use crate::gpu::allocator::GpuBuffer;
+use crate::gpu::context::GpuContext;
+
+/// A pending copy into a staging buffer. The staging buffer returns to the pool when this is
+/// consumed or dropped.
+pub struct Readback {
+    buffer: GpuBuffer,
+    size: u64,
+    label: String,
+}
+
+impl Readback {
+    pub(crate) fn new(buffer: GpuBuffer, size: u64, label: &str) -> Self {
+        Readback { buffer, size, label: label.to_owned() }
+    }
+
+    /// Bytes that will be read.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn start(&self) -> futures_intrusive::channel::shared::OneshotReceiver<std::result::Result<(), wgpu::BufferAsyncError>> {
+        let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
+        if self.size > 0 {
+            self.buffer.raw().slice(0..self.size).map_async(wgpu::MapMode::Read, move |result| {
+                let _ = sender.send(result);
+            });
+        } else {
+            let _ = sender.send(Ok(()));
+        }
+        receiver
+    }
+
+    fn finish(self, result: Option<std::result::Result<(), wgpu::BufferAsyncError>>) -> Result<Vec<u8>> {
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(Error::Readback { label: self.label, message: e.to_string() }),
+            None => return Err(Error::Readback { label: self.label, message: "the map callback was dropped".into() }),
+        }
+        if self.size == 0 {
+            return Ok(Vec::new());
+        }
+        let data = match self.buffer.raw().slice(0..self.size).get_mapped_range() {
+            Ok(view) => view.to_vec(),
+            Err(e) => return Err(Error::Readback { label: self.label, message: e.to_string() }),
+        };
+        self.buffer.raw().unmap();
+        Ok(data)
+    }
+
+    /// Maps and copies out, blocking until the GPU has finished. Submit the encoder first.
+    pub fn wait(self, ctx: &GpuContext) -> Result<Vec<u8>> {
+        let receiver = self.start();
+        ctx.wait_idle()?;
+        let result = pollster::block_on(receiver.receive());
+        self.finish(result)
+    }
+
+    /// Maps and copies out asynchronously. Something must call [`GpuContext::poll`] meanwhile.
+    pub async fn receive(self) -> Result<Vec<u8>> {
+        let receiver = self.start();
+        let result = receiver.receive().await;
+        self.finish(result)
+    }
+}

@@ -1,0 +1,15 @@
+//! wgsplat: a portable GPU tensor runtime and 3D Gaussian Splatting trainer. Every kernel is WGSL,
+//! run through wgpu on Vulkan, Metal or DX12.
+//!
+//! Layers, each using only those below it:
+//! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
+
+pub mod error;
+pub mod gpu;
+pub mod ops;
+pub mod tensor;
+pub mod testing;
+
+pub use error::{Error, Result};
+pub use gpu::{ContextOptions, Encoder, GpuContext, MemoryCategory, MemoryReport};
+pub use tensor::{DType, Element, Tensor};

@@ -1,0 +1,7 @@
+//! The `wgsplat` command-line tool.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}

@@ -1,0 +1,237 @@
+//! GPU tensors: f32, u32 or i32 elements with a shape, stored in **pages**.
+//!
+//! A tensor's storage is split across as many buffers as needed so that no binding exceeds the
+//! adapter's `max_storage_buffer_binding_size`: page `p` holds elements
+//! `[p * page_elems, (p + 1) * page_elems)`. The page size is one power of two per context, so
+//! tensors of equal length always have the same page layout and element-wise kernels run page by
+//! page. Handles are cheap to clone (an `Arc`); the pages go back to the allocator when the last
+//! handle drops.
+
+mod read;
+
+use crate::error::{Error, Result};
+use crate::gpu::allocator::GpuBuffer;
+use crate::gpu::encoder::Encoder;
+use crate::gpu::memory::MemoryCategory;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+pub use read::TensorReadback;
+
+/// Element type of a tensor. All are 32 bits wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// 32-bit unsigned integer.
+    U32,
+    /// 32-bit signed integer.
+    I32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> u64 {
+        4
+    }
+}
+
+/// A Rust type that can live in a tensor.
+pub trait Element: bytemuck::Pod + Send + Sync + 'static {
+    /// The matching dtype.
+    const DTYPE: DType;
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+}
+impl Element for i32 {
+    const DTYPE: DType = DType::I32;
+}
+
+/// The pages behind one or more tensor handles.
+pub struct Storage {
+    pages: Vec<GpuBuffer>,
+    page_elems: u64,
+    capacity: u64,
+    category: MemoryCategory,
+}
+
+/// A GPU tensor handle. Clones share storage.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    dtype: DType,
+    shape: Vec<usize>,
+    len: u64,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor({:?}, {:?}, {} pages)", self.dtype, self.shape, self.storage.pages.len())
+    }
+}
+
+fn element_count(shape: &[usize]) -> Result<u64> {
+    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64)).ok_or_else(|| Error::Overflow {
+        what: format!("tensor of shape {shape:?}"),
+        needed: u64::MAX,
+        max: u64::MAX,
+        hint: "use a smaller shape".into(),
+    })
+}
+
+impl Tensor {
+    /// A tensor whose contents are undefined (poisoned in debug builds).
+    pub fn uninit(enc: &mut Encoder, dtype: DType, shape: &[usize], category: MemoryCategory, label: &str) -> Result<Tensor> {
+        let len = element_count(shape)?;
+        let page_elems = enc.ctx().page_bytes() / dtype.size();
+        let mut pages = Vec::with_capacity(len.div_ceil(page_elems) as usize);
+        let mut start = 0;
+        while start < len {
+            let elems = (len - start).min(page_elems);
+            pages.push(enc.alloc(elems * dtype.size(), category, label)?);
+            start += elems;
+        }
+        Ok(Tensor {
+            storage: Arc::new(Storage { pages, page_elems, capacity: len, category }),
+            dtype,
+            shape: shape.to_vec(),
+            len,
+        })
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(enc: &mut Encoder, dtype: DType, shape: &[usize], category: MemoryCategory, label: &str) -> Result<Tensor> {
+        let t = Self::uninit(enc, dtype, shape, category, label)?;
+        for page in 0..t.num_pages() {
+            let bytes = t.page_len(page) * dtype.size();
+            enc.clear(t.page(page).raw(), 0, bytes);
+        }
+        Ok(t)
+    }
+
+    /// A tensor holding `data` (uploaded through the encoder, so ordered with other work in it).
+    pub fn from_slice<T: Element>(
+        enc: &mut Encoder,
+        data: &[T],
+        shape: &[usize],
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Tensor> {
+        let len = element_count(shape)?;
+        if len != data.len() as u64 {
+            return Err(Error::Shape { op: "from_slice", detail: format!("shape {shape:?} holds {len} elements but {} were given", data.len()) });
+        }
+        let t = Self::uninit(enc, T::DTYPE, shape, category, label)?;
+        for page in 0..t.num_pages() {
+            let start = t.page_start(page) as usize;
+            let end = start + t.page_len(page) as usize;
+            enc.upload(t.page(page).raw(), 0, bytemuck::cast_slice(&data[start..end]))?;
+        }
+        Ok(t)
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Accounting category of the storage.
+    pub fn category(&self) -> MemoryCategory {
+        self.storage.category
+    }
+
+    /// Elements per full page.
+    pub fn page_elems(&self) -> u64 {
+        self.storage.page_elems
+    }
+
+    /// Pages covering this tensor's elements (a prefix view may use fewer than the storage has).
+    pub fn num_pages(&self) -> usize {
+        self.len.div_ceil(self.storage.page_elems) as usize
+    }
+
+    /// The buffer of page `index`.
+    pub fn page(&self, index: usize) -> &GpuBuffer {
+        &self.storage.pages[index]
+    }
+
+    /// First element index of page `index`.
+    pub fn page_start(&self, index: usize) -> u64 {
+        index as u64 * self.storage.page_elems
+    }
+
+    /// Elements of this tensor in page `index`.
+    pub fn page_len(&self, index: usize) -> u64 {
+        self.len.saturating_sub(self.page_start(index)).min(self.storage.page_elems)
+    }
+
+    /// Binding of the whole allocated part of page `index` (the kernel is told the length).
+    pub fn page_binding(&self, index: usize) -> wgpu::BufferBinding<'_> {
+        let page = &self.storage.pages[index];
+        let elems = self.storage.capacity.saturating_sub(self.page_start(index)).min(self.storage.page_elems);
+        wgpu::BufferBinding { buffer: page.raw(), offset: 0, size: std::num::NonZeroU64::new(elems * self.dtype.size()) }
+    }
+
+    /// The same storage with another shape of equal element count.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        let len = element_count(shape)?;
+        if len != self.len {
+            return Err(Error::Shape { op: "reshape", detail: format!("{:?} has {} elements, {shape:?} has {len}", self.shape, self.len) });
+        }
+        Ok(Tensor { shape: shape.to_vec(), ..self.clone() })
+    }
+
+    /// A 1-D view of the first `len` elements, sharing storage.
+    pub fn prefix(&self, len: u64) -> Result<Tensor> {
+        if len > self.len {
+            return Err(Error::Shape { op: "prefix", detail: format!("asked for {len} elements of a tensor of {}", self.len) });
+        }
+        Ok(Tensor { shape: vec![len as usize], len, ..self.clone() })
+    }
+
+    /// The same storage viewed as another 32-bit dtype (bit patterns unchanged).
+    pub fn bitcast(&self, dtype: DType) -> Tensor {
+        Tensor { dtype, ..self.clone() }
+    }
+
+    /// Whether two handles share storage.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Checks the element type.
+    pub fn expect_dtype(&self, op: &'static str, dtype: DType) -> Result<()> {
+        if self.dtype != dtype {
+            return Err(Error::DType { op, expected: format!("{dtype:?}"), got: format!("{:?}", self.dtype) });
+        }
+        Ok(())
+    }
+
+    /// Checks that two tensors have the same number of elements.
+    pub fn expect_same_len(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        if self.len != other.len {
+            return Err(Error::Shape { op, detail: format!("lengths differ: {} vs {}", self.len, other.len) });
+        }
+        Ok(())
+    }
+}
