@@ -1,5 +1,7 @@
 //! Command-line front end: argument parsing and the subcommands.
 
+mod bench;
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -23,6 +25,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmarks; each prints a table and writes JSON under target/bench/.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 fn context(portable: bool) -> anyhow::Result<wgsplat::GpuContext> {
@@ -38,6 +43,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info { json } => info(cli.portable, json),
+        Command::Bench(command) => bench::run(command, cli.portable),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -62,6 +62,7 @@ struct AllocState {
     buffers_created: u64,
     pool_hits: u64,
     trims: u64,
+    injected_failures: u32,
 }
 
 pub(crate) struct AllocatorShared {
@@ -265,6 +266,13 @@ impl Allocator {
     }
 
     fn create(&self, class: u64, request: AllocRequest<'_>) -> std::result::Result<wgpu::Buffer, ()> {
+        {
+            let mut state = self.shared.lock();
+            if state.injected_failures > 0 {
+                state.injected_failures -= 1;
+                return Err(());
+            }
+        }
         let scope = self.shared.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = self.shared.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(request.label),
@@ -277,6 +285,13 @@ impl Allocator {
         }
         self.shared.lock().buffers_created += 1;
         Ok(buffer)
+    }
+
+    /// Test hook: the next `count` buffer creations fail as if the device were out of memory, so
+    /// the trim-and-retry path and the out-of-memory error can be tested without exhausting a GPU.
+    #[doc(hidden)]
+    pub fn inject_creation_failures(&self, count: u32) {
+        self.shared.lock().injected_failures = count;
     }
 
     /// Frees every buffer waiting in the pool. Returns the bytes released.
