@@ -7,6 +7,7 @@
 pub mod error;
 pub mod gpu;
 pub mod ops;
+pub mod splat;
 pub mod tensor;
 pub mod testing;
 

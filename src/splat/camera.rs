@@ -1,0 +1,55 @@
+//! The pinhole camera of the splatting pipeline, in gsplat's conventions (OpenCV: x right, y down,
+//! z forward; pixel centres at +0.5).
+
+use serde::{Deserialize, Serialize};
+
+/// A pinhole camera with a world-to-camera rigid transform.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Camera {
+    /// Row-major world-to-camera rotation.
+    pub rotation: [[f32; 3]; 3],
+    /// World-to-camera translation (camera = R * world + t).
+    pub translation: [f32; 3],
+    /// Focal length in pixels along x.
+    pub fx: f32,
+    /// Focal length in pixels along y.
+    pub fy: f32,
+    /// Principal point x in pixels.
+    pub cx: f32,
+    /// Principal point y in pixels.
+    pub cy: f32,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// Near plane (camera-space z).
+    pub near: f32,
+    /// Far plane (camera-space z).
+    pub far: f32,
+    /// Background colour composited behind the splats.
+    pub background: [f32; 3],
+}
+
+impl Camera {
+    /// Transforms a world point into camera space.
+    pub fn to_camera(&self, p: [f32; 3]) -> [f32; 3] {
+        let r = &self.rotation;
+        let t = &self.translation;
+        [
+            r[0][0] * p[0] + r[0][1] * p[1] + r[0][2] * p[2] + t[0],
+            r[1][0] * p[0] + r[1][1] * p[1] + r[1][2] * p[2] + t[1],
+            r[2][0] * p[0] + r[2][1] * p[1] + r[2][2] * p[2] + t[2],
+        ]
+    }
+
+    /// The camera centre in world space, `-Rᵀ t`.
+    pub fn position(&self) -> [f32; 3] {
+        let r = &self.rotation;
+        let t = &self.translation;
+        [
+            -(r[0][0] * t[0] + r[1][0] * t[1] + r[2][0] * t[2]),
+            -(r[0][1] * t[0] + r[1][1] * t[1] + r[2][1] * t[2]),
+            -(r[0][2] * t[0] + r[1][2] * t[1] + r[2][2] * t[2]),
+        ]
+    }
+}

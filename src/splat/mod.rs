@@ -1,0 +1,8 @@
+//! Layer 2, splatting. So far: the camera, spherical harmonics and the CPU reference renderer that
+//! the GPU rasterizer will be tested against.
+
+pub mod camera;
+pub mod reference;
+pub mod sh;
+
+pub use camera::Camera;
