@@ -306,6 +306,13 @@ impl GpuContext {
         self.inner.page_bytes
     }
 
+    /// Rows per page for row tensors of up to `max_width` 32-bit elements per row: the largest power
+    /// of two whose pages fit the page size (see [`crate::Tensor::uninit_rows`]).
+    pub fn rows_per_page(&self, max_width: u64) -> u64 {
+        let rows = (self.inner.page_bytes / 4 / max_width.max(1)).max(1);
+        1u64 << (63 - rows.leading_zeros())
+    }
+
     /// The adapter's maximum workgroups per dispatch dimension.
     pub fn max_workgroups_per_dimension(&self) -> u32 {
         self.inner.info.limits.max_compute_workgroups_per_dimension

@@ -85,10 +85,45 @@ fn element_count(shape: &[usize]) -> Result<u64> {
 }
 
 impl Tensor {
-    /// A tensor whose contents are undefined (poisoned in debug builds).
+    /// A tensor whose contents are undefined (poisoned in debug builds), paged with the context's
+    /// page size.
     pub fn uninit(enc: &mut Encoder, dtype: DType, shape: &[usize], category: MemoryCategory, label: &str) -> Result<Tensor> {
-        let len = element_count(shape)?;
         let page_elems = enc.ctx().page_bytes() / dtype.size();
+        Self::uninit_with_page_elems(enc, dtype, shape, page_elems, category, label)
+    }
+
+    /// A tensor of rows (`shape[0]` rows of `shape[1..]` elements) whose pages hold whole rows:
+    /// `rows_per_page` rows each. Tensors created with the same `rows_per_page` (the parameters,
+    /// gradients and optimizer state of one model) page identically whatever their row widths, so
+    /// a kernel can bind page `p` of each and see the same rows.
+    pub fn uninit_rows(
+        enc: &mut Encoder,
+        dtype: DType,
+        shape: &[usize],
+        rows_per_page: u64,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Tensor> {
+        let width = element_count(shape.get(1..).unwrap_or(&[]))?.max(1);
+        let page_elems = rows_per_page.checked_mul(width).filter(|&e| e > 0 && e * dtype.size() <= enc.ctx().page_bytes());
+        let page_elems = page_elems.ok_or_else(|| Error::Overflow {
+            what: format!("a page of {rows_per_page} rows of {width} elements for {label:?}"),
+            needed: rows_per_page.saturating_mul(width).saturating_mul(dtype.size()),
+            max: enc.ctx().page_bytes(),
+            hint: "use GpuContext::rows_per_page(width) to choose the rows per page".into(),
+        })?;
+        Self::uninit_with_page_elems(enc, dtype, shape, page_elems, category, label)
+    }
+
+    fn uninit_with_page_elems(
+        enc: &mut Encoder,
+        dtype: DType,
+        shape: &[usize],
+        page_elems: u64,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Tensor> {
+        let len = element_count(shape)?;
         let mut pages = Vec::with_capacity(len.div_ceil(page_elems) as usize);
         let mut start = 0;
         while start < len {
@@ -223,6 +258,19 @@ impl Tensor {
     pub fn expect_dtype(&self, op: &'static str, dtype: DType) -> Result<()> {
         if self.dtype != dtype {
             return Err(Error::DType { op, expected: format!("{dtype:?}"), got: format!("{:?}", self.dtype) });
+        }
+        Ok(())
+    }
+
+    /// Checks that two tensors have the same length and the same page layout, so element-wise
+    /// kernels can pair page `p` of one with page `p` of the other.
+    pub fn expect_same_layout(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        self.expect_same_len(op, other)?;
+        if self.page_elems() != other.page_elems() {
+            return Err(Error::Shape {
+                op,
+                detail: format!("page layouts differ ({} vs {} elements per page); create both tensors the same way", self.page_elems(), other.page_elems()),
+            });
         }
         Ok(())
     }
