@@ -3,6 +3,7 @@
 //!
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
+//! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 
 pub mod error;
 pub mod gpu;
@@ -14,3 +15,10 @@ pub mod testing;
 pub use error::{Error, Result};
 pub use gpu::{ContextOptions, Encoder, GpuContext, MemoryCategory, MemoryReport};
 pub use tensor::{DType, Element, Tensor};
+
+/// Every Rust struct in the library that mirrors a WGSL struct (checked against naga in the tests).
+pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
+    let mut all = ops::mirrors();
+    all.extend(splat::uniform::mirrors());
+    all
+}

@@ -83,7 +83,7 @@ fn errors_point_at_the_original_file_and_line() {
 
 #[test]
 fn mirrored_structs_match_naga_reflection() {
-    let mirrors = wgsplat::gpu::mirror::all();
+    let mirrors = wgsplat::mirrored_structs();
     assert!(!mirrors.is_empty());
     let failures: Vec<String> = mirrors.iter().filter_map(|m| m.check().err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -64,8 +64,3 @@ impl Mirror {
         Ok(())
     }
 }
-
-/// Every mirrored struct in the library.
-pub fn all() -> Vec<Mirror> {
-    crate::ops::mirrors()
-}

@@ -6,3 +6,8 @@ pub mod reference;
 pub mod sh;
 
 pub use camera::Camera;
+pub mod gaussians;
+pub mod uniform;
+
+pub use gaussians::GaussianTensors;
+pub use uniform::{AlphaMode, RenderUniform};

@@ -162,12 +162,22 @@ impl Tensor {
             return Err(Error::Shape { op: "from_slice", detail: format!("shape {shape:?} holds {len} elements but {} were given", data.len()) });
         }
         let t = Self::uninit(enc, T::DTYPE, shape, category, label)?;
-        for page in 0..t.num_pages() {
-            let start = t.page_start(page) as usize;
-            let end = start + t.page_len(page) as usize;
-            enc.upload(t.page(page).raw(), 0, bytemuck::cast_slice(&data[start..end]))?;
-        }
+        t.write(enc, data)?;
         Ok(t)
+    }
+
+    /// Records an upload of `data` over the whole tensor (ordered with other work in `enc`).
+    pub fn write<T: Element>(&self, enc: &mut Encoder, data: &[T]) -> Result<()> {
+        self.expect_dtype("write", T::DTYPE)?;
+        if data.len() as u64 != self.len {
+            return Err(Error::Shape { op: "write", detail: format!("tensor holds {} elements but {} were given", self.len, data.len()) });
+        }
+        for page in 0..self.num_pages() {
+            let start = self.page_start(page) as usize;
+            let end = start + self.page_len(page) as usize;
+            enc.upload(self.page(page).raw(), 0, bytemuck::cast_slice(&data[start..end]))?;
+        }
+        Ok(())
     }
 
     /// Element type.

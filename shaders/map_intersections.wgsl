@@ -1,0 +1,36 @@
+// Emits one (tile, splat) intersection per tile that each visible splat's footprint touches.
+// Splats arrive in depth order, so a later stable sort by tile keeps each tile's list in depth
+// order. `offsets` is the exclusive scan of the tile counts, so writes never collide.
+#import "shared/dispatch.wgsl"
+#import "shared/splat.wgsl"
+
+@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(1) var<storage, read> splats: array<f32>;
+@group(0) @binding(2) var<storage, read> offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tile_keys: array<u32>;
+@group(0) @binding(4) var<storage, read_write> splat_from_isect: array<u32>;
+
+@compute @workgroup_size(256)
+fn emit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let v = workgroup_index(wid, nwg) * 256u + lid;
+    if v >= u.count {
+        return;
+    }
+    let base = v * SPLAT_STRIDE;
+    let xy = vec2<f32>(splats[base + SPLAT_X], splats[base + SPLAT_Y]);
+    let radius = vec2<f32>(splats[base + SPLAT_RADIUS_X], splats[base + SPLAT_RADIUS_Y]);
+    let tiles = vec2<i32>(u.tile_counts);
+    let tile_min = clamp(vec2<i32>(floor((xy - radius) / f32(TILE_SIZE))), vec2<i32>(0), tiles);
+    let tile_max = clamp(vec2<i32>(ceil((xy + radius) / f32(TILE_SIZE))), vec2<i32>(0), tiles);
+    var at = offsets[v];
+    let end = select(offsets[v + 1u], u.aux, v + 1u == u.count);
+    for (var ty = tile_min.y; ty < tile_max.y; ty++) {
+        for (var tx = tile_min.x; tx < tile_max.x; tx++) {
+            if at < end {
+                tile_keys[at] = u32(ty) * u.tile_counts.x + u32(tx);
+                splat_from_isect[at] = v;
+            }
+            at++;
+        }
+    }
+}

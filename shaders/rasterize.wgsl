@@ -1,0 +1,101 @@
+// Tile rasterizer: one 16x16 workgroup per tile composites the tile's depth-ordered splats front
+// to back, loading them in batches of 256 through workgroup memory. Per pixel it writes RGB
+// composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
+// intersections it consumed up to its last contributor (the backward pass starts there).
+#import "shared/dispatch.wgsl"
+#import "shared/splat.wgsl"
+
+@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(1) var<storage, read> splats: array<f32>;
+@group(0) @binding(2) var<storage, read> splat_from_isect: array<u32>;
+@group(0) @binding(3) var<storage, read> ranges: array<u32>;
+@group(0) @binding(4) var<storage, read_write> rgba: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> depth: array<f32>;
+@group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
+
+const BATCH: u32 = 256u;
+
+var<workgroup> s_xy: array<vec2<f32>, BATCH>;
+var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
+var<workgroup> s_color_depth: array<vec4<f32>, BATCH>;
+var<workgroup> done_count: atomic<u32>;
+var<workgroup> done_snapshot: u32;
+
+@compute @workgroup_size(16, 16)
+fn rasterize(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) local: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let tile = workgroup_index(wid, nwg);
+    let num_tiles = u.tile_counts.x * u.tile_counts.y;
+    if tile >= num_tiles {
+        return; // uniform: the whole workgroup leaves together
+    }
+    let px = (tile % u.tile_counts.x) * TILE_SIZE + local.x;
+    let py = (tile / u.tile_counts.x) * TILE_SIZE + local.y;
+    let inside = px < u.image_size.x && py < u.image_size.y;
+    let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
+    let start = ranges[2u * tile];
+    let end = ranges[2u * tile + 1u];
+
+    var transmittance = 1.0;
+    var color = vec3<f32>(0.0);
+    var depth_acc = 0.0;
+    var used = 0u;
+    var done = !inside;
+    if lid == 0u {
+        atomicStore(&done_count, 0u);
+    }
+    workgroupBarrier();
+    if done {
+        atomicAdd(&done_count, 1u);
+    }
+    for (var batch = start; batch < end; batch += BATCH) {
+        workgroupBarrier();
+        if lid == 0u {
+            done_snapshot = atomicLoad(&done_count);
+        }
+        if workgroupUniformLoad(&done_snapshot) == BATCH {
+            break;
+        }
+        let idx = batch + lid;
+        if idx < end {
+            let s = splat_from_isect[idx] * SPLAT_STRIDE;
+            s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
+            s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
+            s_color_depth[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], splats[s + SPLAT_DEPTH]);
+        }
+        workgroupBarrier();
+        let n = min(BATCH, end - batch);
+        if !done {
+            for (var j = 0u; j < n; j++) {
+                let co = s_conic_opacity[j];
+                let d = s_xy[j] - pixel;
+                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
+                let alpha = splat_alpha(co.w, power, u.alpha_mode);
+                if alpha <= 0.0 {
+                    continue;
+                }
+                let next_t = transmittance * (1.0 - alpha);
+                if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
+                    done = true;
+                    atomicAdd(&done_count, 1u);
+                    break;
+                }
+                let cd = s_color_depth[j];
+                color += cd.xyz * (alpha * transmittance);
+                depth_acc += cd.w * (alpha * transmittance);
+                transmittance = next_t;
+                used = batch + j + 1u - start;
+            }
+        }
+    }
+    if inside {
+        let p = py * u.image_size.x + px;
+        rgba[p] = vec4<f32>(color + transmittance * u.background.xyz, 1.0 - transmittance);
+        depth[p] = depth_acc;
+        consumed[p] = used;
+    }
+}

@@ -1,0 +1,95 @@
+// Types and helpers shared by the splatting stages (src/splat/). The uniform is mirrored by
+// `RenderUniform` in src/splat/uniform.rs; a test checks the two layouts agree.
+
+struct RenderUniform {
+    // Rows of the world-to-camera transform [R | t].
+    view_r0: vec4<f32>,
+    view_r1: vec4<f32>,
+    view_r2: vec4<f32>,
+    // Camera centre in world space (w unused).
+    cam_pos: vec4<f32>,
+    // Background colour (a unused).
+    background: vec4<f32>,
+    focal: vec2<f32>,
+    principal: vec2<f32>,
+    image_size: vec2<u32>,
+    tile_counts: vec2<u32>,
+    near: f32,
+    far: f32,
+    // Active SH degree (0..=3).
+    sh_degree: u32,
+    // Items in this dispatch (Gaussians of the page, visible splats, or intersections).
+    count: u32,
+    // SH rest coefficients stored per Gaussian (0, 3, 8 or 15).
+    sh_rest_count: u32,
+    // 0 = gsplat's hard alpha cutoff; 1 = the smooth cutoff used by finite-difference tests.
+    alpha_mode: u32,
+    // Index of the first Gaussian of the page being processed.
+    page_offset: u32,
+    // Number of intersections (rasterizer) or 0.
+    aux: u32,
+}
+
+// A projected splat is a row of SPLAT_STRIDE floats (see src/splat/layout.rs).
+const SPLAT_STRIDE: u32 = 12u;
+const SPLAT_X: u32 = 0u;
+const SPLAT_Y: u32 = 1u;
+const SPLAT_CONIC_A: u32 = 2u;
+const SPLAT_CONIC_B: u32 = 3u;
+const SPLAT_CONIC_C: u32 = 4u;
+const SPLAT_OPACITY: u32 = 5u;
+const SPLAT_R: u32 = 6u;
+const SPLAT_G: u32 = 7u;
+const SPLAT_B: u32 = 8u;
+const SPLAT_DEPTH: u32 = 9u;
+const SPLAT_RADIUS_X: u32 = 10u;
+const SPLAT_RADIUS_Y: u32 = 11u;
+
+const TILE_SIZE: u32 = 16u;
+const ALPHA_MAX: f32 = 0.999;
+const ALPHA_MIN: f32 = 0.00392156862745098; // 1/255
+const TRANSMITTANCE_MIN: f32 = 0.0001;
+const COV2D_DILATION: f32 = 0.3;
+
+fn is_finite_f32(x: f32) -> bool {
+    // NaN fails the comparison; infinities exceed the largest finite float.
+    return abs(x) <= 3.4028234e38;
+}
+
+// Rotation matrix (columns) of an unnormalised quaternion (w, x, y, z).
+fn quat_to_mat(q: vec4<f32>) -> mat3x3<f32> {
+    let n = q / length(q);
+    let w = n.x;
+    let x = n.y;
+    let y = n.z;
+    let z = n.w;
+    return mat3x3<f32>(
+        vec3<f32>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)),
+        vec3<f32>(2.0 * (x * y - w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z + w * x)),
+        vec3<f32>(2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)),
+    );
+}
+
+fn sigmoid(x: f32) -> f32 {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+// World-to-camera rotation as a matrix (columns) and translation.
+fn view_rotation(u: RenderUniform) -> mat3x3<f32> {
+    return transpose(mat3x3<f32>(u.view_r0.xyz, u.view_r1.xyz, u.view_r2.xyz));
+}
+
+fn view_translation(u: RenderUniform) -> vec3<f32> {
+    return vec3<f32>(u.view_r0.w, u.view_r1.w, u.view_r2.w);
+}
+
+// The alpha a splat contributes at a pixel, given sigma = -power (>= 0 inside the ellipse).
+// Hard mode follows gsplat: alpha below 1/255 counts as zero. Smooth mode (tests only) fades
+// alpha out continuously so finite differences see a differentiable function.
+fn splat_alpha(opacity: f32, power: f32, mode: u32) -> f32 {
+    let a = min(ALPHA_MAX, opacity * exp(power));
+    if mode == 0u {
+        return select(a, 0.0, a < ALPHA_MIN || power > 0.0);
+    }
+    return a;
+}
