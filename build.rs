@@ -18,7 +18,8 @@ fn collect(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("shaders");
     println!("cargo:rerun-if-changed=shaders");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);

@@ -11,3 +11,4 @@ pub mod uniform;
 
 pub use gaussians::GaussianTensors;
 pub use uniform::{AlphaMode, RenderUniform};
+pub mod forward;

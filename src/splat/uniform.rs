@@ -85,6 +85,16 @@ impl RenderUniform {
         }
     }
 
+    /// Tiles along x and y.
+    pub fn tile_counts(&self) -> [u32; 2] {
+        self.tile_counts
+    }
+
+    /// Image width and height.
+    pub fn image_size(&self) -> [u32; 2] {
+        self.image_size
+    }
+
     /// A copy with the per-dispatch fields set.
     pub(crate) fn with_count(mut self, count: u64, page_offset: u64, aux: u64) -> Self {
         self.count = count as u32;

@@ -1,0 +1,266 @@
+//! The forward pass: project, count, compact, depth-sort, bin into tiles, sort by tile, find tile
+//! ranges and rasterize.
+//!
+//! Sorting scheme (WGSL has no u64 keys): visible splats are first sorted by depth (the f32 depth's
+//! bit pattern, which orders like the float for positive depths); intersections are then emitted
+//! in that depth order and stable-sorted by tile id on only `ceil(log2(tiles))` bits, so each
+//! tile's run comes out depth-ordered.
+//!
+//! Sizes: the number of visible splats V and of intersections I depend on the data. They are
+//! counted on the GPU and read back once (8 bytes) between the two halves of the pass
+//! ([`Projection::read_counts`]), and every later buffer is sized exactly from them; a size that
+//! does not fit one binding is reported as an error, never truncated.
+
+use super::camera::Camera;
+use super::gaussians::GaussianTensors;
+use super::uniform::{AlphaMode, RenderUniform};
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
+use crate::ops;
+use crate::tensor::{DType, Tensor, TensorReadback};
+
+/// Floats per projected splat row (see `shaders/shared/splat.wgsl`).
+pub const SPLAT_STRIDE: u64 = 12;
+
+/// Options of one render.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RenderOptions {
+    /// Active SH degree (clamped to the model's).
+    pub sh_degree: u32,
+    /// Alpha cutoff behaviour.
+    pub alpha_mode: AlphaMode,
+}
+
+/// The first half of a forward pass, recorded and waiting for its counts.
+pub struct Projection {
+    pub(crate) uniform: RenderUniform,
+    pub(crate) camera: Camera,
+    /// Projected rows in Gaussian order, `[N, 12]`.
+    pub projected: Tensor,
+    /// Tiles each Gaussian touches (0 = culled), `[N]`.
+    pub tiles_touched: Tensor,
+    /// Depth sort keys, `[N]`.
+    pub depth_keys: Tensor,
+    visible: Option<TensorReadback>,
+    intersections: Option<TensorReadback>,
+    _scratch: Tensor,
+}
+
+/// Everything the forward pass produced; the backward pass reads it.
+pub struct ForwardOutput {
+    /// RGB composited on the background, and alpha: `[H, W, 4]`.
+    pub image: Tensor,
+    /// Alpha-weighted depth (divide by alpha for the expected depth): `[H, W]`.
+    pub depth: Tensor,
+    /// Per pixel, how many of its tile's intersections it consumed up to its last contributor.
+    pub consumed: Tensor,
+    /// Visible splats in depth order, `[V, 12]`.
+    pub splats: Tensor,
+    /// For each visible splat, the Gaussian it came from: `[V]`.
+    pub global_from_splat: Tensor,
+    /// For each tile-sorted intersection, its splat: `[I]`.
+    pub splat_from_isect: Tensor,
+    /// (start, end) of each tile's run of intersections: `[2 * tiles]`.
+    pub tile_ranges: Tensor,
+    /// Tiles each Gaussian touches (0 = culled), `[N]`.
+    pub tiles_touched: Tensor,
+    /// V.
+    pub num_visible: u64,
+    /// I.
+    pub num_intersections: u64,
+    /// The uniform used.
+    pub uniform: RenderUniform,
+}
+
+fn check_camera(camera: &Camera) -> Result<()> {
+    let ok = camera.width > 0
+        && camera.height > 0
+        && camera.near > 0.0
+        && camera.far > camera.near
+        && camera.fx > 0.0
+        && camera.fy > 0.0
+        && camera.rotation.iter().flatten().chain(&camera.translation).all(|v| v.is_finite());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op: "render",
+            detail: format!(
+                "camera needs width, height, fx, fy > 0, 0 < near < far and a finite pose; got {}x{}, f=({}, {}), near {}, far {}",
+                camera.width, camera.height, camera.fx, camera.fy, camera.near, camera.far
+            ),
+        })
+    }
+}
+
+/// A 1-element tensor standing in for an empty binding.
+pub(crate) fn placeholder(enc: &mut Encoder, dtype: DType) -> Result<Tensor> {
+    Tensor::zeros(enc, dtype, &[1], MemoryCategory::FrameScratch, "splat/placeholder")
+}
+
+/// Records projection and colour of every Gaussian, and the counts V and I.
+pub fn record_projection(enc: &mut Encoder, g: &GaussianTensors, camera: &Camera, options: RenderOptions) -> Result<Projection> {
+    check_camera(camera)?;
+    let n = g.len() as usize;
+    let degree = options.sh_degree.min(g.max_sh_degree());
+    let uniform = RenderUniform::new(camera, degree, g.sh_rest_count(), options.alpha_mode);
+    let rows = g.rows_per_page;
+    let scratch = |enc: &mut Encoder, shape: &[usize], dtype, label| {
+        Tensor::uninit_rows(enc, dtype, shape, rows, MemoryCategory::FrameScratch, label)
+    };
+    let projected = scratch(enc, &[n, SPLAT_STRIDE as usize], DType::F32, "splat/projected")?;
+    let tiles_touched = scratch(enc, &[n], DType::U32, "splat/tiles_touched")?;
+    let depth_keys = scratch(enc, &[n], DType::U32, "splat/depth_keys")?;
+    let project = enc.ctx().kernel("project_forward.wgsl", "project")?;
+    let color = enc.ctx().kernel("sh_forward.wgsl", "color")?;
+    let rest_placeholder = placeholder(enc, DType::F32)?;
+    for page in 0..g.num_pages() {
+        let count = g.page_rows(page);
+        let u = uniform.with_count(count, page as u64 * rows, 0);
+        let grid = ops::grid(enc, count, project.threads())?;
+        let bindings = [
+            g.means.page_binding(page),
+            g.log_scales.page_binding(page),
+            g.quats.page_binding(page),
+            g.opacity_logits.page_binding(page),
+            projected.page_binding(page),
+            tiles_touched.page_binding(page),
+            depth_keys.page_binding(page),
+        ];
+        enc.dispatch(&project, &u, &bindings, grid)?;
+        let rest = if g.sh_rest.is_empty() { rest_placeholder.page_binding(0) } else { g.sh_rest.page_binding(page) };
+        let bindings = [g.means.page_binding(page), g.sh_dc.page_binding(page), rest, projected.page_binding(page)];
+        enc.dispatch(&color, &u, &bindings, grid)?;
+    }
+    let visible = ops::count::count_nonzero(enc, &tiles_touched)?;
+    let total = Tensor::zeros(enc, DType::U32, &[1], MemoryCategory::FrameScratch, "splat/isect_total")?;
+    let offsets = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::FrameScratch, "splat/count_scan")?;
+    if n > 0 {
+        ops::scan::scan_u32(enc, &tiles_touched, &offsets, ops::scan::ScanKind::Exclusive, Some(&total))?;
+    }
+    Ok(Projection {
+        uniform,
+        camera: camera.clone(),
+        visible: Some(visible.record_read(enc)?),
+        intersections: Some(total.record_read(enc)?),
+        projected,
+        tiles_touched,
+        depth_keys,
+        _scratch: offsets,
+    })
+}
+
+/// V and I, read back after the projection's encoder was submitted.
+pub struct Counted {
+    projection: Projection,
+    /// Visible splats.
+    pub num_visible: u64,
+    /// Tile intersections.
+    pub num_intersections: u64,
+}
+
+impl Projection {
+    /// Waits for the counts (submit the encoder holding the projection first).
+    pub fn read_counts(mut self, ctx: &GpuContext) -> Result<Counted> {
+        let (Some(visible), Some(isects)) = (self.visible.take(), self.intersections.take()) else {
+            return Err(Error::InvalidArgument { op: "read_counts", detail: "the counts were already read".into() });
+        };
+        let visible = visible.wait::<u32>(ctx)?;
+        let isects = isects.wait::<u32>(ctx)?;
+        let num_visible = u64::from(visible[0]) | (u64::from(visible.get(1).copied().unwrap_or(0)) << 32);
+        let num_intersections = u64::from(isects[0]);
+        Ok(Counted { projection: self, num_visible, num_intersections })
+    }
+}
+
+fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<()> {
+    let bytes = elems * 4;
+    if bytes > ctx.page_bytes() {
+        return Err(Error::Overflow {
+            what: format!("{what} in one binding"),
+            needed: bytes,
+            max: ctx.page_bytes(),
+            hint: "render at a lower resolution or with fewer Gaussians; this adapter's storage binding limit is the cap".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Records the second half: compaction, sorts, binning and rasterization.
+pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOutput> {
+    let Counted { projection: p, num_visible: v, num_intersections: isects } = counted;
+    let ctx = enc.ctx().clone();
+    let (w, h) = (p.camera.width as u64, p.camera.height as u64);
+    fits_one_page(&ctx, "visible splats", v * SPLAT_STRIDE)?;
+    fits_one_page(&ctx, "tile intersections", isects)?;
+    fits_one_page(&ctx, "the image", w * h * 4)?;
+    let u = p.uniform;
+    let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
+
+    let compacted = ops::compact::compact_indices(enc, &p.tiles_touched)?;
+    let visible_ids = compacted.values.prefix(v)?;
+    let keys = ops::gather::gather(enc, &p.depth_keys, &visible_ids)?;
+    let (_, global_from_splat) = ops::radix_sort::sort_pairs(enc, &keys, &visible_ids, 32)?;
+    let splats = ops::gather::gather_rows(enc, &p.projected, &global_from_splat, SPLAT_STRIDE)?;
+    let counts = ops::gather::gather(enc, &p.tiles_touched, &global_from_splat)?;
+    let offsets = Tensor::uninit(enc, DType::U32, &[v as usize], MemoryCategory::FrameScratch, "splat/isect_offsets")?;
+    ops::scan::exclusive_scan_u32(enc, &counts, &offsets)?;
+
+    let tile_keys = Tensor::uninit(enc, DType::U32, &[isects as usize], MemoryCategory::FrameScratch, "splat/tile_keys")?;
+    let splat_from_isect_unsorted = Tensor::uninit(enc, DType::U32, &[isects as usize], MemoryCategory::FrameScratch, "splat/isect_splats")?;
+    if v > 0 && isects > 0 {
+        let emit = ctx.kernel("map_intersections.wgsl", "emit")?;
+        let bindings = [splats.page_binding(0), offsets.page_binding(0), tile_keys.page_binding(0), splat_from_isect_unsorted.page_binding(0)];
+        enc.dispatch(&emit, &u.with_count(v, 0, isects), &bindings, ops::grid(enc, v, emit.threads())?)?;
+    }
+    let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
+    let (sorted_keys, splat_from_isect) = ops::radix_sort::sort_pairs(enc, &tile_keys, &splat_from_isect_unsorted, tile_bits)?;
+    let tile_ranges = Tensor::zeros(enc, DType::U32, &[2 * num_tiles as usize], MemoryCategory::FrameScratch, "splat/tile_ranges")?;
+    if isects > 0 {
+        let ranges = ctx.kernel("tile_ranges.wgsl", "ranges_from_keys")?;
+        let bindings = [sorted_keys.page_binding(0), tile_ranges.page_binding(0)];
+        enc.dispatch(&ranges, &u.with_count(isects, 0, 0), &bindings, ops::grid(enc, isects, ranges.threads())?)?;
+    }
+    let image = Tensor::uninit(enc, DType::F32, &[h as usize, w as usize, 4], MemoryCategory::FrameScratch, "splat/image")?;
+    let depth = Tensor::uninit(enc, DType::F32, &[h as usize, w as usize], MemoryCategory::FrameScratch, "splat/depth")?;
+    let consumed = Tensor::uninit(enc, DType::U32, &[(h * w) as usize], MemoryCategory::FrameScratch, "splat/consumed")?;
+    let splats_b = if v > 0 { splats.clone() } else { placeholder(enc, DType::F32)? };
+    let isect_b = if isects > 0 { splat_from_isect.clone() } else { placeholder(enc, DType::U32)? };
+    let raster = ctx.kernel("rasterize.wgsl", "rasterize")?;
+    let bindings = [
+        splats_b.page_binding(0),
+        isect_b.page_binding(0),
+        tile_ranges.page_binding(0),
+        image.page_binding(0),
+        depth.page_binding(0),
+        consumed.page_binding(0),
+    ];
+    let grid = crate::gpu::WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
+    enc.dispatch(&raster, &u.with_count(0, 0, isects), &bindings, grid)?;
+    Ok(ForwardOutput {
+        image,
+        depth,
+        consumed,
+        splats,
+        global_from_splat,
+        splat_from_isect,
+        tile_ranges,
+        tiles_touched: p.tiles_touched,
+        num_visible: v,
+        num_intersections: isects,
+        uniform: u,
+    })
+}
+
+/// Renders one image: records the projection, submits, reads the counts, records and submits the
+/// rasterization. The returned tensors are ready to read.
+pub fn render(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera, options: RenderOptions) -> Result<ForwardOutput> {
+    let mut enc = ctx.encoder("render: projection");
+    let projection = record_projection(&mut enc, g, camera, options)?;
+    ctx.submit(enc)?;
+    let counted = projection.read_counts(ctx)?;
+    let mut enc = ctx.encoder("render: rasterization");
+    let out = record_rasterize(&mut enc, counted)?;
+    ctx.submit(enc)?;
+    Ok(out)
+}

@@ -1,0 +1,103 @@
+//! Scenes and peer data shared by the splatting tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use wgsplat::splat::Camera;
+use wgsplat::splat::reference::CpuGaussians;
+use wgsplat::testing::TestRng;
+
+/// gsplat's reference renders, when `../shared` is present.
+pub struct PeerCase {
+    pub name: &'static str,
+    pub gaussians: CpuGaussians,
+    bytes: Vec<u8>,
+}
+
+impl PeerCase {
+    pub fn load(name: &'static str) -> Option<PeerCase> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-cases/gsplat").join(name);
+        let bytes = std::fs::read(&path).ok()?;
+        let mut case = PeerCase { name, gaussians: CpuGaussians::default(), bytes };
+        let means = case.tensor("means");
+        let n = means.len() / 3;
+        let coeffs = case.tensor("coeffs");
+        case.gaussians = CpuGaussians {
+            means: means.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
+            log_scales: case.tensor("scales").chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
+            quats: case.tensor("quats").chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect(),
+            opacity_logits: case.tensor("opacities"),
+            sh: (0..n).map(|i| std::array::from_fn(|k| std::array::from_fn(|ch| coeffs[i * 48 + k * 3 + ch]))).collect(),
+        };
+        Some(case)
+    }
+
+    pub fn all() -> Vec<PeerCase> {
+        let cases: Vec<PeerCase> = ["tiny_case.safetensors", "basic_case.safetensors"].into_iter().filter_map(PeerCase::load).collect();
+        if cases.is_empty() {
+            eprintln!("skipping peer cases: ../shared/peer-cases/gsplat is not present");
+        }
+        cases
+    }
+
+    pub fn tensor(&self, name: &str) -> Vec<f32> {
+        let st = safetensors::SafeTensors::deserialize(&self.bytes).expect("valid safetensors");
+        let view = st.tensor(name).unwrap_or_else(|e| panic!("{}: {name}: {e}", self.name));
+        view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    }
+
+    /// The camera the peer cases were rendered with.
+    pub fn camera() -> Camera {
+        Camera {
+            rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+            translation: [-0.123, -0.456, 8.0],
+            fx: 61.5,
+            fy: 61.5,
+            cx: 61.5,
+            cy: 41.0,
+            width: 123,
+            height: 82,
+            near: 0.01,
+            far: 1e12,
+            background: [0.0; 3],
+        }
+    }
+}
+
+/// A camera at distance `distance` on the -z axis looking at the origin, 60 degree horizontal FOV.
+pub fn camera(width: u32, height: u32, background: [f32; 3]) -> Camera {
+    let fx = 0.5 * width as f32 / (30f32.to_radians()).tan();
+    Camera {
+        rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        translation: [0.0, 0.0, 5.0],
+        fx,
+        fy: fx,
+        cx: 0.5 * width as f32,
+        cy: 0.5 * height as f32,
+        width,
+        height,
+        near: 0.01,
+        far: 100.0,
+        background,
+    }
+}
+
+/// `n` random Gaussians in a cube of half-size `extent` around the origin, with small scales,
+/// random rotations, opacities and SH of degree 3.
+pub fn random_gaussians(seed: u64, n: usize, extent: f32, scale: f32) -> CpuGaussians {
+    let mut rng = TestRng::new(seed);
+    let mut g = CpuGaussians::default();
+    for _ in 0..n {
+        g.means.push([rng.range(-extent, extent), rng.range(-extent, extent), rng.range(-extent, extent)]);
+        let s = scale.ln();
+        g.log_scales.push([s + rng.range(-1.0, 0.5), s + rng.range(-1.0, 0.5), s + rng.range(-1.0, 0.5)]);
+        g.quats.push([rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)]);
+        g.opacity_logits.push(rng.range(-2.0, 3.0));
+        let mut sh = [[0f32; 3]; 16];
+        for (k, c) in sh.iter_mut().enumerate() {
+            let amp = if k == 0 { 1.0 } else { 0.3 };
+            *c = [rng.range(-amp, amp), rng.range(-amp, amp), rng.range(-amp, amp)];
+        }
+        g.sh.push(sh);
+    }
+    g
+}
