@@ -143,6 +143,8 @@ fn check_inplace_and_aliasing(ctx: &GpuContext, n: usize) {
     ops::div(&mut enc, &div_into_lhs, &gb, &div_into_lhs).unwrap();
     let self_mul = upload(&mut enc, &a); // x = x * x, all three the same
     ops::mul(&mut enc, &self_mul, &self_mul, &self_mul).unwrap();
+    let negated = upload(&mut enc, &a); // unary with out = x
+    ops::unary(&mut enc, UnaryOp::Neg, &negated, &negated).unwrap();
     let twice = uninit(&mut enc, DType::F32, n); // a + a, both inputs the same
     ops::add(&mut enc, &ga, &ga, &twice).unwrap();
     let chain = upload(&mut enc, &a);
@@ -166,6 +168,7 @@ fn check_inplace_and_aliasing(ctx: &GpuContext, n: usize) {
     check("sub into rhs", &sub_into_rhs, a.iter().zip(&b).map(|(x, y)| x - y).collect());
     check("div into lhs", &div_into_lhs, a.iter().zip(&b).map(|(x, y)| x / y).collect());
     check("self mul", &self_mul, a.iter().map(|x| x * x).collect());
+    check("negated in place", &negated, a.iter().map(|x| -x).collect());
     check("a + a", &twice, a.iter().map(|x| x + x).collect());
     let chain_want: Vec<f32> = a
         .iter()

@@ -23,8 +23,8 @@
 //!
 //! `|computed - exact| <= gamma(D) * sum(|x_i|)`, where `gamma(D) = D*u / (1 - D*u)`, `u = 2^-24`.
 //!
-//! On the portable path `D = 10 * passes <= ceil(log2 n) + 9`. Overflow to infinity is not
-//! covered. [`sum_f32_error_bound`] evaluates the bound for a context.
+//! On the portable path with pages of at least 1024 elements, `passes = max(1, ceil(log_1024 n))`,
+//! so `D = 10 * passes <= max(10, ceil(log2 n) + 9)`. Overflow to infinity is not covered. [`sum_f32_error_bound`] evaluates the bound for a context.
 
 use crate::error::{Error, Result};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
