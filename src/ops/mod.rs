@@ -2,9 +2,15 @@
 //! into the caller's [`Encoder`](crate::gpu::Encoder) and works page by page, so tensors larger than
 //! one binding are handled everywhere.
 
+pub mod elementwise;
 pub mod fill;
+pub mod gather;
+pub mod reduce;
 
+pub use elementwise::{BinaryOp, UnaryOp, add, add_inplace, add_scalar_inplace, axpy, binary, binary_inplace, clamp_inplace, copy, copy_range, div, div_inplace, maximum, minimum, mul, mul_inplace, scale_inplace, sub, sub_inplace, unary, unary_inplace};
 pub use fill::{arange, fill};
+pub use gather::{append, concat, gather, gather_rows, gather_rows_into, scatter, scatter_rows};
+pub use reduce::{ReduceOp, max_f32, max_f32_value, min_f32, min_f32_value, reduce, reduce_value, sum_f32, sum_f32_value};
 
 use crate::error::Result;
 use crate::gpu::{Encoder, WorkgroupGrid};
@@ -17,6 +23,9 @@ pub(crate) fn grid(enc: &Encoder, items: u64, per_workgroup: u32) -> Result<Work
 /// Every Rust struct in `ops` that mirrors a WGSL struct.
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     let mut all = Vec::new();
+    all.extend(elementwise::mirrors());
     all.extend(fill::mirrors());
+    all.extend(gather::mirrors());
+    all.extend(reduce::mirrors());
     all
 }

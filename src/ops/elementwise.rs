@@ -1,0 +1,430 @@
+//! Element-wise arithmetic (shaders/elementwise.wgsl, shaders/elementwise_inplace.wgsl) and
+//! page-aware copies.
+//!
+//! Every op works page by page: tensors of equal length share their page layout, so page `p` of
+//! each operand is bound together. One kernel serves every operation; the op code travels in the
+//! uniform parameters. Operands must have the same length ([`Error::Shape`] otherwise) and the
+//! dtype the operation needs ([`Error::DType`] otherwise).
+//!
+//! Aliasing is allowed: an output may be one of the inputs (the op then runs in place), and both
+//! inputs may be the same tensor. Tensors that share storage and have the same length always hold
+//! the same elements, because views only ever start at element 0.
+//!
+//! Float semantics follow WGSL: `min`/`max` return a NaN operand when there is one (checked on the
+//! bit pattern); `div`, `exp`, `log`, `sqrt`, `pow` have WGSL's accuracy (a few ulp) and are
+//! unspecified outside their domain (`log`/`sqrt` of negatives, `pow` of a negative base, `clamp`
+//! with `lo > hi`). Integer arithmetic wraps.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, MemoryCategory};
+use crate::mirror;
+use crate::tensor::{DType, Tensor};
+
+const FILE_OUT: &str = "elementwise.wgsl";
+const FILE_INPLACE: &str = "elementwise_inplace.wgsl";
+
+/// Uniform parameters shared by both element-wise shader files.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ElementwiseParams {
+    n: u32,
+    op: u32,
+    swap: u32,
+    s0_bits: u32,
+    s1_bits: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    let fields = |file| mirror!(ElementwiseParams, file, "ElementwiseParams", [n, op, swap, s0_bits, s1_bits, _pad0, _pad1, _pad2]);
+    vec![fields(FILE_OUT), fields(FILE_INPLACE)]
+}
+
+/// Op codes of `shaders/shared/elementwise_ops.wgsl` (the `OP_*` constants there).
+mod code {
+    pub const F32_ADD: u32 = 0;
+    pub const F32_SUB: u32 = 1;
+    pub const F32_MUL: u32 = 2;
+    pub const F32_DIV: u32 = 3;
+    pub const F32_MIN: u32 = 4;
+    pub const F32_MAX: u32 = 5;
+    pub const F32_LINCOMB: u32 = 6;
+    pub const F32_LINCOMB_SQ: u32 = 7;
+    pub const F32_SCALE: u32 = 16;
+    pub const F32_ADD_SCALAR: u32 = 17;
+    pub const F32_AFFINE: u32 = 18;
+    pub const F32_CLAMP: u32 = 19;
+    pub const F32_ABS: u32 = 20;
+    pub const F32_NEG: u32 = 21;
+    pub const F32_EXP: u32 = 22;
+    pub const F32_LOG: u32 = 23;
+    pub const F32_SQRT: u32 = 24;
+    pub const F32_RSQRT: u32 = 25;
+    pub const F32_SQUARE: u32 = 26;
+    pub const F32_RECIP: u32 = 27;
+    pub const F32_SIGMOID: u32 = 28;
+    pub const F32_POW_SCALAR: u32 = 29;
+    pub const U32_ADD: u32 = 40;
+    pub const U32_SUB: u32 = 41;
+    pub const U32_MUL: u32 = 42;
+    pub const U32_MIN: u32 = 43;
+    pub const U32_MAX: u32 = 44;
+    pub const I32_MIN: u32 = 45;
+    pub const I32_MAX: u32 = 46;
+    pub const INT_ADD_SCALAR: u32 = 47;
+}
+
+/// A binary element-wise operation `out = lhs op rhs`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BinaryOp {
+    /// `lhs + rhs` (f32, u32, i32; integers wrap).
+    Add,
+    /// `lhs - rhs` (f32, u32, i32; integers wrap).
+    Sub,
+    /// `lhs * rhs` (f32, u32, i32; integers wrap).
+    Mul,
+    /// `lhs / rhs` (f32 only).
+    Div,
+    /// Smaller operand (f32 propagates NaN, u32, i32).
+    Min,
+    /// Larger operand (f32 propagates NaN, u32, i32).
+    Max,
+    /// `lhs_scale * lhs + rhs_scale * rhs` (f32 only; `axpy`, moment updates).
+    LinearCombination {
+        /// Factor on `lhs`.
+        lhs_scale: f32,
+        /// Factor on `rhs`.
+        rhs_scale: f32,
+    },
+    /// `lhs_scale * lhs + rhs_scale * rhs * rhs` (f32 only; second-moment updates).
+    LinearCombinationSquared {
+        /// Factor on `lhs`.
+        lhs_scale: f32,
+        /// Factor on `rhs * rhs`.
+        rhs_scale: f32,
+    },
+}
+
+/// A unary element-wise operation `out = op(x)`. All are f32 only except the integer scalar adds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// `x * s`.
+    Scale(f32),
+    /// `x + s`.
+    AddScalar(f32),
+    /// `x * scale + offset`.
+    Affine {
+        /// Factor.
+        scale: f32,
+        /// Added after scaling.
+        offset: f32,
+    },
+    /// `min(max(x, lo), hi)`.
+    Clamp {
+        /// Lower bound.
+        lo: f32,
+        /// Upper bound (`>= lo`).
+        hi: f32,
+    },
+    /// `|x|`.
+    Abs,
+    /// `-x`.
+    Neg,
+    /// `e^x`.
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// Square root.
+    Sqrt,
+    /// `1 / sqrt(x)`.
+    Rsqrt,
+    /// `x * x`.
+    Square,
+    /// `1 / x`.
+    Recip,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `x^p` (`x >= 0`).
+    PowScalar(f32),
+    /// `x + s` on u32, wrapping.
+    AddScalarU32(u32),
+    /// `x + s` on i32, wrapping.
+    AddScalarI32(i32),
+}
+
+/// Kernel code and scalar bit patterns for one operation.
+#[derive(Clone, Copy)]
+struct Encoded {
+    op: u32,
+    s0: u32,
+    s1: u32,
+}
+
+fn dtype_error(op: &'static str, expected: &str, got: DType) -> Error {
+    Error::DType { op, expected: expected.to_owned(), got: format!("{got:?}") }
+}
+
+fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
+    let plain = |op| Ok(Encoded { op, s0: 0, s1: 0 });
+    match (op, dtype) {
+        (BinaryOp::Add, DType::F32) => plain(code::F32_ADD),
+        (BinaryOp::Sub, DType::F32) => plain(code::F32_SUB),
+        (BinaryOp::Mul, DType::F32) => plain(code::F32_MUL),
+        (BinaryOp::Div, DType::F32) => plain(code::F32_DIV),
+        (BinaryOp::Min, DType::F32) => plain(code::F32_MIN),
+        (BinaryOp::Max, DType::F32) => plain(code::F32_MAX),
+        (BinaryOp::LinearCombination { lhs_scale, rhs_scale }, DType::F32) => {
+            Ok(Encoded { op: code::F32_LINCOMB, s0: lhs_scale.to_bits(), s1: rhs_scale.to_bits() })
+        }
+        (BinaryOp::LinearCombinationSquared { lhs_scale, rhs_scale }, DType::F32) => {
+            Ok(Encoded { op: code::F32_LINCOMB_SQ, s0: lhs_scale.to_bits(), s1: rhs_scale.to_bits() })
+        }
+        // Two's complement: wrapping add/sub/mul are the same bits for u32 and i32.
+        (BinaryOp::Add, DType::U32 | DType::I32) => plain(code::U32_ADD),
+        (BinaryOp::Sub, DType::U32 | DType::I32) => plain(code::U32_SUB),
+        (BinaryOp::Mul, DType::U32 | DType::I32) => plain(code::U32_MUL),
+        (BinaryOp::Min, DType::U32) => plain(code::U32_MIN),
+        (BinaryOp::Max, DType::U32) => plain(code::U32_MAX),
+        (BinaryOp::Min, DType::I32) => plain(code::I32_MIN),
+        (BinaryOp::Max, DType::I32) => plain(code::I32_MAX),
+        (_, got) => Err(dtype_error("elementwise binary", &format!("F32 for {op:?}"), got)),
+    }
+}
+
+fn encode_unary(op: UnaryOp, dtype: DType) -> Result<Encoded> {
+    let float = |op, s0: f32, s1: f32| (DType::F32, Encoded { op, s0: s0.to_bits(), s1: s1.to_bits() });
+    let (needed, encoded) = match op {
+        UnaryOp::Scale(s) => float(code::F32_SCALE, s, 0.0),
+        UnaryOp::AddScalar(s) => float(code::F32_ADD_SCALAR, s, 0.0),
+        UnaryOp::Affine { scale, offset } => float(code::F32_AFFINE, scale, offset),
+        UnaryOp::Clamp { lo, hi } => float(code::F32_CLAMP, lo, hi),
+        UnaryOp::Abs => float(code::F32_ABS, 0.0, 0.0),
+        UnaryOp::Neg => float(code::F32_NEG, 0.0, 0.0),
+        UnaryOp::Exp => float(code::F32_EXP, 0.0, 0.0),
+        UnaryOp::Log => float(code::F32_LOG, 0.0, 0.0),
+        UnaryOp::Sqrt => float(code::F32_SQRT, 0.0, 0.0),
+        UnaryOp::Rsqrt => float(code::F32_RSQRT, 0.0, 0.0),
+        UnaryOp::Square => float(code::F32_SQUARE, 0.0, 0.0),
+        UnaryOp::Recip => float(code::F32_RECIP, 0.0, 0.0),
+        UnaryOp::Sigmoid => float(code::F32_SIGMOID, 0.0, 0.0),
+        UnaryOp::PowScalar(p) => float(code::F32_POW_SCALAR, p, 0.0),
+        UnaryOp::AddScalarU32(s) => (DType::U32, Encoded { op: code::INT_ADD_SCALAR, s0: s, s1: 0 }),
+        UnaryOp::AddScalarI32(s) => (DType::I32, Encoded { op: code::INT_ADD_SCALAR, s0: s as u32, s1: 0 }),
+    };
+    if dtype != needed {
+        return Err(dtype_error("elementwise unary", &format!("{needed:?} for {op:?}"), dtype));
+    }
+    Ok(encoded)
+}
+
+fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+    let first = tensors[0];
+    for t in &tensors[1..] {
+        t.expect_dtype(op, first.dtype())?;
+        first.expect_same_len(op, t)?;
+    }
+    Ok(())
+}
+
+fn params(n: u64, e: Encoded, swap: bool) -> ElementwiseParams {
+    ElementwiseParams { n: n as u32, op: e.op, swap: u32::from(swap), s0_bits: e.s0, s1_bits: e.s1, ..Default::default() }
+}
+
+/// `out = op(lhs, rhs)` for distinct `out`; lhs and rhs may be the same tensor.
+fn dispatch_out(enc: &mut Encoder, e: Encoded, lhs: &Tensor, rhs: &Tensor, out: &Tensor) -> Result<()> {
+    let kernel = enc.ctx().kernel(FILE_OUT, "map_out")?;
+    for page in 0..out.num_pages() {
+        let n = out.page_len(page);
+        let grid = super::grid(enc, n, kernel.threads())?;
+        let bindings = [lhs.page_binding(page), rhs.page_binding(page), out.page_binding(page)];
+        enc.dispatch(&kernel, &params(n, e, false), &bindings, grid)?;
+    }
+    Ok(())
+}
+
+/// `values = op(values, rhs)` (or `op(rhs, values)` with `swap`) for distinct tensors.
+fn dispatch_inplace(enc: &mut Encoder, e: Encoded, values: &Tensor, rhs: &Tensor, swap: bool) -> Result<()> {
+    if values.shares_storage_with(rhs) {
+        let copy_of_rhs = temporary_copy(enc, rhs)?;
+        return dispatch_inplace(enc, e, values, &copy_of_rhs, swap);
+    }
+    let kernel = enc.ctx().kernel(FILE_INPLACE, "map_inplace")?;
+    for page in 0..values.num_pages() {
+        let n = values.page_len(page);
+        let grid = super::grid(enc, n, kernel.threads())?;
+        enc.dispatch(&kernel, &params(n, e, swap), &[values.page_binding(page), rhs.page_binding(page)], grid)?;
+    }
+    Ok(())
+}
+
+fn temporary_copy(enc: &mut Encoder, t: &Tensor) -> Result<Tensor> {
+    let tmp = Tensor::uninit(enc, t.dtype(), &[t.len() as usize], MemoryCategory::Other, "elementwise alias copy")?;
+    copy(enc, t, &tmp)?;
+    Ok(tmp)
+}
+
+/// `out = lhs op rhs`. Any of the three may be the same tensor.
+pub fn binary(enc: &mut Encoder, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: &Tensor) -> Result<()> {
+    check_operands("elementwise binary", &[lhs, rhs, out])?;
+    let e = encode_binary(op, lhs.dtype())?;
+    if out.shares_storage_with(lhs) {
+        dispatch_inplace(enc, e, out, rhs, false)
+    } else if out.shares_storage_with(rhs) {
+        dispatch_inplace(enc, e, out, lhs, true)
+    } else {
+        dispatch_out(enc, e, lhs, rhs, out)
+    }
+}
+
+/// `values = values op rhs`, in place. `rhs` may be `values` itself.
+pub fn binary_inplace(enc: &mut Encoder, op: BinaryOp, values: &Tensor, rhs: &Tensor) -> Result<()> {
+    check_operands("elementwise binary in place", &[values, rhs])?;
+    let e = encode_binary(op, values.dtype())?;
+    dispatch_inplace(enc, e, values, rhs, false)
+}
+
+/// `out = op(x)`. `out` may be `x`.
+pub fn unary(enc: &mut Encoder, op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+    check_operands("elementwise unary", &[x, out])?;
+    if out.shares_storage_with(x) {
+        return unary_inplace(enc, op, out);
+    }
+    let e = encode_unary(op, x.dtype())?;
+    dispatch_out(enc, e, x, x, out)
+}
+
+/// `values = op(values)`, in place.
+pub fn unary_inplace(enc: &mut Encoder, op: UnaryOp, values: &Tensor) -> Result<()> {
+    let e = encode_unary(op, values.dtype())?;
+    let kernel = enc.ctx().kernel(FILE_INPLACE, "map_self")?;
+    for page in 0..values.num_pages() {
+        let n = values.page_len(page);
+        let grid = super::grid(enc, n, kernel.threads())?;
+        enc.dispatch(&kernel, &params(n, e, false), &[values.page_binding(page)], grid)?;
+    }
+    Ok(())
+}
+
+/// `out = a + b` (f32, u32, i32; integers wrap).
+pub fn add(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Add, a, b, out)
+}
+
+/// `out = a - b` (f32, u32, i32; integers wrap).
+pub fn sub(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Sub, a, b, out)
+}
+
+/// `out = a * b` (f32, u32, i32; integers wrap).
+pub fn mul(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Mul, a, b, out)
+}
+
+/// `out = a / b` (f32).
+pub fn div(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Div, a, b, out)
+}
+
+/// `out = min(a, b)` element-wise.
+pub fn minimum(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Min, a, b, out)
+}
+
+/// `out = max(a, b)` element-wise.
+pub fn maximum(enc: &mut Encoder, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    binary(enc, BinaryOp::Max, a, b, out)
+}
+
+/// `a += b`.
+pub fn add_inplace(enc: &mut Encoder, a: &Tensor, b: &Tensor) -> Result<()> {
+    binary_inplace(enc, BinaryOp::Add, a, b)
+}
+
+/// `a -= b`.
+pub fn sub_inplace(enc: &mut Encoder, a: &Tensor, b: &Tensor) -> Result<()> {
+    binary_inplace(enc, BinaryOp::Sub, a, b)
+}
+
+/// `a *= b`.
+pub fn mul_inplace(enc: &mut Encoder, a: &Tensor, b: &Tensor) -> Result<()> {
+    binary_inplace(enc, BinaryOp::Mul, a, b)
+}
+
+/// `a /= b` (f32).
+pub fn div_inplace(enc: &mut Encoder, a: &Tensor, b: &Tensor) -> Result<()> {
+    binary_inplace(enc, BinaryOp::Div, a, b)
+}
+
+/// `y += alpha * x` (f32), in place on `y`.
+pub fn axpy(enc: &mut Encoder, alpha: f32, x: &Tensor, y: &Tensor) -> Result<()> {
+    binary_inplace(enc, BinaryOp::LinearCombination { lhs_scale: 1.0, rhs_scale: alpha }, y, x)
+}
+
+/// `x *= s` (f32), in place.
+pub fn scale_inplace(enc: &mut Encoder, x: &Tensor, s: f32) -> Result<()> {
+    unary_inplace(enc, UnaryOp::Scale(s), x)
+}
+
+/// `x += s` (f32), in place.
+pub fn add_scalar_inplace(enc: &mut Encoder, x: &Tensor, s: f32) -> Result<()> {
+    unary_inplace(enc, UnaryOp::AddScalar(s), x)
+}
+
+/// `x = clamp(x, lo, hi)` (f32), in place.
+pub fn clamp_inplace(enc: &mut Encoder, x: &Tensor, lo: f32, hi: f32) -> Result<()> {
+    if lo.is_nan() || hi.is_nan() || lo > hi {
+        return Err(Error::InvalidArgument { op: "clamp", detail: format!("bounds [{lo}, {hi}] must be ordered and not NaN") });
+    }
+    unary_inplace(enc, UnaryOp::Clamp { lo, hi }, x)
+}
+
+/// Copies every element of `src` into `dst` (same dtype and length), page by page with
+/// `copy_buffer_to_buffer`; no kernel.
+pub fn copy(enc: &mut Encoder, src: &Tensor, dst: &Tensor) -> Result<()> {
+    check_operands("copy", &[src, dst])?;
+    if src.shares_storage_with(dst) {
+        return Ok(()); // same length and storage: the same elements
+    }
+    for page in 0..src.num_pages() {
+        let bytes = src.page_len(page) * src.dtype().size();
+        enc.copy(src.page(page).raw(), 0, dst.page(page).raw(), 0, bytes);
+    }
+    Ok(())
+}
+
+/// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]` (same dtype), split into
+/// segments at the page boundaries of both tensors. Overlapping ranges of one tensor behave like
+/// `memmove` (the source range is staged through a temporary).
+pub fn copy_range(enc: &mut Encoder, src: &Tensor, src_offset: u64, dst: &Tensor, dst_offset: u64, len: u64) -> Result<()> {
+    dst.expect_dtype("copy_range", src.dtype())?;
+    for (what, t, offset) in [("source", src, src_offset), ("destination", dst, dst_offset)] {
+        if offset.checked_add(len).is_none_or(|end| end > t.len()) {
+            return Err(Error::Shape {
+                op: "copy_range",
+                detail: format!("{what} range {offset}..{offset}+{len} exceeds its length {}", t.len()),
+            });
+        }
+    }
+    if len == 0 || (src.shares_storage_with(dst) && src_offset == dst_offset) {
+        return Ok(());
+    }
+    if src.shares_storage_with(dst) {
+        let staged = Tensor::uninit(enc, src.dtype(), &[len as usize], MemoryCategory::Other, "copy_range staging")?;
+        copy_range(enc, src, src_offset, &staged, 0, len)?;
+        return copy_range(enc, &staged, 0, dst, dst_offset, len);
+    }
+    let elem = src.dtype().size();
+    let mut done = 0;
+    while done < len {
+        let (s, d) = (src_offset + done, dst_offset + done);
+        let (src_page, src_in_page) = (s / src.page_elems(), s % src.page_elems());
+        let (dst_page, dst_in_page) = (d / dst.page_elems(), d % dst.page_elems());
+        let segment = (len - done).min(src.page_elems() - src_in_page).min(dst.page_elems() - dst_in_page);
+        let (src_buffer, dst_buffer) = (src.page(src_page as usize).raw(), dst.page(dst_page as usize).raw());
+        enc.copy(src_buffer, src_in_page * elem, dst_buffer, dst_in_page * elem, segment * elem);
+        done += segment;
+    }
+    Ok(())
+}
