@@ -223,7 +223,7 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     let first = tensors[0];
     for t in &tensors[1..] {
         t.expect_dtype(op, first.dtype())?;
-        first.expect_same_len(op, t)?;
+        first.expect_same_layout(op, t)?;
     }
     Ok(())
 }
@@ -383,6 +383,10 @@ pub fn clamp_inplace(enc: &mut Encoder, x: &Tensor, lo: f32, hi: f32) -> Result<
 /// Copies every element of `src` into `dst` (same dtype and length), page by page with
 /// `copy_buffer_to_buffer`; no kernel.
 pub fn copy(enc: &mut Encoder, src: &Tensor, dst: &Tensor) -> Result<()> {
+    if src.page_elems() != dst.page_elems() {
+        src.expect_same_len("copy", dst)?;
+        return copy_range(enc, src, 0, dst, 0, src.len());
+    }
     check_operands("copy", &[src, dst])?;
     if src.shares_storage_with(dst) {
         return Ok(()); // same length and storage: the same elements
