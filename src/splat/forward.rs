@@ -64,6 +64,8 @@ pub struct ForwardOutput {
     pub tile_ranges: Tensor,
     /// Tiles each Gaussian touches (0 = culled), `[N]`.
     pub tiles_touched: Tensor,
+    /// Projected rows in Gaussian order, `[N, 12]`.
+    pub projected: Tensor,
     /// V.
     pub num_visible: u64,
     /// I.
@@ -173,7 +175,7 @@ impl Projection {
     }
 }
 
-fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<()> {
+pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<()> {
     let bytes = elems * 4;
     if bytes > ctx.page_bytes() {
         return Err(Error::Overflow {
@@ -246,6 +248,7 @@ pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOu
         splat_from_isect,
         tile_ranges,
         tiles_touched: p.tiles_touched,
+        projected: p.projected,
         num_visible: v,
         num_intersections: isects,
         uniform: u,

@@ -11,4 +11,6 @@ pub mod uniform;
 
 pub use gaussians::GaussianTensors;
 pub use uniform::{AlphaMode, RenderUniform};
+
+pub mod backward;
 pub mod forward;

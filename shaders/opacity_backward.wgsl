@@ -1,0 +1,43 @@
+// Backward of the opacity activation for one page of Gaussians, and the densification statistics:
+// per Gaussian, the accumulated norm of the screen-space mean gradient in gsplat's units (pixels
+// scaled by half the image size), the same for the per-pixel absolute gradient ("absgrad"), how
+// many renders it was visible in, and the largest screen radius seen (aux bit 1 turns them on).
+#import "shared/dispatch.wgsl"
+#import "shared/splat.wgsl"
+
+@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(1) var<storage, read> opacity_logits: array<f32>;
+@group(0) @binding(2) var<storage, read> projected: array<f32>;
+@group(0) @binding(3) var<storage, read> v_projected: array<f32>;
+@group(0) @binding(4) var<storage, read_write> v_opacity_logits: array<f32>;
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
+
+const V_STRIDE: u32 = 12u;
+const STATS_STRIDE: u32 = 4u;
+
+@compute @workgroup_size(256)
+fn opacity_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = workgroup_index(wid, nwg) * 256u + lid;
+    if i >= u.count {
+        return;
+    }
+    let vb = i * V_STRIDE;
+    let v_opacity = v_projected[vb + 5u];
+    var v_logit = 0.0;
+    if v_opacity != 0.0 {
+        let o = sigmoid(opacity_logits[i]);
+        v_logit = v_opacity * o * (1.0 - o);
+    }
+    v_opacity_logits[i] = v_logit;
+    let radius = max(projected[i * SPLAT_STRIDE + SPLAT_RADIUS_X], projected[i * SPLAT_STRIDE + SPLAT_RADIUS_Y]);
+    if (u.aux & 2u) != 0u && radius > 0.0 {
+        let half = 0.5 * vec2<f32>(u.image_size);
+        let grad = vec2<f32>(v_projected[vb], v_projected[vb + 1u]) * half;
+        let absgrad = vec2<f32>(v_projected[vb + 9u], v_projected[vb + 10u]) * half;
+        let sb = i * STATS_STRIDE;
+        stats[sb] += length(grad);
+        stats[sb + 1u] += length(absgrad);
+        stats[sb + 2u] += 1.0;
+        stats[sb + 3u] = max(stats[sb + 3u], radius);
+    }
+}

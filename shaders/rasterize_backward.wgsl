@@ -1,0 +1,176 @@
+// Backward of the tile rasterizer. One 16x16 workgroup per tile walks the tile's splats back to
+// front, reconstructing each pixel's transmittance from its final value, and computes every
+// pixel's gradient with respect to each splat's mean (x, y), conic (a, b, c), opacity and colour.
+// Those are summed over the tile's pixels in workgroup memory (subgroup sums on the fast path) and
+// added to the splat's row of `v_splats` once per tile: with f32 atomics on the fast path, with a
+// compare-and-swap loop on the u32 bit pattern on the portable path. Columns 9 and 10 accumulate
+// |v_x| and |v_y| per pixel (gsplat's "absgrad").
+#import "shared/dispatch.wgsl"
+#import "shared/splat.wgsl"
+
+@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(1) var<storage, read> splats: array<f32>;
+@group(0) @binding(2) var<storage, read> splat_from_isect: array<u32>;
+@group(0) @binding(3) var<storage, read> ranges: array<u32>;
+@group(0) @binding(4) var<storage, read> rgba: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> consumed: array<u32>;
+@group(0) @binding(6) var<storage, read> v_rgba: array<vec4<f32>>;
+#if FLOAT_ATOMICS
+@group(0) @binding(7) var<storage, read_write> v_splats: array<atomic<f32>>;
+#else
+@group(0) @binding(7) var<storage, read_write> v_splats: array<atomic<u32>>;
+#endif
+
+const BATCH: u32 = 256u;
+// Gradient values per splat row (see src/splat/backward.rs): x, y, conic a, b, c, opacity, r, g,
+// b, |x|, |y|; the row stride is 12.
+const GRADS: u32 = 11u;
+const V_STRIDE: u32 = 12u;
+
+var<workgroup> s_xy: array<vec2<f32>, BATCH>;
+var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
+var<workgroup> s_color: array<vec4<f32>, BATCH>;
+var<workgroup> s_index: array<u32, BATCH>;
+var<workgroup> partial: array<array<f32, GRADS>, BATCH>;
+
+fn add_grad(index: u32, value: f32) {
+    if value == 0.0 {
+        return;
+    }
+#if FLOAT_ATOMICS
+    atomicAdd(&v_splats[index], value);
+#else
+    var old = atomicLoad(&v_splats[index]);
+    loop {
+        let next = bitcast<u32>(bitcast<f32>(old) + value);
+        let result = atomicCompareExchangeWeak(&v_splats[index], old, next);
+        if result.exchanged {
+            break;
+        }
+        old = result.old_value;
+    }
+#endif
+}
+
+// One-dimensional workgroup (256 = 16x16 pixels): naga allows subgroup ids only in 1D workgroups.
+@compute @workgroup_size(256)
+fn rasterize_backward(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+#if SUBGROUPS
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(num_subgroups) subgroups: u32,
+#endif
+) {
+    let tile = workgroup_index(wid, nwg);
+    if tile >= u.tile_counts.x * u.tile_counts.y {
+        return;
+    }
+    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
+    let py = (tile / u.tile_counts.x) * TILE_SIZE + lid / TILE_SIZE;
+    let inside = px < u.image_size.x && py < u.image_size.y;
+    let p = select(0u, py * u.image_size.x + px, inside);
+    let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
+    let start = ranges[2u * tile];
+    let end = ranges[2u * tile + 1u];
+
+    let t_final = select(1.0, 1.0 - rgba[p].w, inside);
+    let v_out = select(vec4<f32>(0.0), v_rgba[p], inside);
+    let limit = select(start, start + consumed[p], inside);
+    var transmittance = t_final;
+    var behind = vec3<f32>(0.0);
+
+    var batch_end = end;
+    while batch_end > start {
+        let batch_start = select(start, batch_end - BATCH, batch_end - start > BATCH);
+        let n = batch_end - batch_start;
+        workgroupBarrier();
+        if lid < n {
+            let splat = splat_from_isect[batch_start + lid];
+            let s = splat * SPLAT_STRIDE;
+            s_index[lid] = splat;
+            s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
+            s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
+            s_color[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], 0.0);
+        }
+        workgroupBarrier();
+        for (var jj = 0u; jj < n; jj++) {
+            let j = n - 1u - jj;
+            var g: array<f32, GRADS>;
+            for (var k = 0u; k < GRADS; k++) {
+                g[k] = 0.0;
+            }
+            if batch_start + j < limit {
+                let co = s_conic_opacity[j];
+                let d = s_xy[j] - pixel;
+                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
+                let alpha = splat_alpha(co.w, power, u.alpha_mode);
+                if alpha > 0.0 {
+                    let vis = exp(power);
+                    let ra = 1.0 / (1.0 - alpha);
+                    transmittance *= ra;
+                    let fac = alpha * transmittance;
+                    let color = s_color[j].xyz;
+                    var v_alpha = dot(color * transmittance - behind * ra, v_out.xyz);
+                    v_alpha += t_final * ra * v_out.w;
+                    v_alpha -= t_final * ra * dot(u.background.xyz, v_out.xyz);
+                    if co.w * vis <= ALPHA_MAX {
+                        let v_sigma = -co.w * vis * v_alpha;
+                        g[0] = v_sigma * (co.x * d.x + co.y * d.y);
+                        g[1] = v_sigma * (co.y * d.x + co.z * d.y);
+                        g[2] = 0.5 * v_sigma * d.x * d.x;
+                        g[3] = v_sigma * d.x * d.y;
+                        g[4] = 0.5 * v_sigma * d.y * d.y;
+                        g[5] = vis * v_alpha;
+                        g[9] = abs(g[0]);
+                        g[10] = abs(g[1]);
+                    }
+                    g[6] = fac * v_out.x;
+                    g[7] = fac * v_out.y;
+                    g[8] = fac * v_out.z;
+                    behind += color * fac;
+                }
+            }
+            // Sum over the tile's pixels, then one atomic add per value.
+#if SUBGROUPS
+            var sums: array<f32, GRADS>;
+            for (var k = 0u; k < GRADS; k++) {
+                sums[k] = subgroupAdd(g[k]);
+            }
+            if lane == 0u {
+                for (var k = 0u; k < GRADS; k++) {
+                    partial[subgroup][k] = sums[k];
+                }
+            }
+            workgroupBarrier();
+            if lid < GRADS {
+                var total = 0.0;
+                for (var i = 0u; i < subgroups; i++) {
+                    total += partial[i][lid];
+                }
+                add_grad(s_index[j] * V_STRIDE + lid, total);
+            }
+#else
+            for (var k = 0u; k < GRADS; k++) {
+                partial[lid][k] = g[k];
+            }
+            for (var stride = BATCH / 2u; stride > 0u; stride /= 2u) {
+                workgroupBarrier();
+                if lid < stride {
+                    for (var k = 0u; k < GRADS; k++) {
+                        partial[lid][k] += partial[lid + stride][k];
+                    }
+                }
+            }
+            workgroupBarrier();
+            if lid < GRADS {
+                add_grad(s_index[j] * V_STRIDE + lid, partial[0][lid]);
+            }
+#endif
+            workgroupBarrier();
+        }
+        batch_end = batch_start;
+    }
+}
