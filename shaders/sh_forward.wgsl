@@ -1,5 +1,6 @@
 // Colour of each projected Gaussian of one page: max(SH(view direction) + 0.5, 0), written into
-// the projected rows that project_forward.wgsl produced. Culled rows (radius 0) are left alone.
+// the projected rows that project_forward.wgsl produced. Culled rows (radius 0) are left alone;
+// a non-finite colour culls its Gaussian.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 #import "shared/sh.wgsl"
@@ -9,6 +10,7 @@
 @group(0) @binding(2) var<storage, read> sh_dc: array<f32>;
 @group(0) @binding(3) var<storage, read> sh_rest: array<f32>;
 @group(0) @binding(4) var<storage, read_write> projected: array<f32>;
+@group(0) @binding(5) var<storage, read_write> tiles_touched: array<u32>;
 
 @compute @workgroup_size(256)
 fn color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -31,6 +33,13 @@ fn color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: ve
     for (var k = 1u; k < count; k++) {
         let at = (i * u.sh_rest_count + (k - 1u)) * 3u;
         rgb += basis.b[k] * vec3<f32>(sh_rest[at], sh_rest[at + 1u], sh_rest[at + 2u]);
+    }
+    if !(is_finite_f32(rgb.x) && is_finite_f32(rgb.y) && is_finite_f32(rgb.z)) {
+        // Non-finite SH coefficients: cull the Gaussian like any other non-finite parameter.
+        projected[base + SPLAT_RADIUS_X] = 0.0;
+        projected[base + SPLAT_RADIUS_Y] = 0.0;
+        tiles_touched[i] = 0u;
+        return;
     }
     rgb = max(rgb + vec3<f32>(0.5), vec3<f32>(0.0));
     projected[base + SPLAT_R] = rgb.x;

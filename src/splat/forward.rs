@@ -131,7 +131,7 @@ pub fn record_projection(enc: &mut Encoder, g: &GaussianTensors, camera: &Camera
         ];
         enc.dispatch(&project, &u, &bindings, grid)?;
         let rest = if g.sh_rest.is_empty() { rest_placeholder.page_binding(0) } else { g.sh_rest.page_binding(page) };
-        let bindings = [g.means.page_binding(page), g.sh_dc.page_binding(page), rest, projected.page_binding(page)];
+        let bindings = [g.means.page_binding(page), g.sh_dc.page_binding(page), rest, projected.page_binding(page), tiles_touched.page_binding(page)];
         enc.dispatch(&color, &u, &bindings, grid)?;
     }
     let visible = ops::count::count_nonzero(enc, &tiles_touched)?;

@@ -1,0 +1,151 @@
+//! Gradients of the rasterizer: against gsplat's gradients on the peer cases, and against central
+//! finite differences (with the smooth alpha cutoff) for every parameter; on both kernel paths.
+
+mod common;
+
+use common::{PeerCase, camera, random_gaussians};
+use wgsplat::splat::backward::{BackwardOptions, V_STRIDE, record_backward};
+use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::reference::CpuGaussians;
+use wgsplat::splat::{AlphaMode, Camera, GaussianTensors};
+use wgsplat::testing::{TestRng, both_paths, compare_close};
+use wgsplat::{GpuContext, MemoryCategory, Tensor};
+
+struct Gradients {
+    params: CpuGaussians,
+    v_projected: Vec<f32>,
+}
+
+fn upload(ctx: &GpuContext, g: &CpuGaussians) -> GaussianTensors {
+    let mut enc = ctx.encoder("upload");
+    let t = GaussianTensors::upload(&mut enc, g, 3, MemoryCategory::Parameters, "p").unwrap();
+    ctx.submit(enc).unwrap();
+    t
+}
+
+fn gradients(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, v_image: &[f32], mode: AlphaMode, detach: bool) -> Gradients {
+    let params = upload(ctx, g);
+    let fwd = render(ctx, &params, cam, RenderOptions { sh_degree: 3, alpha_mode: mode }).unwrap();
+    let mut enc = ctx.encoder("backward");
+    let grads = GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "g").unwrap();
+    let v = Tensor::from_slice(&mut enc, v_image, fwd.image.shape(), MemoryCategory::Other, "v_image").unwrap();
+    let out = record_backward(&mut enc, &params, &fwd, &v, &grads, None, BackwardOptions { detach_view_dir: detach }).unwrap();
+    ctx.submit(enc).unwrap();
+    Gradients { params: grads.download(ctx).unwrap(), v_projected: out.v_projected.read::<f32>(ctx).unwrap() }
+}
+
+fn loss(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, weights: &[f32]) -> f64 {
+    let params = upload(ctx, g);
+    let fwd = render(ctx, &params, cam, RenderOptions { sh_degree: 3, alpha_mode: AlphaMode::Smooth }).unwrap();
+    let image = fwd.image.read::<f32>(ctx).unwrap();
+    image.iter().zip(weights).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum()
+}
+
+fn flat(g: &CpuGaussians) -> Vec<f32> {
+    let mut v = Vec::new();
+    v.extend(g.means.iter().flatten());
+    v.extend(g.log_scales.iter().flatten());
+    v.extend(g.quats.iter().flatten());
+    v.extend(&g.opacity_logits);
+    v.extend(g.sh.iter().flat_map(|c| c.iter().flatten()));
+    v
+}
+
+fn set_flat(g: &mut CpuGaussians, index: usize, value: f32) {
+    let n = g.means.len();
+    let mut i = index;
+    macro_rules! field {
+        ($vec:expr, $w:expr) => {
+            if i < n * $w {
+                let row = &mut $vec[i / $w];
+                let slice: &mut [f32] = bytemuck::cast_slice_mut(std::slice::from_mut(row));
+                slice[i % $w] = value;
+                return;
+            }
+            i -= n * $w;
+        };
+    }
+    field!(g.means, 3);
+    field!(g.log_scales, 3);
+    field!(g.quats, 4);
+    if i < n {
+        g.opacity_logits[i] = value;
+        return;
+    }
+    i -= n;
+    let row = &mut g.sh[i / 48];
+    let slice: &mut [f32] = bytemuck::cast_slice_mut(std::slice::from_mut(row));
+    slice[i % 48] = value;
+}
+
+#[test]
+fn gradients_match_gsplat_peer_cases() {
+    for ctx in both_paths() {
+        for peer in PeerCase::all() {
+            let v_image = peer.tensor("v_out_img");
+            let got = gradients(ctx, &peer.gaussians, &PeerCase::camera(), &v_image, AlphaMode::Hard, true);
+            let n = peer.gaussians.means.len();
+            let path = ctx.info().kernel_path();
+            let check = |what: &str, got: &[f32], want: &[f32]| {
+                let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+                compare_close(&format!("{} {what} ({path})", peer.name), got, want, 1e-4 * scale + 1e-9, 2e-3).unwrap();
+            };
+            let vp = &got.v_projected;
+            let v_xy: Vec<f32> = (0..n).flat_map(|i| [vp[i * 12], vp[i * 12 + 1]]).collect();
+            let v_conic: Vec<f32> = (0..n).flat_map(|i| [vp[i * 12 + 2], vp[i * 12 + 3], vp[i * 12 + 4]]).collect();
+            check("v_xy", &v_xy, &peer.tensor("v_xy"));
+            check("v_conics", &v_conic, &peer.tensor("v_conics"));
+            let p = &got.params;
+            check("v_means", &p.means.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_means"));
+            check("v_scales", &p.log_scales.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_scales"));
+            check("v_quats", &p.quats.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_quats"));
+            check("v_opacities", &p.opacity_logits, &peer.tensor("v_opacities"));
+            check("v_coeffs", &p.sh.iter().flat_map(|c| c.iter().flatten()).copied().collect::<Vec<_>>(), &peer.tensor("v_coeffs"));
+        }
+    }
+}
+
+#[test]
+fn every_gradient_matches_central_differences() {
+    for ctx in both_paths() {
+        let cam = camera(40, 28, [0.2, 0.1, 0.3]);
+        let mut g = random_gaussians(11, 5, 0.6, 0.25);
+        for logit in &mut g.opacity_logits {
+            *logit = logit.clamp(-1.5, 1.5); // stay away from the 0.999 alpha cap
+        }
+        let mut rng = TestRng::new(12);
+        let weights = rng.vec_f32((cam.width * cam.height * 4) as usize, -1.0, 1.0);
+        let analytic = flat(&gradients(ctx, &g, &cam, &weights, AlphaMode::Smooth, false).params);
+        let base = flat(&g);
+        let mut numeric = Vec::with_capacity(base.len());
+        for (index, &x) in base.iter().enumerate() {
+            let h = 1e-2f32.max(x.abs() * 1e-2);
+            let mut plus = g.clone();
+            set_flat(&mut plus, index, x + h);
+            let mut minus = g.clone();
+            set_flat(&mut minus, index, x - h);
+            let d = (loss(ctx, &plus, &cam, &weights) - loss(ctx, &minus, &cam, &weights)) / (2.0 * f64::from(h));
+            numeric.push(d as f32);
+        }
+        let scale = numeric.iter().fold(0f32, |m, v| m.max(v.abs()));
+        compare_close(&format!("finite differences ({})", ctx.info().kernel_path()), &analytic, &numeric, 2e-3 * scale, 3e-2).unwrap();
+    }
+}
+
+#[test]
+fn non_finite_parameters_give_finite_gradients() {
+    for ctx in both_paths() {
+        let cam = camera(48, 32, [0.0; 3]);
+        let mut g = random_gaussians(13, 40, 1.0, 0.1);
+        g.means[3][0] = f32::NAN;
+        g.log_scales[5][1] = f32::INFINITY;
+        g.quats[7] = [0.0; 4];
+        g.sh[9][0][0] = f32::NAN;
+        let weights = vec![1.0f32; (cam.width * cam.height * 4) as usize];
+        let got = gradients(ctx, &g, &cam, &weights, AlphaMode::Hard, false);
+        let values = flat(&got.params);
+        let bad: Vec<usize> = values.iter().enumerate().filter(|(_, v)| !v.is_finite()).map(|(i, _)| i).collect();
+        assert!(bad.is_empty(), "non-finite gradients at {bad:?}");
+        assert!(got.v_projected.iter().all(|v| v.is_finite()));
+    }
+}
