@@ -3,8 +3,14 @@
 //! one binding are handled everywhere.
 
 pub mod fill;
+pub mod scan;
+pub mod count;
+pub mod compact;
 
 pub use fill::{arange, fill};
+pub use scan::{ScanKind, exclusive_scan, exclusive_scan_u32, exclusive_scan_u32_in_place, inclusive_scan, inclusive_scan_u32, inclusive_scan_u32_in_place, scan_u32, scan_u32_in_place, scan_with_total, exclusive_scan_flags};
+pub use count::{count_nonzero, count_nonzero_blocking};
+pub use compact::{Compacted, compact, compact_blocking, compact_indices};
 
 use crate::error::Result;
 use crate::gpu::{Encoder, WorkgroupGrid};
@@ -18,5 +24,8 @@ pub(crate) fn grid(enc: &Encoder, items: u64, per_workgroup: u32) -> Result<Work
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     let mut all = Vec::new();
     all.extend(fill::mirrors());
+    all.extend(scan::mirrors());
+    all.extend(count::mirrors());
+    all.extend(compact::mirrors());
     all
 }
