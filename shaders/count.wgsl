@@ -57,16 +57,16 @@ fn count_blocks(
     @builtin(subgroup_invocation_id) lane: u32,
 #endif
 ) {
-    let block = workgroup_index(wid, nwg);
-    if block >= (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK {
-        return;
-    }
+    // No early return for the padding workgroups of a 2D grid (CPU drivers slow down every
+    // workgroup of a kernel that may return before a barrier): they count nothing, store nothing.
+    let blocks = (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK;
+    let block = min(workgroup_index(wid, nwg), blocks);
     // Strided so neighbouring invocations read neighbouring flags.
     let first = block * COUNT_BLOCK + lid;
     var count = 0u;
     for (var k = 0u; k < COUNT_ITEMS; k++) {
         let i = first + k * COUNT_WG;
-        count += u32(i < params.n && input[min(i, params.n - 1u)] != 0u);
+        count += select(0u, 1u, (input[min(i, params.n - 1u)] != 0u) & (i < params.n));
     }
 #if SUBGROUPS
     // Exact: at most COUNT_BLOCK per subgroup. One atomic per subgroup.
@@ -78,7 +78,7 @@ fn count_blocks(
     accumulate_parts(count, 0u, 0u);
 #endif
     workgroupBarrier();
-    if lid == 0u {
+    if lid == 0u && block < blocks {
         output[2u * block] = atomicLoad(&wg_low16);
         output[2u * block + 1u] = 0u;
     }
@@ -93,17 +93,16 @@ fn reduce_pairs(
     @builtin(subgroup_invocation_id) lane: u32,
 #endif
 ) {
-    let block = workgroup_index(wid, nwg);
-    if block >= (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK {
-        return;
-    }
+    // No early return for the padding workgroups of a 2D grid (CPU drivers slow down every
+    // workgroup of a kernel that may return before a barrier): they count nothing, store nothing.
+    let blocks = (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK;
+    let block = min(workgroup_index(wid, nwg), blocks);
     let first = block * COUNT_BLOCK + lid;
     var sum = vec2<u32>(0u, 0u);
     for (var k = 0u; k < COUNT_ITEMS; k++) {
         let i = first + k * COUNT_WG;
-        if i < params.n {
-            sum = add64(sum, vec2<u32>(input[2u * i], input[2u * i + 1u]));
-        }
+        let j = min(i, params.n - 1u);
+        sum = add64(sum, select(vec2<u32>(0u), vec2<u32>(input[2u * j], input[2u * j + 1u]), i < params.n));
     }
     var low16 = sum.x & 0xFFFFu;
     var high16 = sum.x >> 16u;
@@ -121,7 +120,7 @@ fn reduce_pairs(
     accumulate_parts(low16, high16, hi);
 #endif
     workgroupBarrier();
-    if lid == 0u {
+    if lid == 0u && block < blocks {
         // low16 + high16 * 2^16 as a 64-bit value, plus the high words.
         let high16_total = atomicLoad(&wg_high16);
         let parts = add64(vec2<u32>(atomicLoad(&wg_low16), 0u), vec2<u32>(high16_total << 16u, high16_total >> 16u));

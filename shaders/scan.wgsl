@@ -29,50 +29,37 @@ struct ScanParams {
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
 @group(0) @binding(3) var<storage, read_write> offsets: array<u32>;
 
-fn load_item(i: u32) -> u32 {
-    if i >= params.n {
-        return 0u;
-    }
-    let v = input[i];
-    return select(v, u32(v != 0u), params.flags_mode != 0u);
+// Branch-free, so the callers' loops stay unrollable.
+fn scan_load(i: u32) -> u32 {
+    let v = input[min(i, params.n - 1u)];
+    return select(0u, select(v, u32(v != 0u), params.flags_mode != 0u), i < params.n);
+}
+
+fn scan_store(i: u32, value: u32) {
+    output[i] = value;
 }
 
 @compute @workgroup_size(256)
 fn reduce_blocks(inv: ScanInvocation) {
-    let block = workgroup_index(inv.wid, inv.nwg);
-    if block >= (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK {
-        return;
-    }
-    let first = block * SCAN_BLOCK + scan_rank(inv) * SCAN_ITEMS;
-    var sum = 0u;
-    for (var k = 0u; k < SCAN_ITEMS; k++) {
-        sum += load_item(first + k);
-    }
-    let scanned = workgroup_exclusive_scan(inv, sum);
-    if scan_rank(inv) == 0u {
-        output[block] = scanned.y;
+    // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
+    // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
+    let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;
+    let block = min(workgroup_index(inv.wid, inv.nwg), blocks);
+    let total = reduce_block(inv, block);
+    if scan_rank(inv) == SCAN_WG - 1u && block < blocks {
+        output[block] = total;
     }
 }
 
 @compute @workgroup_size(256)
 fn scan_blocks(inv: ScanInvocation) {
-    let block = workgroup_index(inv.wid, inv.nwg);
-    if block >= (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK {
-        return;
-    }
-    let first = block * SCAN_BLOCK + scan_rank(inv) * SCAN_ITEMS;
-    var items: array<u32, SCAN_ITEMS>;
-    for (var k = 0u; k < SCAN_ITEMS; k++) {
-        items[k] = load_item(first + k);
-    }
-    let base = offsets[params.offset_index + block];
-    let scanned = scan_items(inv, items, base, params.inclusive != 0u);
-    for (var k = 0u; k < SCAN_ITEMS; k++) {
-        if first + k < params.n {
-            output[first + k] = scanned.values[k];
-        }
-    }
-    if params.write_total != 0u && scan_rank(inv) == SCAN_WG - 1u {
-        offsets[params.offset_index + 1u] = base + scanned.block_total;
+    // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
+    // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
+    let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;
+    let block = min(workgroup_index(inv.wid, inv.nwg), blocks);
+    let base = offsets[params.offset_index + min(block, blocks - 1u)];
+    let total = scan_block(inv, block, params.n, base, params.inclusive != 0u);
+    if params.write_total != 0u && scan_rank(inv) == SCAN_WG - 1u && block < blocks {
+        offsets[params.offset_index + 1u] = base + total;
     }
 }

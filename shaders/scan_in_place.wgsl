@@ -1,5 +1,5 @@
-// In-place form of scan.wgsl's scan_blocks: every invocation reads its elements into registers
-// before the block scan and writes them back after it, so `data` may be both input and output.
+// In-place form of scan.wgsl's scan_blocks: `data` is both input and output (every invocation
+// reads each of its elements before it overwrites it).
 // Also used for the upper levels of every scan (block sums are scanned in place).
 #import "shared/dispatch.wgsl"
 #import "shared/block_scan.wgsl"
@@ -19,25 +19,23 @@ struct ScanInPlaceParams {
 @group(0) @binding(1) var<storage, read_write> data: array<u32>;
 @group(0) @binding(2) var<storage, read_write> offsets: array<u32>;
 
+fn scan_load(i: u32) -> u32 {
+    return select(0u, data[min(i, params.n - 1u)], i < params.n);
+}
+
+fn scan_store(i: u32, value: u32) {
+    data[i] = value;
+}
+
 @compute @workgroup_size(256)
 fn scan_blocks_in_place(inv: ScanInvocation) {
-    let block = workgroup_index(inv.wid, inv.nwg);
-    if block >= (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK {
-        return;
-    }
-    let first = block * SCAN_BLOCK + scan_rank(inv) * SCAN_ITEMS;
-    var items: array<u32, SCAN_ITEMS>;
-    for (var k = 0u; k < SCAN_ITEMS; k++) {
-        items[k] = select(0u, data[min(first + k, params.n - 1u)], first + k < params.n);
-    }
-    let base = offsets[params.offset_index + block];
-    let scanned = scan_items(inv, items, base, params.inclusive != 0u);
-    for (var k = 0u; k < SCAN_ITEMS; k++) {
-        if first + k < params.n {
-            data[first + k] = scanned.values[k];
-        }
-    }
-    if params.write_total != 0u && scan_rank(inv) == SCAN_WG - 1u {
-        offsets[params.offset_index + 1u] = base + scanned.block_total;
+    // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
+    // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
+    let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;
+    let block = min(workgroup_index(inv.wid, inv.nwg), blocks);
+    let base = offsets[params.offset_index + min(block, blocks - 1u)];
+    let total = scan_block(inv, block, params.n, base, params.inclusive != 0u);
+    if params.write_total != 0u && scan_rank(inv) == SCAN_WG - 1u && block < blocks {
+        offsets[params.offset_index + 1u] = base + total;
     }
 }

@@ -101,18 +101,12 @@ fn scan_exact_at_2_pow_26() {
         let output = Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "output").unwrap();
         let total = Tensor::uninit(&mut enc, DType::U32, &[1], MemoryCategory::Other, "total").unwrap();
         ops::scan_with_total(&mut enc, &input, &output, ScanKind::Exclusive, &total).unwrap();
-        ops::inclusive_scan_u32_in_place(&mut enc, &input).unwrap();
         ctx.submit(enc).unwrap();
         assert_eq!(u64::from(total.read::<u32>(ctx).unwrap()[0]), sum, "total {path}");
         let scanned = Instant::now();
         compare_exact(&format!("exclusive 2^26 {path}"), &output.read::<u32>(ctx).unwrap(), &want_exclusive).unwrap();
-        drop(output);
-        // Inclusive = exclusive shifted by one, ending with the total.
-        let got_inclusive = input.read::<u32>(ctx).unwrap();
-        compare_exact(&format!("inclusive in place 2^26 {path}"), &got_inclusive[..n - 1], &want_exclusive[1..]).unwrap();
-        assert_eq!(u64::from(got_inclusive[n - 1]), sum);
-        println!("{path}: scans {:?}, checks {:?}", scanned - start, scanned.elapsed());
-        drop(input);
+        println!("{path}: upload + scan {:?}, check {:?}", scanned - start, scanned.elapsed());
+        drop((input, output));
         ctx.trim();
     }
 }

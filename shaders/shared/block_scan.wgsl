@@ -1,21 +1,21 @@
 // Block-level prefix sums of u32 (wrapping), shared by the scan kernels.
 //
-// A workgroup of SCAN_WG invocations scans one block of SCAN_BLOCK elements: every invocation holds
-// SCAN_ITEMS consecutive elements in registers, sums them, and the invocations' sums are scanned
-// across the workgroup by `workgroup_exclusive_scan`.
+// A workgroup of SCAN_WG invocations scans one block of SCAN_BLOCK elements: every invocation owns
+// SCAN_ITEMS consecutive elements, sums them, and the invocations' sums are scanned across the
+// workgroup by `workgroup_exclusive_scan`.
 //
 // Invocations are ordered by `scan_rank`: the local index on the portable path, and
 // `subgroup_id * subgroup_size + subgroup_invocation_id` on the subgroup path, so the order of the
 // subgroup scans and the order of the elements always agree.
 //
-// Portable path: Hillis-Steele scan in workgroup memory. Subgroup path: a subgroup scan of the
-// invocation sums, then up to three more levels of subgroup scans over the per-subgroup totals
-// (stored in workgroup memory). Four levels cover 256 invocations for every subgroup size from 4
-// to 128; every subgroup operation and barrier is reached by the whole workgroup.
+// Barriers dominate on CPU implementations (lavapipe), so the workgroup scan uses few: one on the
+// subgroup path (correct for any subgroup size from 4 to 128), two on the portable path. Every
+// subgroup operation and barrier is reached by the whole workgroup. Loops have constant trip
+// counts of at most 32, which CPU drivers unroll.
 
 const SCAN_WG: u32 = 256u;
-// Elements each invocation scans in registers. src/ops/scan.rs reads this constant through naga.
-const SCAN_ITEMS: u32 = 8u;
+// Elements each invocation scans. src/ops/scan.rs reads this constant through naga.
+const SCAN_ITEMS: u32 = 16u;
 const SCAN_BLOCK: u32 = SCAN_WG * SCAN_ITEMS;
 
 // The builtins every scan entry point takes.
@@ -27,7 +27,6 @@ struct ScanInvocation {
     @builtin(subgroup_invocation_id) lane: u32,
     @builtin(subgroup_size) sg_size: u32,
     @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) num_sg: u32,
 #endif
 }
 
@@ -41,108 +40,92 @@ fn scan_rank(inv: ScanInvocation) -> u32 {
 }
 
 #if SUBGROUPS
-// Per-level totals: level 1 holds one value per subgroup (at most SCAN_WG / 4), level 2 one per
-// group of subgroups, level 3 one per group of those.
-var<workgroup> scan_level1: array<u32, 64>;
-var<workgroup> scan_level2: array<u32, 16>;
-var<workgroup> scan_level3: array<u32, 4>;
-var<workgroup> scan_total: u32;
+// Total of every subgroup (at most SCAN_WG / 4 = 64 subgroups).
+var<workgroup> scan_subgroup_totals: array<u32, 64>;
 
-// Exclusive prefix of `x` over lower ranks, and the workgroup total.
-fn workgroup_exclusive_scan(inv: ScanInvocation, x: u32) -> vec2<u32> {
-    let rank = scan_rank(inv);
-    let last_lane = inv.lane == inv.sg_size - 1u;
-    let prefix0 = subgroupExclusiveAdd(x);
-    if last_lane {
-        scan_level1[inv.sg_id] = prefix0 + x;
+// Exclusive prefix of `x` over lower ranks (rank SCAN_WG - 1 adds its own `x` to get the workgroup
+// total). One barrier: every subgroup publishes its total, then each invocation adds the totals of
+// the subgroups before its own to its exclusive scan within the subgroup. Correct for any subgroup
+// size from 4 to 128. Call at most once per kernel invocation.
+fn workgroup_exclusive_scan(inv: ScanInvocation, x: u32) -> u32 {
+    let subgroup_total = subgroupAdd(x);
+    if inv.lane == 0u {
+        scan_subgroup_totals[inv.sg_id] = subgroup_total;
     }
     workgroupBarrier();
-
-    let count1 = inv.num_sg;
-    let value1 = select(0u, scan_level1[min(rank, 63u)], rank < count1);
-    let prefix1 = subgroupExclusiveAdd(value1);
-    if rank < count1 {
-        scan_level1[rank] = prefix1;
+    // 32 iterations of two entries: loops with a constant trip count of at most 32 get unrolled
+    // by CPU drivers, which run other loops after a barrier very slowly.
+    var before = 0u;
+    for (var j = 0u; j < 32u; j++) {
+        before += select(0u, scan_subgroup_totals[j], j < inv.sg_id);
+        before += select(0u, scan_subgroup_totals[j + 32u], j + 32u < inv.sg_id);
     }
-    if last_lane && inv.sg_id < 16u {
-        scan_level2[inv.sg_id] = prefix1 + value1;
-    }
-    workgroupBarrier();
-
-    let count2 = (count1 + inv.sg_size - 1u) / inv.sg_size;
-    let value2 = select(0u, scan_level2[min(rank, 15u)], rank < count2);
-    let prefix2 = subgroupExclusiveAdd(value2);
-    if rank < count2 {
-        scan_level2[rank] = prefix2;
-    }
-    if last_lane && inv.sg_id < 4u {
-        scan_level3[inv.sg_id] = prefix2 + value2;
-    }
-    workgroupBarrier();
-
-    let count3 = (count2 + inv.sg_size - 1u) / inv.sg_size;
-    let value3 = select(0u, scan_level3[min(rank, 3u)], rank < count3);
-    let prefix3 = subgroupExclusiveAdd(value3);
-    if rank < count3 {
-        scan_level3[rank] = prefix3;
-    }
-    if last_lane && inv.sg_id == 0u {
-        scan_total = prefix3 + value3;
-    }
-    workgroupBarrier();
-
-    let group = inv.sg_id / inv.sg_size;
-    let prefix = prefix0 + scan_level1[inv.sg_id] + scan_level2[group] + scan_level3[group / inv.sg_size];
-    let total = scan_total;
-    // Callers may scan again; nobody may overwrite the levels before everyone has read them.
-    workgroupBarrier();
-    return vec2<u32>(prefix, total);
+    return before + subgroupExclusiveAdd(x);
 }
 #else
-// Two buffers for the Hillis-Steele steps (read one, write the other).
-var<workgroup> scan_buffers: array<array<u32, 256>, 2>;
+// Chunks of SCAN_RAKE values scanned serially by SCAN_WG / SCAN_RAKE invocations.
+const SCAN_RAKE: u32 = 16u;
+var<workgroup> scan_values: array<u32, SCAN_WG>;
+var<workgroup> scan_chunk_totals: array<u32, 16>;
 
-// Exclusive prefix of `x` over lower ranks, and the workgroup total.
-fn workgroup_exclusive_scan(inv: ScanInvocation, x: u32) -> vec2<u32> {
+// Exclusive prefix of `x` over lower ranks (rank SCAN_WG - 1 adds its own `x` to get the workgroup
+// total). Two barriers: the first SCAN_WG / SCAN_RAKE invocations each scan one chunk of SCAN_RAKE
+// values serially, then every invocation adds the totals of the chunks before its own. Call at
+// most once per kernel invocation.
+fn workgroup_exclusive_scan(inv: ScanInvocation, x: u32) -> u32 {
     let rank = inv.lid;
-    scan_buffers[0][rank] = x;
+    scan_values[rank] = x;
     workgroupBarrier();
-    var source = 0u;
-    for (var offset = 1u; offset < SCAN_WG; offset = offset << 1u) {
-        let own = scan_buffers[source][rank];
-        let before = select(0u, scan_buffers[source][rank - min(offset, rank)], rank >= offset);
-        scan_buffers[1u - source][rank] = own + before;
-        workgroupBarrier();
-        source = 1u - source;
+    if rank < SCAN_WG / SCAN_RAKE {
+        var running = 0u;
+        for (var j = 0u; j < SCAN_RAKE; j++) {
+            let v = scan_values[rank * SCAN_RAKE + j];
+            scan_values[rank * SCAN_RAKE + j] = running;
+            running += v;
+        }
+        scan_chunk_totals[rank] = running;
     }
-    let inclusive = scan_buffers[source][rank];
-    let total = scan_buffers[source][SCAN_WG - 1u];
     workgroupBarrier();
-    return vec2<u32>(inclusive - x, total);
+    var before = scan_values[rank];
+    for (var j = 0u; j < SCAN_WG / SCAN_RAKE; j++) {
+        before += select(0u, scan_chunk_totals[j], j < rank / SCAN_RAKE);
+    }
+    return before;
 }
 #endif
 
-// Scans the SCAN_ITEMS values an invocation holds: returns the exclusive (or inclusive) prefix of
-// each one over the whole block, plus `base`. Also returns the block total (without `base`) in
-// `block_total` of the result.
-struct ScannedItems {
-    values: array<u32, SCAN_ITEMS>,
-    block_total: u32,
-}
-
-fn scan_items(inv: ScanInvocation, items: array<u32, SCAN_ITEMS>, base: u32, inclusive: bool) -> ScannedItems {
+// Scans block `block` of the first `n` elements: the exclusive (or inclusive) prefix of every
+// element within the block, plus `base`. Returns the block total (without `base`) on the
+// invocation of rank SCAN_WG - 1 (other invocations get partial sums). The importing file
+// provides `fn scan_load(i: u32) -> u32` (0 for i >= n) and `fn scan_store(i: u32, value: u32)`.
+// Every invocation loads its SCAN_ITEMS elements into registers before any store, and stores only
+// its own elements, so in-place scans are safe.
+fn scan_block(inv: ScanInvocation, block: u32, n: u32, base: u32, inclusive: bool) -> u32 {
+    let first = block * SCAN_BLOCK + scan_rank(inv) * SCAN_ITEMS;
+    var items: array<u32, SCAN_ITEMS>;
     var sum = 0u;
     for (var k = 0u; k < SCAN_ITEMS; k++) {
+        items[k] = scan_load(first + k);
         sum += items[k];
     }
-    let scanned = workgroup_exclusive_scan(inv, sum);
-    var out: ScannedItems;
-    var running = base + scanned.x;
+    let before = workgroup_exclusive_scan(inv, sum);
+    var running = base + before;
     for (var k = 0u; k < SCAN_ITEMS; k++) {
         let next = running + items[k];
-        out.values[k] = select(running, next, inclusive);
+        if first + k < n {
+            scan_store(first + k, select(running, next, inclusive));
+        }
         running = next;
     }
-    out.block_total = scanned.y;
-    return out;
+    return before + sum;
+}
+
+// The sum of block `block`, valid on the invocation of rank SCAN_WG - 1.
+fn reduce_block(inv: ScanInvocation, block: u32) -> u32 {
+    let first = block * SCAN_BLOCK + scan_rank(inv) * SCAN_ITEMS;
+    var sum = 0u;
+    for (var k = 0u; k < SCAN_ITEMS; k++) {
+        sum += scan_load(first + k);
+    }
+    return workgroup_exclusive_scan(inv, sum) + sum;
 }

@@ -11,7 +11,8 @@ use crate::mirror;
 use crate::tensor::{DType, Tensor};
 
 const FILE: &str = "count.wgsl";
-/// Flags (or pairs) each invocation reads; equals `COUNT_ITEMS` in shaders/count.wgsl.
+/// Flags (or pairs) each invocation reads; equals `COUNT_ITEMS` in shaders/count.wgsl (checked by a
+/// unit test).
 const ITEMS_PER_THREAD: u32 = 16;
 
 /// Uniform parameters of `count.wgsl`.
@@ -90,7 +91,24 @@ pub fn count_nonzero_blocking(ctx: &GpuContext, flags: &Tensor) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::shader::{self, Variant};
     use crate::testing::{TestRng, both_paths};
+
+    #[test]
+    fn items_per_thread_matches_the_shader() {
+        let compiled = shader::compile(FILE, Variant::PORTABLE).expect("count.wgsl compiles");
+        let module = &compiled.module;
+        let (_, constant) = module
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some("COUNT_ITEMS"))
+            .expect("COUNT_ITEMS constant");
+        let value = match module.global_expressions[constant.init] {
+            naga::Expression::Literal(naga::Literal::U32(v)) => v,
+            ref other => panic!("COUNT_ITEMS is not a u32 literal: {other:?}"),
+        };
+        assert_eq!(value, ITEMS_PER_THREAD);
+    }
 
     #[test]
     fn pair_sums_carry_into_the_high_word() {

@@ -12,6 +12,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::allocator::GpuBuffer;
 use crate::gpu::kernel::Kernel;
+use crate::gpu::shader::Variant;
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::mirror;
 use crate::tensor::{DType, Tensor};
@@ -21,7 +22,7 @@ const SCAN_FILE: &str = "scan.wgsl";
 const IN_PLACE_FILE: &str = "scan_in_place.wgsl";
 /// Elements each invocation scans; equals `SCAN_ITEMS` in shaders/shared/block_scan.wgsl (checked by
 /// a unit test).
-const ITEMS_PER_THREAD: u32 = 8;
+const ITEMS_PER_THREAD: u32 = 16;
 
 /// Which prefix a scan produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,15 +72,23 @@ struct ScanKernels {
     block: u32,
 }
 
+/// Smallest subgroup size the subgroup path of shared/block_scan.wgsl supports (it keeps at most
+/// 256 / 4 subgroup totals); adapters that may use smaller subgroups take the portable kernels.
+const MIN_SUBGROUP_SIZE: u32 = 4;
+
 impl ScanKernels {
     fn new(enc: &Encoder) -> Result<Self> {
         let ctx = enc.ctx();
-        let scan = ctx.kernel(SCAN_FILE, "scan_blocks")?;
+        let limits = &ctx.info().limits;
+        let kernel = |file: &str, entry: &str| {
+            if limits.min_subgroup_size < MIN_SUBGROUP_SIZE { ctx.kernel_variant(file, entry, Variant::PORTABLE) } else { ctx.kernel(file, entry) }
+        };
+        let scan = kernel(SCAN_FILE, "scan_blocks")?;
         let block = scan.threads() * ITEMS_PER_THREAD;
         Ok(ScanKernels {
-            reduce: ctx.kernel(SCAN_FILE, "reduce_blocks")?,
+            reduce: kernel(SCAN_FILE, "reduce_blocks")?,
             scan,
-            scan_in_place: ctx.kernel(IN_PLACE_FILE, "scan_blocks_in_place")?,
+            scan_in_place: kernel(IN_PLACE_FILE, "scan_blocks_in_place")?,
             block,
         })
     }
