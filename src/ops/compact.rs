@@ -1,0 +1,121 @@
+//! Stable stream compaction (shaders/compact.wgsl): the elements whose flag is nonzero, in their
+//! original order, packed at the front of a new tensor; or their indices (`x_from_y` maps).
+//!
+//! The destination of every kept element is the exclusive scan of the flags
+//! ([`exclusive_scan_flags`](super::scan::exclusive_scan_flags)), whose total is the kept count.
+//! Kept elements only move towards lower indices, so the elements of source page `s` land in
+//! destination pages `0..=s`; the scatter runs once per such pair of pages and each run writes only
+//! the positions inside its destination page. Nothing is read back to the CPU.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
+use crate::mirror;
+use crate::tensor::{DType, Tensor};
+
+const FILE: &str = "compact.wgsl";
+
+/// Uniform parameters of `compact.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct CompactParams {
+    n: u32,
+    source_start: u32,
+    dest_start: u32,
+    dest_len: u32,
+    write_indices: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    vec![mirror!(CompactParams, FILE, "CompactParams", [n, source_start, dest_start, dest_len, write_indices, _pad0, _pad1, _pad2])]
+}
+
+/// The result of a compaction, still on the GPU.
+#[derive(Clone, Debug)]
+pub struct Compacted {
+    /// The kept elements (or indices) at the front, in their original order. It has the input's
+    /// length; elements from `count` on are unspecified.
+    pub values: Tensor,
+    /// One u32: the number of kept elements.
+    pub count: Tensor,
+}
+
+impl Compacted {
+    /// Reads the number of kept elements (submit the encoder that compacted first).
+    pub fn read_count(&self, ctx: &GpuContext) -> Result<u64> {
+        Ok(u64::from(self.count.read::<u32>(ctx)?[0]))
+    }
+
+    /// Reads the kept count and returns a view of exactly the kept elements (submit first).
+    pub fn kept(&self, ctx: &GpuContext) -> Result<Tensor> {
+        self.values.prefix(self.read_count(ctx)?)
+    }
+}
+
+/// Records the scatter of kept elements: `source` is `values` (or, for indices, `None`).
+fn compact_into(enc: &mut Encoder, op: &'static str, source: Option<&Tensor>, flags: &Tensor) -> Result<Compacted> {
+    flags.expect_dtype(op, DType::U32)?;
+    if flags.len() > u64::from(u32::MAX) {
+        return Err(Error::Overflow {
+            what: format!("{op} of {} elements", flags.len()),
+            needed: flags.len(),
+            max: u64::from(u32::MAX),
+            hint: "destinations are 32-bit; compact in several pieces".into(),
+        });
+    }
+    let n = flags.len() as usize;
+    let (dtype, category) = match source {
+        Some(values) => {
+            values.expect_same_len(op, flags)?;
+            (values.dtype(), values.category())
+        }
+        None => (DType::U32, flags.category()),
+    };
+    let positions = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, "wgsplat/compact-positions")?;
+    let count = Tensor::uninit(enc, DType::U32, &[1], MemoryCategory::Other, "wgsplat/compact-count")?;
+    super::scan::exclusive_scan_flags(enc, flags, &positions, Some(&count))?;
+    let out = Tensor::uninit(enc, dtype, &[n], category, "wgsplat/compacted")?;
+    let kernel = enc.ctx().kernel(FILE, "scatter_kept")?;
+    for source_page in 0..flags.num_pages() {
+        let len = flags.page_len(source_page);
+        let grid = super::grid(enc, len, kernel.threads())?;
+        // Indices need no values; the flags stand in for the unused binding.
+        let values_binding = source.unwrap_or(flags).page_binding(source_page);
+        for dest_page in 0..=source_page {
+            let params = CompactParams {
+                n: len as u32,
+                source_start: flags.page_start(source_page) as u32,
+                dest_start: out.page_start(dest_page) as u32,
+                dest_len: out.page_len(dest_page) as u32,
+                write_indices: u32::from(source.is_none()),
+                ..Default::default()
+            };
+            let bindings =
+                [flags.page_binding(source_page), positions.page_binding(source_page), values_binding.clone(), out.page_binding(dest_page)];
+            enc.dispatch(&kernel, &params, &bindings, grid)?;
+        }
+    }
+    Ok(Compacted { values: out, count })
+}
+
+/// Records a stable compaction of `values` (any 32-bit dtype) by `flags` (u32, kept where
+/// nonzero, same length): kept elements keep their order.
+pub fn compact(enc: &mut Encoder, values: &Tensor, flags: &Tensor) -> Result<Compacted> {
+    compact_into(enc, "compact", Some(values), flags)
+}
+
+/// Records a compaction of the indices `i` where `flags[i] != 0`, ascending, as u32: an index
+/// map from kept elements to their source positions.
+pub fn compact_indices(enc: &mut Encoder, flags: &Tensor) -> Result<Compacted> {
+    compact_into(enc, "compact_indices", None, flags)
+}
+
+/// Compacts `values` by `flags`, submits, and returns a view of exactly the kept elements.
+pub fn compact_blocking(ctx: &GpuContext, values: &Tensor, flags: &Tensor) -> Result<Tensor> {
+    let mut enc = ctx.encoder("compact");
+    let compacted = compact(&mut enc, values, flags)?;
+    ctx.submit(enc)?;
+    compacted.kept(ctx)
+}
