@@ -3,8 +3,10 @@
 //! one binding are handled everywhere.
 
 pub mod fill;
+pub mod radix_sort;
 
 pub use fill::{arange, fill};
+pub use radix_sort::{sort_keys, sort_pairs};
 
 use crate::error::Result;
 use crate::gpu::{Encoder, WorkgroupGrid};
@@ -18,5 +20,6 @@ pub(crate) fn grid(enc: &Encoder, items: u64, per_workgroup: u32) -> Result<Work
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     let mut all = Vec::new();
     all.extend(fill::mirrors());
+    all.extend(radix_sort::mirrors());
     all
 }
