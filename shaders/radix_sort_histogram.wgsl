@@ -26,7 +26,7 @@ struct RadixPassParams {
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read_write> block_counts: array<u32>;
 
-var<workgroup> digit_counts: array<atomic<u32>, RADIX>;
+var<workgroup> digit_totals: array<atomic<u32>, RADIX>;
 
 @compute @workgroup_size(128)
 fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -35,7 +35,7 @@ fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     if lid < RADIX {
-        atomicStore(&digit_counts[lid], 0u);
+        atomicStore(&digit_totals[lid], 0u);
     }
     workgroupBarrier();
     let first = block * BLOCK;
@@ -43,11 +43,11 @@ fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     for (var i = 0u; i < ITEMS; i += 1u) {
         let index = first + i * WG + lid;
         if index < params.n {
-            atomicAdd(&digit_counts[digit_of(keys[index], params.shift, params.digit_mask)], 1u);
+            atomicAdd(&digit_totals[digit_of(keys[index], params.shift, params.digit_mask)], 1u);
         }
     }
     workgroupBarrier();
     if lid < RADIX {
-        block_counts[lid * params.num_blocks + params.block_base + block] = atomicLoad(&digit_counts[lid]);
+        block_counts[lid * params.num_blocks + params.block_base + block] = atomicLoad(&digit_totals[lid]);
     }
 }

@@ -3,13 +3,13 @@
 // that digit. Dispatched once per (source page, destination page) pair; a dispatch writes only the
 // positions inside its destination page.
 //
-// Ranking: invocation `slot` owns keys [slot * ITEMS, slot * ITEMS + ITEMS) of the block. It counts
-// its digits into its own column of `ranks` (ranks[digit * WG + slot]); an exclusive scan of the
-// whole table in bin-major order then gives, for each (digit, slot), the position in the
-// block-sorted order of that slot's first key with that digit. Walking its keys in order, the
-// invocation takes and bumps its column entry, so equal digits keep their input order.
+// Ranking: invocation `slot` owns keys [slot * ITEMS, slot * ITEMS + ITEMS) of the block and counts
+// their digits in registers (radix_sort_digits.wgsl). A workgroup scan of those counts in slot
+// order, plus the block's counts of smaller digits, gives for every digit the block-local position
+// of the slot's first key with that digit. Walking its keys in order, the invocation takes and
+// bumps that position, so equal digits keep their input order.
 #import "shared/dispatch.wgsl"
-#import "radix_sort_common.wgsl"
+#import "radix_sort_digits.wgsl"
 
 // Shared with radix_sort_histogram.wgsl (same layout, mirrored separately).
 struct RadixPassParams {
@@ -38,60 +38,45 @@ struct RadixPassParams {
 @group(0) @binding(4) var<storage, read> values_in: array<u32>;
 @group(0) @binding(5) var<storage, read_write> values_out: array<u32>;
 
-// ranks[digit * WG + slot], see the header.
-var<workgroup> ranks: array<u32, 2048>;
 // Global output position minus block-local position, per digit (wrapping u32 arithmetic).
 var<workgroup> global_minus_local: array<u32, RADIX>;
 
-// Leaves ranks[digit * WG + slot] = block-local output position of the slot's first key with that
-// digit, and global_minus_local filled. `keys` holds the slot's keys; `count` how many are real.
-fn rank_block(inv: Invocation, slot: u32, block: u32, keys: array<u32, ITEMS>, count: u32) {
-    for (var d = 0u; d < RADIX; d += 1u) {
-        ranks[d * WG + slot] = 0u;
-    }
-    for (var i = 0u; i < count; i += 1u) {
-        let d = digit_of(keys[i], params.shift, params.digit_mask);
-        ranks[d * WG + slot] += 1u;
-    }
-    workgroupBarrier();
-    // Bin-major scan of the RADIX * WG table: each slot takes RADIX consecutive entries.
-    let row = slot * RADIX;
-    var sum = 0u;
-    for (var j = 0u; j < RADIX; j += 1u) {
-        sum += ranks[row + j];
-    }
-    var running = workgroup_exclusive_scan(inv, slot, sum).x;
-    for (var j = 0u; j < RADIX; j += 1u) {
-        let v = ranks[row + j];
-        ranks[row + j] = running;
-        running += v;
-    }
-    workgroupBarrier();
-    if slot < RADIX {
-        let global_first = scanned_counts[slot * params.num_blocks + params.block_base + block];
-        global_minus_local[slot] = global_first - ranks[slot * WG];
-    }
-    workgroupBarrier();
+// The slot's keys, in input order, and how many of them are inside the page.
+struct SlotKeys {
+    keys: array<u32, ITEMS>,
+    count: u32,
 }
 
-// Loads the slot's keys; returns how many are inside the page.
-fn load_keys(first: u32, keys: ptr<function, array<u32, ITEMS>>) -> u32 {
-    var count = 0u;
+fn load_keys(first: u32) -> SlotKeys {
+    var out: SlotKeys;
+    out.count = 0u;
     for (var i = 0u; i < ITEMS; i += 1u) {
+        out.keys[i] = 0u;
         if first + i < params.n {
-            (*keys)[i] = keys_in[first + i];
-            count += 1u;
+            out.keys[i] = keys_in[first + i];
+            out.count += 1u;
         }
     }
-    return count;
+    return out;
 }
 
-// The destination of the slot's next key with digit `d` (relative to the destination page, may be
-// out of it), bumping the slot's rank for that digit.
-fn take_position(slot: u32, d: u32) -> u32 {
-    let local = ranks[d * WG + slot];
-    ranks[d * WG + slot] = local + 1u;
-    return global_minus_local[d] + local - params.dst_start;
+// For every digit, the block-local output position of the slot's first key with that digit; also
+// fills global_minus_local for the block.
+fn rank_slot(inv: Invocation, slot: u32, block: u32, loaded: SlotKeys) -> DigitCounts {
+    var counts = no_digits();
+    for (var i = 0u; i < ITEMS; i += 1u) {
+        if i < loaded.count {
+            counts = add_digits(counts, digit_field(digit_of(loaded.keys[i], params.shift, params.digit_mask), 1u));
+        }
+    }
+    let scan = scan_digit_counts(inv, slot, counts);
+    let block_starts = counts_of_smaller_digits(scan.total);
+    if slot < RADIX {
+        let global_first = scanned_counts[slot * params.num_blocks + params.block_base + block];
+        global_minus_local[slot] = global_first - digit_count(block_starts, slot);
+    }
+    workgroupBarrier();
+    return add_digits(block_starts, scan.before);
 }
 
 @compute @workgroup_size(128)
@@ -102,16 +87,19 @@ fn scatter_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
     let slot = logical_slot(inv);
     let first = block * BLOCK + slot * ITEMS;
-    var keys: array<u32, ITEMS>;
-    let count = load_keys(first, &keys);
-    rank_block(inv, slot, block, keys, count);
-    for (var i = 0u; i < count; i += 1u) {
-        let key = keys[i];
-        let dst = take_position(slot, digit_of(key, params.shift, params.digit_mask));
-        // Positions below dst_start wrap to huge values, so one comparison bounds both sides.
-        if dst < params.dst_len {
-            keys_out[dst] = key;
-            values_out[dst] = values_in[first + i];
+    let loaded = load_keys(first);
+    var next = rank_slot(inv, slot, block, loaded);
+    for (var i = 0u; i < ITEMS; i += 1u) {
+        if i < loaded.count {
+            let key = loaded.keys[i];
+            let d = digit_of(key, params.shift, params.digit_mask);
+            // Positions below dst_start wrap to huge values, so one comparison bounds both sides.
+            let dst = global_minus_local[d] + digit_count(next, d) - params.dst_start;
+            next = add_digits(next, digit_field(d, 1u));
+            if dst < params.dst_len {
+                keys_out[dst] = key;
+                values_out[dst] = values_in[first + i];
+            }
         }
     }
 }
@@ -124,14 +112,17 @@ fn scatter_keys(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
     let slot = logical_slot(inv);
     let first = block * BLOCK + slot * ITEMS;
-    var keys: array<u32, ITEMS>;
-    let count = load_keys(first, &keys);
-    rank_block(inv, slot, block, keys, count);
-    for (var i = 0u; i < count; i += 1u) {
-        let key = keys[i];
-        let dst = take_position(slot, digit_of(key, params.shift, params.digit_mask));
-        if dst < params.dst_len {
-            keys_out[dst] = key;
+    let loaded = load_keys(first);
+    var next = rank_slot(inv, slot, block, loaded);
+    for (var i = 0u; i < ITEMS; i += 1u) {
+        if i < loaded.count {
+            let key = loaded.keys[i];
+            let d = digit_of(key, params.shift, params.digit_mask);
+            let dst = global_minus_local[d] + digit_count(next, d) - params.dst_start;
+            next = add_digits(next, digit_field(d, 1u));
+            if dst < params.dst_len {
+                keys_out[dst] = key;
+            }
         }
     }
 }

@@ -34,7 +34,7 @@ pub const DIGIT_BITS: u32 = 4;
 const RADIX: u64 = 1 << DIGIT_BITS;
 /// Keys per sort block (one workgroup) and entries per scan block; `BLOCK` in
 /// shaders/radix_sort_common.wgsl.
-pub const BLOCK: u64 = 1024;
+pub const BLOCK: u64 = 2048;
 
 /// Uniform parameters of the histogram and scatter kernels (`RadixPassParams` in both files).
 #[repr(C)]
