@@ -9,6 +9,7 @@ pub mod reduce;
 pub mod scan;
 pub mod count;
 pub mod compact;
+pub mod radix_sort;
 
 pub use elementwise::{BinaryOp, UnaryOp, add, add_inplace, add_scalar_inplace, axpy, binary, binary_inplace, clamp_inplace, copy, copy_range, div, div_inplace, maximum, minimum, mul, mul_inplace, scale_inplace, sub, sub_inplace, unary, unary_inplace};
 pub use fill::{arange, fill};
@@ -17,6 +18,7 @@ pub use reduce::{ReduceOp, max_f32, max_f32_value, min_f32, min_f32_value, reduc
 pub use scan::{ScanKind, exclusive_scan, exclusive_scan_u32, exclusive_scan_u32_in_place, inclusive_scan, inclusive_scan_u32, inclusive_scan_u32_in_place, scan_u32, scan_u32_in_place, scan_with_total, exclusive_scan_flags};
 pub use count::{count_nonzero, count_nonzero_blocking};
 pub use compact::{Compacted, compact, compact_blocking, compact_indices};
+pub use radix_sort::{sort_keys, sort_pairs};
 
 use crate::error::Result;
 use crate::gpu::{Encoder, WorkgroupGrid};
@@ -36,5 +38,6 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     all.extend(scan::mirrors());
     all.extend(count::mirrors());
     all.extend(compact::mirrors());
+    all.extend(radix_sort::mirrors());
     all
 }

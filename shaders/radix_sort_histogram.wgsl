@@ -1,0 +1,53 @@
+// Radix sort, step 1 of a pass: the digit histogram of every block of one source page, written
+// bin-major into the digit table: block_counts[bin * num_blocks + global block].
+#import "shared/dispatch.wgsl"
+#import "radix_sort_common.wgsl"
+
+// Shared with radix_sort_scatter.wgsl (same layout, mirrored separately).
+struct RadixPassParams {
+    // Keys in the source page.
+    n: u32,
+    // Global index of the source page's first block.
+    block_base: u32,
+    // Blocks over all pages (the row length of the digit table).
+    num_blocks: u32,
+    // Position of this pass's digit.
+    shift: u32,
+    // Mask of this pass's digit after shifting (fewer than 4 bits on a short last pass).
+    digit_mask: u32,
+    // Global index of the destination page's first element (scatter only).
+    dst_start: u32,
+    // Elements in the destination page (scatter only).
+    dst_len: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: RadixPassParams;
+@group(0) @binding(1) var<storage, read> keys: array<u32>;
+@group(0) @binding(2) var<storage, read_write> block_counts: array<u32>;
+
+var<workgroup> digit_totals: array<atomic<u32>, RADIX>;
+
+@compute @workgroup_size(128)
+fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let block = workgroup_index(wid, nwg);
+    if block >= (params.n + BLOCK - 1u) / BLOCK {
+        return;
+    }
+    if lid < RADIX {
+        atomicStore(&digit_totals[lid], 0u);
+    }
+    workgroupBarrier();
+    let first = block * BLOCK;
+    // Strided so neighbouring invocations read neighbouring keys; counts ignore order.
+    for (var i = 0u; i < ITEMS; i += 1u) {
+        let index = first + i * WG + lid;
+        if index < params.n {
+            atomicAdd(&digit_totals[digit_of(keys[index], params.shift, params.digit_mask)], 1u);
+        }
+    }
+    workgroupBarrier();
+    if lid < RADIX {
+        block_counts[lid * params.num_blocks + params.block_base + block] = atomicLoad(&digit_totals[lid]);
+    }
+}
