@@ -130,6 +130,7 @@ fn a_buffer_above_the_adapter_limit_is_an_error_not_a_panic() {
             kind: wgsplat::gpu::BufferKind::Storage,
             category: MemoryCategory::Other,
             label: "huge",
+            encoder: None,
         })
         .unwrap_err();
     assert!(matches!(err, Error::BindingTooLarge { .. }), "{err}");

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{PeerCase, camera, random_gaussians};
-use wgsplat::splat::backward::{BackwardOptions, V_STRIDE, record_backward};
+use wgsplat::splat::backward::{BackwardOptions, record_backward};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::splat::{AlphaMode, Camera, GaussianTensors};

@@ -11,6 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::memory::{LiveBuffer, MemoryCategory, MemoryReport, UsageStats, size_class};
+use crate::gpu::pool::FreePool;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -43,22 +44,13 @@ struct LiveEntry {
     bytes: u64,
 }
 
-struct PooledBuffer {
-    sequence: u64,
-    buffer: wgpu::Buffer,
-}
-
-#[derive(Default)]
 struct AllocState {
     next_id: u64,
     live: HashMap<u64, LiveEntry>,
     total: UsageStats,
     by_category: [UsageStats; 7],
     by_label: HashMap<String, UsageStats>,
-    pool: HashMap<(BufferKind, u64), Vec<PooledBuffer>>,
-    pool_sequence: u64,
-    pooled_bytes: u64,
-    pooled_buffers: u64,
+    pool: FreePool,
     buffers_created: u64,
     pool_hits: u64,
     trims: u64,
@@ -68,7 +60,6 @@ struct AllocState {
 pub(crate) struct AllocatorShared {
     device: wgpu::Device,
     max_buffer_size: u64,
-    pool_limit_bytes: u64,
     state: Mutex<AllocState>,
 }
 
@@ -141,35 +132,7 @@ impl Drop for GpuBuffer {
                 label.remove(entry.bytes, self.requested);
             }
         }
-        if self.size > self.shared.pool_limit_bytes {
-            return; // too big to keep; dropping the wgpu::Buffer frees it
-        }
-        while state.pooled_bytes + self.size > self.shared.pool_limit_bytes {
-            evict_oldest(&mut state);
-        }
-        state.pool_sequence += 1;
-        let sequence = state.pool_sequence;
-        state.pooled_bytes += self.size;
-        state.pooled_buffers += 1;
-        state.pool.entry((self.kind, self.size)).or_default().push(PooledBuffer { sequence, buffer });
-    }
-}
-
-fn evict_oldest(state: &mut AllocState) {
-    let oldest = state
-        .pool
-        .iter()
-        .filter_map(|(key, list)| list.first().map(|b| (b.sequence, *key)))
-        .min_by_key(|(sequence, _)| *sequence);
-    if let Some((_, key)) = oldest {
-        let list = state.pool.get_mut(&key).expect("key was just found");
-        let evicted = list.remove(0);
-        state.pooled_bytes -= key.1;
-        state.pooled_buffers -= 1;
-        drop(evicted.buffer);
-        if list.is_empty() {
-            state.pool.remove(&key);
-        }
+        state.pool.release((self.kind, self.size), buffer);
     }
 }
 
@@ -184,6 +147,8 @@ pub struct AllocRequest<'a> {
     pub category: MemoryCategory,
     /// Label for reports and leak checks.
     pub label: &'a str,
+    /// The encoder the buffer will be used in, if any (see [`crate::gpu::pool`]).
+    pub encoder: Option<u64>,
 }
 
 impl Allocator {
@@ -192,8 +157,18 @@ impl Allocator {
             shared: Arc::new(AllocatorShared {
                 device,
                 max_buffer_size,
-                pool_limit_bytes,
-                state: Mutex::new(AllocState::default()),
+                state: Mutex::new(AllocState {
+                    next_id: 0,
+                    live: HashMap::new(),
+                    total: UsageStats::default(),
+                    by_category: [UsageStats::default(); 7],
+                    by_label: HashMap::new(),
+                    pool: FreePool::new(pool_limit_bytes),
+                    buffers_created: 0,
+                    pool_hits: 0,
+                    trims: 0,
+                    injected_failures: 0,
+                }),
             }),
         }
     }
@@ -211,17 +186,11 @@ impl Allocator {
         }
         let pooled = {
             let mut state = self.shared.lock();
-            let key = (request.kind, class);
-            let buffer = state.pool.get_mut(&key).and_then(|list| list.pop());
+            let buffer = state.pool.take((request.kind, class), request.encoder);
             if buffer.is_some() {
-                state.pooled_bytes -= class;
-                state.pooled_buffers -= 1;
                 state.pool_hits += 1;
-                if state.pool.get(&key).is_some_and(|l| l.is_empty()) {
-                    state.pool.remove(&key);
-                }
             }
-            buffer.map(|b| b.buffer)
+            buffer
         };
         let (raw, fresh) = match pooled {
             Some(buffer) => (buffer, false),
@@ -297,12 +266,19 @@ impl Allocator {
     /// Frees every buffer waiting in the pool. Returns the bytes released.
     pub fn trim(&self) -> u64 {
         let mut state = self.shared.lock();
-        let released = state.pooled_bytes;
-        state.pool.clear();
-        state.pooled_bytes = 0;
-        state.pooled_buffers = 0;
+        let released = state.pool.clear();
         state.trims += 1;
         released
+    }
+
+    /// Registers an encoder being recorded; see [`crate::gpu::pool`].
+    pub(crate) fn open_encoder(&self) -> u64 {
+        self.shared.lock().pool.open_encoder()
+    }
+
+    /// Marks an encoder submitted or dropped.
+    pub(crate) fn close_encoder(&self, id: u64) {
+        self.shared.lock().pool.close_encoder(id);
     }
 
     /// Resets every peak to the current live value.
@@ -327,9 +303,9 @@ impl Allocator {
             total: state.total,
             by_category,
             by_label,
-            pooled_bytes: state.pooled_bytes,
-            pooled_buffers: state.pooled_buffers,
-            pool_limit_bytes: self.shared.pool_limit_bytes,
+            pooled_bytes: state.pool.bytes,
+            pooled_buffers: state.pool.buffers,
+            pool_limit_bytes: state.pool.limit(),
             buffers_created: state.buffers_created,
             pool_hits: state.pool_hits,
             trims: state.trims,

@@ -252,6 +252,7 @@ impl GpuContext {
                 kind: BufferKind::Storage,
                 category: MemoryCategory::Other,
                 label: POISON_SOURCE_LABEL,
+                encoder: None,
             })?;
             let words = vec![POISON_WORD; (POISON_SOURCE_BYTES / 4) as usize];
             queue.write_buffer(buffer.raw(), 0, bytemuck::cast_slice(&words));

@@ -29,9 +29,19 @@ struct ArenaChunk {
 /// A command encoder with an upload arena. Create with [`GpuContext::encoder`].
 pub struct Encoder {
     ctx: GpuContext,
-    raw: wgpu::CommandEncoder,
+    raw: Option<wgpu::CommandEncoder>,
     arena: Vec<ArenaChunk>,
     dispatches: u64,
+    id: u64,
+}
+
+impl Drop for Encoder {
+    fn drop(&mut self) {
+        // Release the arena while this encoder still counts as open, then close it: its buffers
+        // become reusable by others only once its commands are submitted (or abandoned).
+        self.arena.clear();
+        self.ctx.allocator().close_encoder(self.id);
+    }
 }
 
 /// Where a piece of arena data lives.
@@ -46,20 +56,23 @@ impl GpuContext {
     /// A new encoder; record operations into it, then [`GpuContext::submit`] it.
     pub fn encoder(&self, label: &str) -> Encoder {
         let raw = self.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-        Encoder { ctx: self.clone(), raw, arena: Vec::new(), dispatches: 0 }
+        let id = self.allocator().open_encoder();
+        Encoder { ctx: self.clone(), raw: Some(raw), arena: Vec::new(), dispatches: 0, id }
     }
 
     /// Writes the encoder's arena, submits its commands, and reports any error wgpu raised while
     /// they were recorded.
-    pub fn submit(&self, encoder: Encoder) -> Result<wgpu::SubmissionIndex> {
-        let Encoder { raw, arena, .. } = encoder;
-        for chunk in &arena {
+    pub fn submit(&self, mut encoder: Encoder) -> Result<wgpu::SubmissionIndex> {
+        for chunk in &encoder.arena {
             if !chunk.shadow.is_empty() {
                 self.queue().write_buffer(chunk.buffer.raw(), 0, &chunk.shadow);
             }
         }
+        let raw = encoder.raw.take().ok_or_else(|| Error::InvalidArgument { op: "submit", detail: "encoder already finished".into() })?;
         let index = self.queue().submit(Some(raw.finish()));
-        drop(arena); // chunks go back to the pool; later writes to them are queued after this submit
+        // Closing the encoder after the submit lets its buffers go back to the pool: anything that
+        // reuses them is submitted later and so runs after these commands.
+        drop(encoder);
         self.check_errors("submitting GPU work")?;
         Ok(index)
     }
@@ -73,7 +86,7 @@ impl Encoder {
 
     /// The raw wgpu encoder, for commands wgsplat does not wrap.
     pub fn raw(&mut self) -> &mut wgpu::CommandEncoder {
-        &mut self.raw
+        self.raw.as_mut().expect("an encoder is only emptied by submit, which consumes it")
     }
 
     /// Number of dispatches recorded so far.
@@ -85,17 +98,16 @@ impl Encoder {
     /// pattern by a copy recorded here, so any read before a write shows up as NaN / `u32::MAX`.
     pub fn alloc(&mut self, bytes: u64, category: MemoryCategory, label: &str) -> Result<GpuBuffer> {
         let (buffer, _fresh) =
-            self.ctx.allocator().allocate(AllocRequest { bytes, kind: BufferKind::Storage, category, label })?;
-        let guard = self.ctx.inner.poison_source.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(source) = guard.as_ref() {
+            self.ctx.allocator().allocate(AllocRequest { bytes, kind: BufferKind::Storage, category, label, encoder: Some(self.id) })?;
+        let source = self.ctx.inner.poison_source.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|b| b.raw().clone());
+        if let Some(source) = source {
             let mut offset = 0;
             while offset < buffer.size() {
                 let len = (buffer.size() - offset).min(POISON_SOURCE_BYTES);
-                self.raw.copy_buffer_to_buffer(source.raw(), 0, buffer.raw(), offset, len);
+                self.raw().copy_buffer_to_buffer(&source, 0, buffer.raw(), offset, len);
                 offset += len;
             }
         }
-        drop(guard);
         Ok(buffer)
     }
 
@@ -112,6 +124,7 @@ impl Encoder {
             kind: BufferKind::Upload,
             category: MemoryCategory::Staging,
             label: "wgsplat/upload-arena",
+            encoder: Some(self.id),
         })?;
         self.arena.push(ArenaChunk { buffer, shadow: vec![0; size as usize] });
         Ok(ArenaSlice { chunk: self.arena.len() - 1, offset: 0, size })
@@ -135,7 +148,7 @@ impl Encoder {
             self.arena_write(slice, piece);
             let src = self.arena[slice.chunk].buffer.raw().clone();
             let at = dst_offset + index as u64 * MAX_UPLOAD_PIECE;
-            self.raw.copy_buffer_to_buffer(&src, slice.offset, dst, at, piece.len() as u64);
+            self.raw().copy_buffer_to_buffer(&src, slice.offset, dst, at, piece.len() as u64);
         }
         Ok(())
     }
@@ -174,7 +187,7 @@ impl Encoder {
             layout: &kernel.layout,
             entries: &entries,
         });
-        let mut pass = self.raw.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&kernel.name), timestamp_writes: None });
+        let mut pass = self.raw().begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&kernel.name), timestamp_writes: None });
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(grid.x, grid.y, 1);
@@ -186,14 +199,14 @@ impl Encoder {
     /// Records a buffer-to-buffer copy (offsets and size multiples of 4).
     pub fn copy(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
         if size > 0 {
-            self.raw.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+            self.raw().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
         }
     }
 
     /// Records zeroing of `size` bytes at `offset`.
     pub fn clear(&mut self, buffer: &wgpu::Buffer, offset: u64, size: u64) {
         if size > 0 {
-            self.raw.clear_buffer(buffer, offset, Some(size));
+            self.raw().clear_buffer(buffer, offset, Some(size));
         }
     }
 
@@ -205,6 +218,7 @@ impl Encoder {
             kind: BufferKind::Readback,
             category: MemoryCategory::Staging,
             label: "wgsplat/readback",
+            encoder: Some(self.id),
         })?;
         self.copy(src, offset, buffer.raw(), 0, size);
         Ok(Readback::new(buffer, size, label))

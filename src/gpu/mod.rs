@@ -7,6 +7,7 @@ pub mod encoder;
 pub mod info;
 pub mod kernel;
 pub mod memory;
+pub mod pool;
 pub mod readback;
 pub mod shader;
 

@@ -30,6 +30,7 @@ pub struct RuntimeArgs {
 #[derive(Clone, Copy)]
 struct Pair {
     key: u32,
+    #[allow(dead_code)] // carried along like the GPU sort's values, never read
     value: u32,
 }
 
