@@ -1,7 +1,7 @@
 // Per-digit counts of the radix sort, packed so that ranking a block needs no dynamically indexed
 // memory per key: the 16 counts of one 4-bit digit live in 16-bit fields of two vec4<u32> (digit d
 // in component (d & 7) >> 1 of `lo` for d < 8, of `hi` otherwise, bits 16 * (d & 1)). Counts never
-// exceed BLOCK (1024), so fields never carry into each other. Also: the workgroup scan of these
+// exceed BLOCK (2048), so fields never carry into each other. Also: the workgroup scan of these
 // counts in slot order (see radix_sort_common.wgsl).
 #import "radix_sort_common.wgsl"
 

@@ -156,3 +156,14 @@ fn rejects_bad_arguments() {
     ctx.submit(enc).unwrap();
     assert_eq!(k.read::<u32>(ctx).unwrap(), vec![0; 10]);
 }
+
+#[test]
+fn sorts_with_pages_smaller_than_a_block() {
+    // 4 KiB pages hold 1,024 keys, half a sort block: every page is one partial block.
+    let options = wgsplat::ContextOptions::from_env().unwrap_or_default().with_portable(true).with_max_page_bytes(4096);
+    let ctx = GpuContext::new(options).expect("a GPU adapter (lavapipe works)");
+    let n = 10 * 1024 + 5;
+    let mut rng = TestRng::new(11);
+    let keys = rng.vec_u32(n, 300);
+    check_pairs(&ctx, "tiny pages", &keys, &arange(n), 9);
+}
