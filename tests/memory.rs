@@ -18,9 +18,21 @@ fn workload(ctx: &GpuContext, iteration: u32) {
     let s = Tensor::uninit(&mut enc, DType::U32, &[n * 2], MemoryCategory::SortScratch, "scratch").unwrap();
     ops::fill(&mut enc, &s, iteration).unwrap();
     ops::arange(&mut enc, &g, 0.0f32, 1.0).unwrap();
+    // The generic ops, each allocating and dropping its own scratch.
+    let m = 3000 + (iteration as usize % 5) * 100;
+    let keys = Tensor::uninit(&mut enc, DType::U32, &[m], MemoryCategory::SortScratch, "keys").unwrap();
+    ops::arange(&mut enc, &keys, 7u32, 2_654_435_761).unwrap();
+    let (sorted, order) = ops::radix_sort::sort_pairs(&mut enc, &keys, &keys, 32).unwrap();
+    let scanned = ops::scan::exclusive_scan(&mut enc, &order).unwrap();
+    let kept = ops::compact::compact_indices(&mut enc, &sorted).unwrap();
+    let count = ops::count::count_nonzero(&mut enc, &kept.values).unwrap();
+    let gathered = ops::gather::gather(&mut enc, &a, &kept.values.prefix(100).unwrap()).unwrap();
+    let total = ops::reduce::sum_f32(&mut enc, &gathered).unwrap();
+    drop((sorted, scanned, count));
     ctx.submit(enc).unwrap();
     assert_eq!(a.read::<f32>(ctx).unwrap()[n - 1], (n - 1) as f32);
     assert_eq!(s.read::<u32>(ctx).unwrap()[0], iteration);
+    assert!(total.read::<f32>(ctx).unwrap()[0].is_finite());
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `wgsplat bench ...`: benchmarks that print a table and write JSON under `target/bench/`.
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
+mod render;
 mod runtime;
 
 use anyhow::Context as _;
@@ -13,12 +14,15 @@ use std::time::Instant;
 pub enum BenchCommand {
     /// Radix sort and scan throughput against CPU sorts and a CPU scan.
     Runtime(runtime::RuntimeArgs),
+    /// Forward and backward time of the splat rasterizer over scene sizes and resolutions.
+    Render(render::RenderArgs),
 }
 
 /// Runs one benchmark.
 pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
     match command {
         BenchCommand::Runtime(args) => runtime::run(args, portable_only),
+        BenchCommand::Render(args) => render::run(args, portable_only),
     }
 }
 
