@@ -9,6 +9,7 @@ pub mod error;
 pub mod gpu;
 pub mod ops;
 pub mod splat;
+pub mod train;
 pub mod tensor;
 pub mod testing;
 
@@ -20,5 +21,6 @@ pub use tensor::{DType, Element, Tensor};
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
+    all.extend(train::densify::mirrors());
     all
 }

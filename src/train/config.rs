@@ -1,0 +1,141 @@
+//! Training configuration: the 3DGS defaults, overridable from a JSON config file and the CLI.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Background behind the splats (and behind RGBA ground truth).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Background {
+    /// Black.
+    Black,
+    /// White.
+    White,
+    /// A new random colour every iteration (evaluation uses black).
+    Random,
+    /// A fixed colour.
+    Color([f32; 3]),
+}
+
+/// Every training setting. Field defaults are the 3DGS reference recipe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Iterations to run.
+    pub iterations: u64,
+    /// Position learning rate at the start, times the scene extent.
+    pub position_lr_init: f64,
+    /// Position learning rate at the end, times the scene extent.
+    pub position_lr_final: f64,
+    /// SH DC learning rate.
+    pub sh_dc_lr: f64,
+    /// SH rest learning rate.
+    pub sh_rest_lr: f64,
+    /// Opacity learning rate.
+    pub opacity_lr: f64,
+    /// Scale learning rate.
+    pub scale_lr: f64,
+    /// Rotation learning rate.
+    pub rotation_lr: f64,
+    /// Adam epsilon.
+    pub adam_eps: f64,
+    /// Largest SH degree.
+    pub sh_degree: u32,
+    /// Raise the active SH degree by one every this many iterations.
+    pub sh_degree_interval: u64,
+    /// λ of the D-SSIM term.
+    pub ssim_weight: f32,
+    /// Background.
+    pub background: Background,
+    /// Densify every this many iterations...
+    pub densify_every: u64,
+    /// ...from this iteration...
+    pub densify_from: u64,
+    /// ...until this one.
+    pub densify_until: u64,
+    /// Screen-space gradient threshold (gsplat's units).
+    pub densify_grad_threshold: f32,
+    /// Gaussians larger than this fraction of the extent are split, smaller ones cloned.
+    pub percent_dense: f32,
+    /// Prune below this opacity.
+    pub prune_opacity: f32,
+    /// Reset opacities every this many iterations.
+    pub opacity_reset_every: u64,
+    /// Upper bound on the number of Gaussians (0 = none).
+    pub max_gaussians: u64,
+    /// Read the loss back every this many iterations (the only per-iteration CPU round trip).
+    pub loss_readback_every: u64,
+    /// Evaluate on the test views every this many iterations (0 = only at the end).
+    pub eval_every: u64,
+    /// Save a checkpoint every this many iterations (0 = never).
+    pub save_every: u64,
+    /// Random points when the dataset has no point cloud.
+    pub random_init_points: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            iterations: 30_000,
+            position_lr_init: 1.6e-4,
+            position_lr_final: 1.6e-6,
+            sh_dc_lr: 2.5e-3,
+            sh_rest_lr: 2.5e-3 / 20.0,
+            opacity_lr: 0.025,
+            scale_lr: 5e-3,
+            rotation_lr: 1e-3,
+            adam_eps: 1e-15,
+            sh_degree: 3,
+            sh_degree_interval: 1000,
+            ssim_weight: 0.2,
+            background: Background::Black,
+            densify_every: 100,
+            densify_from: 500,
+            densify_until: 15_000,
+            densify_grad_threshold: 2e-4,
+            percent_dense: 0.01,
+            prune_opacity: 0.005,
+            opacity_reset_every: 3000,
+            max_gaussians: 0,
+            loss_readback_every: 10,
+            eval_every: 0,
+            save_every: 0,
+            random_init_points: 100_000,
+            seed: 0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Reads a JSON config file; fields it leaves out keep their defaults.
+    pub fn from_json_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            action: "read".into(),
+            message: format!("{e}; check the --config path"),
+        })?;
+        serde_json::from_str(&text).map_err(|e| Error::Format {
+            path: path.display().to_string(),
+            kind: "wgsplat training config (JSON)".into(),
+            message: format!("{e}; the field names are those of `TrainConfig` (see the README)"),
+        })
+    }
+
+    /// Checks the values that would make training meaningless.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |detail: String| Err(Error::InvalidArgument { op: "train config", detail });
+        if self.sh_degree > 3 {
+            return bad(format!("sh_degree {} is above 3", self.sh_degree));
+        }
+        if !(0.0..=1.0).contains(&self.ssim_weight) {
+            return bad(format!("ssim_weight {} is outside [0, 1]", self.ssim_weight));
+        }
+        if self.loss_readback_every == 0 || self.densify_every == 0 || self.sh_degree_interval == 0 {
+            return bad("loss_readback_every, densify_every and sh_degree_interval must be at least 1".into());
+        }
+        Ok(())
+    }
+}

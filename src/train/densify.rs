@@ -1,0 +1,170 @@
+//! 3DGS's default densification, on the GPU: every `densify_every` iterations between
+//! `densify_from` and `densify_until`, Gaussians whose average screen-space gradient exceeds the
+//! threshold are cloned (if small) or split into two sampled children with scales / 1.6 (if
+//! large); transparent ones are pruned, and after the first opacity reset so are ones too big on
+//! screen (20 px) or in the world (0.1 × extent). Opacities are reset every `opacity_reset_every`.
+//!
+//! The decisions are flags from `densify_classify.wgsl`; the kept, cloned and split rows are
+//! compacted index lists; the optimizer moves its moments with the rows (kept rows keep theirs,
+//! new rows start at zero). The three counts are read back once per densification step.
+//! `max_gaussians` caps growth by truncating the clone and split lists.
+
+use super::trainer::{Trainer, new_stats};
+use crate::error::Result;
+use crate::gpu::Encoder;
+use crate::mirror;
+use crate::ops;
+use crate::optim::rows::{concat_gaussian_rows, select_gaussian_rows};
+use crate::splat::GaussianTensors;
+use crate::tensor::{DType, Tensor};
+
+/// Uniform of `densify_classify.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct DensifyParams {
+    count: u32,
+    prune_big: u32,
+    grad_threshold: f32,
+    scale_threshold: f32,
+    prune_opacity: f32,
+    max_screen_radius: f32,
+    max_world_scale: f32,
+    _pad0: u32,
+}
+
+/// Uniform of `densify_split.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct SplitParams {
+    count: u32,
+    seed: u32,
+    scale_divisor_log: f32,
+    _pad0: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    vec![
+        mirror!(DensifyParams, "densify_classify.wgsl", "DensifyParams", [count, prune_big, grad_threshold, scale_threshold, prune_opacity, max_screen_radius, max_world_scale, _pad0]),
+        mirror!(SplitParams, "densify_split.wgsl", "SplitParams", [count, seed, scale_divisor_log, _pad0]),
+    ]
+}
+
+/// The logit of opacity 0.01, which an opacity reset clamps to.
+const RESET_LOGIT: f32 = -4.595_12;
+/// 3DGS's split scale divisor.
+const SPLIT_SCALE_DIVISOR: f32 = 1.6;
+/// Screen radius (pixels) above which Gaussians are pruned after the first reset.
+const MAX_SCREEN_RADIUS: f32 = 20.0;
+
+/// Runs whatever densification or reset is due after the iteration just taken.
+pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
+    let c = t.config.clone();
+    let it = t.iteration;
+    if it < c.densify_until && it > c.densify_from && it % c.densify_every == 0 {
+        densify(t, it > c.opacity_reset_every)?;
+    }
+    if it < c.densify_until && c.opacity_reset_every > 0 && it % c.opacity_reset_every == 0 {
+        let mut enc = t.ctx.encoder("opacity reset");
+        ops::clamp_inplace(&mut enc, &t.params.opacity_logits, f32::NEG_INFINITY, RESET_LOGIT)?;
+        t.optimizer.clear_group_moments(&mut enc, 3)?;
+        t.ctx.submit(enc)?;
+    }
+    Ok(())
+}
+
+fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> {
+    Tensor::uninit_rows(enc, DType::U32, &[n], rows, crate::gpu::MemoryCategory::FrameScratch, label)
+}
+
+/// One densify-and-prune step.
+pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
+    let ctx = t.ctx.clone();
+    let n = t.params.len() as usize;
+    let rows = t.params.rows_per_page;
+    let extent = t.dataset.extent;
+    let mut enc = ctx.encoder("densify: classify");
+    let keep = flags(&mut enc, n, rows, "densify/keep")?;
+    let clone = flags(&mut enc, n, rows, "densify/clone")?;
+    let split = flags(&mut enc, n, rows, "densify/split")?;
+    let kernel = ctx.kernel("densify_classify.wgsl", "classify")?;
+    for page in 0..t.params.num_pages() {
+        let count = t.params.page_rows(page);
+        let params = DensifyParams {
+            count: count as u32,
+            prune_big: u32::from(prune_big),
+            grad_threshold: t.config.densify_grad_threshold,
+            scale_threshold: t.config.percent_dense * extent,
+            prune_opacity: t.config.prune_opacity,
+            max_screen_radius: MAX_SCREEN_RADIUS,
+            max_world_scale: 0.1 * extent,
+            _pad0: 0,
+        };
+        let bindings = [
+            t.stats.page_binding(page),
+            t.params.log_scales.page_binding(page),
+            t.params.opacity_logits.page_binding(page),
+            keep.page_binding(page),
+            clone.page_binding(page),
+            split.page_binding(page),
+        ];
+        enc.dispatch(&kernel, &params, &bindings, ops::grid(&enc, count, kernel.threads())?)?;
+    }
+    let kept = ops::compact::compact_indices(&mut enc, &keep)?;
+    let cloned = ops::compact::compact_indices(&mut enc, &clone)?;
+    let split_ids = ops::compact::compact_indices(&mut enc, &split)?;
+    let reads = [kept.count.record_read(&mut enc)?, cloned.count.record_read(&mut enc)?, split_ids.count.record_read(&mut enc)?];
+    ctx.submit(enc)?;
+    let mut counts = [0u64; 3];
+    for (slot, pending) in counts.iter_mut().zip(reads) {
+        *slot = u64::from(pending.wait::<u32>(&ctx)?[0]);
+    }
+    let [mut k, mut c, mut s] = counts;
+    // Cap the growth: drop splits first, then clones, so the model never exceeds the cap.
+    if t.config.max_gaussians > 0 {
+        let cap = t.config.max_gaussians.max(k);
+        let room = cap - k;
+        if c + 2 * s > room {
+            s = s.min(room / 2);
+            c = c.min(room - 2 * s);
+        }
+        k = k.min(cap);
+    }
+    let mut enc = ctx.encoder("densify: apply");
+    let mut new_rows: Option<GaussianTensors> = None;
+    if c > 0 {
+        new_rows = Some(select_gaussian_rows(&mut enc, &t.params, &cloned.values.prefix(c)?, "densify/clones")?);
+    }
+    if s > 0 {
+        let ids = split_ids.values.prefix(s)?;
+        let a = select_gaussian_rows(&mut enc, &t.params, &ids, "densify/children")?;
+        let b = select_gaussian_rows(&mut enc, &t.params, &ids, "densify/children")?;
+        let kernel = ctx.kernel("densify_split.wgsl", "split")?;
+        for page in 0..a.num_pages() {
+            let count = a.page_rows(page);
+            let params = SplitParams { count: count as u32, seed: (t.rng_state as u32) ^ (t.iteration as u32).wrapping_mul(2_654_435_761), scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(), _pad0: 0 };
+            let bindings = [
+                b.log_scales.page_binding(page),
+                a.quats.page_binding(page),
+                a.means.page_binding(page),
+                b.means.page_binding(page),
+                a.log_scales.page_binding(page),
+            ];
+            enc.dispatch(&kernel, &params, &bindings, ops::grid(&enc, count, kernel.threads())?)?;
+        }
+        ops::add_scalar_inplace(&mut enc, &b.log_scales, -SPLIT_SCALE_DIVISOR.ln())?;
+        let children = concat_gaussian_rows(&mut enc, &a, &b, "densify/children")?;
+        new_rows = Some(match new_rows {
+            Some(clones) => concat_gaussian_rows(&mut enc, &clones, &children, "densify/new")?,
+            None => children,
+        });
+    }
+    t.optimizer.select_rows(&mut enc, &mut t.params, &kept.values.prefix(k)?)?;
+    if let Some(rows) = &new_rows {
+        t.optimizer.append_rows(&mut enc, &mut t.params, rows)?;
+    }
+    drop(new_rows);
+    t.grads = GaussianTensors::zeros_like(&mut enc, &t.params, crate::gpu::MemoryCategory::Gradients, "grads")?;
+    t.stats = new_stats(&mut enc, &t.params)?;
+    ctx.submit(enc)?;
+    Ok(())
+}

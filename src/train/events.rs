@@ -1,0 +1,72 @@
+//! The message stream a trainer emits; the CLI and the viewer both consume it.
+
+use crate::gpu::MemoryReport;
+use serde::Serialize;
+
+/// Something the trainer reports.
+#[derive(Clone, Debug, Serialize)]
+pub enum TrainEvent {
+    /// Training is about to start.
+    Started {
+        /// Iterations planned.
+        iterations: u64,
+        /// Gaussians at the start.
+        gaussians: u64,
+        /// Adapter name.
+        adapter: String,
+    },
+    /// Progress, at each loss readback.
+    Progress {
+        /// Iteration just completed.
+        iteration: u64,
+        /// Training loss read back at that iteration.
+        loss: f32,
+        /// Its PSNR on the training view.
+        train_psnr: f32,
+        /// Current number of Gaussians.
+        gaussians: u64,
+        /// Iterations per second since the start.
+        iterations_per_second: f64,
+        /// GPU bytes live now.
+        gpu_bytes: u64,
+    },
+    /// Test-set evaluation.
+    Evaluated {
+        /// Iteration.
+        iteration: u64,
+        /// Mean PSNR over the test views.
+        psnr: f64,
+        /// Mean SSIM over the test views.
+        ssim: f64,
+    },
+    /// Densification changed the model.
+    Densified {
+        /// Iteration.
+        iteration: u64,
+        /// Gaussians before.
+        before: u64,
+        /// Gaussians after.
+        after: u64,
+    },
+    /// A warning or note.
+    Log {
+        /// The text.
+        message: String,
+    },
+    /// A file was written.
+    Saved {
+        /// Its path.
+        path: String,
+    },
+    /// Training finished.
+    Finished {
+        /// Iterations run.
+        iterations: u64,
+        /// Seconds.
+        seconds: f64,
+        /// Gaussians at the end.
+        gaussians: u64,
+        /// Memory at the end (peaks included).
+        memory: Box<MemoryReport>,
+    },
+}

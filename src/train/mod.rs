@@ -1,0 +1,12 @@
+//! Layer 4, training: configuration, the trainer, 3DGS densification, initialisation and the
+//! message stream the front ends consume.
+
+pub mod config;
+pub mod densify;
+pub mod events;
+pub mod init;
+pub mod trainer;
+
+pub use config::{Background, TrainConfig};
+pub use events::TrainEvent;
+pub use trainer::Trainer;

@@ -1,0 +1,238 @@
+//! The trainer: one object holding the model, its gradients, the optimizer and the dataset's
+//! images on the GPU, advancing one iteration at a time.
+//!
+//! Per iteration: pick a training view (a fresh shuffled order each epoch), render, compute the
+//! fused L1 + D-SSIM loss and its image gradient, run the rasterizer's backward pass (which also
+//! accumulates the densification statistics), and take one fused Adam step per parameter group.
+//! The only CPU round trips are the forward pass's 8-byte size readback and, every
+//! `loss_readback_every` iterations, the loss.
+
+use super::config::{Background, TrainConfig};
+use super::densify;
+use super::events::TrainEvent;
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::gpu::{GpuContext, MemoryCategory};
+use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
+use crate::optim::adam::{AdamConfig, GaussianOptimizer};
+use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
+use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
+use crate::splat::forward::{RenderOptions, render};
+use crate::splat::{Camera, GaussianTensors};
+use crate::tensor::{DType, Tensor, TensorReadback};
+use crate::testing::TestRng;
+
+/// A model being trained.
+pub struct Trainer {
+    pub(crate) ctx: GpuContext,
+    pub(crate) config: TrainConfig,
+    pub(crate) dataset: Dataset,
+    train_images: Vec<Tensor>,
+    pub(crate) params: GaussianTensors,
+    pub(crate) grads: GaussianTensors,
+    pub(crate) optimizer: GaussianOptimizer,
+    pub(crate) stats: Tensor,
+    schedule: LearningRateSchedule,
+    pub(crate) iteration: u64,
+    rng: TestRng,
+    pub(crate) rng_state: u64,
+    order: Vec<usize>,
+    pending_loss: Option<(u64, TensorReadback)>,
+}
+
+/// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
+pub fn pack_rgba8(pixels: &[u8]) -> Vec<u32> {
+    pixels.chunks_exact(4).map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]])).collect()
+}
+
+/// A zeroed `[N, 4]` statistics tensor paged like `params`.
+pub(crate) fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors) -> Result<Tensor> {
+    let n = params.len() as usize;
+    let t = Tensor::uninit_rows(enc, DType::F32, &[n, STATS_STRIDE as usize], params.rows_per_page, MemoryCategory::OptimizerState, "densify/stats")?;
+    for page in 0..t.num_pages() {
+        enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
+    }
+    Ok(t)
+}
+
+impl Trainer {
+    /// A trainer over `dataset`, starting from `params` (see [`super::init::initial_gaussians`]).
+    pub fn new(ctx: &GpuContext, dataset: Dataset, params: GaussianTensors, config: TrainConfig) -> Result<Self> {
+        config.validate()?;
+        if dataset.train.is_empty() {
+            return Err(Error::InvalidArgument { op: "train", detail: "the dataset has no training views".into() });
+        }
+        let mut enc = ctx.encoder("trainer setup");
+        let mut train_images = Vec::with_capacity(dataset.train.len());
+        for view in &dataset.train {
+            let (w, h) = (view.image.width as usize, view.image.height as usize);
+            let packed = pack_rgba8(&view.image.pixels);
+            train_images.push(Tensor::from_slice(&mut enc, &packed, &[h, w], MemoryCategory::Other, "dataset/train_images")?);
+        }
+        let grads = GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "grads")?;
+        let optimizer = GaussianOptimizer::new(&mut enc, &params, AdamConfig { eps: config.adam_eps, ..AdamConfig::default() })?;
+        let stats = new_stats(&mut enc, &params)?;
+        ctx.submit(enc)?;
+        let extent = f64::from(dataset.extent);
+        let mut schedule = LearningRateSchedule::three_dgs(extent, config.iterations);
+        schedule.means = ExponentialDecay {
+            lr_init: config.position_lr_init * extent,
+            lr_final: config.position_lr_final * extent,
+            delay_steps: 0,
+            delay_mult: 0.01,
+            max_steps: config.iterations,
+        };
+        schedule.log_scales = config.scale_lr;
+        schedule.quats = config.rotation_lr;
+        schedule.opacity_logits = config.opacity_lr;
+        schedule.sh_dc = config.sh_dc_lr;
+        schedule.sh_rest = config.sh_rest_lr;
+        Ok(Trainer {
+            ctx: ctx.clone(),
+            rng: TestRng::new(config.seed ^ 0x5EED),
+            rng_state: config.seed ^ 0x5EED,
+            config,
+            dataset,
+            train_images,
+            params,
+            grads,
+            optimizer,
+            stats,
+            schedule,
+            iteration: 0,
+            order: Vec::new(),
+            pending_loss: None,
+        })
+    }
+
+    /// The current parameters.
+    pub fn params(&self) -> &GaussianTensors {
+        &self.params
+    }
+
+    /// Iterations completed.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &Dataset {
+        &self.dataset
+    }
+
+    /// The GPU context.
+    pub fn ctx(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// The SH degree in use at the current iteration.
+    pub fn active_sh_degree(&self) -> u32 {
+        ((self.iteration / self.config.sh_degree_interval) as u32).min(self.config.sh_degree).min(self.params.max_sh_degree())
+    }
+
+    fn next_view(&mut self) -> usize {
+        if self.order.is_empty() {
+            self.order = (0..self.dataset.train.len()).collect();
+            for i in (1..self.order.len()).rev() {
+                let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
+                self.order.swap(i, j);
+            }
+        }
+        self.order.pop().unwrap_or(0)
+    }
+
+    fn background(&mut self) -> [f32; 3] {
+        match self.config.background {
+            Background::Black => [0.0; 3],
+            Background::White => [1.0; 3],
+            Background::Color(c) => c,
+            Background::Random => [self.rng.unit(), self.rng.unit(), self.rng.unit()],
+        }
+    }
+
+    /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed.
+    pub fn step(&mut self) -> Result<Option<(u64, f32, f32)>> {
+        let view_index = self.next_view();
+        let background = self.background();
+        self.rng_state = self.rng.next_u64();
+        let mut camera: Camera = self.dataset.train[view_index].camera.clone();
+        camera.background = background;
+        let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree: self.active_sh_degree(), ..Default::default() })?;
+        let mut enc = self.ctx.encoder("train step");
+        let loss_options = LossOptions { ssim_weight: self.config.ssim_weight, background: Some(background), ..Default::default() };
+        let loss = loss_and_grad(&mut enc, &fwd.image, &self.train_images[view_index], &loss_options)?;
+        let densifying = self.iteration < self.config.densify_until;
+        let stats = densifying.then_some(&self.stats);
+        record_backward(&mut enc, &self.params, &fwd, &loss.grad, &self.grads, stats, BackwardOptions::default())?;
+        let lrs = self.schedule.at(self.iteration);
+        self.optimizer.step(&mut enc, &self.params, &self.grads, &lrs)?;
+        self.iteration += 1;
+        let mut report = None;
+        if self.iteration % self.config.loss_readback_every == 0 || self.iteration == self.config.iterations {
+            self.pending_loss = Some((self.iteration, loss.stats.record_read(&mut enc)?));
+        }
+        self.ctx.submit(enc)?;
+        if let Some((iteration, pending)) = self.pending_loss.take() {
+            let values = pending.wait::<f32>(&self.ctx)?;
+            let (loss_value, mse) = (values[0], values[3]);
+            if !loss_value.is_finite() {
+                return Err(Error::InvalidArgument {
+                    op: "train",
+                    detail: format!("the loss became {loss_value} at iteration {iteration}; lower the learning rates or check the data (the last checkpoint is kept)"),
+                });
+            }
+            let psnr = if mse > 0.0 { -10.0 * mse.log10() } else { f32::INFINITY };
+            report = Some((iteration, loss_value, psnr));
+        }
+        densify::after_step(self)?;
+        Ok(report)
+    }
+
+    /// Mean PSNR and SSIM over the test views (black background; RGBA ground truth composited on it).
+    pub fn evaluate(&self) -> Result<(f64, f64)> {
+        let views = if self.dataset.test.is_empty() { &self.dataset.train } else { &self.dataset.test };
+        let (mut psnr, mut ssim) = (0.0, 0.0);
+        for view in views {
+            let mut camera = view.camera.clone();
+            camera.background = [0.0; 3];
+            let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree: self.active_sh_degree(), ..Default::default() })?;
+            let mut enc = self.ctx.encoder("eval upload");
+            let (w, h) = (view.image.width as usize, view.image.height as usize);
+            let gt = Tensor::from_slice(&mut enc, &pack_rgba8(&view.image.pixels), &[h, w], MemoryCategory::FrameScratch, "eval/gt")?;
+            self.ctx.submit(enc)?;
+            let metrics = evaluate_metrics(&self.ctx, &fwd.image, &gt, &LossOptions { background: Some([0.0; 3]), ..Default::default() })?;
+            psnr += metrics.psnr;
+            ssim += metrics.ssim;
+        }
+        let n = views.len().max(1) as f64;
+        Ok((psnr / n, ssim / n))
+    }
+
+    /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
+    pub fn run(&mut self, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
+        let start = std::time::Instant::now();
+        let first = self.iteration;
+        sink(TrainEvent::Started { iterations: self.config.iterations, gaussians: self.params.len(), adapter: self.ctx.info().name.clone() });
+        while self.iteration < self.config.iterations && !stop() {
+            let before = self.params.len();
+            if let Some((iteration, loss, train_psnr)) = self.step()? {
+                let rate = (self.iteration - first) as f64 / start.elapsed().as_secs_f64().max(1e-9);
+                let gpu_bytes = self.ctx.memory_report().total.live_bytes;
+                sink(TrainEvent::Progress { iteration, loss, train_psnr, gaussians: self.params.len(), iterations_per_second: rate, gpu_bytes });
+            }
+            if self.params.len() != before {
+                sink(TrainEvent::Densified { iteration: self.iteration, before, after: self.params.len() });
+            }
+            if self.config.eval_every > 0 && self.iteration % self.config.eval_every == 0 {
+                let (psnr, ssim) = self.evaluate()?;
+                sink(TrainEvent::Evaluated { iteration: self.iteration, psnr, ssim });
+            }
+        }
+        Ok(())
+    }
+}
