@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod gpu;
+pub mod loss;
 pub mod ops;
 pub mod splat;
 pub mod tensor;
@@ -20,5 +21,6 @@ pub use tensor::{DType, Element, Tensor};
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
+    all.extend(loss::mirrors());
     all
 }
