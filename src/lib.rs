@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod gpu;
+pub mod loss;
 pub mod ops;
 pub mod splat;
 pub mod train;
@@ -22,5 +23,6 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
     all.extend(train::densify::mirrors());
+    all.extend(loss::mirrors());
     all
 }

@@ -1,0 +1,144 @@
+// Definitions shared by the loss kernels (ssim_forward.wgsl, ssim_backward.wgsl,
+// loss_weights.wgsl). The importer declares `params: LossParams` (a uniform) and
+// `gt: array<u32>` (the ground truth, read-only storage). `LossParams` is mirrored by
+// `LossParams` in src/loss/kernels.rs; see src/loss/mod.rs for the definitions.
+
+struct LossParams {
+    width: u32,
+    height: u32,
+    // First output row of this dispatch (the image is processed in bands of whole tile rows).
+    band_row0: u32,
+    // Output rows in this band.
+    band_rows: u32,
+    // Image row stored at element 0 of the rendered / ground-truth / gradient bindings (0 when
+    // the tensor is bound directly, the first staged row when it goes through a band buffer).
+    x_row0: u32,
+    y_row0: u32,
+    out_row0: u32,
+    // Record (partial-sum slot) of this dispatch's workgroup 0.
+    record0: u32,
+    // Tiles across the image.
+    tiles_x: u32,
+    // FLAG_* bits below.
+    flags: u32,
+    // lambda: weight of (1 - SSIM) in the loss.
+    ssim_weight: f32,
+    _pad0: u32,
+    // Background colour for compositing the ground truth (w unused).
+    background: vec4<f32>,
+}
+
+// Ground truth is 8-bit RGBA packed one pixel per u32 (r in the low byte); else f32 RGBA.
+const FLAG_GT_RGBA8: u32 = 1u;
+// Composite the ground truth on `background` with its alpha.
+const FLAG_COMPOSITE: u32 = 2u;
+// Weight each pixel's loss terms by the ground-truth alpha.
+const FLAG_MASK: u32 = 4u;
+// "Valid" padding: only windows that lie fully inside the image count.
+const FLAG_VALID: u32 = 8u;
+
+// Output tile edge and Gaussian window radius. A workgroup has TILE * TILE invocations.
+const TILE: u32 = 16u;
+const RADIUS: u32 = 5u;
+const TAPS: u32 = 11u;
+const WG: u32 = 256u;
+const SSIM_C1: f32 = 0.0001;
+const SSIM_C2: f32 = 0.0009;
+
+// The normalised 1-D Gaussian, sigma 1.5, 11 taps (f32 rounding of exp(-d^2 / 4.5) / sum).
+const GAUSS: array<f32, 11> = array<f32, 11>(
+    0.0010283801, 0.0075987582, 0.036000773, 0.10936069, 0.21300554, 0.26601171,
+    0.21300554, 0.10936069, 0.036000773, 0.0075987582, 0.0010283801,
+);
+
+// Which tile and channel a workgroup handles: workgroups are ordered channel-fastest.
+struct TileJob {
+    // Image coordinates of the tile's first output pixel.
+    row0: i32,
+    col0: i32,
+    channel: u32,
+}
+
+fn tile_job(wg: u32) -> TileJob {
+    let tile = wg / 3u;
+    let tile_row = tile / params.tiles_x;
+    let tile_col = tile % params.tiles_x;
+    return TileJob(i32(params.band_row0 + tile_row * TILE), i32(tile_col * TILE), wg % 3u);
+}
+
+// Workgroups of this dispatch: 3 channels of every tile of the band.
+fn job_count() -> u32 {
+    return params.tiles_x * ((params.band_rows + TILE - 1u) / TILE) * 3u;
+}
+
+fn in_image(row: i32, col: i32) -> bool {
+    return row >= 0 && col >= 0 && row < i32(params.height) && col < i32(params.width);
+}
+
+// Whether the SSIM map at (row, col) enters the mean (an output position).
+fn position_counts(row: i32, col: i32) -> bool {
+    if (params.flags & FLAG_VALID) != 0u {
+        let r = i32(RADIUS);
+        return row >= r && col >= r && row + r < i32(params.height) && col + r < i32(params.width);
+    }
+    return in_image(row, col);
+}
+
+// Ground truth RGBA at an in-image pixel: decoded, composited when asked (alpha kept in w).
+fn gt_rgba(row: i32, col: i32) -> vec4<f32> {
+    let pixel = (u32(row) - params.y_row0) * params.width + u32(col);
+    var v: vec4<f32>;
+    if (params.flags & FLAG_GT_RGBA8) != 0u {
+        v = unpack4x8unorm(gt[pixel]);
+    } else {
+        let i = pixel * 4u;
+        v = vec4<f32>(bitcast<f32>(gt[i]), bitcast<f32>(gt[i + 1u]), bitcast<f32>(gt[i + 2u]), bitcast<f32>(gt[i + 3u]));
+    }
+    if (params.flags & FLAG_COMPOSITE) != 0u {
+        v = vec4<f32>(v.w * v.xyz + (1.0 - v.w) * params.background.xyz, v.w);
+    }
+    return v;
+}
+
+// Ground-truth channel c; 0 outside the image (zero padding).
+fn gt_value(row: i32, col: i32, c: u32) -> f32 {
+    if !in_image(row, col) {
+        return 0.0;
+    }
+    return gt_rgba(row, col)[c];
+}
+
+// Loss weight of an in-image pixel: its ground-truth alpha when masking, else 1.
+fn gt_weight(row: i32, col: i32) -> f32 {
+    if (params.flags & FLAG_MASK) != 0u {
+        return gt_rgba(row, col).w;
+    }
+    return 1.0;
+}
+
+// SSIM at one position and its partial derivatives with respect to the local statistics.
+// Inputs are Gaussian-filtered moments of the *shifted* values x - kx and y - ky (the shift
+// keeps var = E[x^2] - E[x]^2 from cancelling badly in f32; variances and covariances do not
+// depend on it, means get it added back).
+struct SsimPoint {
+    m: f32,
+    // dm/dmu_x holding the variances fixed, then dm/dvar_x and dm/dcov.
+    d_mu: f32,
+    d_var: f32,
+    d_cov: f32,
+}
+
+fn ssim_point(mx: f32, my: f32, exx: f32, eyy: f32, exy: f32, kx: f32, ky: f32) -> SsimPoint {
+    let mu_x = mx + kx;
+    let mu_y = my + ky;
+    let var_x = exx - mx * mx;
+    let var_y = eyy - my * my;
+    let cov = exy - mx * my;
+    let a1 = 2.0 * mu_x * mu_y + SSIM_C1;
+    let a2 = 2.0 * cov + SSIM_C2;
+    let b1 = mu_x * mu_x + mu_y * mu_y + SSIM_C1;
+    let b2 = var_x + var_y + SSIM_C2;
+    let inv = 1.0 / (b1 * b2);
+    let m = a1 * a2 * inv;
+    return SsimPoint(m, 2.0 * mu_y * a2 * inv - 2.0 * mu_x * m / b1, -m / b2, 2.0 * a1 * inv);
+}

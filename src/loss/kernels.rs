@@ -1,0 +1,265 @@
+//! Recording of the loss kernels: the tiled passes over row bands (shaders/ssim_forward.wgsl,
+//! shaders/ssim_backward.wgsl, shaders/loss_weights.wgsl) and the one-workgroup reduction of
+//! their records (shaders/loss_finalize.wgsl).
+
+use super::bands::{self, RowWindow, TILE};
+use super::{LossOptions, SsimPadding};
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, GpuBuffer, MemoryCategory, WorkgroupGrid};
+use crate::mirror;
+use crate::tensor::{DType, Tensor};
+
+const FORWARD: &str = "ssim_forward.wgsl";
+const BACKWARD: &str = "ssim_backward.wgsl";
+const WEIGHTS: &str = "loss_weights.wgsl";
+const FINALIZE: &str = "loss_finalize.wgsl";
+
+/// Gaussian window radius: outputs read inputs up to this many pixels away.
+pub(crate) const RADIUS: u64 = 5;
+/// Bytes of one record (four f32 partial sums) per workgroup.
+const RECORD_BYTES: u64 = 16;
+/// Workgroup memory the fused backward kernel declares: (2592 + 4680) f32.
+pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 29_088;
+
+const FLAG_GT_RGBA8: u32 = 1;
+const FLAG_COMPOSITE: u32 = 2;
+const FLAG_MASK: u32 = 4;
+const FLAG_VALID: u32 = 8;
+
+/// Uniform parameters of the tiled loss kernels (`LossParams` in shaders/shared/ssim.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct LossParams {
+    width: u32,
+    height: u32,
+    band_row0: u32,
+    band_rows: u32,
+    x_row0: u32,
+    y_row0: u32,
+    out_row0: u32,
+    record0: u32,
+    tiles_x: u32,
+    flags: u32,
+    ssim_weight: f32,
+    _pad0: u32,
+    background: [f32; 4],
+}
+
+/// Uniform parameters of shaders/loss_finalize.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct FinalizeParams {
+    count: u32,
+    ssim_weight: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    // LossParams lives in shaders/shared/ssim.wgsl, which every tiled kernel imports.
+    vec![
+        mirror!(LossParams, FORWARD, "LossParams", [
+            width, height, band_row0, band_rows, x_row0, y_row0, out_row0, record0, tiles_x, flags, ssim_weight, _pad0, background
+        ]),
+        mirror!(FinalizeParams, FINALIZE, "FinalizeParams", [count, ssim_weight, _pad0, _pad1]),
+    ]
+}
+
+/// Which tiled pass to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// Loss/metric partial sums only (halo 5).
+    Forward,
+    /// Partial sums and the gradient (halo 10).
+    Backward,
+    /// Weight sums of the alpha mask (no halo, one workgroup per tile instead of per channel).
+    Weights,
+}
+
+impl Pass {
+    fn halo(self) -> u64 {
+        match self {
+            Pass::Forward => RADIUS,
+            Pass::Backward => 2 * RADIUS,
+            Pass::Weights => 0,
+        }
+    }
+
+    fn workgroups_per_tile(self) -> u64 {
+        if self == Pass::Weights { 1 } else { 3 }
+    }
+}
+
+/// A validated pair of images and the options, as the kernels see them.
+pub(crate) struct Images<'a> {
+    pub(crate) rendered: &'a Tensor,
+    pub(crate) gt: &'a Tensor,
+    pub(crate) width: u64,
+    pub(crate) height: u64,
+    pub(crate) options: &'a LossOptions,
+}
+
+impl Images<'_> {
+    fn gt_row_elems(&self) -> u64 {
+        if self.gt.dtype() == DType::U32 { self.width } else { 4 * self.width }
+    }
+
+    fn tiles_x(&self) -> u64 {
+        self.width.div_ceil(TILE)
+    }
+
+    /// Records a tiled pass writes: one per workgroup.
+    pub(crate) fn record_count(&self, pass: Pass) -> u64 {
+        self.tiles_x() * self.height.div_ceil(TILE) * pass.workgroups_per_tile()
+    }
+
+    fn flags(&self) -> u32 {
+        let o = self.options;
+        let mut flags = 0;
+        if self.gt.dtype() == DType::U32 {
+            flags |= FLAG_GT_RGBA8;
+        }
+        if o.background.is_some() {
+            flags |= FLAG_COMPOSITE;
+        }
+        if o.mask_by_alpha {
+            flags |= FLAG_MASK;
+        }
+        if o.padding == SsimPadding::Valid {
+            flags |= FLAG_VALID;
+        }
+        flags
+    }
+
+    /// Counted SSIM positions without a mask.
+    pub(crate) fn position_count(&self) -> u64 {
+        match self.options.padding {
+            SsimPadding::Same => self.width * self.height,
+            SsimPadding::Valid => self.width.saturating_sub(2 * RADIUS) * self.height.saturating_sub(2 * RADIUS),
+        }
+    }
+}
+
+fn alloc_records(enc: &mut Encoder, count: u64) -> Result<GpuBuffer> {
+    let bytes = count * RECORD_BYTES;
+    let limit = enc.ctx().info().limits.max_storage_buffer_binding_size;
+    if bytes > limit {
+        return Err(Error::Overflow { what: "loss partial sums".into(), needed: bytes, max: limit, hint: "use a smaller image".into() });
+    }
+    enc.alloc(bytes, MemoryCategory::FrameScratch, "loss/records")
+}
+
+/// Records one tiled pass over all bands; returns the records buffer and its record count.
+pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, norm: Option<&GpuBuffer>, grad: Option<&Tensor>) -> Result<(GpuBuffer, u64)> {
+    if pass == Pass::Backward && (norm.is_none() || grad.is_none()) {
+        return Err(Error::InvalidArgument { op: "loss backward", detail: "needs the normalisers and a gradient tensor".into() });
+    }
+    let (width, height) = (images.width, images.height);
+    let halo = pass.halo();
+    let mut staged_row_bytes: Option<u64> = None;
+    let mut note = |tensor: &Tensor, row_elems: u64| {
+        if tensor.num_pages() > 1 {
+            staged_row_bytes = Some(staged_row_bytes.unwrap_or(0).max(row_elems * 4));
+        }
+    };
+    if pass != Pass::Weights {
+        note(images.rendered, 4 * width);
+    }
+    note(images.gt, images.gt_row_elems());
+    if let Some(g) = grad {
+        note(g, 4 * width);
+    }
+    let band = bands::band_rows(enc.ctx(), height, halo, staged_row_bytes)?;
+    let max_rows = band + 2 * halo;
+    let x_window = match pass {
+        Pass::Weights => None,
+        _ => Some(RowWindow::new(enc, images.rendered, 4 * width, max_rows, "loss/rendered band")?),
+    };
+    let y_window = RowWindow::new(enc, images.gt, images.gt_row_elems(), max_rows, "loss/gt band")?;
+    let out_window = match grad {
+        Some(g) => Some(RowWindow::new(enc, g, 4 * width, band, "loss/grad band")?),
+        None => None,
+    };
+    let count = images.record_count(pass);
+    let records = alloc_records(enc, count)?;
+    let (file, entry) = match pass {
+        Pass::Forward => (FORWARD, "ssim_forward"),
+        Pass::Backward => (BACKWARD, "ssim_loss_backward"),
+        Pass::Weights => (WEIGHTS, "loss_weights"),
+    };
+    let kernel = enc.ctx().kernel(file, entry)?;
+    let background = images.options.background.unwrap_or([0.0; 3]);
+    let mut record0 = 0u64;
+    let mut first = 0u64;
+    while first < height {
+        let end = (first + band).min(height);
+        let (read_first, read_end) = (first.saturating_sub(halo), (end + halo).min(height));
+        let x_row0 = x_window.as_ref().map_or(0, |w| w.load(enc, read_first, read_end));
+        let y_row0 = y_window.load(enc, read_first, read_end);
+        let params = LossParams {
+            width: width as u32,
+            height: height as u32,
+            band_row0: first as u32,
+            band_rows: (end - first) as u32,
+            x_row0,
+            y_row0,
+            out_row0: out_window.as_ref().map_or(0, |w| w.output_row0(first)),
+            record0: record0 as u32,
+            tiles_x: images.tiles_x() as u32,
+            flags: images.flags(),
+            ssim_weight: images.options.ssim_weight,
+            _pad0: 0,
+            background: [background[0], background[1], background[2], 0.0],
+        };
+        let workgroups = images.tiles_x() * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
+        let grid = crate::ops::grid(enc, workgroups, 1)?;
+        let records_binding = wgpu::BufferBinding { buffer: records.raw(), offset: 0, size: None };
+        match (&x_window, norm, &out_window) {
+            (None, _, _) => enc.dispatch(&kernel, &params, &[y_window.binding(), records_binding], grid)?,
+            (Some(x), Some(norm), Some(out)) => {
+                let norm_binding = wgpu::BufferBinding { buffer: norm.raw(), offset: 0, size: None };
+                let bindings = [x.binding(), y_window.binding(), norm_binding, out.binding(), records_binding];
+                enc.dispatch(&kernel, &params, &bindings, grid)?;
+                out.store(enc, first, end);
+            }
+            (Some(x), _, _) => enc.dispatch(&kernel, &params, &[x.binding(), y_window.binding(), records_binding], grid)?,
+        }
+        record0 += workgroups;
+        first = end;
+    }
+    Ok((records, count))
+}
+
+/// Records the reduction of `count` records into `out` (4 f32): column sums, or with `norm`
+/// the loss statistics (loss, L1 mean, SSIM mean, MSE).
+pub(crate) fn finalize(enc: &mut Encoder, records: &GpuBuffer, count: u64, norm: Option<&GpuBuffer>, ssim_weight: f32, out: &GpuBuffer) -> Result<()> {
+    let params = FinalizeParams { count: count as u32, ssim_weight, _pad0: 0, _pad1: 0 };
+    let records_binding = wgpu::BufferBinding { buffer: records.raw(), offset: 0, size: None };
+    let out_binding = wgpu::BufferBinding { buffer: out.raw(), offset: 0, size: std::num::NonZeroU64::new(16) };
+    let one = WorkgroupGrid { x: 1, y: 1 };
+    match norm {
+        Some(norm) => {
+            let kernel = enc.ctx().kernel(FINALIZE, "finalize_loss")?;
+            let norm_binding = wgpu::BufferBinding { buffer: norm.raw(), offset: 0, size: None };
+            enc.dispatch(&kernel, &params, &[records_binding, out_binding, norm_binding], one)
+        }
+        None => {
+            let kernel = enc.ctx().kernel(FINALIZE, "finalize_sums")?;
+            enc.dispatch(&kernel, &params, &[records_binding, out_binding], one)
+        }
+    }
+}
+
+/// The normalisers (W_l1, W_ssim, 0, 0) as a 4-f32 GPU buffer: pixel and position counts
+/// uploaded from the CPU, or with an alpha mask, the GPU sums of the ground-truth alpha.
+pub(crate) fn normalisers(enc: &mut Encoder, images: &Images<'_>) -> Result<GpuBuffer> {
+    let norm = enc.alloc(16, MemoryCategory::FrameScratch, "loss/normalisers")?;
+    if images.options.mask_by_alpha {
+        let (records, count) = tiled_pass(enc, images, Pass::Weights, None, None)?;
+        finalize(enc, &records, count, None, 0.0, &norm)?;
+    } else {
+        let counts = [(images.width * images.height) as f32, images.position_count() as f32, 0.0, 0.0];
+        enc.upload(norm.raw(), 0, bytemuck::cast_slice(&counts))?;
+    }
+    Ok(norm)
+}
