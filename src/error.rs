@@ -150,4 +150,12 @@ pub enum Error {
         /// What was wrong.
         detail: String,
     },
+    /// A dataset file (camera model, pose list, image, point cloud) is missing, unreadable or inconsistent.
+    #[error("dataset error in {}: {message}", path.display())]
+    Dataset {
+        /// The file or folder at fault.
+        path: std::path::PathBuf,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
 }

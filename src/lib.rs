@@ -4,7 +4,9 @@
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
+//! 4. [`data`]: datasets for the trainer (COLMAP, NeRF-synthetic, nerfstudio, the built-in scene).
 
+pub mod data;
 pub mod error;
 pub mod gpu;
 pub mod loss;

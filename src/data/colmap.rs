@@ -1,0 +1,356 @@
+//! COLMAP models: `cameras`, `images` and `points3D` in COLMAP's binary (`.bin`) or text (`.txt`)
+//! format, and the images they pose. Only undistorted pinhole cameras (`PINHOLE`,
+//! `SIMPLE_PINHOLE`) are accepted. COLMAP poses are world-to-camera in the OpenCV convention,
+//! which is wgsplat's, so they are used as they are.
+
+use std::path::{Path, PathBuf};
+
+use super::colmap_binary;
+use super::image::read_view_image;
+use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
+use crate::error::Result;
+use crate::splat::Camera;
+
+/// An intrinsic camera of a COLMAP model (pinhole after reading: `SIMPLE_PINHOLE` has fx = fy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColmapCamera {
+    /// COLMAP camera id.
+    pub id: u32,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// Focal length x in pixels.
+    pub fx: f64,
+    /// Focal length y in pixels.
+    pub fy: f64,
+    /// Principal point x (COLMAP: the top-left pixel's centre is at 0.5).
+    pub cx: f64,
+    /// Principal point y.
+    pub cy: f64,
+}
+
+/// One registered image of a COLMAP model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColmapImage {
+    /// COLMAP image id.
+    pub id: u32,
+    /// World-to-camera rotation as a Hamilton quaternion (w, x, y, z).
+    pub qvec: [f64; 4],
+    /// World-to-camera translation.
+    pub tvec: [f64; 3],
+    /// Id of its [`ColmapCamera`].
+    pub camera_id: u32,
+    /// File name, relative to the image folder.
+    pub name: String,
+}
+
+/// A whole COLMAP model.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColmapModel {
+    /// Cameras in file order.
+    pub cameras: Vec<ColmapCamera>,
+    /// Images in file order.
+    pub images: Vec<ColmapImage>,
+    /// The 3D points with their colours (`None` when the model has no points3D file).
+    pub points: Option<PointCloud>,
+}
+
+/// On-disk format of a COLMAP model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFormat {
+    /// `cameras.bin`, `images.bin`, `points3D.bin`.
+    Binary,
+    /// `cameras.txt`, `images.txt`, `points3D.txt`.
+    Text,
+}
+
+impl ModelFormat {
+    /// File extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ModelFormat::Binary => "bin",
+            ModelFormat::Text => "txt",
+        }
+    }
+}
+
+/// Names of COLMAP's camera models by model id, as in `colmap/sensor/models.h`.
+pub const CAMERA_MODEL_NAMES: [&str; 12] = [
+    "SIMPLE_PINHOLE",
+    "PINHOLE",
+    "SIMPLE_RADIAL",
+    "RADIAL",
+    "OPENCV",
+    "OPENCV_FISHEYE",
+    "FULL_OPENCV",
+    "FOV",
+    "SIMPLE_RADIAL_FISHEYE",
+    "RADIAL_FISHEYE",
+    "THIN_PRISM_FISHEYE",
+    "RAD_TAN_THIN_PRISM_FISHEYE",
+];
+
+/// The error for a camera model other than `PINHOLE` / `SIMPLE_PINHOLE`.
+pub(crate) fn unsupported_model(path: &Path, camera_id: u32, model: &str) -> crate::Error {
+    dataset_error(
+        path,
+        format!(
+            "camera {camera_id} uses the {model} camera model, but wgsplat only reads undistorted PINHOLE or \
+             SIMPLE_PINHOLE cameras; undistort the images first (`colmap image_undistorter --image_path images \
+             --input_path sparse/0 --output_path undistorted`) and load the undistorted folder"
+        ),
+    )
+}
+
+/// Builds a pinhole camera from a model name and its parameters (`f cx cy` or `fx fy cx cy`).
+pub(crate) fn pinhole_camera(
+    path: &Path,
+    id: u32,
+    model: &str,
+    width: u32,
+    height: u32,
+    params: &[f64],
+) -> Result<ColmapCamera> {
+    let expected = match model {
+        "SIMPLE_PINHOLE" => 3,
+        "PINHOLE" => 4,
+        _ => return Err(unsupported_model(path, id, model)),
+    };
+    if params.len() != expected {
+        return Err(dataset_error(
+            path,
+            format!("camera {id} ({model}) has {} parameters, expected {expected}", params.len()),
+        ));
+    }
+    let (fx, fy, cx, cy) = match params {
+        [f, cx, cy] => (*f, *f, *cx, *cy),
+        [fx, fy, cx, cy] => (*fx, *fy, *cx, *cy),
+        _ => unreachable!("parameter count checked above"),
+    };
+    if !(fx > 0.0 && fy > 0.0 && cx.is_finite() && cy.is_finite()) || width == 0 || height == 0 {
+        return Err(dataset_error(
+            path,
+            format!("camera {id} has invalid intrinsics: {width}x{height}, fx={fx} fy={fy} cx={cx} cy={cy}"),
+        ));
+    }
+    Ok(ColmapCamera { id, width, height, fx, fy, cx, cy })
+}
+
+/// The folder holding the model under a dataset root: `sparse/0`, else `sparse`, when it has a
+/// `cameras.bin` or `cameras.txt`.
+pub fn find_sparse_dir(root: &Path) -> Option<PathBuf> {
+    [root.join("sparse").join("0"), root.join("sparse")]
+        .into_iter()
+        .find(|dir| dir.join("cameras.bin").is_file() || dir.join("cameras.txt").is_file())
+}
+
+/// The format of the model in `sparse_dir`: binary when `cameras.bin` exists (as 3DGS), else text.
+pub fn detect_format(sparse_dir: &Path) -> ModelFormat {
+    if sparse_dir.join("cameras.bin").is_file() { ModelFormat::Binary } else { ModelFormat::Text }
+}
+
+/// Reads the model in `sparse_dir` in the given format. `cameras` and `images` must exist;
+/// `points3D` is optional.
+pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel> {
+    let file = |stem: &str| sparse_dir.join(format!("{stem}.{}", format.extension()));
+    for stem in ["cameras", "images"] {
+        let path = file(stem);
+        if !path.is_file() {
+            return Err(dataset_error(
+                &path,
+                format!(
+                    "the COLMAP model file is missing; a model needs cameras, images (and points3D) in one format \
+                     ({}) in {}",
+                    format.extension(),
+                    sparse_dir.display()
+                ),
+            ));
+        }
+    }
+    let points_path = file("points3D");
+    let model = match format {
+        ModelFormat::Binary => ColmapModel {
+            cameras: colmap_binary::read_cameras(&file("cameras"))?,
+            images: colmap_binary::read_images(&file("images"))?,
+            points: points_path.is_file().then(|| colmap_binary::read_points(&points_path)).transpose()?,
+        },
+        ModelFormat::Text => ColmapModel {
+            cameras: read_cameras_text(&file("cameras"))?,
+            images: read_images_text(&file("images"))?,
+            points: points_path.is_file().then(|| read_points_text(&points_path)).transpose()?,
+        },
+    };
+    Ok(model)
+}
+
+/// Reads a COLMAP dataset: the model found by [`find_sparse_dir`] (binary preferred) with the
+/// images in `root/images`.
+pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
+    let sparse_dir = find_sparse_dir(root).ok_or_else(|| {
+        dataset_error(root, "no COLMAP model: expected sparse/0/cameras.bin or sparse/0/cameras.txt under this folder")
+    })?;
+    load_parts(&sparse_dir, &root.join("images"), detect_format(&sparse_dir), options)
+}
+
+/// Reads a COLMAP model from `sparse_dir` in `format` with its images from `images_dir`.
+pub fn load_parts(sparse_dir: &Path, images_dir: &Path, format: ModelFormat, options: &LoadOptions) -> Result<Dataset> {
+    let model = read_model(sparse_dir, format)?;
+    let images_file = sparse_dir.join(format!("images.{}", format.extension()));
+    if model.images.is_empty() {
+        return Err(dataset_error(&images_file, "the model has no registered images"));
+    }
+    if !images_dir.is_dir() {
+        return Err(dataset_error(images_dir, "the image folder does not exist; COLMAP datasets keep their images in images/"));
+    }
+    let mut posed = Vec::with_capacity(model.images.len());
+    for image in &model.images {
+        let camera = model.cameras.iter().find(|c| c.id == image.camera_id).ok_or_else(|| {
+            dataset_error(
+                &images_file,
+                format!("image {:?} refers to camera {}, which is not in the cameras file", image.name, image.camera_id),
+            )
+        })?;
+        posed.push((image, camera));
+    }
+    let views = parallel_map(&posed, |(image, camera)| {
+        let path = images_dir.join(&image.name);
+        if !path.is_file() {
+            return Err(dataset_error(
+                &path,
+                format!(
+                    "image {:?} of the COLMAP model is missing from {}; every image in images.{} must be present",
+                    image.name,
+                    images_dir.display(),
+                    format.extension()
+                ),
+            ));
+        }
+        let full = image.camera(camera, options);
+        let expected = Some((camera.width, camera.height));
+        let (pixels, scaled) = read_view_image(&path, &full, expected, options.resolution)?;
+        Ok(View { name: image.name.clone(), path: Some(path), camera: scaled, image: pixels })
+    })?;
+    let (train, test) = split_views(views, &options.split, None, &images_file, true)?;
+    Ok(Dataset::new(train, test, model.points))
+}
+
+impl ColmapImage {
+    /// The wgsplat camera of this image at its camera's full resolution.
+    pub fn camera(&self, intrinsics: &ColmapCamera, options: &LoadOptions) -> Camera {
+        let rotation = quaternion_to_matrix(self.qvec);
+        Camera {
+            rotation: rotation.map(|row| row.map(|v| v as f32)),
+            translation: self.tvec.map(|v| v as f32),
+            fx: intrinsics.fx as f32,
+            fy: intrinsics.fy as f32,
+            cx: intrinsics.cx as f32,
+            cy: intrinsics.cy as f32,
+            width: intrinsics.width,
+            height: intrinsics.height,
+            near: options.near,
+            far: options.far,
+            background: options.background,
+        }
+    }
+}
+
+/// Row-major rotation matrix of a Hamilton quaternion (w, x, y, z), normalised first.
+pub fn quaternion_to_matrix(q: [f64; 4]) -> [[f64; 3]; 3] {
+    let norm = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
+    let [w, x, y, z] = if norm > 0.0 { q.map(|v| v / norm) } else { [1.0, 0.0, 0.0, 0.0] };
+    [
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
+        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
+        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
+    ]
+}
+
+/// Non-comment lines of a text model file with their 1-based line numbers (empty lines kept).
+fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    Ok(text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with('#'))
+        .map(|(i, line)| (i + 1, line.trim().to_string()))
+        .collect())
+}
+
+/// Parses token `index` of a text line as `T`, naming the file, line and field on failure.
+fn field<T: std::str::FromStr>(path: &Path, line: usize, tokens: &[&str], index: usize, name: &str) -> Result<T> {
+    let token = tokens.get(index).ok_or_else(|| {
+        dataset_error(path, format!("line {line}: missing field {name} (the line has {} fields)", tokens.len()))
+    })?;
+    token.parse().map_err(|_| dataset_error(path, format!("line {line}: field {name} is {token:?}, not a valid number")))
+}
+
+/// Reads `cameras.txt`: `CAMERA_ID MODEL WIDTH HEIGHT PARAMS[]` per line.
+pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
+    let mut cameras = Vec::new();
+    for (line, text) in data_lines(path)? {
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let id = field(path, line, &tokens, 0, "CAMERA_ID")?;
+        let model = tokens.get(1).copied().unwrap_or("");
+        let width = field(path, line, &tokens, 2, "WIDTH")?;
+        let height = field(path, line, &tokens, 3, "HEIGHT")?;
+        let params: Vec<f64> = (4..tokens.len()).map(|i| field(path, line, &tokens, i, "PARAMS")).collect::<Result<_>>()?;
+        cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
+    }
+    Ok(cameras)
+}
+
+/// Reads `images.txt`: per image a line `IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME` followed
+/// by its (possibly empty) `POINTS2D` line, which is skipped.
+pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
+    let lines = data_lines(path)?;
+    let mut images = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (line, text) = &lines[i];
+        if text.is_empty() {
+            i += 1;
+            continue;
+        }
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.len() < 10 {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "line {line}: expected IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME, found {} fields",
+                    tokens.len()
+                ),
+            ));
+        }
+        let number = |k: usize, name: &str| field::<f64>(path, *line, &tokens, k, name);
+        images.push(ColmapImage {
+            id: field(path, *line, &tokens, 0, "IMAGE_ID")?,
+            qvec: [number(1, "QW")?, number(2, "QX")?, number(3, "QY")?, number(4, "QZ")?],
+            tvec: [number(5, "TX")?, number(6, "TY")?, number(7, "TZ")?],
+            camera_id: field(path, *line, &tokens, 8, "CAMERA_ID")?,
+            name: tokens[9..].join(" "),
+        });
+        // The next data line is this image's POINTS2D line (empty when it has no observations).
+        i += 2;
+    }
+    Ok(images)
+}
+
+/// Reads `points3D.txt`: `POINT3D_ID X Y Z R G B ERROR TRACK[]` per line.
+pub fn read_points_text(path: &Path) -> Result<PointCloud> {
+    let mut points = PointCloud::default();
+    for (line, text) in data_lines(path)? {
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let position = |k: usize, name: &str| field::<f32>(path, line, &tokens, k, name);
+        let colour = |k: usize, name: &str| field::<u8>(path, line, &tokens, k, name).map(|c| c as f32 / 255.0);
+        points.positions.push([position(1, "X")?, position(2, "Y")?, position(3, "Z")?]);
+        points.colors.push([colour(4, "R")?, colour(5, "G")?, colour(6, "B")?]);
+    }
+    Ok(points)
+}

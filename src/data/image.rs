@@ -1,0 +1,201 @@
+//! 8-bit RGBA images: reading PNG/JPEG files, area-filtered downscaling with premultiplied alpha,
+//! compositing on a background, and atomic PNG writing.
+
+use std::path::Path;
+
+use super::{Resolution, dataset_error};
+use crate::error::Result;
+use crate::splat::Camera;
+
+/// A straight-alpha (not premultiplied) 8-bit RGBA image, row-major, 4 bytes per pixel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RgbaImage {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes: R, G, B, A.
+    pub pixels: Vec<u8>,
+}
+
+impl RgbaImage {
+    /// A `width` × `height` image, all transparent black.
+    pub fn new(width: u32, height: u32) -> RgbaImage {
+        RgbaImage { width, height, pixels: vec![0; width as usize * height as usize * 4] }
+    }
+
+    /// Number of pixels.
+    pub fn pixel_count(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// The RGBA bytes of pixel (`x`, `y`).
+    pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
+        let i = (y as usize * self.width as usize + x as usize) * 4;
+        [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2], self.pixels[i + 3]]
+    }
+
+    /// True when any pixel is not fully opaque.
+    pub fn has_transparency(&self) -> bool {
+        self.pixels.chunks_exact(4).any(|p| p[3] != 255)
+    }
+
+    /// RGB in [0, 1], `[height, width, 3]`, composited on `background`: `rgb * a + bg * (1 - a)`.
+    pub fn rgb_on(&self, background: [f32; 3]) -> Vec<f32> {
+        let mut out = Vec::with_capacity(self.pixel_count() * 3);
+        for p in self.pixels.chunks_exact(4) {
+            let a = p[3] as f32 / 255.0;
+            for k in 0..3 {
+                out.push(p[k] as f32 / 255.0 * a + background[k] * (1.0 - a));
+            }
+        }
+        out
+    }
+
+    /// Alpha in [0, 1], `[height, width]`.
+    pub fn alpha(&self) -> Vec<f32> {
+        self.pixels.chunks_exact(4).map(|p| p[3] as f32 / 255.0).collect()
+    }
+
+    /// This image resized to `width` × `height` with an area (box) filter on premultiplied alpha:
+    /// every output pixel is the coverage-weighted mean of the input pixels under it, so integer
+    /// factors average exact `f × f` blocks and transparent pixels do not bleed their colour.
+    pub fn resized_area(&self, width: u32, height: u32) -> RgbaImage {
+        if width == self.width && height == self.height {
+            return self.clone();
+        }
+        let premultiplied: Vec<f32> = self
+            .pixels
+            .chunks_exact(4)
+            .flat_map(|p| {
+                let a = p[3] as f32 / 255.0;
+                [p[0] as f32 * a, p[1] as f32 * a, p[2] as f32 * a, p[3] as f32]
+            })
+            .collect();
+        let columns = area_weights(self.width, width);
+        let rows = area_weights(self.height, height);
+        // Horizontal pass: self.height rows of `width` pixels.
+        let mut horizontal = vec![0.0f32; self.height as usize * width as usize * 4];
+        for y in 0..self.height as usize {
+            let src = &premultiplied[y * self.width as usize * 4..(y + 1) * self.width as usize * 4];
+            for (x, taps) in columns.iter().enumerate() {
+                let dst = &mut horizontal[(y * width as usize + x) * 4..][..4];
+                for &(sx, w) in taps {
+                    for k in 0..4 {
+                        dst[k] += src[sx * 4 + k] * w;
+                    }
+                }
+            }
+        }
+        let mut out = RgbaImage::new(width, height);
+        for (y, taps) in rows.iter().enumerate() {
+            for x in 0..width as usize {
+                let mut acc = [0.0f32; 4];
+                for &(sy, w) in taps {
+                    let src = &horizontal[(sy * width as usize + x) * 4..][..4];
+                    for k in 0..4 {
+                        acc[k] += src[k] * w;
+                    }
+                }
+                let dst = &mut out.pixels[(y * width as usize + x) * 4..][..4];
+                let alpha = acc[3] / 255.0;
+                for k in 0..3 {
+                    let straight = if alpha > 0.0 { acc[k] / alpha } else { 0.0 };
+                    dst[k] = straight.round().clamp(0.0, 255.0) as u8;
+                }
+                dst[3] = acc[3].round().clamp(0.0, 255.0) as u8;
+            }
+        }
+        out
+    }
+
+    /// Writes the image as a PNG at `path`, atomically (a temporary file renamed into place).
+    pub fn write_png(&self, path: &Path) -> Result<()> {
+        let mut bytes = Vec::new();
+        let encoder = ::image::codecs::png::PngEncoder::new(&mut bytes);
+        ::image::ImageEncoder::write_image(encoder, &self.pixels, self.width, self.height, ::image::ExtendedColorType::Rgba8)
+            .map_err(|e| dataset_error(path, format!("could not encode the PNG: {e}")))?;
+        write_atomically(path, &bytes)
+    }
+}
+
+/// For each of `dst` output samples, the (source index, weight) pairs of a box filter mapping
+/// `src` samples onto `dst`; weights sum to 1.
+fn area_weights(src: u32, dst: u32) -> Vec<Vec<(usize, f32)>> {
+    let scale = src as f64 / dst as f64;
+    (0..dst)
+        .map(|i| {
+            let (lo, hi) = (i as f64 * scale, (i + 1) as f64 * scale);
+            let first = lo.floor() as usize;
+            let last = (hi.ceil() as usize).min(src as usize);
+            (first..last)
+                .filter_map(|s| {
+                    let overlap = (hi.min(s as f64 + 1.0) - lo.max(s as f64)).max(0.0);
+                    (overlap > 1e-9).then_some((s, (overlap / scale) as f32))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Reads a PNG or JPEG (format guessed from the content) as 8-bit RGBA; grey and RGB images get
+/// alpha 255, 16-bit images are reduced to 8 bits.
+pub fn read_image(path: &Path) -> Result<RgbaImage> {
+    if !path.is_file() {
+        return Err(dataset_error(path, "the image file does not exist; check the dataset's image folder and names"));
+    }
+    let reader = ::image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
+    let decoded = reader
+        .decode()
+        .map_err(|e| dataset_error(path, format!("could not decode the image (PNG and JPEG are supported): {e}")))?;
+    let rgba = decoded.to_rgba8();
+    Ok(RgbaImage { width: rgba.width(), height: rgba.height(), pixels: rgba.into_raw() })
+}
+
+/// Reads the image of a view, checks it against the camera's size (when `expected` is given),
+/// downscales it by `resolution` and returns it with the camera's intrinsics scaled to match.
+pub(crate) fn read_view_image(
+    path: &Path,
+    camera: &Camera,
+    expected: Option<(u32, u32)>,
+    resolution: Resolution,
+) -> Result<(RgbaImage, Camera)> {
+    let image = read_image(path)?;
+    if let Some((w, h)) = expected
+        && (image.width, image.height) != (w, h)
+    {
+        return Err(dataset_error(
+            path,
+            format!(
+                "the image is {}x{} but its camera says {w}x{h}; the images must be the ones the cameras were \
+                 reconstructed (or undistorted) with — do not resize them by hand, use the resolution option instead",
+                image.width, image.height
+            ),
+        ));
+    }
+    let (width, height) = resolution.target_size(image.width, image.height)?;
+    let sx = width as f32 / image.width as f32;
+    let sy = height as f32 / image.height as f32;
+    let mut scaled = camera.clone();
+    scaled.fx *= sx;
+    scaled.cx *= sx;
+    scaled.fy *= sy;
+    scaled.cy *= sy;
+    scaled.width = width;
+    scaled.height = height;
+    Ok((image.resized_area(width, height), scaled))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so readers
+/// never see a half-written file.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{file_name}.tmp-{}", std::process::id()));
+    std::fs::write(&temporary, bytes).map_err(|e| dataset_error(&temporary, format!("could not write: {e}")))?;
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        dataset_error(path, format!("could not move the finished file into place: {e}"))
+    })
+}

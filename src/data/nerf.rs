@@ -1,0 +1,285 @@
+//! NeRF-style datasets: NeRF-synthetic (`transforms_train.json` + `transforms_test.json` with
+//! `camera_angle_x`) and nerfstudio (`transforms.json` with `fl_x`, `fl_y`, `cx`, `cy`, `w`, `h`,
+//! optionally per frame, and optional `train_filenames` / `test_filenames` split lists).
+//!
+//! `transform_matrix` is camera-to-world in the OpenGL/Blender convention (x right, y up, looking
+//! down −z); it becomes an OpenCV world-to-camera pose by flipping the camera's y and z axes and
+//! inverting.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::image::read_view_image;
+use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
+use crate::error::Result;
+use crate::splat::Camera;
+
+/// OpenCV world-to-camera (row-major rotation, translation) of an OpenGL camera-to-world matrix.
+pub fn opengl_c2w_to_opencv_w2c(c2w: [[f64; 4]; 4]) -> ([[f64; 3]; 3], [f64; 3]) {
+    // Camera-to-world rotation with the camera's y and z axes flipped (columns 1 and 2 negated).
+    let flip = [1.0, -1.0, -1.0];
+    let mut rotation = [[0.0f64; 3]; 3];
+    for (r, row) in rotation.iter_mut().enumerate() {
+        for (c, value) in row.iter_mut().enumerate() {
+            // World-to-camera = transpose of camera-to-world.
+            *value = c2w[c][r] * flip[r];
+        }
+    }
+    let centre = [c2w[0][3], c2w[1][3], c2w[2][3]];
+    let translation = [0, 1, 2].map(|r| -(0..3).map(|c| rotation[r][c] * centre[c]).sum::<f64>());
+    (rotation, translation)
+}
+
+/// OpenGL camera-to-world matrix of an OpenCV world-to-camera pose (inverse of
+/// [`opengl_c2w_to_opencv_w2c`]).
+pub fn opencv_w2c_to_opengl_c2w(rotation: [[f64; 3]; 3], translation: [f64; 3]) -> [[f64; 4]; 4] {
+    let flip = [1.0, -1.0, -1.0];
+    let centre = [0, 1, 2].map(|c| -(0..3).map(|r| rotation[r][c] * translation[r]).sum::<f64>());
+    let mut c2w = [[0.0f64; 4]; 4];
+    for r in 0..3 {
+        for c in 0..3 {
+            c2w[r][c] = rotation[c][r] * flip[c];
+        }
+        c2w[r][3] = centre[r];
+    }
+    c2w[3][3] = 1.0;
+    c2w
+}
+
+/// Reads a NeRF-synthetic folder (when `transforms_train.json` exists) or a nerfstudio folder
+/// (`transforms.json`). A `points3d.ply` next to the JSON (3DGS's convention), or nerfstudio's
+/// `ply_file_path`, becomes the point cloud.
+pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
+    let train_json = root.join("transforms_train.json");
+    let (frames, own_test, ply) = if train_json.is_file() {
+        let mut frames = read_transforms(&train_json)?.1;
+        let test_json = root.join("transforms_test.json");
+        let test_frames = if test_json.is_file() { read_transforms(&test_json)?.1 } else { Vec::new() };
+        let own_test: Vec<String> = test_frames.iter().map(|f| f.name.clone()).collect();
+        frames.extend(test_frames);
+        (frames, Some(own_test), None)
+    } else {
+        let path = root.join("transforms.json");
+        if !path.is_file() {
+            return Err(dataset_error(&path, "neither transforms_train.json nor transforms.json exists in this folder"));
+        }
+        let (json, frames) = read_transforms(&path)?;
+        let own_test = nerfstudio_test_names(&path, &json, &frames)?;
+        let ply = json.get("ply_file_path").and_then(Value::as_str).map(|p| root.join(p));
+        (frames, own_test, ply)
+    };
+    let mut seen = std::collections::HashSet::new();
+    if let Some(frame) = frames.iter().find(|f| !seen.insert(f.name.clone())) {
+        return Err(dataset_error(&frame.json, format!("file_path {:?} appears twice; every frame needs its own image", frame.name)));
+    }
+    let views = parallel_map(&frames, |frame| frame.view(options))?;
+    let ply = ply.or_else(|| Some(root.join("points3d.ply")).filter(|p| p.is_file()));
+    let points: Option<PointCloud> = ply.map(|p| super::ply::read_points_ply(&p)).transpose()?;
+    let source = if train_json.is_file() { root.join("transforms_test.json") } else { root.join("transforms.json") };
+    let (train, test) = split_views(views, &options.split, own_test.as_deref(), &source, false)?;
+    Ok(Dataset::new(train, test, points))
+}
+
+/// One frame of a transforms file, with its intrinsics resolved.
+struct Frame {
+    json: PathBuf,
+    name: String,
+    image_path: PathBuf,
+    rotation: [[f64; 3]; 3],
+    translation: [f64; 3],
+    /// fx, fy, cx, cy when known from the JSON; missing ones are derived from the image size.
+    intrinsics: Intrinsics,
+}
+
+/// Intrinsics as written in the JSON (any may be absent).
+#[derive(Clone, Copy, Default)]
+struct Intrinsics {
+    fl_x: Option<f64>,
+    fl_y: Option<f64>,
+    cx: Option<f64>,
+    cy: Option<f64>,
+    w: Option<u32>,
+    h: Option<u32>,
+    angle_x: Option<f64>,
+    angle_y: Option<f64>,
+}
+
+impl Frame {
+    fn view(&self, options: &LoadOptions) -> Result<View> {
+        let i = self.intrinsics;
+        let expected = i.w.zip(i.h);
+        // The image size is needed when the JSON does not give it; read_view_image checks `expected`.
+        let size = match expected {
+            Some(size) => size,
+            None => {
+                let dims = ::image::image_dimensions(&self.image_path)
+                    .map_err(|e| dataset_error(&self.image_path, format!("could not read the image size: {e}")))?;
+                (dims.0, dims.1)
+            }
+        };
+        let (w, h) = (size.0 as f64, size.1 as f64);
+        let fx = i.fl_x.or(i.angle_x.map(|a| 0.5 * w / (0.5 * a).tan())).ok_or_else(|| {
+            dataset_error(&self.json, format!("frame {:?} has no focal length: give fl_x or camera_angle_x", self.name))
+        })?;
+        let fy = i.fl_y.or(i.angle_y.map(|a| 0.5 * h / (0.5 * a).tan())).unwrap_or(fx);
+        if !(fx.is_finite() && fx > 0.0 && fy.is_finite() && fy > 0.0) {
+            return Err(dataset_error(&self.json, format!("frame {:?} has an invalid focal length {fx} / {fy}", self.name)));
+        }
+        let camera = Camera {
+            rotation: self.rotation.map(|r| r.map(|v| v as f32)),
+            translation: self.translation.map(|v| v as f32),
+            fx: fx as f32,
+            fy: fy as f32,
+            cx: i.cx.unwrap_or(0.5 * w) as f32,
+            cy: i.cy.unwrap_or(0.5 * h) as f32,
+            width: size.0,
+            height: size.1,
+            near: options.near,
+            far: options.far,
+            background: options.background,
+        };
+        let (image, camera) = read_view_image(&self.image_path, &camera, Some(size), options.resolution)?;
+        Ok(View { name: self.name.clone(), path: Some(self.image_path.clone()), camera, image })
+    }
+}
+
+/// Parses a transforms JSON file into its top-level value and frames.
+fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
+    let text = std::fs::read_to_string(path).map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    check_undistorted(path, &json, "the file")?;
+    let top = intrinsics(path, &json, Intrinsics::default())?;
+    let list = json.get("frames").and_then(Value::as_array).ok_or_else(|| {
+        dataset_error(path, "no \"frames\" list; a transforms file needs frames with file_path and transform_matrix")
+    })?;
+    let mut frames = Vec::with_capacity(list.len());
+    for (index, frame) in list.iter().enumerate() {
+        let name = frame.get("file_path").and_then(Value::as_str).ok_or_else(|| {
+            dataset_error(path, format!("frame {index} has no \"file_path\""))
+        })?;
+        check_undistorted(path, frame, &format!("frame {name:?}"))?;
+        let c2w = transform_matrix(path, frame, name)?;
+        let (rotation, translation) = opengl_c2w_to_opencv_w2c(c2w);
+        frames.push(Frame {
+            json: path.to_path_buf(),
+            name: name.to_string(),
+            image_path: resolve_image(folder, name)?,
+            rotation,
+            translation,
+            intrinsics: intrinsics(path, frame, top)?,
+        });
+    }
+    Ok((json, frames))
+}
+
+/// Intrinsics keys of `value`, falling back to `fallback` for the absent ones.
+fn intrinsics(path: &Path, value: &Value, fallback: Intrinsics) -> Result<Intrinsics> {
+    let number = |key: &str| -> Result<Option<f64>> {
+        match value.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| dataset_error(path, format!("\"{key}\" is {v}, not a number"))),
+        }
+    };
+    let size = |key: &str| -> Result<Option<u32>> {
+        Ok(number(key)?.map(|v| v.round() as u32).filter(|&v| v > 0))
+    };
+    Ok(Intrinsics {
+        fl_x: number("fl_x")?.or(fallback.fl_x),
+        fl_y: number("fl_y")?.or(fallback.fl_y),
+        cx: number("cx")?.or(fallback.cx),
+        cy: number("cy")?.or(fallback.cy),
+        w: size("w")?.or(fallback.w),
+        h: size("h")?.or(fallback.h),
+        angle_x: number("camera_angle_x")?.or(fallback.angle_x),
+        angle_y: number("camera_angle_y")?.or(fallback.angle_y),
+    })
+}
+
+/// Rejects distorted or non-pinhole cameras (nerfstudio's `camera_model`, `k1`..`p2`).
+fn check_undistorted(path: &Path, value: &Value, what: &str) -> Result<()> {
+    if let Some(model) = value.get("camera_model").and_then(Value::as_str)
+        && !matches!(model, "OPENCV" | "PINHOLE" | "SIMPLE_PINHOLE")
+    {
+        return Err(dataset_error(
+            path,
+            format!("{what} uses camera_model {model}; wgsplat only reads pinhole cameras — undistort the images first"),
+        ));
+    }
+    for key in ["k1", "k2", "k3", "k4", "p1", "p2"] {
+        if let Some(v) = value.get(key).and_then(Value::as_f64)
+            && v != 0.0
+        {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "{what} has lens distortion ({key} = {v}); wgsplat only reads undistorted pinhole cameras — \
+                     undistort the images first (e.g. `colmap image_undistorter`, or nerfstudio's processing)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The 4×4 (or 3×4) `transform_matrix` of a frame.
+fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4]; 4]> {
+    let bad = |why: &str| dataset_error(path, format!("frame {name:?}: transform_matrix {why}; expected a 4x4 camera-to-world matrix"));
+    let rows = frame.get("transform_matrix").and_then(Value::as_array).ok_or_else(|| bad("is missing"))?;
+    if rows.len() != 3 && rows.len() != 4 {
+        return Err(bad(&format!("has {} rows", rows.len())));
+    }
+    let mut m = [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]];
+    for (r, row) in rows.iter().enumerate() {
+        let row = row.as_array().filter(|row| row.len() == 4).ok_or_else(|| bad("has a row that is not 4 numbers"))?;
+        for (c, v) in row.iter().enumerate() {
+            m[r][c] = v.as_f64().filter(|v| v.is_finite()).ok_or_else(|| bad("has a non-numeric entry"))?;
+        }
+    }
+    for a in 0..3 {
+        for b in 0..3 {
+            let dot: f64 = (0..3).map(|k| m[k][a] * m[k][b]).sum();
+            if (dot - if a == b { 1.0 } else { 0.0 }).abs() > 1e-3 {
+                return Err(bad("has a rotation part that is not orthonormal (scaled or sheared)"));
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// The image file of a `file_path`: as written when it exists, else with `.png`, `.jpg` or
+/// `.jpeg` appended (NeRF-synthetic omits the extension).
+fn resolve_image(folder: &Path, file_path: &str) -> Result<PathBuf> {
+    let base = folder.join(file_path);
+    if base.is_file() {
+        return Ok(base);
+    }
+    for extension in ["png", "jpg", "jpeg", "PNG", "JPG", "JPEG"] {
+        let candidate = folder.join(format!("{file_path}.{extension}"));
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(dataset_error(
+        &base,
+        format!("image {file_path:?} is missing (also tried .png/.jpg/.jpeg appended); every frame's image must be present"),
+    ))
+}
+
+/// nerfstudio's own test split: the frames listed in `test_filenames` (else `val_filenames`).
+fn nerfstudio_test_names(path: &Path, json: &Value, frames: &[Frame]) -> Result<Option<Vec<String>>> {
+    let Some(list) = json.get("test_filenames").or_else(|| json.get("val_filenames")).and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    let normal = |p: &str| p.trim_start_matches("./").to_string();
+    let mut names = Vec::with_capacity(list.len());
+    for entry in list {
+        let file = entry.as_str().map(normal).unwrap_or_default();
+        let frame = frames.iter().find(|f| normal(&f.name) == file || f.image_path.ends_with(&file)).ok_or_else(|| {
+            dataset_error(path, format!("the test split lists {entry}, which is not the file_path of any frame"))
+        })?;
+        names.push(frame.name.clone());
+    }
+    Ok(Some(names))
+}
