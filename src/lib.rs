@@ -4,10 +4,14 @@
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
+//! 3. [`optim`]: Adam, learning-rate schedules and row surgery for densification; [`io`]: PLY
+//!    models and training checkpoints.
 
 pub mod error;
 pub mod gpu;
+pub mod io;
 pub mod ops;
+pub mod optim;
 pub mod splat;
 pub mod tensor;
 pub mod testing;
@@ -20,5 +24,6 @@ pub use tensor::{DType, Element, Tensor};
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
+    all.extend(optim::mirrors());
     all
 }
