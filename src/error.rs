@@ -142,6 +142,26 @@ pub enum Error {
         /// What to do about it.
         hint: String,
     },
+    /// Reading or writing a file failed at the operating-system level.
+    #[error("could not {action} {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What we were doing, e.g. `read` or `rename the temporary file onto`.
+        action: String,
+        /// The system's message.
+        message: String,
+    },
+    /// A file's contents are not in the expected format (corrupt, truncated, or another kind of file).
+    #[error("{path} is not a usable {kind}: {message}")]
+    Format {
+        /// The file.
+        path: String,
+        /// The format expected, e.g. `3DGS PLY file` or `wgsplat checkpoint`.
+        kind: String,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
     /// An argument was outside the range the operation accepts.
     #[error("invalid argument to {op}: {detail}")]
     InvalidArgument {

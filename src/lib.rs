@@ -5,12 +5,16 @@
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 4. [`data`]: datasets for the trainer (COLMAP, NeRF-synthetic, nerfstudio, the built-in scene).
+//! 3. [`optim`]: Adam, learning-rate schedules and row surgery for densification; [`io`]: PLY
+//!    models and training checkpoints.
 
 pub mod data;
 pub mod error;
 pub mod gpu;
 pub mod loss;
+pub mod io;
 pub mod ops;
+pub mod optim;
 pub mod splat;
 pub mod train;
 pub mod tensor;
@@ -26,5 +30,6 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     all.extend(splat::uniform::mirrors());
     all.extend(train::densify::mirrors());
     all.extend(loss::mirrors());
+    all.extend(optim::mirrors());
     all
 }

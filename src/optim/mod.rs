@@ -1,0 +1,16 @@
+//! Layer 3, optimisation: a fused Adam kernel, the per-Gaussian optimizer with its moments, the
+//! 3DGS learning-rate schedules, and the row surgery densification needs (keep rows by index,
+//! append rows) applied to parameters and moments together so they stay aligned.
+
+pub mod adam;
+pub mod rows;
+pub mod schedule;
+
+pub use adam::{AdamConfig, GaussianOptimizer, LearningRates, adam_step};
+pub use rows::{concat_gaussian_rows, row_width, select_gaussian_rows};
+pub use schedule::{ExponentialDecay, LearningRateSchedule};
+
+/// Every Rust struct in `optim` that mirrors a WGSL struct.
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    adam::mirrors()
+}
