@@ -4,9 +4,11 @@
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
-//! 4. [`data`]: datasets for the trainer (COLMAP, NeRF-synthetic, nerfstudio, the built-in scene).
-//! 3. [`optim`]: Adam, learning-rate schedules and row surgery for densification; [`io`]: PLY
-//!    models and training checkpoints.
+//! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
+//!    row surgery for densification).
+//! 4. [`train`] (the trainer and densification), fed by [`data`] (datasets) and writing through
+//!    [`io`] (PLY models, checkpoints).
+//! 5. The front ends: the `wgsplat` CLI (`src/cli/`) and the viewer crate (`viewer/`).
 
 pub mod data;
 pub mod error;
