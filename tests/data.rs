@@ -410,6 +410,12 @@ fn init_from_points_and_random() {
     }
     assert!(cloud.colors.iter().flatten().all(|c| (0.0..1.0).contains(c)));
     assert_eq!(RandomBox::default().half_size, [1.3; 3]);
+
+    // Datasets without points fall back to random ones.
+    let empty = Dataset::new(Vec::new(), Vec::new(), None);
+    assert_eq!(init::initial_points(&empty, 10, bounds, 7), init::random_points(10, bounds, 7));
+    let with_points = Dataset::new(Vec::new(), Vec::new(), Some(points.clone()));
+    assert_eq!(init::initial_points(&with_points, 10, bounds, 7), points);
 }
 
 // ---- The built-in scene ----
@@ -510,4 +516,12 @@ fn builtin_round_trips_through_nerf_folder() {
     let (p, q) = (dataset.points.as_ref().unwrap(), loaded.points.as_ref().unwrap());
     assert_eq!(p.positions, q.positions);
     assert!(p.colors.iter().flatten().zip(q.colors.iter().flatten()).all(|(a, b)| (a - b).abs() <= 0.5 / 255.0 + 1e-6));
+}
+
+/// Writes the default built-in scene to /tmp/builtin_scene for a look (`-- --ignored dump`).
+#[test]
+#[ignore]
+fn dump_builtin_for_inspection() {
+    let dataset = builtin::generate(&builtin::BuiltinOptions::default()).unwrap();
+    builtin::write_nerf_synthetic(&dataset, Path::new("/tmp/builtin_scene")).unwrap();
 }

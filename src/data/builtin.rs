@@ -17,7 +17,7 @@ use crate::splat::Camera;
 /// Horizontal field of view of the built-in cameras (Blender 'lego's `camera_angle_x`).
 pub const CAMERA_ANGLE_X: f32 = 0.691_111_2;
 /// Distance of every built-in camera from [`LOOK_AT`].
-pub const CAMERA_DISTANCE: f32 = 5.0;
+pub const CAMERA_DISTANCE: f32 = 4.0;
 /// The point every built-in camera looks at.
 pub const LOOK_AT: [f32; 3] = [0.0, 0.0, 0.3];
 

@@ -2,7 +2,7 @@
 //! harmonic, identity rotation, opacity 0.1, and isotropic scales from the mean squared distance
 //! to the nearest neighbours (computed elsewhere, e.g. by the GPU k-NN).
 
-use super::PointCloud;
+use super::{Dataset, PointCloud};
 use crate::error::{Error, Result};
 use crate::splat::reference::CpuGaussians;
 
@@ -97,6 +97,15 @@ pub fn random_points(count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
         cloud.colors.push([rng.next_f32(), rng.next_f32(), rng.next_f32()]);
     }
     cloud
+}
+
+/// The points to initialise from: the dataset's sparse cloud when it has a non-empty one, else
+/// `random_count` random points in `bounds` (3DGS: [`DEFAULT_RANDOM_POINTS`] in [`RandomBox::default`]).
+pub fn initial_points(dataset: &Dataset, random_count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
+    match &dataset.points {
+        Some(points) if !points.is_empty() => points.clone(),
+        _ => random_points(random_count, bounds, seed),
+    }
 }
 
 /// A small, fast, reproducible generator (SplitMix64); the same seed gives the same numbers on

@@ -4,7 +4,7 @@
 //!
 //! `transform_matrix` is camera-to-world in the OpenGL/Blender convention (x right, y up, looking
 //! down −z); it becomes an OpenCV world-to-camera pose by flipping the camera's y and z axes and
-//! inverting.
+//! inverting. NeRF-synthetic's `transforms_val.json` is not read (3DGS ignores it too).
 
 use std::path::{Path, PathBuf};
 
