@@ -27,8 +27,8 @@ impl CpuAdam {
     fn step(&mut self, grad: &[f32], lr: f32, step: u64, c: &AdamConfig) {
         let bc1 = 1.0 - c.beta1.powi(step as i32);
         let bc2 = 1.0 - c.beta2.powi(step as i32);
-        for i in 0..self.param.len() {
-            let g = f64::from(grad[i]);
+        for (i, &g) in grad.iter().enumerate() {
+            let g = f64::from(g);
             let m = c.beta1 * f64::from(self.m[i]) + (1.0 - c.beta1) * g;
             let v = c.beta2 * f64::from(self.v[i]) + (1.0 - c.beta2) * g * g;
             self.m[i] = m as f32;

@@ -381,8 +381,33 @@ pub fn read_ply(path: &Path) -> Result<PlyModel> {
         sh: Vec::with_capacity(capacity),
     };
     let mut record = vec![0f32; columns.slots];
+    // Binary vertices without lists are read a whole record at a time.
+    let mut fixed = match (&mut body, vertex.fixed_stride()) {
+        (Body::Binary { big_endian, .. }, Some(stride)) => {
+            let mut offset = 0;
+            let mut fields = Vec::new();
+            for (property, slot) in vertex.properties.iter().zip(&columns.slot_of_property) {
+                if let Some(slot) = slot {
+                    fields.push((offset, property.ty, *slot));
+                }
+                offset += property.ty.size();
+            }
+            Some((vec![0u8; stride as usize], fields, *big_endian))
+        }
+        _ => None,
+    };
     for i in 0..vertex.count {
-        for (property, slot) in vertex.properties.iter().zip(&columns.slot_of_property) {
+        if let (Some((bytes, fields, big_endian)), Body::Binary { reader, .. }) = (&mut fixed, &mut body) {
+            reader.read_exact(bytes).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => truncated(format!("vertex {i} of {}", vertex.count)),
+                _ => io_error(path, "read", e),
+            })?;
+            for &(offset, ty, slot) in fields.iter() {
+                record[slot] = ty.decode(&bytes[offset..offset + ty.size()], *big_endian) as f32;
+            }
+        }
+        let generic = if fixed.is_some() { &[][..] } else { &vertex.properties[..] };
+        for (property, slot) in generic.iter().zip(&columns.slot_of_property) {
             let what = || format!("vertex {i} of {} ({})", vertex.count, property.name);
             let items = match property.list_count {
                 Some(count_ty) => body.next(count_ty).map_err(|e| bad_value(what(), e))?.ok_or_else(|| truncated(what()))? as u64,
