@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the subcommands.
 
 mod bench;
+mod train;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -25,6 +26,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Train Gaussians on a dataset (or, with no DATA, on the built-in scene).
+    Train(Box<train::TrainArgs>),
+    /// Render a PLY from a dataset's cameras into PNG files.
+    Render(train::RenderArgs),
+    /// PSNR and SSIM of a PLY on a dataset's test views.
+    Eval(train::RenderArgs),
     /// Benchmarks; each prints a table and writes JSON under target/bench/.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -44,6 +51,9 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Info { json } => info(cli.portable, json),
         Command::Bench(command) => bench::run(command, cli.portable),
+        Command::Train(args) => context(cli.portable).and_then(|ctx| train::train(&ctx, *args)),
+        Command::Render(args) => context(cli.portable).and_then(|ctx| train::render_ply(&ctx, args)),
+        Command::Eval(args) => context(cli.portable).and_then(|ctx| train::eval_ply(&ctx, args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,9 +34,7 @@ pub struct Trainer {
     pub(crate) stats: Tensor,
     schedule: LearningRateSchedule,
     pub(crate) iteration: u64,
-    rng: TestRng,
     pub(crate) rng_state: u64,
-    order: Vec<usize>,
     pending_loss: Option<(u64, TensorReadback)>,
 }
 
@@ -89,8 +87,7 @@ impl Trainer {
         schedule.sh_rest = config.sh_rest_lr;
         Ok(Trainer {
             ctx: ctx.clone(),
-            rng: TestRng::new(config.seed ^ 0x5EED),
-            rng_state: config.seed ^ 0x5EED,
+            rng_state: config.seed,
             config,
             dataset,
             train_images,
@@ -100,7 +97,6 @@ impl Trainer {
             stats,
             schedule,
             iteration: 0,
-            order: Vec::new(),
             pending_loss: None,
         })
     }
@@ -135,31 +131,41 @@ impl Trainer {
         ((self.iteration / self.config.sh_degree_interval) as u32).min(self.config.sh_degree).min(self.params.max_sh_degree())
     }
 
-    fn next_view(&mut self) -> usize {
-        if self.order.is_empty() {
-            self.order = (0..self.dataset.train.len()).collect();
-            for i in (1..self.order.len()).rev() {
-                let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
-                self.order.swap(i, j);
-            }
-        }
-        self.order.pop().unwrap_or(0)
+    /// The random stream of one iteration: a pure function of the seed and the iteration, so a
+    /// resumed run makes exactly the same choices as an uninterrupted one.
+    fn iteration_rng(&self, iteration: u64) -> TestRng {
+        TestRng::new(self.config.seed ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
-    fn background(&mut self) -> [f32; 3] {
+    /// The training view of an iteration: epoch `e` visits every view once, in an order shuffled
+    /// from the seed and `e`.
+    fn view_for(&self, iteration: u64) -> usize {
+        let n = self.dataset.train.len();
+        let epoch = iteration / n as u64;
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut rng = TestRng::new(self.config.seed.wrapping_add(epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)));
+        for i in (1..n).rev() {
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        order[(iteration % n as u64) as usize]
+    }
+
+    fn background(&self, rng: &mut TestRng) -> [f32; 3] {
         match self.config.background {
             Background::Black => [0.0; 3],
             Background::White => [1.0; 3],
             Background::Color(c) => c,
-            Background::Random => [self.rng.unit(), self.rng.unit(), self.rng.unit()],
+            Background::Random => [rng.unit(), rng.unit(), rng.unit()],
         }
     }
 
     /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed.
     pub fn step(&mut self) -> Result<Option<(u64, f32, f32)>> {
-        let view_index = self.next_view();
-        let background = self.background();
-        self.rng_state = self.rng.next_u64();
+        let view_index = self.view_for(self.iteration);
+        let mut rng = self.iteration_rng(self.iteration);
+        let background = self.background(&mut rng);
+        self.rng_state = rng.next_u64();
         let mut camera: Camera = self.dataset.train[view_index].camera.clone();
         camera.background = background;
         let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree: self.active_sh_degree(), ..Default::default() })?;
@@ -193,14 +199,24 @@ impl Trainer {
         Ok(report)
     }
 
-    /// Mean PSNR and SSIM over the test views (black background; RGBA ground truth composited on it).
+    /// Mean PSNR and SSIM over the test views at the current SH degree (black background; RGBA
+    /// ground truth composited on it).
     pub fn evaluate(&self) -> Result<(f64, f64)> {
+        self.evaluate_with_degree(self.active_sh_degree())
+    }
+
+    /// [`Trainer::evaluate`] with every SH band the model has.
+    pub fn evaluate_at_full_degree(&self) -> Result<(f64, f64)> {
+        self.evaluate_with_degree(self.params.max_sh_degree())
+    }
+
+    fn evaluate_with_degree(&self, sh_degree: u32) -> Result<(f64, f64)> {
         let views = if self.dataset.test.is_empty() { &self.dataset.train } else { &self.dataset.test };
         let (mut psnr, mut ssim) = (0.0, 0.0);
         for view in views {
             let mut camera = view.camera.clone();
             camera.background = [0.0; 3];
-            let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree: self.active_sh_degree(), ..Default::default() })?;
+            let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree, ..Default::default() })?;
             let mut enc = self.ctx.encoder("eval upload");
             let (w, h) = (view.image.width as usize, view.image.height as usize);
             let gt = Tensor::from_slice(&mut enc, &pack_rgba8(&view.image.pixels), &[h, w], MemoryCategory::FrameScratch, "eval/gt")?;
@@ -215,10 +231,15 @@ impl Trainer {
 
     /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
     pub fn run(&mut self, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
+        sink(TrainEvent::Started { iterations: self.config.iterations, gaussians: self.params.len(), adapter: self.ctx.info().name.clone() });
+        self.run_until(self.config.iterations, sink, stop)
+    }
+
+    /// Runs until `target` iterations are done (or `stop` says so), reporting through `sink`.
+    pub fn run_until(&mut self, target: u64, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
         let start = std::time::Instant::now();
         let first = self.iteration;
-        sink(TrainEvent::Started { iterations: self.config.iterations, gaussians: self.params.len(), adapter: self.ctx.info().name.clone() });
-        while self.iteration < self.config.iterations && !stop() {
+        while self.iteration < target.min(self.config.iterations) && !stop() {
             let before = self.params.len();
             if let Some((iteration, loss, train_psnr)) = self.step()? {
                 let rate = (self.iteration - first) as f64 / start.elapsed().as_secs_f64().max(1e-9);
@@ -234,5 +255,27 @@ impl Trainer {
             }
         }
         Ok(())
+    }
+
+    /// The optimizer.
+    pub fn optimizer(&self) -> &GaussianOptimizer {
+        &self.optimizer
+    }
+
+    /// The RNG state of the last iteration (stored in checkpoints).
+    pub fn rng_state(&self) -> u64 {
+        self.rng_state
+    }
+
+    /// A trainer continuing from a checkpoint. The densification statistics restart from zero,
+    /// so a resume is bit-exact only between densification steps' accumulation windows (and
+    /// always once densification has ended).
+    pub fn resume(ctx: &GpuContext, dataset: Dataset, checkpoint: crate::io::checkpoint::Checkpoint, config: TrainConfig) -> Result<Self> {
+        let crate::io::checkpoint::Checkpoint { params, optimizer, iteration, rng_state, .. } = checkpoint;
+        let mut trainer = Trainer::new(ctx, dataset, params, config)?;
+        trainer.optimizer = optimizer;
+        trainer.iteration = iteration;
+        trainer.rng_state = rng_state;
+        Ok(trainer)
     }
 }

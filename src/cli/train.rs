@@ -1,0 +1,295 @@
+//! `wgsplat train`, `wgsplat render` and `wgsplat eval`.
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::data::{Dataset, LoadOptions, Resolution, Split};
+use wgsplat::gpu::memory::format_bytes;
+use wgsplat::io::checkpoint::{load_checkpoint, save_checkpoint};
+use wgsplat::io::ply::{read_ply, write_ply};
+use wgsplat::splat::GaussianTensors;
+use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::{Background, TrainConfig, TrainEvent, Trainer};
+use wgsplat::{GpuContext, MemoryCategory};
+
+/// Where the data comes from and how it is read.
+#[derive(clap::Args, Clone)]
+pub struct DataArgs {
+    /// Downscale images by 1, 2, 4 or 8.
+    #[arg(short = 'r', long, default_value_t = 1)]
+    resolution: u32,
+    /// Hold out test views (COLMAP: every 8th by name; NeRF: its test json). Without it, COLMAP
+    /// scenes train on every view.
+    #[arg(long)]
+    eval: bool,
+    /// Resolution of the built-in scene (used when no DATA is given).
+    #[arg(long, default_value_t = 128)]
+    builtin_resolution: u32,
+}
+
+/// Options of `wgsplat train`.
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// Dataset folder (COLMAP or NeRF-synthetic / nerfstudio). Omit it to train the built-in scene.
+    data: Option<PathBuf>,
+    /// Output folder.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    #[command(flatten)]
+    data_args: DataArgs,
+    /// JSON file of TrainConfig fields; command-line options override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Iterations (default 30000; 3000 for the built-in scene).
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// Background: black, white, random.
+    #[arg(long)]
+    background: Option<String>,
+    /// Largest SH degree.
+    #[arg(long)]
+    sh_degree: Option<u32>,
+    /// Cap on the number of Gaussians.
+    #[arg(long)]
+    max_gaussians: Option<u64>,
+    /// Save a checkpoint every N iterations.
+    #[arg(long)]
+    save_every: Option<u64>,
+    /// Evaluate on the test views every N iterations.
+    #[arg(long)]
+    eval_every: Option<u64>,
+    /// Random seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write renders of the test views to OUT/test_renders/.
+    #[arg(long)]
+    save_renders: bool,
+    /// Continue from OUT/checkpoint.bin.
+    #[arg(long)]
+    resume: bool,
+}
+
+fn load_dataset(data: Option<&Path>, args: &DataArgs, background: [f32; 3]) -> anyhow::Result<Dataset> {
+    match data {
+        None => Ok(generate(&BuiltinOptions { resolution: args.builtin_resolution, background, ..BuiltinOptions::default() })?),
+        Some(path) => {
+            let resolution = if args.resolution <= 1 { Resolution::Full } else { Resolution::Factor(args.resolution) };
+            let split = if args.eval { Split::Default } else { Split::AllTrain };
+            let options = LoadOptions { resolution, split, background, ..LoadOptions::default() };
+            Dataset::load(path, &options).with_context(|| format!("loading the dataset at {}", path.display()))
+        }
+    }
+}
+
+fn parse_background(text: &str) -> anyhow::Result<Background> {
+    Ok(match text {
+        "black" => Background::Black,
+        "white" => Background::White,
+        "random" => Background::Random,
+        other => anyhow::bail!("unknown background {other:?}: use black, white or random"),
+    })
+}
+
+fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
+    let mut config = match &args.config {
+        Some(path) => TrainConfig::from_json_file(path)?,
+        None => TrainConfig::default(),
+    };
+    if args.data.is_none() && args.config.is_none() {
+        // The built-in scene is small: a short run with densification scaled down to match.
+        config.iterations = 3000;
+        config.densify_until = 2000;
+        config.densify_from = 200;
+        config.opacity_reset_every = 1000;
+        config.sh_degree_interval = 500;
+        config.eval_every = 0;
+    }
+    if let Some(v) = args.iterations {
+        config.iterations = v;
+    }
+    if let Some(v) = &args.background {
+        config.background = parse_background(v)?;
+    }
+    if let Some(v) = args.sh_degree {
+        config.sh_degree = v;
+    }
+    if let Some(v) = args.max_gaussians {
+        config.max_gaussians = v;
+    }
+    if let Some(v) = args.save_every {
+        config.save_every = v;
+    }
+    if let Some(v) = args.eval_every {
+        config.eval_every = v;
+    }
+    if let Some(v) = args.seed {
+        config.seed = v;
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn download_ply(ctx: &GpuContext, params: &GaussianTensors, path: &Path) -> anyhow::Result<()> {
+    let cpu = params.download(ctx)?;
+    write_ply(path, &cpu, params.max_sh_degree())?;
+    Ok(())
+}
+
+/// Runs `wgsplat train`.
+pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
+    let config = config_from(&args)?;
+    let background = match config.background {
+        Background::White => [1.0; 3],
+        Background::Color(c) => c,
+        _ => [0.0; 3],
+    };
+    let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating the output folder {}", args.out.display()))?;
+    let checkpoint_path = args.out.join("checkpoint.bin");
+    let mut trainer = if args.resume {
+        let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(|| "--resume needs OUT/checkpoint.bin from an earlier run with --save-every")?;
+        Trainer::resume(ctx, dataset, checkpoint, config.clone())?
+    } else {
+        let params = initial_gaussians(ctx, &dataset, &config)?;
+        Trainer::new(ctx, dataset, params, config.clone())?
+    };
+    println!(
+        "training {} train / {} test views, {} Gaussians, {} iterations on {}",
+        trainer.dataset().train.len(),
+        trainer.dataset().test.len(),
+        trainer.params().len(),
+        config.iterations,
+        ctx.info().name
+    );
+    let started = Instant::now();
+    let start_iteration = trainer.iteration();
+    let interactive = std::io::stdout().is_terminal();
+    let bar = if interactive { ProgressBar::new(config.iterations) } else { ProgressBar::hidden() };
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_position(trainer.iteration());
+    let mut last_line = Instant::now();
+    let mut sink = |event: TrainEvent| match event {
+        TrainEvent::Progress { iteration, loss, train_psnr, gaussians, iterations_per_second, gpu_bytes } => {
+            let msg = format!("loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}", format_bytes(gpu_bytes));
+            bar.set_position(iteration);
+            bar.set_message(msg.clone());
+            if !interactive && (last_line.elapsed().as_secs_f64() > 5.0 || iteration == config.iterations) {
+                println!("it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}", config.iterations);
+                last_line = Instant::now();
+            }
+        }
+        TrainEvent::Evaluated { iteration, psnr, ssim } => bar.println(format!("it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}")),
+        TrainEvent::Log { message } => bar.println(message),
+        _ => {}
+    };
+    let save_every = config.save_every;
+    while trainer.iteration() < config.iterations {
+        let chunk_end = if save_every > 0 { (trainer.iteration() / save_every + 1) * save_every } else { config.iterations };
+        trainer.run_until(chunk_end.min(config.iterations), &mut sink, &|| false)?;
+        if save_every > 0 && trainer.iteration() % save_every == 0 {
+            save_checkpoint(ctx, &checkpoint_path, trainer.params(), trainer.optimizer(), trainer.iteration(), trainer.rng_state(), &json!({}))?;
+        }
+    }
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let ply = args.out.join("point_cloud.ply");
+    download_ply(ctx, trainer.params(), &ply)?;
+    let (psnr, ssim) = trainer.evaluate()?;
+    if args.save_renders {
+        save_renders(ctx, trainer.params(), trainer.dataset(), &args.out.join("test_renders"))?;
+    }
+    let report = ctx.memory_report();
+    let iterations = trainer.iteration() - start_iteration;
+    let summary = json!({
+        "iterations": trainer.iteration(), "seconds": seconds, "iterations_per_second": iterations as f64 / seconds.max(1e-9),
+        "gaussians": trainer.params().len(), "test_psnr": psnr, "test_ssim": ssim,
+        "test_views": trainer.dataset().test.len(), "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
+        "peak_gpu_bytes": report.by_category.iter().map(|(k, v)| (k.name().to_owned(), v.peak_bytes)).collect::<std::collections::BTreeMap<_, _>>(),
+        "config": config,
+    });
+    super::bench::write_json_atomic(&args.out.join("metrics.json"), &summary)?;
+    println!(
+        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, test PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+        trainer.iteration(),
+        iterations as f64 / seconds.max(1e-9),
+        trainer.params().len()
+    );
+    println!("wrote {} and {}", ply.display(), args.out.join("metrics.json").display());
+    Ok(())
+}
+
+fn save_renders(ctx: &GpuContext, params: &GaussianTensors, dataset: &Dataset, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let views = if dataset.test.is_empty() { &dataset.train } else { &dataset.test };
+    for view in views {
+        let fwd = render(ctx, params, &view.camera, RenderOptions { sh_degree: 3, ..Default::default() })?;
+        let rgba = fwd.image.read::<f32>(ctx)?;
+        let pixels: Vec<u8> = rgba.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect();
+        let image = wgsplat::data::image::RgbaImage { width: view.camera.width, height: view.camera.height, pixels };
+        let name = Path::new(&view.name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| view.name.clone());
+        image.write_png(&dir.join(format!("{name}.png")))?;
+    }
+    Ok(())
+}
+
+/// Options of `wgsplat render` and `wgsplat eval`.
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// A 3DGS PLY file.
+    ply: PathBuf,
+    /// The dataset whose cameras to render (omit for the built-in scene).
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    #[command(flatten)]
+    data_args: DataArgs,
+    /// Output folder (render only).
+    #[arg(long, default_value = "renders")]
+    out: PathBuf,
+    /// Which views: test or train.
+    #[arg(long, default_value = "test")]
+    split: String,
+    /// Print JSON (eval only).
+    #[arg(long)]
+    json: bool,
+}
+
+fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
+    let model = read_ply(path)?;
+    let mut enc = ctx.encoder("upload model");
+    let params = GaussianTensors::upload(&mut enc, &model.gaussians, model.sh_degree, MemoryCategory::Parameters, "model")?;
+    ctx.submit(enc)?;
+    Ok(params)
+}
+
+/// Runs `wgsplat render`.
+pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    let params = load_model(ctx, &args.ply)?;
+    let mut dataset = load_dataset(args.dataset.as_deref(), &args.data_args, [0.0; 3])?;
+    if args.split == "train" {
+        dataset.test = std::mem::take(&mut dataset.train);
+    }
+    save_renders(ctx, &params, &dataset, &args.out)?;
+    println!("wrote renders of {} views to {}", dataset.test.len().max(dataset.train.len()), args.out.display());
+    Ok(())
+}
+
+/// Runs `wgsplat eval`.
+pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    let params = load_model(ctx, &args.ply)?;
+    let dataset = load_dataset(args.dataset.as_deref(), &args.data_args, [0.0; 3])?;
+    let views = dataset.test.len();
+    let degree = params.max_sh_degree();
+    let trainer = Trainer::new(ctx, dataset, params, TrainConfig { sh_degree: degree, sh_degree_interval: 1, ..TrainConfig::default() })?;
+    let (psnr, ssim) = trainer.evaluate_at_full_degree()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "psnr": psnr, "ssim": ssim, "views": views }))?);
+    } else {
+        println!("PSNR {psnr:.3} dB, SSIM {ssim:.4} over {views} test views");
+    }
+    Ok(())
+}
