@@ -4,9 +4,11 @@
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
+//! 3. [`knn`]: k-nearest-neighbour initialisation of Gaussian scales.
 
 pub mod error;
 pub mod gpu;
+pub mod knn;
 pub mod ops;
 pub mod splat;
 pub mod tensor;
@@ -20,5 +22,6 @@ pub use tensor::{DType, Element, Tensor};
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
+    all.extend(knn::mirrors());
     all
 }
