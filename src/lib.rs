@@ -15,6 +15,7 @@ pub mod error;
 pub mod gpu;
 pub mod loss;
 pub mod io;
+pub mod knn;
 pub mod ops;
 pub mod optim;
 pub mod splat;
@@ -33,5 +34,6 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     all.extend(train::densify::mirrors());
     all.extend(loss::mirrors());
     all.extend(optim::mirrors());
+    all.extend(knn::mirrors());
     all
 }
