@@ -18,7 +18,7 @@ fn short_config(iterations: u64) -> TrainConfig {
         opacity_reset_every: 100_000,
         sh_degree_interval: 100,
         loss_readback_every: 25,
-        random_init_points: 5_000,
+        random_init_points: 2_000,
         ..TrainConfig::default()
     }
 }
@@ -36,9 +36,9 @@ fn train_and_measure(dataset: Dataset, config: TrainConfig) -> (f64, f64, u64, u
 
 #[test]
 fn builtin_scene_improves_clearly() {
-    let dataset = generate(&BuiltinOptions { resolution: 64, train_views: 24, test_views: 4, ..BuiltinOptions::default() }).unwrap();
-    let (before, after, start, end) = train_and_measure(dataset, short_config(300));
-    eprintln!("built-in 64²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
+    let dataset = generate(&BuiltinOptions { resolution: 48, train_views: 16, test_views: 4, ..BuiltinOptions::default() }).unwrap();
+    let (before, after, start, end) = train_and_measure(dataset, short_config(200));
+    eprintln!("built-in 48²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
     assert!(after > before + 3.0, "test PSNR went from {before:.2} to {after:.2} dB");
     assert!(end != start, "densification should change the model");
 }
@@ -50,10 +50,10 @@ fn nerf_duck_improves_clearly() {
         eprintln!("skipping: ../shared/data/duck is not present");
         return;
     }
-    let options = LoadOptions { resolution: Resolution::Factor(4), split: Split::Default, ..LoadOptions::default() };
+    let options = LoadOptions { resolution: Resolution::Factor(8), split: Split::Default, ..LoadOptions::default() };
     let mut dataset = Dataset::load(&root, &options).unwrap();
     dataset.test.truncate(5);
-    let (before, after, start, end) = train_and_measure(dataset, short_config(300));
-    eprintln!("duck 64²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
+    let (before, after, start, end) = train_and_measure(dataset, short_config(200));
+    eprintln!("duck 32²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
     assert!(after > before + 3.0, "test PSNR went from {before:.2} to {after:.2} dB");
 }
