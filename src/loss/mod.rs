@@ -1,5 +1,5 @@
 //! Layer 3: the training loss `(1 - λ)·L1 + λ·(1 - SSIM)` with its gradient, and image metrics
-//! (PSNR, SSIM, MSE, L1), as fused WGSL kernels. [`reference`] is the CPU twin the tests use.
+//! (PSNR, SSIM, MSE, L1), as fused WGSL kernels. [`reference`](mod@reference) is the CPU twin the tests use.
 //!
 //! # Definitions
 //! Images are `[H, W, 4]` f32 tensors (RGB + alpha); only RGB enters the loss. The ground truth
@@ -22,8 +22,8 @@
 //!
 //! # Design note: kernels and intermediates
 //! Workgroups are (16×16 output tile, channel). The forward kernel stages the tile plus a
-//! 5-pixel halo of both images in workgroup memory, filters the five moments (μx, μy, E[x²],
-//! E[y²], E[xy]) with the separable Gaussian (rows, then columns) and writes one record of
+//! 5-pixel halo of both images in workgroup memory, filters the five moments (μx, μy, E(x²),
+//! E(y²), E(xy)) with the separable Gaussian (rows, then columns) and writes one record of
 //! partial sums per workgroup. The gradient of the mean SSIM is
 //! `dS/dx_p = G ⋆ A + 2·x_p·(G ⋆ B) + y_p·(G ⋆ C)` with per-position coefficients
 //! `B = s·∂m/∂σx²`, `C = s·∂m/∂σxy`, `A = s·(∂m/∂μx - 2μx·B/s - μy·C/s)` (s the mean's weight).
@@ -35,7 +35,7 @@
 //! column-filter work of a forward tile but materialises **no per-pixel intermediate** except
 //! the gradient itself: scratch is 16 bytes per workgroup of partial sums (≈0.19 B per pixel),
 //! 16 bytes of normalisers and the 16-byte result, plus band buffers for multi-page tensors.
-//! The fused kernel uses 29,088 bytes of workgroup memory.
+//! The fused kernel uses 29,536 bytes of workgroup memory.
 //!
 //! Values are shifted by the tile-centre pixel before the moments are taken (variance is
 //! shift-invariant), so `E[x²] - μ²` does not cancel catastrophically in f32 on flat regions.
@@ -83,6 +83,7 @@ impl Default for LossOptions {
 }
 
 /// What [`loss_and_grad`] returns. All tensors are GPU tensors; nothing was read back.
+#[derive(Debug)]
 pub struct LossOutput {
     /// The loss, a 1-element view of `stats`.
     pub loss: Tensor,
