@@ -8,11 +8,12 @@
 // window is symmetric, so this is the same Gaussian filter applied to A, B and C. Instead of
 // storing A, B, C per pixel, the workgroup recomputes them for the 26x26 positions around its
 // tile, which needs the images on a 36x36 region (halo 10):
-//   1. stage x - kx and y - ky on 36x36                        (region, 2 x 1296 floats)
-//   2. row-filter the five moments -> 36 rows x 26 columns      (moments, 5 x 936 floats)
-//   3. column-filter -> A, B, C at 26 x 26 positions             (region, 3 x 676 floats)
-//   4. row-filter A, B, C -> 26 rows x 16 columns                (moments, 3 x 416 floats)
-//   5. column-filter, combine with x_p, y_p, add the L1 term, write the gradient.
+//   1. stage (x - kx, y - ky) on 36x36                         -> `staged`, 1296 vec2
+//   2. row-filter the five moments -> 36 rows x 26 columns      -> `row_moments` + `row_xy`
+//   3. column-filter -> A, B, C at 26 x 26 positions             -> `staged` (A, B) and (C, 0)
+//   4. row-filter A, B, C -> 26 rows x 16 columns                -> `row_moments` (A, B, C, 0)
+//   5. column-filter, combine with x_p, y_p, add the L1 term, write the gradient; reduce the
+//      partial sums in `row_moments`.
 // Shifting by the tile-centre values kx, ky changes nothing mathematically (x_p - mu_x(q) is
 // shift-invariant) but keeps the f32 variances accurate.
 #import "shared/dispatch.wgsl"
@@ -36,10 +37,12 @@ const STATS_POSITIONS: u32 = 676u;
 const ROW_MOMENTS: u32 = 936u;
 const ROW_COEFFS: u32 = 416u;
 
-// Stage 1 images, then stage 3 coefficients, then the final reduction.
-var<workgroup> region: array<f32, 2592>;
-// Stage 2 moments, then stage 4 coefficients.
-var<workgroup> moments: array<f32, 4680>;
+// Stage 1 images (1296 used), then stage 3 coefficients: (A, B) at i and (C, 0) at
+// STATS_POSITIONS + i (1352 used). 29,536 bytes of workgroup memory in all.
+var<workgroup> staged: array<vec2<f32>, 1352>;
+// Stage 2 moments (x, y, xx, yy), then stage 4 coefficients (A, B, C, 0), then the reduction.
+var<workgroup> row_moments: array<vec4<f32>, ROW_MOMENTS>;
+var<workgroup> row_xy: array<f32, ROW_MOMENTS>;
 
 fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
@@ -65,16 +68,14 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     let ssim_scale = -lambda * inverse_or_zero(norm[1]) / 3.0;
     let centre_row = min(job.row0 + 8, i32(params.height) - 1);
     let centre_col = min(job.col0 + 8, i32(params.width) - 1);
-    let kx = rendered_value(centre_row, centre_col, c);
-    let ky = gt_value(centre_row, centre_col, c);
+    let k = vec2<f32>(rendered_value(centre_row, centre_col, c), gt_value(centre_row, centre_col, c));
     let halo = 2 * i32(RADIUS);
 
     // 1. Images on the 36x36 region.
     for (var i = lid; i < REGION_PIXELS; i += WG) {
         let row = job.row0 - halo + i32(i / REGION);
         let col = job.col0 - halo + i32(i % REGION);
-        region[i] = rendered_value(row, col, c) - kx;
-        region[REGION_PIXELS + i] = gt_value(row, col, c) - ky;
+        staged[i] = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
     }
     workgroupBarrier();
 
@@ -84,17 +85,12 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         var m = vec4<f32>(0.0);
         var mxy = 0.0;
         for (var t = 0u; t < TAPS; t++) {
-            let g = GAUSS[t];
-            let a = region[first + t];
-            let b = region[REGION_PIXELS + first + t];
-            m += g * vec4<f32>(a, b, a * a, b * b);
-            mxy += g * (a * b);
+            let v = staged[first + t];
+            m += GAUSS[t] * vec4<f32>(v, v * v);
+            mxy += GAUSS[t] * (v.x * v.y);
         }
-        moments[i] = m.x;
-        moments[ROW_MOMENTS + i] = m.y;
-        moments[2u * ROW_MOMENTS + i] = m.z;
-        moments[3u * ROW_MOMENTS + i] = m.w;
-        moments[4u * ROW_MOMENTS + i] = mxy;
+        row_moments[i] = m;
+        row_xy[i] = mxy;
     }
     workgroupBarrier();
 
@@ -106,28 +102,24 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         var m = vec4<f32>(0.0);
         var mxy = 0.0;
         for (var t = 0u; t < TAPS; t++) {
-            let g = GAUSS[t];
-            let k = (r + t) * STATS + j;
-            m += g * vec4<f32>(moments[k], moments[ROW_MOMENTS + k], moments[2u * ROW_MOMENTS + k], moments[3u * ROW_MOMENTS + k]);
-            mxy += g * moments[4u * ROW_MOMENTS + k];
+            let q = (r + t) * STATS + j;
+            m += GAUSS[t] * row_moments[q];
+            mxy += GAUSS[t] * row_xy[q];
         }
         let row = job.row0 - i32(RADIUS) + i32(r);
         let col = job.col0 - i32(RADIUS) + i32(j);
         var coeffs = vec3<f32>(0.0);
         if position_counts(row, col) {
             let w = gt_weight(row, col);
-            let p = ssim_point(m.x, m.y, m.z, m.w, mxy, kx, ky);
-            let s = ssim_scale * w;
-            coeffs = s * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
-            let centre = r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE;
-            if centre {
+            let p = ssim_point(m, mxy, k);
+            coeffs = ssim_scale * w * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
+            if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE {
                 ssim_sum += w * p.m;
             }
         }
-        // Stage 1's images are no longer read (barrier above), so the region is reused.
-        region[i] = coeffs.x;
-        region[STATS_POSITIONS + i] = coeffs.y;
-        region[2u * STATS_POSITIONS + i] = coeffs.z;
+        // Stage 1's images are no longer read (barrier above), so `staged` is reused.
+        staged[i] = coeffs.xy;
+        staged[STATS_POSITIONS + i] = vec2<f32>(coeffs.z, 0.0);
     }
     workgroupBarrier();
 
@@ -136,22 +128,19 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         let first = (i / TILE) * STATS + i % TILE;
         var f = vec3<f32>(0.0);
         for (var t = 0u; t < TAPS; t++) {
-            let k = first + t;
-            f += GAUSS[t] * vec3<f32>(region[k], region[STATS_POSITIONS + k], region[2u * STATS_POSITIONS + k]);
+            let q = first + t;
+            f += GAUSS[t] * vec3<f32>(staged[q], staged[STATS_POSITIONS + q].x);
         }
-        moments[i] = f.x;
-        moments[ROW_COEFFS + i] = f.y;
-        moments[2u * ROW_COEFFS + i] = f.z;
+        row_moments[i] = vec4<f32>(f, 0.0);
     }
     workgroupBarrier();
 
     // 5. Column filter and the gradient of this invocation's pixel.
     let ty = lid / TILE;
     let tx = lid % TILE;
-    var f = vec3<f32>(0.0);
+    var f = vec4<f32>(0.0);
     for (var t = 0u; t < TAPS; t++) {
-        let k = (ty + t) * TILE + tx;
-        f += GAUSS[t] * vec3<f32>(moments[k], moments[ROW_COEFFS + k], moments[2u * ROW_COEFFS + k]);
+        f += GAUSS[t] * row_moments[(ty + t) * TILE + tx];
     }
     let row = job.row0 + i32(ty);
     let col = job.col0 + i32(tx);
@@ -161,9 +150,8 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         let y = gt_value(row, col, c);
         let w = gt_weight(row, col);
         let d = x - y;
-        let l1_grad = l1_scale * w * sign(d);
         let out = ((u32(row) - params.out_row0) * params.width + u32(col)) * 4u;
-        grad[out + c] = f.x + 2.0 * (x - kx) * f.y + (y - ky) * f.z + l1_grad;
+        grad[out + c] = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * w * sign(d);
         if c == 0u {
             grad[out + 3u] = 0.0;
         }
@@ -171,20 +159,17 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         partial.z = w * d * d;
     }
 
-    // 6. Partial sums of the workgroup (the region is free again after stage 4's barrier).
-    region[4u * lid] = partial.x;
-    region[4u * lid + 1u] = partial.y;
-    region[4u * lid + 2u] = partial.z;
+    // 6. Partial sums of the workgroup.
+    workgroupBarrier();
+    row_moments[lid] = partial;
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
         if lid < stride {
-            for (var k = 0u; k < 3u; k++) {
-                region[4u * lid + k] += region[4u * (lid + stride) + k];
-            }
+            row_moments[lid] += row_moments[lid + stride];
         }
         workgroupBarrier();
     }
     if lid == 0u {
-        records[params.record0 + wg] = vec4<f32>(region[0], region[1], region[2], 0.0);
+        records[params.record0 + wg] = row_moments[0];
     }
 }

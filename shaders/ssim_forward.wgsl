@@ -14,13 +14,14 @@
 // Staged region edge: TILE + 2 * RADIUS.
 const REGION: u32 = 26u;
 const REGION_PIXELS: u32 = 676u;
-// Row-filtered moments: REGION rows x TILE columns each.
+// Row-filtered moments: REGION rows x TILE columns.
 const ROW_FILTERED: u32 = 416u;
 
-var<workgroup> xs: array<f32, REGION_PIXELS>;
-var<workgroup> ys: array<f32, REGION_PIXELS>;
-// Five moments (x, y, xx, yy, xy) of the shifted values, row-filtered.
-var<workgroup> row_moments: array<f32, 2080>;
+// (x - kx, y - ky) on the staged region.
+var<workgroup> xy: array<vec2<f32>, REGION_PIXELS>;
+// Row-filtered moments of the shifted values: (x, y, xx, yy) and xy.
+var<workgroup> row_moments: array<vec4<f32>, ROW_FILTERED>;
+var<workgroup> row_xy: array<f32, ROW_FILTERED>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
 // Rendered channel c; 0 outside the image (zero padding).
@@ -42,14 +43,12 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     // Per-tile shift: the values at the tile centre (clamped into the image).
     let centre_row = min(job.row0 + 8, i32(params.height) - 1);
     let centre_col = min(job.col0 + 8, i32(params.width) - 1);
-    let kx = rendered_value(centre_row, centre_col, c);
-    let ky = gt_value(centre_row, centre_col, c);
+    let k = vec2<f32>(rendered_value(centre_row, centre_col, c), gt_value(centre_row, centre_col, c));
 
     for (var i = lid; i < REGION_PIXELS; i += WG) {
         let row = job.row0 - i32(RADIUS) + i32(i / REGION);
         let col = job.col0 - i32(RADIUS) + i32(i % REGION);
-        xs[i] = rendered_value(row, col, c) - kx;
-        ys[i] = gt_value(row, col, c) - ky;
+        xy[i] = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
     }
     workgroupBarrier();
 
@@ -58,17 +57,12 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         var m = vec4<f32>(0.0);
         var mxy = 0.0;
         for (var t = 0u; t < TAPS; t++) {
-            let g = GAUSS[t];
-            let a = xs[first + t];
-            let b = ys[first + t];
-            m += g * vec4<f32>(a, b, a * a, b * b);
-            mxy += g * (a * b);
+            let v = xy[first + t];
+            m += GAUSS[t] * vec4<f32>(v, v * v);
+            mxy += GAUSS[t] * (v.x * v.y);
         }
-        row_moments[i] = m.x;
-        row_moments[ROW_FILTERED + i] = m.y;
-        row_moments[2u * ROW_FILTERED + i] = m.z;
-        row_moments[3u * ROW_FILTERED + i] = m.w;
-        row_moments[4u * ROW_FILTERED + i] = mxy;
+        row_moments[i] = m;
+        row_xy[i] = mxy;
     }
     workgroupBarrier();
 
@@ -77,10 +71,9 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     var m = vec4<f32>(0.0);
     var mxy = 0.0;
     for (var t = 0u; t < TAPS; t++) {
-        let g = GAUSS[t];
         let i = (ty + t) * TILE + tx;
-        m += g * vec4<f32>(row_moments[i], row_moments[ROW_FILTERED + i], row_moments[2u * ROW_FILTERED + i], row_moments[3u * ROW_FILTERED + i]);
-        mxy += g * row_moments[4u * ROW_FILTERED + i];
+        m += GAUSS[t] * row_moments[i];
+        mxy += GAUSS[t] * row_xy[i];
     }
     let row = job.row0 + i32(ty);
     let col = job.col0 + i32(tx);
@@ -91,7 +84,7 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         partial.x = w * abs(d);
         partial.z = w * d * d;
         if position_counts(row, col) {
-            partial.y = w * ssim_point(m.x, m.y, m.z, m.w, mxy, kx, ky).m;
+            partial.y = w * ssim_point(m, mxy, k).m;
         }
     }
 

@@ -427,7 +427,7 @@ fn valid_padding_needs_a_full_window() {
     let _gpu = gpu_lock();
     let mut enc = ctx.encoder("too small");
     let (x, y) = case.upload(&mut enc);
-    let err = loss::loss_and_grad(&mut enc, &x, &y, &valid).err().expect("10 columns are too few for valid padding");
+    let err = loss::loss_and_grad(&mut enc, &x, &y, &valid).expect_err("10 columns are too few for valid padding");
     assert!(err.to_string().contains("at least 11x11"), "{err}");
 }
 
@@ -618,11 +618,11 @@ fn invalid_inputs_are_rejected() {
     let default = LossOptions::default();
     let shape_errors = [(&rgb, &x), (&x, &rgb), (&x, &small), (&x, &packed_wrong), (&x, &ints)];
     for (rendered, gt) in shape_errors {
-        let err = loss::loss_and_grad(&mut enc, rendered, gt, &default).err().expect("bad shapes are rejected");
+        let err = loss::loss_and_grad(&mut enc, rendered, gt, &default).expect_err("bad shapes are rejected");
         assert!(matches!(err, wgsplat::Error::Shape { .. } | wgsplat::Error::DType { .. }), "{err}");
     }
     for opts in [LossOptions { ssim_weight: 1.5, ..default }, LossOptions { background: Some([f32::NAN, 0.0, 0.0]), ..default }] {
-        let err = loss::loss_stats(&mut enc, &x, &x, &opts).err().expect("bad options are rejected");
+        let err = loss::loss_stats(&mut enc, &x, &x, &opts).expect_err("bad options are rejected");
         assert!(matches!(err, wgsplat::Error::InvalidArgument { .. }), "{err}");
     }
     ctx.submit(enc).unwrap();

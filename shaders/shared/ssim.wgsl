@@ -117,9 +117,10 @@ fn gt_weight(row: i32, col: i32) -> f32 {
 }
 
 // SSIM at one position and its partial derivatives with respect to the local statistics.
-// Inputs are Gaussian-filtered moments of the *shifted* values x - kx and y - ky (the shift
-// keeps var = E[x^2] - E[x]^2 from cancelling badly in f32; variances and covariances do not
-// depend on it, means get it added back).
+// Inputs are Gaussian-filtered moments of the *shifted* values x - kx and y - ky:
+// m = (E[x], E[y], E[x^2], E[y^2]), mxy = E[xy], k = (kx, ky). The shift keeps
+// var = E[x^2] - E[x]^2 from cancelling badly in f32; variances and covariances do not depend
+// on it, means get it added back.
 struct SsimPoint {
     m: f32,
     // dm/dmu_x holding the variances fixed, then dm/dvar_x and dm/dcov.
@@ -128,17 +129,15 @@ struct SsimPoint {
     d_cov: f32,
 }
 
-fn ssim_point(mx: f32, my: f32, exx: f32, eyy: f32, exy: f32, kx: f32, ky: f32) -> SsimPoint {
-    let mu_x = mx + kx;
-    let mu_y = my + ky;
-    let var_x = exx - mx * mx;
-    let var_y = eyy - my * my;
-    let cov = exy - mx * my;
-    let a1 = 2.0 * mu_x * mu_y + SSIM_C1;
+fn ssim_point(m: vec4<f32>, mxy: f32, k: vec2<f32>) -> SsimPoint {
+    let mu = m.xy + k;
+    let var_xy = m.zw - m.xy * m.xy;
+    let cov = mxy - m.x * m.y;
+    let a1 = 2.0 * mu.x * mu.y + SSIM_C1;
     let a2 = 2.0 * cov + SSIM_C2;
-    let b1 = mu_x * mu_x + mu_y * mu_y + SSIM_C1;
-    let b2 = var_x + var_y + SSIM_C2;
+    let b1 = dot(mu, mu) + SSIM_C1;
+    let b2 = var_xy.x + var_xy.y + SSIM_C2;
     let inv = 1.0 / (b1 * b2);
-    let m = a1 * a2 * inv;
-    return SsimPoint(m, 2.0 * mu_y * a2 * inv - 2.0 * mu_x * m / b1, -m / b2, 2.0 * a1 * inv);
+    let ssim = a1 * a2 * inv;
+    return SsimPoint(ssim, 2.0 * mu.y * a2 * inv - 2.0 * mu.x * ssim / b1, -ssim / b2, 2.0 * a1 * inv);
 }

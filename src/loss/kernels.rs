@@ -18,8 +18,8 @@ const FINALIZE: &str = "loss_finalize.wgsl";
 pub(crate) const RADIUS: u64 = 5;
 /// Bytes of one record (four f32 partial sums) per workgroup.
 const RECORD_BYTES: u64 = 16;
-/// Workgroup memory the fused backward kernel declares: (2592 + 4680) f32.
-pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 29_088;
+/// Workgroup memory the fused backward kernel declares: 1352 vec2 + 936 vec4 + 936 f32.
+pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 29_536;
 
 const FLAG_GT_RGBA8: u32 = 1;
 const FLAG_COMPOSITE: u32 = 2;

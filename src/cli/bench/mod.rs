@@ -2,6 +2,7 @@
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
 mod render;
+mod loss;
 mod runtime;
 
 use anyhow::Context as _;
@@ -16,6 +17,8 @@ pub enum BenchCommand {
     Runtime(runtime::RuntimeArgs),
     /// Forward and backward time of the splat rasterizer over scene sizes and resolutions.
     Render(render::RenderArgs),
+    /// Fused L1 + SSIM loss forward + backward at 256², 1080p and 4K against the CPU reference.
+    Loss(loss::LossArgs),
 }
 
 /// Runs one benchmark.
@@ -23,6 +26,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
     match command {
         BenchCommand::Runtime(args) => runtime::run(args, portable_only),
         BenchCommand::Render(args) => render::run(args, portable_only),
+        BenchCommand::Loss(args) => loss::run(args, portable_only),
     }
 }
 
