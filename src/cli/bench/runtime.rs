@@ -22,6 +22,9 @@ pub struct RuntimeArgs {
     /// Timed runs per measurement (after one warm-up); the median is reported.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Run only the sort or only the scan part.
+    #[arg(long, value_parser = ["sort", "scan"])]
+    only: Option<String>,
     /// Output JSON path.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -96,6 +99,10 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
     let mut rng = TestRng::new(7);
     let mut sort_sizes = args.sizes.clone();
     sort_sizes.extend(args.sort_extra_sizes.iter().copied());
+    if args.only.as_deref() == Some("scan") {
+        sort_sizes.clear();
+    }
+    let scan_sizes = if args.only.as_deref() == Some("sort") { Vec::new() } else { args.sizes.clone() };
     for &n in &sort_sizes {
         let keys = rng.vec_u32(n as usize, 0);
         let mut pairs: Vec<Pair> = keys.iter().enumerate().map(|(i, &key)| Pair { key, value: i as u32 }).collect();
@@ -129,7 +136,7 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
             }));
         }
     }
-    for &n in &args.sizes {
+    for &n in &scan_sizes {
         let input = vec![3u32; n as usize];
         let mut output = vec![0u32; n as usize];
         let cpu = time_median(args.runs, || {
