@@ -64,8 +64,8 @@ use tree::BoxLevels;
 pub const NEIGHBOURS: usize = 3;
 /// Lower clamp of the result (as in 3DGS), also the value for a point with no other point.
 pub const MIN_MEAN_SQ_DIST: f32 = 1e-7;
-/// Bits of the Morton key: 32 per coordinate.
-const KEY_WORDS: u32 = 3;
+/// 32-bit words of the sort key (shaders/knn_keys.wgsl), and the bits used of each.
+const KEY_BITS: [u32; 4] = [30, 32, 32, 32];
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     stages::mirrors()
@@ -105,18 +105,18 @@ pub fn mean_sq_dist_3nn(enc: &mut Encoder, points: &Tensor) -> Result<Tensor> {
         return Tensor::uninit(enc, DType::F32, &[0], MemoryCategory::Other, "knn mean squared distance");
     }
     let levels = BoxLevels::for_points(n)?;
-    let coords = stages::unpack(enc, points, n)?;
+    let unpacked = stages::unpack(enc, points, n)?;
 
-    // Stable LSD sort by the 96-bit key: least significant word first.
+    // Stable LSD sort by the whole key: least significant word first.
     let mut point_from_position = Tensor::uninit(enc, DType::U32, &[n as usize], MemoryCategory::SortScratch, "knn permutation")?;
     ops::arange(enc, &point_from_position, 0u32, 1)?;
-    for word in (0..KEY_WORDS).rev() {
-        let keys = stages::morton_key_word(enc, &point_from_position, &coords, word)?;
-        point_from_position = ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, 32)?.1;
+    for (word, &bits) in KEY_BITS.iter().enumerate().rev() {
+        let keys = stages::sort_key_word(enc, &point_from_position, &unpacked, word as u32)?;
+        point_from_position = ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, bits)?.1;
     }
 
-    let sorted = stages::gather_sorted(enc, &point_from_position, &coords)?;
-    drop(coords);
+    let sorted = stages::gather_sorted(enc, &point_from_position, &unpacked)?;
+    drop(unpacked);
     let boxes = stages::build_boxes(enc, &sorted, &levels, n)?;
     let result_from_position = stages::search(enc, &sorted, &boxes, &levels, n)?;
     drop((sorted, boxes));

@@ -1,6 +1,7 @@
 //! `wgsplat bench ...`: benchmarks that print a table and write JSON under `target/bench/`.
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
+mod knn;
 mod runtime;
 
 use anyhow::Context as _;
@@ -13,12 +14,15 @@ use std::time::Instant;
 pub enum BenchCommand {
     /// Radix sort and scan throughput against CPU sorts and a CPU scan.
     Runtime(runtime::RuntimeArgs),
+    /// Exact k-NN initialisation (mean squared distance to the 3 nearest points) against a CPU k-d tree.
+    Knn(knn::KnnArgs),
 }
 
 /// Runs one benchmark.
 pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
     match command {
         BenchCommand::Runtime(args) => runtime::run(args, portable_only),
+        BenchCommand::Knn(args) => knn::run(args, portable_only),
     }
 }
 
