@@ -1,10 +1,10 @@
-// k-NN initialisation, step 5: for each point (in Morton-sorted order) the mean squared distance to
+// k-NN initialisation, step 5: for each point (in sorted order) the mean squared distance to
 // its 3 nearest other points, by a depth-first search of the box hierarchy (knn_boxes.wgsl).
 //
 // Each invocation keeps its 3 best squared distances in registers. It first scans its own leaf
-// (its Morton neighbours, which gives a good bound at once), then walks the hierarchy from the
+// (its neighbours in key order, which gives a good bound at once), then walks the hierarchy from the
 // single top box: a box is opened only if its squared distance to the query is below the current
-// 3rd best; children are pushed nearest-on-top so close boxes tighten the bound early. Pruning is
+// 3rd best, and the nearest child is visited first so close boxes tighten the bound early. Pruning is
 // exact: the box distance is computed with the same f32 expression as the point distance, and
 // f32 subtraction, squaring and addition are monotone, so no point in a pruned box can be closer.
 #import "shared/dispatch.wgsl"

@@ -176,10 +176,8 @@ pub(crate) fn gather_sorted(enc: &mut Encoder, point_from_position: &Tensor, unp
 /// Builds every level of the box hierarchy over the sorted points, leaves first.
 pub(crate) fn build_boxes(enc: &mut Encoder, sorted: &Coordinates, levels: &BoxLevels, num_points: u64) -> Result<Boxes> {
     let bytes = levels.total() * 16;
-    let boxes = Boxes {
-        lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?,
-        hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")?,
-    };
+    let boxes =
+        Boxes { lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?, hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")? };
     let kernel = enc.ctx().kernel(BOXES_FILE, "build_boxes")?;
     for level in 0..levels.num_levels() {
         let (child_offset, child_count) = if level == 0 { (0, 0) } else { (levels.offset(level - 1), levels.count(level - 1)) };

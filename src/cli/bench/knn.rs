@@ -63,8 +63,8 @@ fn gpu_run(ctx: &GpuContext, points: &[[f32; 3]], runs: usize) -> anyhow::Result
     Ok(GpuRun { seconds, peak_bytes, peak_above_input_bytes, result })
 }
 
-/// Seconds of the sorting part alone: three 32-bit `sort_pairs` over `n` random keys, as the op
-/// runs to order the points by their 96-bit Morton keys.
+/// Seconds of the sorting part alone: one `sort_pairs` per word of the op's sort key
+/// ([`knn::KEY_BITS`]) over `n` random keys.
 fn gpu_sort_seconds(ctx: &GpuContext, n: usize) -> anyhow::Result<f64> {
     let mut rng = TestRng::new(13);
     let mut enc = ctx.encoder("bench knn sort input");
@@ -76,8 +76,8 @@ fn gpu_sort_seconds(ctx: &GpuContext, n: usize) -> anyhow::Result<f64> {
     let start = Instant::now();
     let mut enc = ctx.encoder("bench knn sort");
     let mut current = values;
-    for _ in 0..3 {
-        current = wgsplat::ops::radix_sort::sort_pairs(&mut enc, &keys, &current, 32)?.1;
+    for bits in knn::KEY_BITS {
+        current = wgsplat::ops::radix_sort::sort_pairs(&mut enc, &keys, &current, bits)?.1;
     }
     ctx.submit(enc)?;
     ctx.wait_idle()?;
