@@ -1,4 +1,4 @@
-// k-NN initialisation, step 4: the bounding-box hierarchy over the Morton-sorted points. Level 0
+// k-NN initialisation, step 4: the bounding-box hierarchy over the sorted points. Level 0
 // boxes (leaves) bound LEAF_SIZE consecutive sorted points; a box of level l > 0 bounds FANOUT
 // consecutive boxes of level l - 1. All levels live in one pair of arrays (lower and upper
 // corners), level after level; one dispatch builds one level.

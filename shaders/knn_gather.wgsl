@@ -1,4 +1,4 @@
-// k-NN initialisation, step 3: the coordinates in sorted (Morton) order, for the positions of one
+// k-NN initialisation, step 3: the coordinates in sorted (key) order, for the positions of one
 // page of the final permutation. Values move as bit patterns.
 #import "shared/dispatch.wgsl"
 

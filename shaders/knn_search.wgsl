@@ -1,10 +1,10 @@
-// k-NN initialisation, step 5: for each point (in Morton-sorted order) the mean squared distance to
+// k-NN initialisation, step 5: for each point (in sorted order) the mean squared distance to
 // its 3 nearest other points, by a depth-first search of the box hierarchy (knn_boxes.wgsl).
 //
 // Each invocation keeps its 3 best squared distances in registers. It first scans its own leaf
-// (its Morton neighbours, which gives a good bound at once), then walks the hierarchy from the
+// (its neighbours in key order, which gives a good bound at once), then walks the hierarchy from the
 // single top box: a box is opened only if its squared distance to the query is below the current
-// 3rd best; children are pushed nearest-on-top so close boxes tighten the bound early. Pruning is
+// 3rd best, and the nearest child is visited first so close boxes tighten the bound early. Pruning is
 // exact: the box distance is computed with the same f32 expression as the point distance, and
 // f32 subtraction, squaring and addition are monotone, so no point in a pruned box can be closer.
 #import "shared/dispatch.wgsl"
@@ -104,7 +104,8 @@ fn search(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     var stack_distance: array<f32, STACK>;
     stack_entry[0] = (params.num_levels - 1u) << LEVEL_SHIFT;
     stack_distance[0] = 0.0;
-    var depth = 1u;
+    // With a single level the top box is the own leaf, already scanned.
+    var depth = select(1u, 0u, params.num_levels == 1u);
     while depth > 0u {
         depth -= 1u;
         if stack_distance[depth] >= best.z {
@@ -113,9 +114,7 @@ fn search(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         let level = stack_entry[depth] >> LEVEL_SHIFT;
         let index = stack_entry[depth] & INDEX_MASK;
         if level == 0u {
-            if index != own_leaf {
-                scan_leaf(index, position, query);
-            }
+            scan_leaf(index, position, query);
             continue;
         }
         let child_level = level - 1u;
@@ -123,21 +122,31 @@ fn search(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         let child_count = level_offset(level) - child_base;
         let first = index * FANOUT;
         let end = min(first + FANOUT, child_count);
+        // The own leaf was scanned first; never push it again.
+        let skipped = select(0xffffffffu, own_leaf, child_level == 0u);
         let segment = depth;
+        var nearest_slot = depth;
+        var nearest = best.z;
         for (var c = first; c < end; c++) {
             let d = box_distance(child_base + c, query);
-            if d < best.z {
-                // Insertion into this node's segment of the stack, farthest at the bottom.
-                var k = depth;
-                while k > segment && stack_distance[k - 1u] < d {
-                    stack_entry[k] = stack_entry[k - 1u];
-                    stack_distance[k] = stack_distance[k - 1u];
-                    k -= 1u;
+            if d < best.z && c != skipped {
+                stack_entry[depth] = (child_level << LEVEL_SHIFT) | c;
+                stack_distance[depth] = d;
+                if d < nearest {
+                    nearest = d;
+                    nearest_slot = depth;
                 }
-                stack_entry[k] = (child_level << LEVEL_SHIFT) | c;
-                stack_distance[k] = d;
                 depth += 1u;
             }
+        }
+        // Visit the nearest child first: swap it to the top of the stack.
+        if depth > segment {
+            let top = depth - 1u;
+            let entry = stack_entry[top];
+            stack_entry[top] = stack_entry[nearest_slot];
+            stack_entry[nearest_slot] = entry;
+            stack_distance[nearest_slot] = stack_distance[top];
+            stack_distance[top] = nearest;
         }
     }
 

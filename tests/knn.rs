@@ -97,13 +97,22 @@ fn knn_degenerate_sets_match_brute_force() {
     let mut outlier = blobs(&mut rng, 8_000, &[[0.0, 0.0, 0.0]], 0.01);
     outlier.push([3e4, -2e4, 1e4]);
     check_brute_force("one far outlier", &outlier);
+    // Dense clusters that a key quantised over the bounding box alone would collapse.
+    let mut speck_at_origin = blobs(&mut rng, 12_000, &[[0.0, 0.0, 0.0]], 1e-5);
+    speck_at_origin.push([1e6, 1e6, 1e6]);
+    check_brute_force("dense speck at the origin, outlier at 1e6", &speck_at_origin);
+    let mut speck_far = blobs(&mut rng, 12_000, &[[10.0, -10.0, 10.0]], 1e-4);
+    speck_far.push([-1e3, 0.0, 0.0]);
+    check_brute_force("dense speck at 10, outlier at 1e3", &speck_far);
     let mut outliers = uniform(&mut rng, 6_000, -1.0, 1.0);
     outliers.extend(uniform(&mut rng, 20, -1e6, 1e6));
     check_brute_force("sparse far outliers", &outliers);
-    let mixed_scales: Vec<[f32; 3]> = (0..6_000).map(|i| {
-        let s = 10f32.powi((i % 9) as i32 - 4);
-        [s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0)]
-    }).collect();
+    let mixed_scales: Vec<[f32; 3]> = (0..6_000)
+        .map(|i| {
+            let s = 10f32.powi(i % 9 - 4);
+            [s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0)]
+        })
+        .collect();
     check_brute_force("scales 1e-4..1e4", &mixed_scales);
 }
 
@@ -152,7 +161,7 @@ fn kd_tree_reference(points: &[[f32; 3]]) -> Vec<f32> {
 fn knn_kd_tree_reference_agrees_with_brute_force() {
     let mut rng = TestRng::new(6);
     let mut points = blobs(&mut rng, 3_000, &[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]], 0.3);
-    points.extend_from_slice(&points[..500].to_vec());
+    points.extend_from_within(..500);
     compare_close("kd tree vs brute force", &kd_tree_reference(&points), &knn::mean_sq_dist_3nn_brute_force(&points), 0.0, RTOL).unwrap();
 }
 

@@ -10,42 +10,49 @@
 //! [`MIN_MEAN_SQ_DIST`]. N = 0 gives an empty tensor. Points must be finite.
 //!
 //! # Algorithm (all on the GPU, no readback, portable kernels only)
-//! 1. **Unpack** the [N, 3] tensor (any paging; rows may straddle pages) into x, y, z arrays.
-//! 2. **Morton order.** Each coordinate is mapped to a u32 with the same order as the float
-//!    (shaders/knn_keys.wgsl) and the three are bit-interleaved into a 96-bit key. Three stable
-//!    32-bit [`sort_pairs`](crate::ops::radix_sort::sort_pairs) passes (least significant word
-//!    first) sort the point indices by the whole key. Because the key uses every bit of the
-//!    floats, it adapts to any density: tight clusters and far outliers both keep their full
-//!    resolution, and only identical points share a key. (A key quantised over the bounding box
-//!    would collapse a dense cluster into one cell as soon as one outlier stretches the box.)
-//! 3. **Box hierarchy.** The sorted points are cut into leaves of [`LEAF_SIZE`] consecutive
-//!    points; each level above bounds [`FANOUT`] consecutive boxes of the level below, up to a
-//!    single top box. The layout is implicit (no pointers): see [`tree`].
+//! 1. **Unpack** the [N, 3] tensor (any paging; rows may straddle pages) into x, y, z arrays and
+//!    compute the bounding box (integer atomics on order-preserving images of the floats).
+//! 2. **Sort** the point indices by a 128-bit key (shaders/knn_keys.wgsl), with four stable
+//!    [`sort_pairs`](crate::ops::radix_sort::sort_pairs) passes, least significant word first:
+//!    - *coarse* (most significant 30 bits): the Hilbert index of the point's cell in a uniform
+//!      1024³ grid over the bounding box;
+//!    - *fine* (96 bits): the Hilbert index of the three floats' own bits (mapped to u32s that order
+//!      like the floats). It orders points within a coarse cell using every bit of the floats, so
+//!      only identical points share a key: a dense cluster never collapses into one unordered run,
+//!      however far an outlier stretches the bounding box (a key quantised over the box alone
+//!      would collapse it, and the search would degrade to O(cluster²)).
+//!
+//!    Hilbert order keeps runs of consecutive points compact, which halves the search work
+//!    compared with Morton order.
+//! 3. **Box hierarchy** ([`tree`]). The sorted points are cut into leaves of [`LEAF_SIZE`]
+//!    consecutive points; each level above bounds [`FANOUT`] consecutive boxes of the level below,
+//!    up to a single top box. The layout is implicit (no pointers).
 //! 4. **Search.** One invocation per point (in sorted order, so neighbouring invocations search
 //!    neighbouring space) scans its own leaf for an initial bound, then walks the hierarchy
 //!    depth-first from the top, opening a box only if its squared distance is below the current
-//!    3rd best and visiting nearer children first; the 3 best distances stay in registers.
+//!    3rd best and visiting the nearest child first; the 3 best distances stay in registers.
 //!    Pruning is exact (the box distance uses the same monotone f32 expression as the point
 //!    distance), so the result equals brute force.
 //! 5. **Scatter** the per-position results back to the input order
 //!    ([`ops::scatter`](crate::ops::scatter)).
 //!
 //! # Cost and worst case
-//! Typical queries touch a handful of leaves plus `O(FANOUT · log_FANOUT N)` box tests; a far
-//! outlier costs about the same, because its nearest boxes are found first and prune the rest.
-//! The worst case for one query is O(N), when every box lies closer than its 3rd-nearest point,
-//! e.g. the centre of points spread evenly on a sphere; no input can make the structure itself
-//! degrade, since keys never collide except for identical points (which prune everything at
-//! distance 0). Sorting is 24 radix passes over N pairs.
+//! On uniform points a query computes about 45 point distances and 85 box distances. A far
+//! outlier costs about the same: its nearest boxes are opened first and prune the rest, so there
+//! is no ring-by-ring expansion across empty space. Dense clusters cost the same as sparse regions,
+//! since the key resolves them fully. The worst case for one query is O(N) box tests, when nearly
+//! every box lies closer than its 3rd-nearest point (e.g. the centre of points spread evenly on a
+//! sphere); this needs special geometry around each such query and does not arise from density
+//! alone. Identical points stop at once (their 3rd-best distance is 0, which prunes everything).
+//! Sorting is 32 radix passes over N (key, index) pairs.
 //!
 //! # Memory
-//! O(N): about 48 bytes per point at the peak (during the first sort: x, y, z arrays, the
-//! permutation, the keys and the sort's two scratch pairs), besides the caller's points and the
-//! result. Every intermediate is either a paged tensor or a single buffer of at most 16 bytes per
-//! point per binding (the sorted coordinate arrays hold 4 bytes per point each; box corners 16
-//! bytes per box, one box per ~7 points), so N can reach `binding limit / 4` points: 33.5 M on
-//! an adapter with a 128 MiB binding limit. Larger inputs fail with
-//! [`Error::BindingTooLarge`] before anything is recorded.
+//! O(N): about 36 bytes per point at the peak (during the sorts: x, y, z, the permutation, the
+//! keys and the sort's scratch), besides the caller's points and the result. Every intermediate
+//! is either a paged tensor or a single buffer of at most 4 bytes per point per binding (three
+//! sorted coordinate arrays; box corners take 16 bytes per box, one box per ~7 points), so N can
+//! reach `binding limit / 4` points: 33.5 M on an adapter with a 128 MiB binding limit. Larger
+//! inputs fail with [`Error::BindingTooLarge`] before anything is recorded.
 
 mod reference;
 mod stages;
@@ -64,8 +71,9 @@ use tree::BoxLevels;
 pub const NEIGHBOURS: usize = 3;
 /// Lower clamp of the result (as in 3DGS), also the value for a point with no other point.
 pub const MIN_MEAN_SQ_DIST: f32 = 1e-7;
-/// Bits of the Morton key: 32 per coordinate.
-const KEY_WORDS: u32 = 3;
+/// Bits used of each 32-bit word of the sort key, most significant word first
+/// (shaders/knn_keys.wgsl); the op runs one radix sort per word.
+pub const KEY_BITS: [u32; 4] = [30, 32, 32, 32];
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     stages::mirrors()
@@ -105,18 +113,18 @@ pub fn mean_sq_dist_3nn(enc: &mut Encoder, points: &Tensor) -> Result<Tensor> {
         return Tensor::uninit(enc, DType::F32, &[0], MemoryCategory::Other, "knn mean squared distance");
     }
     let levels = BoxLevels::for_points(n)?;
-    let coords = stages::unpack(enc, points, n)?;
+    let unpacked = stages::unpack(enc, points, n)?;
 
-    // Stable LSD sort by the 96-bit key: least significant word first.
+    // Stable LSD sort by the whole key: least significant word first.
     let mut point_from_position = Tensor::uninit(enc, DType::U32, &[n as usize], MemoryCategory::SortScratch, "knn permutation")?;
     ops::arange(enc, &point_from_position, 0u32, 1)?;
-    for word in (0..KEY_WORDS).rev() {
-        let keys = stages::morton_key_word(enc, &point_from_position, &coords, word)?;
-        point_from_position = ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, 32)?.1;
+    for (word, &bits) in KEY_BITS.iter().enumerate().rev() {
+        let keys = stages::sort_key_word(enc, &point_from_position, &unpacked, word as u32)?;
+        point_from_position = ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, bits)?.1;
     }
 
-    let sorted = stages::gather_sorted(enc, &point_from_position, &coords)?;
-    drop(coords);
+    let sorted = stages::gather_sorted(enc, &point_from_position, &unpacked)?;
+    drop(unpacked);
     let boxes = stages::build_boxes(enc, &sorted, &levels, n)?;
     let result_from_position = stages::search(enc, &sorted, &boxes, &levels, n)?;
     drop((sorted, boxes));

@@ -92,6 +92,12 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
 /// Three single-buffer coordinate arrays (x, y, z) of one f32 per point.
 pub(crate) struct Coordinates([GpuBuffer; 3]);
 
+/// The points in input order with their bounding box (six u32, see shaders/knn_unpack.wgsl).
+pub(crate) struct Unpacked {
+    coords: Coordinates,
+    bounds: GpuBuffer,
+}
+
 impl Coordinates {
     fn alloc(enc: &mut Encoder, num_points: u64, label: &str) -> Result<Self> {
         let bytes = num_points * DType::F32.size();
@@ -117,38 +123,43 @@ fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
     wgpu::BufferBinding { buffer: buffer.raw(), offset: 0, size: NonZeroU64::new(buffer.requested()) }
 }
 
-/// Splits `points` ([N, 3] f32, any paging) into x, y and z arrays in point order.
-pub(crate) fn unpack(enc: &mut Encoder, points: &Tensor, num_points: u64) -> Result<Coordinates> {
+/// Splits `points` ([N, 3] f32, any paging) into x, y and z arrays in point order and computes
+/// their bounding box.
+pub(crate) fn unpack(enc: &mut Encoder, points: &Tensor, num_points: u64) -> Result<Unpacked> {
     let coords = Coordinates::alloc(enc, num_points, "knn coordinates")?;
+    let bounds = enc.alloc(6 * 4, MemoryCategory::Other, "knn bounding box")?;
+    enc.clear(bounds.raw(), 0, bounds.size());
     let kernel = enc.ctx().kernel(UNPACK_FILE, "unpack_points")?;
     for page in 0..points.num_pages() {
         let len = points.page_len(page);
         let params = KnnUnpackParams { page_len: len as u32, page_start: points.page_start(page) as u32, ..Default::default() };
         let [x, y, z] = coords.bindings();
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[points.page_binding(page), x, y, z], grid)?;
+        enc.dispatch(&kernel, &params, &[points.page_binding(page), x, y, z, whole(&bounds)], grid)?;
     }
-    Ok(coords)
+    Ok(Unpacked { coords, bounds })
 }
 
-/// Word `word` (0 = most significant) of the 96-bit Morton key of the point at each position of
-/// `point_from_position`.
-pub(crate) fn morton_key_word(enc: &mut Encoder, point_from_position: &Tensor, coords: &Coordinates, word: u32) -> Result<Tensor> {
+/// Word `word` (0 = most significant) of the sort key (see shaders/knn_keys.wgsl) of the point at
+/// each position of `point_from_position`.
+pub(crate) fn sort_key_word(enc: &mut Encoder, point_from_position: &Tensor, unpacked: &Unpacked, word: u32) -> Result<Tensor> {
     let n = point_from_position.len() as usize;
-    let keys = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, "knn morton keys")?;
-    let kernel = enc.ctx().kernel(KEYS_FILE, "morton_key_word")?;
+    let keys = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, "knn sort keys")?;
+    let kernel = enc.ctx().kernel(KEYS_FILE, "sort_key_word")?;
     for page in 0..keys.num_pages() {
         let len = keys.page_len(page);
         let params = KnnKeyParams { page_len: len as u32, word, ..Default::default() };
-        let [x, y, z] = coords.bindings();
+        let [x, y, z] = unpacked.coords.bindings();
+        let bindings = [point_from_position.page_binding(page), x, y, z, whole(&unpacked.bounds), keys.page_binding(page)];
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[point_from_position.page_binding(page), x, y, z, keys.page_binding(page)], grid)?;
+        enc.dispatch(&kernel, &params, &bindings, grid)?;
     }
     Ok(keys)
 }
 
 /// The coordinates reordered by `point_from_position`.
-pub(crate) fn gather_sorted(enc: &mut Encoder, point_from_position: &Tensor, coords: &Coordinates) -> Result<Coordinates> {
+pub(crate) fn gather_sorted(enc: &mut Encoder, point_from_position: &Tensor, unpacked: &Unpacked) -> Result<Coordinates> {
+    let coords = &unpacked.coords;
     let sorted = Coordinates::alloc(enc, point_from_position.len(), "knn sorted coordinates")?;
     let kernel = enc.ctx().kernel(GATHER_FILE, "gather_sorted")?;
     for page in 0..point_from_position.num_pages() {
@@ -165,10 +176,8 @@ pub(crate) fn gather_sorted(enc: &mut Encoder, point_from_position: &Tensor, coo
 /// Builds every level of the box hierarchy over the sorted points, leaves first.
 pub(crate) fn build_boxes(enc: &mut Encoder, sorted: &Coordinates, levels: &BoxLevels, num_points: u64) -> Result<Boxes> {
     let bytes = levels.total() * 16;
-    let boxes = Boxes {
-        lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?,
-        hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")?,
-    };
+    let boxes =
+        Boxes { lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?, hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")? };
     let kernel = enc.ctx().kernel(BOXES_FILE, "build_boxes")?;
     for level in 0..levels.num_levels() {
         let (child_offset, child_count) = if level == 0 { (0, 0) } else { (levels.offset(level - 1), levels.count(level - 1)) };

@@ -1,4 +1,4 @@
-//! Layout of the box hierarchy over the Morton-sorted points (built by shaders/knn_boxes.wgsl,
+//! Layout of the box hierarchy over the sorted points (built by shaders/knn_boxes.wgsl,
 //! searched by shaders/knn_search.wgsl).
 
 use crate::error::{Error, Result};
@@ -95,6 +95,6 @@ mod tests {
         assert_eq!(levels.offsets, vec![0, 125, 141, 143, 144]);
         assert_eq!(levels.count(1), 16);
         assert!(BoxLevels::for_points(1 << 30).is_ok());
-        assert!(MAX_LEVELS == 10);
+        assert_eq!(MAX_LEVELS, 10);
     }
 }

@@ -3,6 +3,7 @@
 
 mod render;
 mod loss;
+mod knn;
 mod runtime;
 
 use anyhow::Context as _;
@@ -19,6 +20,8 @@ pub enum BenchCommand {
     Render(render::RenderArgs),
     /// Fused L1 + SSIM loss forward + backward at 256², 1080p and 4K against the CPU reference.
     Loss(loss::LossArgs),
+    /// Exact k-NN initialisation (mean squared distance to the 3 nearest points) against a CPU k-d tree.
+    Knn(knn::KnnArgs),
 }
 
 /// Runs one benchmark.
@@ -27,6 +30,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Runtime(args) => runtime::run(args, portable_only),
         BenchCommand::Render(args) => render::run(args, portable_only),
         BenchCommand::Loss(args) => loss::run(args, portable_only),
+        BenchCommand::Knn(args) => knn::run(args, portable_only),
     }
 }
 
