@@ -12,9 +12,9 @@ use wgsplat::train::{TrainConfig, Trainer};
 fn short_config(iterations: u64) -> TrainConfig {
     TrainConfig {
         iterations,
-        densify_from: 50,
-        densify_every: 50,
-        densify_until: iterations / 2,
+        densify_from: 40,
+        densify_every: 40,
+        densify_until: iterations - 39,
         opacity_reset_every: 100_000,
         sh_degree_interval: 100,
         loss_readback_every: 25,
