@@ -5,7 +5,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn collect(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).expect("shaders/ is readable").flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("shaders/ is readable")
+        .flatten()
+        .collect();
     entries.sort_by_key(|e| e.path());
     for entry in entries {
         let path = entry.path();
@@ -23,13 +26,21 @@ fn main() {
     println!("cargo:rerun-if-changed=shaders");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
-    let mut table = String::from("/// Every WGSL file under `shaders/`: (path relative to `shaders/`, source).\npub(crate) static SHADER_FILES: &[(&str, &str)] = &[\n");
+    let mut table = String::from(
+        "/// Every WGSL file under `shaders/`: (path relative to `shaders/`, source).\npub(crate) static SHADER_FILES: &[(&str, &str)] = &[\n",
+    );
     for file in files {
         let rel = file.to_string_lossy().replace('\\', "/");
         let abs = root.join(&file);
-        writeln!(table, "    ({rel:?}, include_str!({:?})),", abs.to_string_lossy()).expect("string write");
+        writeln!(
+            table,
+            "    ({rel:?}, include_str!({:?})),",
+            abs.to_string_lossy()
+        )
+        .expect("string write");
     }
     table.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("shader_files.rs");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("shader_files.rs");
     std::fs::write(out, table).expect("OUT_DIR is writable");
 }

@@ -94,10 +94,14 @@ pub enum Error {
         message: String,
     },
     /// The GPU device was lost (driver reset, removal or crash).
-    #[error("the GPU device was lost: {0}. Restart the program; if it repeats, update the GPU driver")]
+    #[error(
+        "the GPU device was lost: {0}. Restart the program; if it repeats, update the GPU driver"
+    )]
     DeviceLost(String),
     /// wgpu reported a validation error for a command we recorded (a bug in wgsplat).
-    #[error("GPU validation error in {context}: {message}. This is a wgsplat bug; please report it")]
+    #[error(
+        "GPU validation error in {context}: {message}. This is a wgsplat bug; please report it"
+    )]
     Validation {
         /// What we were doing.
         context: String,

@@ -13,15 +13,15 @@
 pub mod data;
 pub mod error;
 pub mod gpu;
-pub mod loss;
 pub mod io;
 pub mod knn;
+pub mod loss;
 pub mod ops;
 pub mod optim;
 pub mod splat;
-pub mod train;
 pub mod tensor;
 pub mod testing;
+pub mod train;
 
 pub use error::{Error, Result};
 pub use gpu::{ContextOptions, Encoder, GpuContext, MemoryCategory, MemoryReport};

@@ -7,9 +7,17 @@ use std::sync::OnceLock;
 
 /// Compares integer (or bit-exact) results. The error names the first differing index, the count of
 /// differences and both values.
-pub fn compare_exact<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Result<(), String> {
+pub fn compare_exact<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: length {} != expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: length {} != expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     let mut first = None;
     let mut count = 0usize;
@@ -21,15 +29,30 @@ pub fn compare_exact<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want
     }
     match first {
         None => Ok(()),
-        Some(i) => Err(format!("{what}: {count} of {} differ; first at index {i}: got {:?}, expected {:?}", got.len(), got[i], want[i])),
+        Some(i) => Err(format!(
+            "{what}: {count} of {} differ; first at index {i}: got {:?}, expected {:?}",
+            got.len(),
+            got[i],
+            want[i]
+        )),
     }
 }
 
 /// Compares floats with `|got - want| <= atol + rtol * |want|`. NaN never passes (unless both are
 /// NaN). The error names the worst index by excess over the tolerance.
-pub fn compare_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
+pub fn compare_close(
+    what: &str,
+    got: &[f32],
+    want: &[f32],
+    atol: f32,
+    rtol: f32,
+) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: length {} != expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: length {} != expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     let mut worst: Option<(usize, f64)> = None;
     let mut failures = 0usize;
@@ -40,7 +63,11 @@ pub fn compare_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32
         }
         let diff = (f64::from(g) - f64::from(w)).abs();
         let tol = f64::from(atol) + f64::from(rtol) * f64::from(w).abs();
-        let excess = if diff.is_nan() || g.is_nan() != w.is_nan() { f64::INFINITY } else { diff - tol };
+        let excess = if diff.is_nan() || g.is_nan() != w.is_nan() {
+            f64::INFINITY
+        } else {
+            diff - tol
+        };
         if diff.is_finite() {
             max_abs = max_abs.max(diff);
         }
@@ -64,7 +91,11 @@ pub fn compare_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32
 
 /// Largest absolute difference, ignoring positions where both are NaN.
 pub fn max_abs_diff(got: &[f32], want: &[f32]) -> f32 {
-    got.iter().zip(want).filter(|(g, w)| !(g.is_nan() && w.is_nan())).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max)
+    got.iter()
+        .zip(want)
+        .filter(|(g, w)| !(g.is_nan() && w.is_nan()))
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f32::max)
 }
 
 /// A small deterministic generator (SplitMix64) so test data is the same everywhere.
@@ -108,7 +139,15 @@ impl TestRng {
 
     /// `n` random u32 below `bound` (any u32 when `bound` is 0).
     pub fn vec_u32(&mut self, n: usize, bound: u32) -> Vec<u32> {
-        (0..n).map(|_| if bound == 0 { self.next_u32() } else { (self.next_u64() % u64::from(bound)) as u32 }).collect()
+        (0..n)
+            .map(|_| {
+                if bound == 0 {
+                    self.next_u32()
+                } else {
+                    (self.next_u64() % u64::from(bound)) as u32
+                }
+            })
+            .collect()
     }
 }
 
@@ -118,7 +157,9 @@ pub const TEST_SIZES: [usize; 7] = [0, 1, 255, 256, 257, 65_537, (1 << 20) + 3];
 fn open(options: ContextOptions) -> GpuContext {
     match GpuContext::new(options) {
         Ok(ctx) => ctx,
-        Err(e) => panic!("tests need a GPU adapter (lavapipe works: apt-get install mesa-vulkan-drivers): {e}"),
+        Err(e) => panic!(
+            "tests need a GPU adapter (lavapipe works: apt-get install mesa-vulkan-drivers): {e}"
+        ),
     }
 }
 
@@ -138,7 +179,11 @@ pub fn both_paths() -> [&'static GpuContext; 2] {
 pub fn both_paths_small_pages() -> [&'static GpuContext; 2] {
     static FAST: OnceLock<GpuContext> = OnceLock::new();
     static PORTABLE: OnceLock<GpuContext> = OnceLock::new();
-    let base = || ContextOptions::from_env().unwrap_or_default().with_max_page_bytes(SMALL_PAGE_BYTES);
+    let base = || {
+        ContextOptions::from_env()
+            .unwrap_or_default()
+            .with_max_page_bytes(SMALL_PAGE_BYTES)
+    };
     [
         FAST.get_or_init(|| open(base().with_portable(false))),
         PORTABLE.get_or_init(|| open(base().with_portable(true))),
@@ -150,7 +195,11 @@ pub const SMALL_PAGE_BYTES: u64 = 64 << 10;
 
 /// A fresh context (for tests that measure memory and must not share the allocator).
 pub fn fresh_context(portable: bool) -> GpuContext {
-    open(ContextOptions::from_env().unwrap_or_default().with_portable(portable))
+    open(
+        ContextOptions::from_env()
+            .unwrap_or_default()
+            .with_portable(portable),
+    )
 }
 
 #[cfg(test)]
@@ -177,10 +226,17 @@ mod tests {
         got[50] += 0.1;
         got[60] += 0.01;
         let err = compare_close("x", &got, &want, 1e-6, 1e-5).unwrap_err();
-        assert!(err.contains("index 50") && err.contains("2 of 100"), "{err}");
+        assert!(
+            err.contains("index 50") && err.contains("2 of 100"),
+            "{err}"
+        );
         got = want.clone();
         got[10] = f32::NAN;
-        assert!(compare_close("x", &got, &want, 1.0, 1.0).unwrap_err().contains("index 10"));
+        assert!(
+            compare_close("x", &got, &want, 1.0, 1.0)
+                .unwrap_err()
+                .contains("index 10")
+        );
         got = want.clone();
         got[11] = f32::INFINITY;
         assert!(compare_close("x", &got, &want, 1.0, 1.0).is_err());

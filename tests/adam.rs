@@ -2,7 +2,9 @@
 //! paths and paged; the 3DGS learning-rate schedules against their formula; row surgery keeping
 //! parameters and moments aligned.
 
-use wgsplat::optim::{AdamConfig, ExponentialDecay, GaussianOptimizer, LearningRateSchedule, LearningRates, adam_step};
+use wgsplat::optim::{
+    AdamConfig, ExponentialDecay, GaussianOptimizer, LearningRateSchedule, LearningRates, adam_step,
+};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages, compare_close, compare_exact};
 use wgsplat::{DType, GpuContext, MemoryCategory, Tensor};
@@ -21,7 +23,11 @@ struct CpuAdam {
 impl CpuAdam {
     fn new(param: Vec<f32>) -> Self {
         let n = param.len();
-        CpuAdam { param, m: vec![0.0; n], v: vec![0.0; n] }
+        CpuAdam {
+            param,
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+        }
     }
 
     fn step(&mut self, grad: &[f32], lr: f32, step: u64, c: &AdamConfig) {
@@ -39,8 +45,17 @@ impl CpuAdam {
     }
 
     fn gather(&self, index: &[u32], width: usize) -> CpuAdam {
-        let rows = |data: &[f32]| -> Vec<f32> { index.iter().flat_map(|&r| data[r as usize * width..(r as usize + 1) * width].to_vec()).collect() };
-        CpuAdam { param: rows(&self.param), m: rows(&self.m), v: rows(&self.v) }
+        let rows = |data: &[f32]| -> Vec<f32> {
+            index
+                .iter()
+                .flat_map(|&r| data[r as usize * width..(r as usize + 1) * width].to_vec())
+                .collect()
+        };
+        CpuAdam {
+            param: rows(&self.param),
+            m: rows(&self.m),
+            v: rows(&self.v),
+        }
     }
 
     fn append(&mut self, params: &[f32]) {
@@ -52,7 +67,15 @@ impl CpuAdam {
 
 /// Random gradients with some exact zeros (Gaussians nobody saw).
 fn random_grads(rng: &mut TestRng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| if rng.unit() < 0.1 { 0.0 } else { rng.range(-1.0, 1.0) * 10f32.powf(rng.range(-4.0, 1.0)) }).collect()
+    (0..n)
+        .map(|_| {
+            if rng.unit() < 0.1 {
+                0.0
+            } else {
+                rng.range(-1.0, 1.0) * 10f32.powf(rng.range(-4.0, 1.0))
+            }
+        })
+        .collect()
 }
 
 fn check_flat_adam(ctx: &GpuContext, n: usize) {
@@ -61,7 +84,8 @@ fn check_flat_adam(ctx: &GpuContext, n: usize) {
     let mut rng = TestRng::new(n as u64 + 11);
     let mut cpu = CpuAdam::new(rng.vec_f32(n, -2.0, 2.0));
     let mut enc = ctx.encoder("adam");
-    let param = Tensor::from_slice(&mut enc, &cpu.param, &[n], MemoryCategory::Other, "param").unwrap();
+    let param =
+        Tensor::from_slice(&mut enc, &cpu.param, &[n], MemoryCategory::Other, "param").unwrap();
     let m = Tensor::zeros(&mut enc, DType::F32, &[n], MemoryCategory::Other, "m").unwrap();
     let v = Tensor::zeros(&mut enc, DType::F32, &[n], MemoryCategory::Other, "v").unwrap();
     for step in 1..=5u64 {
@@ -73,7 +97,14 @@ fn check_flat_adam(ctx: &GpuContext, n: usize) {
     }
     ctx.submit(enc).unwrap();
     let what = |name: &str| format!("adam {name} n={n} {path}");
-    compare_close(&what("param"), &param.read::<f32>(ctx).unwrap(), &cpu.param, ATOL, RTOL).unwrap();
+    compare_close(
+        &what("param"),
+        &param.read::<f32>(ctx).unwrap(),
+        &cpu.param,
+        ATOL,
+        RTOL,
+    )
+    .unwrap();
     compare_close(&what("m"), &m.read::<f32>(ctx).unwrap(), &cpu.m, ATOL, RTOL).unwrap();
     compare_close(&what("v"), &v.read::<f32>(ctx).unwrap(), &cpu.v, ATOL, RTOL).unwrap();
 }
@@ -105,18 +136,43 @@ fn adam_step_rejects_bad_arguments() {
     let config = AdamConfig::default();
     assert!(adam_step(&mut enc, &a, &b, &c, &short, 0.1, 1, &config).is_err());
     assert!(adam_step(&mut enc, &a, &b, &c, &c, 0.1, 1, &config).is_err());
-    assert!(adam_step(&mut enc, &a, &b, &c, &a.bitcast(DType::U32), 0.1, 1, &config).is_err());
+    assert!(
+        adam_step(
+            &mut enc,
+            &a,
+            &b,
+            &c,
+            &a.bitcast(DType::U32),
+            0.1,
+            1,
+            &config
+        )
+        .is_err()
+    );
     let d = Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "d").unwrap();
     assert!(adam_step(&mut enc, &a, &b, &c, &d, 0.1, 0, &config).is_err());
-    let bad = AdamConfig { beta1: 1.0, ..config };
+    let bad = AdamConfig {
+        beta1: 1.0,
+        ..config
+    };
     assert!(adam_step(&mut enc, &a, &b, &c, &d, 0.1, 1, &bad).is_err());
     ctx.submit(enc).unwrap();
 }
 
 /// Random Gaussian tensors (upload of flat random data per attribute) and the same data on the CPU.
-fn random_gaussians(enc: &mut wgsplat::Encoder, rng: &mut TestRng, n: usize, degree: u32, category: MemoryCategory) -> (GaussianTensors, Vec<Vec<f32>>) {
+fn random_gaussians(
+    enc: &mut wgsplat::Encoder,
+    rng: &mut TestRng,
+    n: usize,
+    degree: u32,
+    category: MemoryCategory,
+) -> (GaussianTensors, Vec<Vec<f32>>) {
     let t = GaussianTensors::uninit(enc, n, degree, category, "g").unwrap();
-    let data: Vec<Vec<f32>> = t.attributes().iter().map(|a| rng.vec_f32(a.len() as usize, -1.0, 1.0)).collect();
+    let data: Vec<Vec<f32>> = t
+        .attributes()
+        .iter()
+        .map(|a| rng.vec_f32(a.len() as usize, -1.0, 1.0))
+        .collect();
     for (a, d) in t.attributes().into_iter().zip(&data) {
         a.write(enc, d).unwrap();
     }
@@ -124,11 +180,24 @@ fn random_gaussians(enc: &mut wgsplat::Encoder, rng: &mut TestRng, n: usize, deg
 }
 
 fn widths(t: &GaussianTensors) -> Vec<usize> {
-    t.attributes().iter().map(|a| wgsplat::optim::row_width(a) as usize).collect()
+    t.attributes()
+        .iter()
+        .map(|a| wgsplat::optim::row_width(a) as usize)
+        .collect()
 }
 
-fn compare_state(ctx: &GpuContext, what: &str, params: &GaussianTensors, opt: &GaussianOptimizer, cpu: &[CpuAdam]) {
-    let sets = [("param", params), ("m", opt.moment1()), ("v", opt.moment2())];
+fn compare_state(
+    ctx: &GpuContext,
+    what: &str,
+    params: &GaussianTensors,
+    opt: &GaussianOptimizer,
+    cpu: &[CpuAdam],
+) {
+    let sets = [
+        ("param", params),
+        ("m", opt.moment1()),
+        ("v", opt.moment2()),
+    ];
     for (set, tensors) in sets {
         for (i, (t, c)) in tensors.attributes().into_iter().zip(cpu).enumerate() {
             let want = match set {
@@ -137,7 +206,14 @@ fn compare_state(ctx: &GpuContext, what: &str, params: &GaussianTensors, opt: &G
                 _ => &c.v,
             };
             let name = wgsplat::splat::gaussians::ATTRIBUTE_NAMES[i];
-            compare_close(&format!("{what} {set}.{name}"), &t.read::<f32>(ctx).unwrap(), want, ATOL, RTOL).unwrap();
+            compare_close(
+                &format!("{what} {set}.{name}"),
+                &t.read::<f32>(ctx).unwrap(),
+                want,
+                ATOL,
+                RTOL,
+            )
+            .unwrap();
         }
     }
 }
@@ -150,12 +226,30 @@ fn rates(step: u64) -> LearningRates {
 }
 
 /// Steps the GPU optimizer and the CPU reference together.
-fn step_both(ctx: &GpuContext, rng: &mut TestRng, params: &GaussianTensors, opt: &mut GaussianOptimizer, cpu: &mut [CpuAdam]) {
+fn step_both(
+    ctx: &GpuContext,
+    rng: &mut TestRng,
+    params: &GaussianTensors,
+    opt: &mut GaussianOptimizer,
+    cpu: &mut [CpuAdam],
+) {
     let mut enc = ctx.encoder("step");
-    let grads = GaussianTensors::uninit(&mut enc, params.len() as usize, params.max_sh_degree(), MemoryCategory::Gradients, "grads").unwrap();
+    let grads = GaussianTensors::uninit(
+        &mut enc,
+        params.len() as usize,
+        params.max_sh_degree(),
+        MemoryCategory::Gradients,
+        "grads",
+    )
+    .unwrap();
     let step = opt.step_count() + 1;
     let lrs = rates(step);
-    for ((g, c), lr) in grads.attributes().into_iter().zip(cpu.iter_mut()).zip(lrs.as_array()) {
+    for ((g, c), lr) in grads
+        .attributes()
+        .into_iter()
+        .zip(cpu.iter_mut())
+        .zip(lrs.as_array())
+    {
         let data = random_grads(rng, g.len() as usize);
         g.write(&mut enc, &data).unwrap();
         c.step(&data, lr, step, &opt.config);
@@ -165,10 +259,14 @@ fn step_both(ctx: &GpuContext, rng: &mut TestRng, params: &GaussianTensors, opt:
 }
 
 fn check_gaussian_optimizer(ctx: &GpuContext, n: usize, degree: u32) {
-    let what = format!("GaussianOptimizer n={n} degree={degree} {}", ctx.info().kernel_path());
+    let what = format!(
+        "GaussianOptimizer n={n} degree={degree} {}",
+        ctx.info().kernel_path()
+    );
     let mut rng = TestRng::new(7 + n as u64 + u64::from(degree));
     let mut enc = ctx.encoder("init");
-    let (params, data) = random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
+    let (params, data) =
+        random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
     let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig::default()).unwrap();
     ctx.submit(enc).unwrap();
     let mut cpu: Vec<CpuAdam> = data.into_iter().map(CpuAdam::new).collect();
@@ -215,10 +313,14 @@ fn gaussian_optimizer_rejects_misaligned_gradients() {
 /// Steps, keeps a shuffled subset (with duplicates) of rows, appends new rows, steps again; the
 /// GPU parameters and moments must follow the CPU reference doing the same surgery.
 fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
-    let what = format!("row surgery n={n} degree={degree} {}", ctx.info().kernel_path());
+    let what = format!(
+        "row surgery n={n} degree={degree} {}",
+        ctx.info().kernel_path()
+    );
     let mut rng = TestRng::new(99 + n as u64);
     let mut enc = ctx.encoder("init");
-    let (mut params, data) = random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
+    let (mut params, data) =
+        random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
     let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig::default()).unwrap();
     ctx.submit(enc).unwrap();
     let widths = widths(&params);
@@ -230,12 +332,24 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     // Keep about two thirds of the rows, in a scrambled order with some repeated. The GPU result
     // must be exactly the GPU rows picked; the CPU reference follows the same surgery.
     let read_all = |params: &GaussianTensors, opt: &GaussianOptimizer| -> Vec<Vec<f32>> {
-        [params, opt.moment1(), opt.moment2()].iter().flat_map(|t| t.attributes().map(|a| a.read::<f32>(ctx).unwrap())).collect()
+        [params, opt.moment1(), opt.moment2()]
+            .iter()
+            .flat_map(|t| t.attributes().map(|a| a.read::<f32>(ctx).unwrap()))
+            .collect()
     };
     let before = read_all(&params, &opt);
-    let keep: Vec<u32> = (0..n * 2 / 3).map(|_| rng.vec_u32(1, n as u32)[0]).collect();
+    let keep: Vec<u32> = (0..n * 2 / 3)
+        .map(|_| rng.vec_u32(1, n as u32)[0])
+        .collect();
     let mut enc = ctx.encoder("select");
-    let index = Tensor::from_slice(&mut enc, &keep, &[keep.len()], MemoryCategory::Other, "keep").unwrap();
+    let index = Tensor::from_slice(
+        &mut enc,
+        &keep,
+        &[keep.len()],
+        MemoryCategory::Other,
+        "keep",
+    )
+    .unwrap();
     opt.select_rows(&mut enc, &mut params, &index).unwrap();
     ctx.submit(enc).unwrap();
     for (c, &w) in cpu.iter_mut().zip(&widths) {
@@ -246,7 +360,10 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     let after = read_all(&params, &opt);
     for (i, (old, new)) in before.iter().zip(&after).enumerate() {
         let w = widths[i % 6];
-        let want: Vec<f32> = keep.iter().flat_map(|&r| old[r as usize * w..(r as usize + 1) * w].to_vec()).collect();
+        let want: Vec<f32> = keep
+            .iter()
+            .flat_map(|&r| old[r as usize * w..(r as usize + 1) * w].to_vec())
+            .collect();
         compare_exact(&format!("{what} after select, tensor {i}"), new, &want).unwrap();
     }
     compare_state(ctx, &format!("{what} after select"), &params, &opt, &cpu);
@@ -254,7 +371,13 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     // Append new Gaussians: zero moments for them.
     let added = n / 3 + 1;
     let mut enc = ctx.encoder("append");
-    let (new_rows, new_data) = random_gaussians(&mut enc, &mut rng, added, degree, MemoryCategory::Parameters);
+    let (new_rows, new_data) = random_gaussians(
+        &mut enc,
+        &mut rng,
+        added,
+        degree,
+        MemoryCategory::Parameters,
+    );
     opt.append_rows(&mut enc, &mut params, &new_rows).unwrap();
     ctx.submit(enc).unwrap();
     for (c, d) in cpu.iter_mut().zip(&new_data) {
@@ -262,7 +385,10 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     }
     assert_eq!(params.len(), (keep.len() + added) as u64);
     assert_eq!(params.means.category(), MemoryCategory::Parameters);
-    assert_eq!(opt.moment1().means.category(), MemoryCategory::OptimizerState);
+    assert_eq!(
+        opt.moment1().means.category(),
+        MemoryCategory::OptimizerState
+    );
     compare_state(ctx, &format!("{what} after append"), &params, &opt, &cpu);
 
     // The step count carries on, and the next step sees aligned rows.
@@ -270,7 +396,13 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
         step_both(ctx, &mut rng, &params, &mut opt, &mut cpu);
     }
     assert_eq!(opt.step_count(), 4);
-    compare_state(ctx, &format!("{what} after more steps"), &params, &opt, &cpu);
+    compare_state(
+        ctx,
+        &format!("{what} after more steps"),
+        &params,
+        &opt,
+        &cpu,
+    );
 
     // Clearing one group's moments.
     let mut enc = ctx.encoder("clear");
@@ -278,8 +410,18 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     assert!(opt.clear_group_moments(&mut enc, 6).is_err());
     ctx.submit(enc).unwrap();
     let opacity = &mut cpu[3];
-    opacity.m.iter_mut().chain(opacity.v.iter_mut()).for_each(|x| *x = 0.0);
-    compare_state(ctx, &format!("{what} after clearing opacity moments"), &params, &opt, &cpu);
+    opacity
+        .m
+        .iter_mut()
+        .chain(opacity.v.iter_mut())
+        .for_each(|x| *x = 0.0);
+    compare_state(
+        ctx,
+        &format!("{what} after clearing opacity moments"),
+        &params,
+        &opt,
+        &cpu,
+    );
 }
 
 #[test]
@@ -304,10 +446,16 @@ fn position_schedule_matches_3dgs_formula() {
     let s = LearningRateSchedule::three_dgs(extent, max_steps);
     let (init, fin) = (1.6e-4 * extent, 1.6e-6 * extent);
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-30);
-    for step in [0u64, 1, 10, 7_500, 15_000, 29_999, 30_000, 31_000, 1_000_000] {
+    for step in [
+        0u64, 1, 10, 7_500, 15_000, 29_999, 30_000, 31_000, 1_000_000,
+    ] {
         let t = (step as f64 / max_steps as f64).min(1.0);
         let want = (init.ln() * (1.0 - t) + fin.ln() * t).exp();
-        assert!(close(s.means.at(step), want), "step {step}: {} vs {want}", s.means.at(step));
+        assert!(
+            close(s.means.at(step), want),
+            "step {step}: {} vs {want}",
+            s.means.at(step)
+        );
         let r = s.at(step);
         assert_eq!(r.means, want as f32);
         assert_eq!(r.sh_dc, 2.5e-3);
@@ -319,12 +467,20 @@ fn position_schedule_matches_3dgs_formula() {
     assert!(close(s.means.at(15_000), (init * fin).sqrt()));
 
     // With a delay, the rate eases in from delay_mult along a quarter sine.
-    let delayed = ExponentialDecay { delay_steps: 100, ..s.means };
+    let delayed = ExponentialDecay {
+        delay_steps: 100,
+        ..s.means
+    };
     assert!(close(delayed.at(0), 0.01 * init));
     let t = 50.0 / max_steps as f64;
-    let want = (0.01 + 0.99 * (std::f64::consts::FRAC_PI_4).sin()) * (init.ln() * (1.0 - t) + fin.ln() * t).exp();
+    let want = (0.01 + 0.99 * (std::f64::consts::FRAC_PI_4).sin())
+        * (init.ln() * (1.0 - t) + fin.ln() * t).exp();
     assert!(close(delayed.at(50), want));
     assert!(close(delayed.at(100), s.means.at(100)));
-    let zero = ExponentialDecay { lr_init: 0.0, lr_final: 0.0, ..s.means };
+    let zero = ExponentialDecay {
+        lr_init: 0.0,
+        lr_final: 0.0,
+        ..s.means
+    };
     assert_eq!(zero.at(10), 0.0);
 }

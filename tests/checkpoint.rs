@@ -16,12 +16,27 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn random_set(enc: &mut wgsplat::Encoder, rng: &mut TestRng, n: usize, degree: u32, category: MemoryCategory) -> GaussianTensors {
+fn random_set(
+    enc: &mut wgsplat::Encoder,
+    rng: &mut TestRng,
+    n: usize,
+    degree: u32,
+    category: MemoryCategory,
+) -> GaussianTensors {
     let t = GaussianTensors::uninit(enc, n, degree, category, "g").unwrap();
     for a in t.attributes() {
         let mut data = rng.vec_f32(a.len() as usize, -1.0, 1.0);
         // Special bit patterns must survive too.
-        for (i, v) in [-0.0, f32::NAN, f32::INFINITY, f32::from_bits(0x7fc0_1234), f32::from_bits(1)].into_iter().enumerate() {
+        for (i, v) in [
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::from_bits(0x7fc0_1234),
+            f32::from_bits(1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             if i < data.len() {
                 data[i] = v;
             }
@@ -32,21 +47,43 @@ fn random_set(enc: &mut wgsplat::Encoder, rng: &mut TestRng, n: usize, degree: u
 }
 
 /// A model and an optimizer that has taken two steps.
-fn trained_model(ctx: &GpuContext, n: usize, degree: u32, seed: u64) -> (GaussianTensors, GaussianOptimizer) {
+fn trained_model(
+    ctx: &GpuContext,
+    n: usize,
+    degree: u32,
+    seed: u64,
+) -> (GaussianTensors, GaussianOptimizer) {
     let mut rng = TestRng::new(seed);
     let mut enc = ctx.encoder("model");
-    let params = GaussianTensors::uninit(&mut enc, n, degree, MemoryCategory::Parameters, "params").unwrap();
+    let params =
+        GaussianTensors::uninit(&mut enc, n, degree, MemoryCategory::Parameters, "params").unwrap();
     for a in params.attributes() {
-        a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0)).unwrap();
+        a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0))
+            .unwrap();
     }
-    let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig { eps: 1e-12, ..Default::default() }).unwrap();
+    let mut opt = GaussianOptimizer::new(
+        &mut enc,
+        &params,
+        AdamConfig {
+            eps: 1e-12,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for step in 1..=2 {
         let grads = random_set(&mut enc, &mut rng, n, degree, MemoryCategory::Gradients);
         // No special values in real gradients (they would poison the whole model).
         for a in grads.attributes() {
-            a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0)).unwrap();
+            a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0))
+                .unwrap();
         }
-        opt.step(&mut enc, &params, &grads, &LearningRateSchedule::three_dgs(2.0, 100).at(step)).unwrap();
+        opt.step(
+            &mut enc,
+            &params,
+            &grads,
+            &LearningRateSchedule::three_dgs(2.0, 100).at(step),
+        )
+        .unwrap();
     }
     ctx.submit(enc).unwrap();
     (params, opt)
@@ -66,11 +103,17 @@ fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
         wgsplat::ops::copy(&mut enc, src, dst).unwrap();
     }
     ctx.submit(enc).unwrap();
-    let path = dir.join(format!("ckpt-{n}-{degree}-{}.bin", ctx.info().kernel_path().to_string().replace(' ', "_")));
+    let path = dir.join(format!(
+        "ckpt-{n}-{degree}-{}.bin",
+        ctx.info().kernel_path().to_string().replace(' ', "_")
+    ));
     let extra = serde_json::json!({ "config": { "iterations": 30000, "name": "garden" }, "loss": [0.5, 0.25] });
     let rng_state = 0xDEAD_BEEF_0123_4567u64;
     save_checkpoint(ctx, &path, &params, &opt, 12_345, rng_state, &extra).unwrap();
-    assert!(!wgsplat::io::temp_path(&path).exists(), "temporary file left behind");
+    assert!(
+        !wgsplat::io::temp_path(&path).exists(),
+        "temporary file left behind"
+    );
     let loaded = load_checkpoint(ctx, &path).unwrap();
     assert_eq!(loaded.iteration, 12_345);
     assert_eq!(loaded.rng_state, rng_state);
@@ -81,16 +124,33 @@ fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
     assert_eq!(loaded.params.max_sh_degree(), degree);
     assert_eq!(loaded.params.rows_per_page, params.rows_per_page);
     assert_eq!(loaded.params.means.category(), MemoryCategory::Parameters);
-    assert_eq!(loaded.optimizer.moment2().sh_rest.category(), MemoryCategory::OptimizerState);
+    assert_eq!(
+        loaded.optimizer.moment2().sh_rest.category(),
+        MemoryCategory::OptimizerState
+    );
     let want = all_bits(ctx, [&params, opt.moment1(), opt.moment2()]);
-    let got = all_bits(ctx, [&loaded.params, loaded.optimizer.moment1(), loaded.optimizer.moment2()]);
+    let got = all_bits(
+        ctx,
+        [
+            &loaded.params,
+            loaded.optimizer.moment1(),
+            loaded.optimizer.moment2(),
+        ],
+    );
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        wgsplat::testing::compare_exact(&format!("checkpoint n={n} degree={degree} tensor {i}"), g, w).unwrap();
+        wgsplat::testing::compare_exact(
+            &format!("checkpoint n={n} degree={degree} tensor {i}"),
+            g,
+            w,
+        )
+        .unwrap();
     }
 }
 
 fn u32_bits(ctx: &GpuContext, t: &GaussianTensors) -> Vec<Vec<u32>> {
-    t.attributes().map(|a| a.bitcast(wgsplat::DType::U32).read::<u32>(ctx).unwrap()).to_vec()
+    t.attributes()
+        .map(|a| a.bitcast(wgsplat::DType::U32).read::<u32>(ctx).unwrap())
+        .to_vec()
 }
 
 #[test]
@@ -124,16 +184,24 @@ fn checkpoint_resume_continues_identically() {
     let mut loaded = load_checkpoint(ctx, &path).unwrap();
     let mut rng = TestRng::new(1234);
     let mut enc = ctx.encoder("grads");
-    let grads = GaussianTensors::uninit(&mut enc, 600, 3, MemoryCategory::Gradients, "grads").unwrap();
+    let grads =
+        GaussianTensors::uninit(&mut enc, 600, 3, MemoryCategory::Gradients, "grads").unwrap();
     for a in grads.attributes() {
-        a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0)).unwrap();
+        a.write(&mut enc, &rng.vec_f32(a.len() as usize, -1.0, 1.0))
+            .unwrap();
     }
     let lrs = LearningRateSchedule::three_dgs(2.0, 100).at(3);
     opt.step(&mut enc, &params, &grads, &lrs).unwrap();
-    loaded.optimizer.step(&mut enc, &loaded.params, &grads, &lrs).unwrap();
+    loaded
+        .optimizer
+        .step(&mut enc, &loaded.params, &grads, &lrs)
+        .unwrap();
     ctx.submit(enc).unwrap();
     assert_eq!(u32_bits(ctx, &loaded.params), u32_bits(ctx, &params));
-    assert_eq!(u32_bits(ctx, loaded.optimizer.moment2()), u32_bits(ctx, opt.moment2()));
+    assert_eq!(
+        u32_bits(ctx, loaded.optimizer.moment2()),
+        u32_bits(ctx, opt.moment2())
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -141,8 +209,14 @@ fn expect_format_error(ctx: &GpuContext, path: &Path, needle: &str) {
     match load_checkpoint(ctx, path) {
         Err(e @ Error::Format { .. }) => {
             let message = e.to_string();
-            assert!(message.contains(&path.display().to_string()), "error does not name the file: {message}");
-            assert!(message.contains(needle), "expected {needle:?} in: {message}");
+            assert!(
+                message.contains(&path.display().to_string()),
+                "error does not name the file: {message}"
+            );
+            assert!(
+                message.contains(needle),
+                "expected {needle:?} in: {message}"
+            );
         }
         Err(e) => panic!("expected a format error, got {e}"),
         Ok(_) => panic!("loading {} should fail", path.display()),
@@ -155,24 +229,43 @@ fn checkpoint_corruption_gives_errors() {
     let ctx = both_paths()[1];
     let (params, opt) = trained_model(ctx, 40, 1, 3);
     let path = dir.join("good.ckpt");
-    save_checkpoint(ctx, &path, &params, &opt, 7, 8, &serde_json::json!({"k": 1})).unwrap();
+    save_checkpoint(
+        ctx,
+        &path,
+        &params,
+        &opt,
+        7,
+        8,
+        &serde_json::json!({"k": 1}),
+    )
+    .unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(&bytes[..8], &MAGIC);
     let bad = dir.join("bad.ckpt");
 
     // Truncation anywhere.
     let header_end = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-    let cuts = (0..bytes.len()).filter(|&c| c < 40 || c.abs_diff(header_end) < 8 || c + 16 > bytes.len() || c % 97 == 0);
+    let cuts = (0..bytes.len())
+        .filter(|&c| c < 40 || c.abs_diff(header_end) < 8 || c + 16 > bytes.len() || c % 97 == 0);
     for cut in cuts {
         std::fs::write(&bad, &bytes[..cut]).unwrap();
-        let err = load_checkpoint(ctx, &bad).err().unwrap_or_else(|| panic!("cut at {cut} loaded"));
-        assert!(err.to_string().contains(&bad.display().to_string()), "{err}");
+        let err = load_checkpoint(ctx, &bad)
+            .err()
+            .unwrap_or_else(|| panic!("cut at {cut} loaded"));
+        assert!(
+            err.to_string().contains(&bad.display().to_string()),
+            "{err}"
+        );
     }
     std::fs::write(&bad, &bytes[..bytes.len() - 100]).unwrap();
     expect_format_error(ctx, &bad, "truncated");
 
     // A flipped bit in the data, in the checksum, or in the header.
-    for (at, needle) in [(header_end + 1000, "checksum"), (bytes.len() - 3, "checksum"), (header_end - 20, "")] {
+    for (at, needle) in [
+        (header_end + 1000, "checksum"),
+        (bytes.len() - 3, "checksum"),
+        (header_end - 20, ""),
+    ] {
         let mut flipped = bytes.clone();
         flipped[at] ^= 0x10;
         std::fs::write(&bad, &flipped).unwrap();
@@ -187,15 +280,33 @@ fn checkpoint_corruption_gives_errors() {
     version[8] = 9;
     std::fs::write(&bad, &version).unwrap();
     expect_format_error(ctx, &bad, "version 9");
-    std::fs::write(&bad, b"ply\nformat binary_little_endian 1.0\nelement vertex 0\nend_header\n").unwrap();
+    std::fs::write(
+        &bad,
+        b"ply\nformat binary_little_endian 1.0\nelement vertex 0\nend_header\n",
+    )
+    .unwrap();
     expect_format_error(ctx, &bad, "not a wgsplat checkpoint");
     std::fs::write(&bad, b"").unwrap();
     expect_format_error(ctx, &bad, "too short");
-    assert!(matches!(load_checkpoint(ctx, &dir.join("missing.ckpt")), Err(Error::Io { .. })));
+    assert!(matches!(
+        load_checkpoint(ctx, &dir.join("missing.ckpt")),
+        Err(Error::Io { .. })
+    ));
 
     // A failed save leaves the previous checkpoint in place and no temporary file.
     let (other_params, _) = trained_model(ctx, 41, 1, 4);
-    assert!(save_checkpoint(ctx, &path, &other_params, &opt, 1, 1, &serde_json::Value::Null).is_err());
+    assert!(
+        save_checkpoint(
+            ctx,
+            &path,
+            &other_params,
+            &opt,
+            1,
+            1,
+            &serde_json::Value::Null
+        )
+        .is_err()
+    );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert!(!wgsplat::io::temp_path(&path).exists());
     std::fs::remove_dir_all(&dir).unwrap();

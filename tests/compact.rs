@@ -8,11 +8,23 @@ use wgsplat::{DType, GpuContext, MemoryCategory, Tensor};
 /// Flags with about `percent`% set, using arbitrary nonzero values.
 fn random_flags(n: usize, percent: u32, seed: u64) -> Vec<u32> {
     let mut rng = TestRng::new(seed);
-    (0..n).map(|_| if rng.next_u32() % 100 < percent { rng.next_u32() | 1 } else { 0 }).collect()
+    (0..n)
+        .map(|_| {
+            if rng.next_u32() % 100 < percent {
+                rng.next_u32() | 1
+            } else {
+                0
+            }
+        })
+        .collect()
 }
 
 fn read_kept(ctx: &GpuContext, c: &Compacted) -> Vec<u32> {
-    c.kept(ctx).unwrap().bitcast(DType::U32).read::<u32>(ctx).unwrap()
+    c.kept(ctx)
+        .unwrap()
+        .bitcast(DType::U32)
+        .read::<u32>(ctx)
+        .unwrap()
 }
 
 /// Compacts random f32 values and their indices by `flags` and checks both against the CPU.
@@ -32,11 +44,33 @@ fn check_compact(ctx: &GpuContext, flags: &[u32], seed: u64) {
 
     let path = ctx.info().kernel_path();
     assert_eq!(by_value.values.dtype(), DType::F32);
-    assert_eq!(by_value.values.len(), n as u64, "capacity is the input length");
-    assert_eq!(by_value.read_count(ctx).unwrap(), kept.len() as u64, "count n={n} {path}");
-    compare_exact(&format!("compact n={n} {path}"), &read_kept(ctx, &by_value), &want_values).unwrap();
-    assert_eq!(by_index.read_count(ctx).unwrap(), kept.len() as u64, "index count n={n} {path}");
-    compare_exact(&format!("compact_indices n={n} {path}"), &read_kept(ctx, &by_index), &want_indices).unwrap();
+    assert_eq!(
+        by_value.values.len(),
+        n as u64,
+        "capacity is the input length"
+    );
+    assert_eq!(
+        by_value.read_count(ctx).unwrap(),
+        kept.len() as u64,
+        "count n={n} {path}"
+    );
+    compare_exact(
+        &format!("compact n={n} {path}"),
+        &read_kept(ctx, &by_value),
+        &want_values,
+    )
+    .unwrap();
+    assert_eq!(
+        by_index.read_count(ctx).unwrap(),
+        kept.len() as u64,
+        "index count n={n} {path}"
+    );
+    compare_exact(
+        &format!("compact_indices n={n} {path}"),
+        &read_kept(ctx, &by_index),
+        &want_indices,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -83,13 +117,18 @@ fn compact_is_stable() {
     let flags = random_flags(n, 50, 99);
     for ctx in both_paths() {
         let mut enc = ctx.encoder("test");
-        let values = Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "arange").unwrap();
+        let values =
+            Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "arange").unwrap();
         ops::arange(&mut enc, &values, 0u32, 1u32).unwrap();
         let f = Tensor::from_slice(&mut enc, &flags, &[n], MemoryCategory::Other, "flags").unwrap();
         let compacted = ops::compact(&mut enc, &values, &f).unwrap();
         ctx.submit(enc).unwrap();
         let kept = read_kept(ctx, &compacted);
-        assert!(kept.windows(2).all(|w| w[0] < w[1]), "order not preserved on {}", ctx.info().kernel_path());
+        assert!(
+            kept.windows(2).all(|w| w[0] < w[1]),
+            "order not preserved on {}",
+            ctx.info().kernel_path()
+        );
         assert_eq!(kept.len(), flags.iter().filter(|&&f| f != 0).count());
         assert!(kept.iter().all(|&i| flags[i as usize] != 0));
     }
@@ -99,8 +138,22 @@ fn compact_is_stable() {
 fn compact_blocking_returns_exactly_the_kept_elements() {
     let ctx = both_paths()[1];
     let mut enc = ctx.encoder("test");
-    let values = Tensor::from_slice(&mut enc, &[10i32, -20, 30, -40, 50], &[5], MemoryCategory::Other, "v").unwrap();
-    let flags = Tensor::from_slice(&mut enc, &[0u32, 3, 0, 1, 1], &[5], MemoryCategory::Other, "f").unwrap();
+    let values = Tensor::from_slice(
+        &mut enc,
+        &[10i32, -20, 30, -40, 50],
+        &[5],
+        MemoryCategory::Other,
+        "v",
+    )
+    .unwrap();
+    let flags = Tensor::from_slice(
+        &mut enc,
+        &[0u32, 3, 0, 1, 1],
+        &[5],
+        MemoryCategory::Other,
+        "f",
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
     let kept = ops::compact_blocking(ctx, &values, &flags).unwrap();
     assert_eq!(kept.read::<i32>(ctx).unwrap(), vec![-20, -40, 50]);
@@ -112,7 +165,8 @@ fn compact_rejects_bad_arguments() {
     let mut enc = ctx.encoder("test");
     let v = Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "v").unwrap();
     let short = Tensor::zeros(&mut enc, DType::U32, &[9], MemoryCategory::Other, "short").unwrap();
-    let float_flags = Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "ff").unwrap();
+    let float_flags =
+        Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "ff").unwrap();
     assert!(ops::compact(&mut enc, &v, &short).is_err());
     assert!(ops::compact(&mut enc, &v, &float_flags).is_err());
 }

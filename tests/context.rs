@@ -5,7 +5,10 @@ use wgsplat::{ContextOptions, DType, Error, GpuContext, MemoryCategory, Tensor, 
 
 #[test]
 fn an_unmatched_adapter_filter_lists_what_was_found_and_how_to_fix_it() {
-    let options = ContextOptions { adapter_filter: Some("no-such-gpu-anywhere".into()), ..ContextOptions::default() };
+    let options = ContextOptions {
+        adapter_filter: Some("no-such-gpu-anywhere".into()),
+        ..ContextOptions::default()
+    };
     match GpuContext::new(options) {
         Err(err @ Error::NoAdapter { .. }) => {
             let text = err.to_string();
@@ -22,43 +25,89 @@ fn an_unmatched_adapter_filter_lists_what_was_found_and_how_to_fix_it() {
 
 #[test]
 fn no_backend_means_no_adapter_not_a_hang() {
-    let options = ContextOptions { backends: wgpu::Backends::empty(), ..ContextOptions::default() };
-    assert!(matches!(GpuContext::new(options), Err(Error::NoAdapter { .. })));
+    let options = ContextOptions {
+        backends: wgpu::Backends::empty(),
+        ..ContextOptions::default()
+    };
+    assert!(matches!(
+        GpuContext::new(options),
+        Err(Error::NoAdapter { .. })
+    ));
 }
 
 #[test]
 fn portable_contexts_use_no_optional_features() {
     let [fast, portable] = both_paths();
     assert!(portable.is_portable());
-    assert!(!portable.info().features_used.subgroups && !portable.info().features_used.float_atomics);
-    assert!(!portable.device().features().contains(wgpu::Features::SUBGROUP));
-    assert!(!portable.device().features().contains(wgpu::Features::SHADER_FLOAT32_ATOMIC));
+    assert!(
+        !portable.info().features_used.subgroups && !portable.info().features_used.float_atomics
+    );
+    assert!(
+        !portable
+            .device()
+            .features()
+            .contains(wgpu::Features::SUBGROUP)
+    );
+    assert!(
+        !portable
+            .device()
+            .features()
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    );
     // The fast context takes whatever the adapter offers (lavapipe offers both).
     let available = fast.info().features_available;
     assert_eq!(fast.info().features_used.subgroups, available.subgroups);
-    assert_eq!(fast.info().features_used.float_atomics, available.float_atomics);
+    assert_eq!(
+        fast.info().features_used.float_atomics,
+        available.float_atomics
+    );
     assert!(fast.page_bytes() <= fast.info().limits.max_storage_buffer_binding_size);
     assert!(fast.page_bytes().is_power_of_two());
 }
 
 #[test]
 fn info_command_prints_json() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat")).args(["info", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(["info", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(info["adapter"]["name"].as_str().is_some_and(|n| !n.is_empty()));
-    assert!(info["limits"]["max_storage_buffer_binding_size"].as_u64().is_some_and(|n| n > 0));
-    let text = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat")).args(["--portable", "info"]).output().unwrap();
+    assert!(
+        info["adapter"]["name"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty())
+    );
+    assert!(
+        info["limits"]["max_storage_buffer_binding_size"]
+            .as_u64()
+            .is_some_and(|n| n > 0)
+    );
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(["--portable", "info"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("kernel path    portable (forced)"), "{text}");
 }
 
 #[test]
 fn bad_settings_are_errors_that_name_the_variable() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat")).arg("info").env("WGSPLAT_BACKEND", "gl").output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .arg("info")
+        .env("WGSPLAT_BACKEND", "gl")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("WGSPLAT_BACKEND") && err.contains("vulkan"), "{err}");
+    assert!(
+        err.contains("WGSPLAT_BACKEND") && err.contains("vulkan"),
+        "{err}"
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgsplat"))
         .arg("info")
         .env("WGSPLAT_ADAPTER", "no-such-gpu-anywhere")
@@ -72,7 +121,14 @@ fn bad_settings_are_errors_that_name_the_variable() {
 fn async_readback_completes_through_the_channel_and_reuses_staging() {
     let ctx = &both_paths()[1];
     let mut enc = ctx.encoder("async");
-    let t = Tensor::uninit(&mut enc, DType::U32, &[1000], MemoryCategory::Other, "async").unwrap();
+    let t = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[1000],
+        MemoryCategory::Other,
+        "async",
+    )
+    .unwrap();
     ops::arange(&mut enc, &t, 0u32, 2).unwrap();
     ctx.submit(enc).unwrap();
     let mut created = None;
@@ -88,8 +144,17 @@ fn async_readback_completes_through_the_channel_and_reuses_staging() {
         let bytes = pollster::block_on(future).unwrap();
         poller.join().unwrap().unwrap();
         let words: &[u32] = bytemuck::cast_slice(&bytes);
-        compare_exact("async readback", words, &(0..1000).map(|i| i * 2).collect::<Vec<u32>>()).unwrap();
-        let now = ctx.memory_report().by_label.get("wgsplat/readback").map(|s| s.live_buffers);
+        compare_exact(
+            "async readback",
+            words,
+            &(0..1000).map(|i| i * 2).collect::<Vec<u32>>(),
+        )
+        .unwrap();
+        let now = ctx
+            .memory_report()
+            .by_label
+            .get("wgsplat/readback")
+            .map(|s| s.live_buffers);
         assert_eq!(now, Some(0), "staging returned after use");
         let made = ctx.memory_report().buffers_created;
         if let Some(before) = created {

@@ -9,18 +9,43 @@ use wgsplat::{DType, GpuContext, MemoryCategory, Tensor};
 /// Random flags: about a third set, with arbitrary nonzero values (not just 1).
 fn random_flags(n: usize, seed: u64) -> Vec<u32> {
     let mut rng = TestRng::new(seed);
-    (0..n).map(|_| if rng.next_u32().is_multiple_of(3) { rng.next_u32() | 1 << (rng.next_u32() % 32) } else { 0 }).collect()
+    (0..n)
+        .map(|_| {
+            if rng.next_u32().is_multiple_of(3) {
+                rng.next_u32() | 1 << (rng.next_u32() % 32)
+            } else {
+                0
+            }
+        })
+        .collect()
 }
 
 fn check_count(ctx: &GpuContext, flags: &[u32]) {
     let want = flags.iter().filter(|&&f| f != 0).count() as u64;
     let mut enc = ctx.encoder("test");
-    let t = Tensor::from_slice(&mut enc, flags, &[flags.len()], MemoryCategory::Other, "flags").unwrap();
+    let t = Tensor::from_slice(
+        &mut enc,
+        flags,
+        &[flags.len()],
+        MemoryCategory::Other,
+        "flags",
+    )
+    .unwrap();
     let pair = ops::count_nonzero(&mut enc, &t).unwrap();
     ctx.submit(enc).unwrap();
     let path = ctx.info().kernel_path();
-    assert_eq!(read_u64(ctx, &pair).unwrap(), want, "count n={} {path}", flags.len());
-    assert_eq!(ops::count_nonzero_blocking(ctx, &t).unwrap(), want, "blocking count n={} {path}", flags.len());
+    assert_eq!(
+        read_u64(ctx, &pair).unwrap(),
+        want,
+        "count n={} {path}",
+        flags.len()
+    );
+    assert_eq!(
+        ops::count_nonzero_blocking(ctx, &t).unwrap(),
+        want,
+        "blocking count n={} {path}",
+        flags.len()
+    );
 }
 
 #[test]
@@ -56,7 +81,8 @@ fn count_exact_at_2_pow_25_plus_1() {
     for ctx in both_paths() {
         let path = ctx.info().kernel_path();
         let mut enc = ctx.encoder("test");
-        let all_set = Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "all set").unwrap();
+        let all_set =
+            Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "all set").unwrap();
         ops::fill(&mut enc, &all_set, 0x8000_0000u32).unwrap();
         let count = ops::count_nonzero(&mut enc, &all_set).unwrap();
         ctx.submit(enc).unwrap();

@@ -2,7 +2,9 @@
 //! and paged.
 
 use wgsplat::ops::{self, BinaryOp, UnaryOp};
-use wgsplat::testing::{TEST_SIZES, TestRng, both_paths, both_paths_small_pages, compare_close, compare_exact};
+use wgsplat::testing::{
+    TEST_SIZES, TestRng, both_paths, both_paths_small_pages, compare_close, compare_exact,
+};
 use wgsplat::{DType, Element, Encoder, Error, GpuContext, MemoryCategory, Tensor};
 
 fn upload<T: Element>(enc: &mut Encoder, data: &[T]) -> Tensor {
@@ -23,9 +25,16 @@ fn check_binary(ctx: &GpuContext, n: usize) {
     let path = ctx.info().kernel_path();
     let mut rng = TestRng::new(n as u64 + 1);
     let a = rng.vec_f32(n, -4.0, 4.0);
-    let b: Vec<f32> = rng.vec_f32(n, 0.5, 2.0).into_iter().map(|x| if rng.unit() < 0.5 { -x } else { x }).collect();
+    let b: Vec<f32> = rng
+        .vec_f32(n, 0.5, 2.0)
+        .into_iter()
+        .map(|x| if rng.unit() < 0.5 { -x } else { x })
+        .collect();
     let (ua, ub) = (rng.vec_u32(n, 0), rng.vec_u32(n, 0));
-    let (ia, ib): (Vec<i32>, Vec<i32>) = (ua.iter().map(|&x| x as i32).collect(), ub.iter().map(|&x| x as i32).collect());
+    let (ia, ib): (Vec<i32>, Vec<i32>) = (
+        ua.iter().map(|&x| x as i32).collect(),
+        ub.iter().map(|&x| x as i32).collect(),
+    );
     let float_ops: Vec<Case<f32>> = vec![
         (BinaryOp::Add, |x, y| x + y),
         (BinaryOp::Sub, |x, y| x - y),
@@ -33,8 +42,20 @@ fn check_binary(ctx: &GpuContext, n: usize) {
         (BinaryOp::Div, |x, y| x / y),
         (BinaryOp::Min, f32::min),
         (BinaryOp::Max, f32::max),
-        (BinaryOp::LinearCombination { lhs_scale: 0.9, rhs_scale: 0.1 }, |x, y| 0.9 * x + 0.1 * y),
-        (BinaryOp::LinearCombinationSquared { lhs_scale: 0.999, rhs_scale: 0.001 }, |x, y| 0.999 * x + 0.001 * y * y),
+        (
+            BinaryOp::LinearCombination {
+                lhs_scale: 0.9,
+                rhs_scale: 0.1,
+            },
+            |x, y| 0.9 * x + 0.1 * y,
+        ),
+        (
+            BinaryOp::LinearCombinationSquared {
+                lhs_scale: 0.999,
+                rhs_scale: 0.001,
+            },
+            |x, y| 0.999 * x + 0.001 * y * y,
+        ),
     ];
     let u32_ops: Vec<Case<u32>> = vec![
         (BinaryOp::Add, u32::wrapping_add),
@@ -74,15 +95,32 @@ fn check_binary(ctx: &GpuContext, n: usize) {
     ctx.submit(enc).unwrap();
     for ((op, f), out) in float_ops.iter().zip(&float_outs) {
         let want: Vec<f32> = a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect();
-        compare_close(&format!("{op:?} n={n} {path}"), &out.read::<f32>(ctx).unwrap(), &want, ATOL, RTOL).unwrap();
+        compare_close(
+            &format!("{op:?} n={n} {path}"),
+            &out.read::<f32>(ctx).unwrap(),
+            &want,
+            ATOL,
+            RTOL,
+        )
+        .unwrap();
     }
     for ((op, f), out) in u32_ops.iter().zip(&u32_outs) {
         let want: Vec<u32> = ua.iter().zip(&ub).map(|(&x, &y)| f(x, y)).collect();
-        compare_exact(&format!("u32 {op:?} n={n} {path}"), &out.read::<u32>(ctx).unwrap(), &want).unwrap();
+        compare_exact(
+            &format!("u32 {op:?} n={n} {path}"),
+            &out.read::<u32>(ctx).unwrap(),
+            &want,
+        )
+        .unwrap();
     }
     for ((op, f), out) in i32_ops.iter().zip(&i32_outs) {
         let want: Vec<i32> = ia.iter().zip(&ib).map(|(&x, &y)| f(x, y)).collect();
-        compare_exact(&format!("i32 {op:?} n={n} {path}"), &out.read::<i32>(ctx).unwrap(), &want).unwrap();
+        compare_exact(
+            &format!("i32 {op:?} n={n} {path}"),
+            &out.read::<i32>(ctx).unwrap(),
+            &want,
+        )
+        .unwrap();
     }
 }
 
@@ -96,8 +134,17 @@ fn check_unary(ctx: &GpuContext, n: usize) {
     let cases: Vec<(UnaryOp, bool, Reference)> = vec![
         (UnaryOp::Scale(-2.5), false, |x| x * -2.5),
         (UnaryOp::AddScalar(1.25), false, |x| x + 1.25),
-        (UnaryOp::Affine { scale: 3.0, offset: -0.5 }, false, |x| x * 3.0 - 0.5),
-        (UnaryOp::Clamp { lo: -1.0, hi: 2.0 }, false, |x| x.clamp(-1.0, 2.0)),
+        (
+            UnaryOp::Affine {
+                scale: 3.0,
+                offset: -0.5,
+            },
+            false,
+            |x| x * 3.0 - 0.5,
+        ),
+        (UnaryOp::Clamp { lo: -1.0, hi: 2.0 }, false, |x| {
+            x.clamp(-1.0, 2.0)
+        }),
         (UnaryOp::Abs, false, f32::abs),
         (UnaryOp::Neg, false, |x| -x),
         (UnaryOp::Exp, false, f32::exp),
@@ -114,7 +161,17 @@ fn check_unary(ctx: &GpuContext, n: usize) {
     let mut outs = Vec::new();
     for (op, needs_positive, _) in &cases {
         let out = uninit(&mut enc, DType::F32, n);
-        ops::unary(&mut enc, *op, if *needs_positive { &g_positive } else { &g_signed }, &out).unwrap();
+        ops::unary(
+            &mut enc,
+            *op,
+            if *needs_positive {
+                &g_positive
+            } else {
+                &g_signed
+            },
+            &out,
+        )
+        .unwrap();
         outs.push(out);
     }
     let g_ints = upload(&mut enc, &ints);
@@ -123,10 +180,22 @@ fn check_unary(ctx: &GpuContext, n: usize) {
     for ((op, needs_positive, f), out) in cases.iter().zip(&outs) {
         let input = if *needs_positive { &positive } else { &signed };
         let want: Vec<f32> = input.iter().map(|&x| f(x)).collect();
-        compare_close(&format!("{op:?} n={n} {path}"), &out.read::<f32>(ctx).unwrap(), &want, 1e-5, 1e-5).unwrap();
+        compare_close(
+            &format!("{op:?} n={n} {path}"),
+            &out.read::<f32>(ctx).unwrap(),
+            &want,
+            1e-5,
+            1e-5,
+        )
+        .unwrap();
     }
     let want: Vec<u32> = ints.iter().map(|x| x.wrapping_add(0xF000_0000)).collect();
-    compare_exact(&format!("u32 add scalar n={n} {path}"), &g_ints.read::<u32>(ctx).unwrap(), &want).unwrap();
+    compare_exact(
+        &format!("u32 add scalar n={n} {path}"),
+        &g_ints.read::<u32>(ctx).unwrap(),
+        &want,
+    )
+    .unwrap();
 }
 
 /// In-place forms and every aliasing pattern (out = lhs, out = rhs, lhs = rhs, all three).
@@ -163,10 +232,25 @@ fn check_inplace_and_aliasing(ctx: &GpuContext, n: usize) {
     ops::copy(&mut enc, &ga, &copied).unwrap();
     ctx.submit(enc).unwrap();
     let check = |what: &str, t: &Tensor, want: Vec<f32>| {
-        compare_close(&format!("{what} n={n} {path}"), &t.read::<f32>(ctx).unwrap(), &want, ATOL, RTOL).unwrap();
+        compare_close(
+            &format!("{what} n={n} {path}"),
+            &t.read::<f32>(ctx).unwrap(),
+            &want,
+            ATOL,
+            RTOL,
+        )
+        .unwrap();
     };
-    check("sub into rhs", &sub_into_rhs, a.iter().zip(&b).map(|(x, y)| x - y).collect());
-    check("div into lhs", &div_into_lhs, a.iter().zip(&b).map(|(x, y)| x / y).collect());
+    check(
+        "sub into rhs",
+        &sub_into_rhs,
+        a.iter().zip(&b).map(|(x, y)| x - y).collect(),
+    );
+    check(
+        "div into lhs",
+        &div_into_lhs,
+        a.iter().zip(&b).map(|(x, y)| x / y).collect(),
+    );
     check("self mul", &self_mul, a.iter().map(|x| x * x).collect());
     check("negated in place", &negated, a.iter().map(|x| -x).collect());
     check("a + a", &twice, a.iter().map(|x| x + x).collect());
@@ -175,9 +259,21 @@ fn check_inplace_and_aliasing(ctx: &GpuContext, n: usize) {
         .zip(&b)
         .map(|(&x, &y)| ((((x + y) * y - x) / y + -0.5 * x) * 2.0 + 0.25).clamp(-3.0, 3.0))
         .collect();
-    compare_close(&format!("chain n={n} {path}"), &chain_before.read::<f32>(ctx).unwrap(), &chain_want, 1e-5, RTOL).unwrap();
+    compare_close(
+        &format!("chain n={n} {path}"),
+        &chain_before.read::<f32>(ctx).unwrap(),
+        &chain_want,
+        1e-5,
+        RTOL,
+    )
+    .unwrap();
     check("x - x", &chain, vec![0.0; n]);
-    compare_exact(&format!("copy n={n} {path}"), &copied.read::<f32>(ctx).unwrap(), &a).unwrap();
+    compare_exact(
+        &format!("copy n={n} {path}"),
+        &copied.read::<f32>(ctx).unwrap(),
+        &a,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -235,12 +331,23 @@ fn copy_range_splits_at_page_boundaries_paged() {
         ops::copy_range(&mut enc, &overlapping, 10, &overlapping, 16_390, 20_000).unwrap();
         ctx.submit(enc).unwrap();
         let mut want = dst_init.clone();
-        want[dst_offset as usize..(dst_offset + len) as usize].copy_from_slice(&src[src_offset as usize..(src_offset + len) as usize]);
+        want[dst_offset as usize..(dst_offset + len) as usize]
+            .copy_from_slice(&src[src_offset as usize..(src_offset + len) as usize]);
         want[4 * 16_384 - 1..4 * 16_384 + 3].copy_from_slice(&src[..4]);
-        compare_exact(&format!("copy_range {path}"), &gdst.read::<u32>(ctx).unwrap(), &want).unwrap();
+        compare_exact(
+            &format!("copy_range {path}"),
+            &gdst.read::<u32>(ctx).unwrap(),
+            &want,
+        )
+        .unwrap();
         let mut want_overlap = src.clone();
         want_overlap.copy_within(10..20_010, 16_390);
-        compare_exact(&format!("copy_range overlapping {path}"), &overlapping.read::<u32>(ctx).unwrap(), &want_overlap).unwrap();
+        compare_exact(
+            &format!("copy_range overlapping {path}"),
+            &overlapping.read::<u32>(ctx).unwrap(),
+            &want_overlap,
+        )
+        .unwrap();
     }
 }
 
@@ -251,15 +358,45 @@ fn mismatched_operands_are_rejected() {
     let a = upload(&mut enc, &[1.0f32, 2.0, 3.0]);
     let short = upload(&mut enc, &[1.0f32, 2.0]);
     let ints = upload(&mut enc, &[1u32, 2, 3]);
-    assert!(matches!(ops::add(&mut enc, &a, &short, &a), Err(Error::Shape { .. })));
-    assert!(matches!(ops::add_inplace(&mut enc, &a, &short), Err(Error::Shape { .. })));
-    assert!(matches!(ops::add(&mut enc, &a, &ints, &a), Err(Error::DType { .. })));
-    assert!(matches!(ops::div(&mut enc, &ints, &ints, &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::unary_inplace(&mut enc, UnaryOp::Exp, &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::unary_inplace(&mut enc, UnaryOp::AddScalarI32(1), &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::copy(&mut enc, &a, &short), Err(Error::Shape { .. })));
-    assert!(matches!(ops::copy_range(&mut enc, &a, 2, &short, 0, 2), Err(Error::Shape { .. })));
-    assert!(matches!(ops::copy_range(&mut enc, &a, 0, &ints, 0, 1), Err(Error::DType { .. })));
-    assert!(matches!(ops::clamp_inplace(&mut enc, &a, 1.0, 0.0), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        ops::add(&mut enc, &a, &short, &a),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::add_inplace(&mut enc, &a, &short),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::add(&mut enc, &a, &ints, &a),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::div(&mut enc, &ints, &ints, &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::unary_inplace(&mut enc, UnaryOp::Exp, &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::unary_inplace(&mut enc, UnaryOp::AddScalarI32(1), &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::copy(&mut enc, &a, &short),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::copy_range(&mut enc, &a, 2, &short, 0, 2),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::copy_range(&mut enc, &a, 0, &ints, 0, 1),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::clamp_inplace(&mut enc, &a, 1.0, 0.0),
+        Err(Error::InvalidArgument { .. })
+    ));
     ctx.submit(enc).unwrap();
 }

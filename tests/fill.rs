@@ -13,11 +13,28 @@ fn check_fill_arange(ctx: &GpuContext, n: usize) {
     ops::arange(&mut enc, &c, 7i32, -3i32).unwrap();
     ctx.submit(enc).unwrap();
     let path = ctx.info().kernel_path();
-    compare_exact(&format!("fill n={n} {path}"), &a.read::<u32>(ctx).unwrap(), &vec![0xDEAD_BEEF; n]).unwrap();
+    compare_exact(
+        &format!("fill n={n} {path}"),
+        &a.read::<u32>(ctx).unwrap(),
+        &vec![0xDEAD_BEEF; n],
+    )
+    .unwrap();
     let want_b: Vec<f32> = (0..n).map(|i| 0.5 + i as f32 * 0.25).collect();
-    compare_exact(&format!("arange f32 n={n} {path}"), &b.read::<f32>(ctx).unwrap(), &want_b).unwrap();
-    let want_c: Vec<i32> = (0..n).map(|i| 7i32.wrapping_add((i as i32).wrapping_mul(-3))).collect();
-    compare_exact(&format!("arange i32 n={n} {path}"), &c.read::<i32>(ctx).unwrap(), &want_c).unwrap();
+    compare_exact(
+        &format!("arange f32 n={n} {path}"),
+        &b.read::<f32>(ctx).unwrap(),
+        &want_b,
+    )
+    .unwrap();
+    let want_c: Vec<i32> = (0..n)
+        .map(|i| 7i32.wrapping_add((i as i32).wrapping_mul(-3)))
+        .collect();
+    compare_exact(
+        &format!("arange i32 n={n} {path}"),
+        &c.read::<i32>(ctx).unwrap(),
+        &want_c,
+    )
+    .unwrap();
 }
 
 #[test]

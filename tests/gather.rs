@@ -47,7 +47,8 @@ fn cpu_scatter_rows(src: &[u32], index: &[u32], width: usize, dst: &mut [u32]) {
     let rows = dst.len() / width;
     for (i, &r) in index.iter().enumerate() {
         if (r as usize) < rows {
-            dst[r as usize * width..(r as usize + 1) * width].copy_from_slice(&src[i * width..(i + 1) * width]);
+            dst[r as usize * width..(r as usize + 1) * width]
+                .copy_from_slice(&src[i * width..(i + 1) * width]);
         }
     }
 }
@@ -68,7 +69,11 @@ fn check_gather_scatter(ctx: &GpuContext, rows: usize, index_count: usize, width
     }
     let dst_init = rng.vec_u32(rows * width, 0);
     let mut enc = ctx.encoder("test");
-    let (gsrc, gindex, gscatter_index) = (upload(&mut enc, &src), upload(&mut enc, &index), upload(&mut enc, &scatter_index));
+    let (gsrc, gindex, gscatter_index) = (
+        upload(&mut enc, &src),
+        upload(&mut enc, &index),
+        upload(&mut enc, &scatter_index),
+    );
     let gathered = if width == 1 {
         ops::gather(&mut enc, &gsrc.bitcast(DType::F32), &gindex).unwrap()
     } else {
@@ -82,10 +87,20 @@ fn check_gather_scatter(ctx: &GpuContext, rows: usize, index_count: usize, width
     }
     ctx.submit(enc).unwrap();
     let got = gathered.bitcast(DType::U32).read::<u32>(ctx).unwrap();
-    compare_exact(&format!("gather {what}"), &got, &cpu_gather_rows(&src, &index, width)).unwrap();
+    compare_exact(
+        &format!("gather {what}"),
+        &got,
+        &cpu_gather_rows(&src, &index, width),
+    )
+    .unwrap();
     let mut want = dst_init.clone();
     cpu_scatter_rows(&src, &scatter_index, width, &mut want);
-    compare_exact(&format!("scatter {what}"), &gdst.read::<u32>(ctx).unwrap(), &want).unwrap();
+    compare_exact(
+        &format!("scatter {what}"),
+        &gdst.read::<u32>(ctx).unwrap(),
+        &want,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -129,9 +144,19 @@ fn check_concat(ctx: &GpuContext, a_len: usize, b_len: usize) {
     ctx.submit(enc).unwrap();
     assert_eq!(joined.shape(), &[a_len + b_len]);
     let want: Vec<i32> = a.iter().chain(&b).copied().collect();
-    compare_exact(&format!("append {a_len}+{b_len} {path}"), &joined.read::<i32>(ctx).unwrap(), &want).unwrap();
+    compare_exact(
+        &format!("append {a_len}+{b_len} {path}"),
+        &joined.read::<i32>(ctx).unwrap(),
+        &want,
+    )
+    .unwrap();
     let want3: Vec<i32> = b.iter().chain(&a).chain(&b).copied().collect();
-    compare_exact(&format!("concat3 {a_len}+{b_len} {path}"), &three.read::<i32>(ctx).unwrap(), &want3).unwrap();
+    compare_exact(
+        &format!("concat3 {a_len}+{b_len} {path}"),
+        &three.read::<i32>(ctx).unwrap(),
+        &want3,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -148,14 +173,31 @@ fn concat_paged_and_rows() {
     for ctx in both_paths_small_pages() {
         check_concat(ctx, 2 * 16_384 + 5, 20_000);
         let mut enc = ctx.encoder("test");
-        let a = Tensor::from_slice(&mut enc, &[1.0f32; 6], &[2, 3], MemoryCategory::Other, "a").unwrap();
-        let b = Tensor::from_slice(&mut enc, &[2.0f32; 3], &[1, 3], MemoryCategory::Other, "b").unwrap();
+        let a = Tensor::from_slice(&mut enc, &[1.0f32; 6], &[2, 3], MemoryCategory::Other, "a")
+            .unwrap();
+        let b = Tensor::from_slice(&mut enc, &[2.0f32; 3], &[1, 3], MemoryCategory::Other, "b")
+            .unwrap();
         let c = ops::concat(&mut enc, &[&a, &b]).unwrap();
-        let wrong = Tensor::from_slice(&mut enc, &[2.0f32; 4], &[1, 4], MemoryCategory::Other, "wrong").unwrap();
-        assert!(matches!(ops::concat(&mut enc, &[&a, &wrong]), Err(Error::Shape { .. })));
+        let wrong = Tensor::from_slice(
+            &mut enc,
+            &[2.0f32; 4],
+            &[1, 4],
+            MemoryCategory::Other,
+            "wrong",
+        )
+        .unwrap();
+        assert!(matches!(
+            ops::concat(&mut enc, &[&a, &wrong]),
+            Err(Error::Shape { .. })
+        ));
         ctx.submit(enc).unwrap();
         assert_eq!(c.shape(), &[3, 3]);
-        compare_exact("concat rows", &c.read::<f32>(ctx).unwrap(), &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]).unwrap();
+        compare_exact(
+            "concat rows",
+            &c.read::<f32>(ctx).unwrap(),
+            &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0],
+        )
+        .unwrap();
     }
 }
 
@@ -167,14 +209,41 @@ fn bad_arguments_are_rejected() {
     let float_index = upload(&mut enc, &[0.0f32]);
     let index = upload(&mut enc, &[0u32, 1]);
     let ints = upload(&mut enc, &[0u32; 6]);
-    assert!(matches!(ops::gather(&mut enc, &src, &float_index), Err(Error::DType { .. })));
-    assert!(matches!(ops::gather_rows(&mut enc, &src, &index, 4), Err(Error::Shape { .. })));
-    assert!(matches!(ops::gather_rows(&mut enc, &src, &index, 0), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(ops::gather_rows_into(&mut enc, &src, &index, 3, &src), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(ops::scatter_rows(&mut enc, &src, &index, 2, &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::scatter_rows(&mut enc, &src, &index, 2, &src.prefix(4).unwrap()), Err(Error::Shape { .. })));
-    assert!(matches!(ops::scatter_rows(&mut enc, &src, &index, 3, &src), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(ops::append(&mut enc, &src, &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::concat(&mut enc, &[]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        ops::gather(&mut enc, &src, &float_index),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::gather_rows(&mut enc, &src, &index, 4),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::gather_rows(&mut enc, &src, &index, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        ops::gather_rows_into(&mut enc, &src, &index, 3, &src),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        ops::scatter_rows(&mut enc, &src, &index, 2, &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::scatter_rows(&mut enc, &src, &index, 2, &src.prefix(4).unwrap()),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::scatter_rows(&mut enc, &src, &index, 3, &src),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        ops::append(&mut enc, &src, &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::concat(&mut enc, &[]),
+        Err(Error::InvalidArgument { .. })
+    ));
     ctx.submit(enc).unwrap();
 }

@@ -16,7 +16,14 @@ const RTOL: f32 = 1e-6;
 fn check(ctx: &GpuContext, what: &str, points: &[[f32; 3]], want: &[f32]) {
     let got = knn::mean_sq_dist_3nn_of_slice(ctx, points).unwrap();
     let path = ctx.info().kernel_path();
-    compare_close(&format!("{what} n={} {path}", points.len()), &got, want, 0.0, RTOL).unwrap();
+    compare_close(
+        &format!("{what} n={} {path}", points.len()),
+        &got,
+        want,
+        0.0,
+        RTOL,
+    )
+    .unwrap();
 }
 
 fn check_brute_force(what: &str, points: &[[f32; 3]]) {
@@ -27,7 +34,9 @@ fn check_brute_force(what: &str, points: &[[f32; 3]]) {
 }
 
 fn uniform(rng: &mut TestRng, n: usize, lo: f32, hi: f32) -> Vec<[f32; 3]> {
-    (0..n).map(|_| [rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi)]).collect()
+    (0..n)
+        .map(|_| [rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi)])
+        .collect()
 }
 
 /// A standard normal sample (Box-Muller).
@@ -41,7 +50,11 @@ fn blobs(rng: &mut TestRng, n: usize, centres: &[[f32; 3]], sigma: f32) -> Vec<[
     (0..n)
         .map(|i| {
             let c = centres[i % centres.len()];
-            [c[0] + sigma * normal(rng), c[1] + sigma * normal(rng), c[2] + sigma * normal(rng)]
+            [
+                c[0] + sigma * normal(rng),
+                c[1] + sigma * normal(rng),
+                c[2] + sigma * normal(rng),
+            ]
         })
         .collect()
 }
@@ -54,9 +67,18 @@ fn knn_tiny_inputs() {
     }
     // The documented small-N values.
     let ctx = both_paths()[1];
-    assert_eq!(knn::mean_sq_dist_3nn_of_slice(ctx, &[[1.0, 2.0, 3.0]]).unwrap(), vec![MIN_MEAN_SQ_DIST]);
-    assert_eq!(knn::mean_sq_dist_3nn_of_slice(ctx, &[[0.0; 3], [2.0, 0.0, 0.0]]).unwrap(), vec![4.0, 4.0]);
-    assert_eq!(knn::mean_sq_dist_3nn_of_slice(ctx, &[[0.0; 3], [1.0, 0.0, 0.0], [3.0, 0.0, 0.0]]).unwrap(), vec![5.0, 2.5, 6.5]);
+    assert_eq!(
+        knn::mean_sq_dist_3nn_of_slice(ctx, &[[1.0, 2.0, 3.0]]).unwrap(),
+        vec![MIN_MEAN_SQ_DIST]
+    );
+    assert_eq!(
+        knn::mean_sq_dist_3nn_of_slice(ctx, &[[0.0; 3], [2.0, 0.0, 0.0]]).unwrap(),
+        vec![4.0, 4.0]
+    );
+    assert_eq!(
+        knn::mean_sq_dist_3nn_of_slice(ctx, &[[0.0; 3], [1.0, 0.0, 0.0], [3.0, 0.0, 0.0]]).unwrap(),
+        vec![5.0, 2.5, 6.5]
+    );
 }
 
 #[test]
@@ -69,7 +91,13 @@ fn knn_uniform_matches_brute_force() {
 #[test]
 fn knn_clusters_match_brute_force() {
     let mut rng = TestRng::new(3);
-    let centres = [[0.0, 0.0, 0.0], [5.0, -3.0, 2.0], [-4.0, 4.0, 1.0], [1.0, 1.0, -6.0], [0.01, 0.0, 0.0]];
+    let centres = [
+        [0.0, 0.0, 0.0],
+        [5.0, -3.0, 2.0],
+        [-4.0, 4.0, 1.0],
+        [1.0, 1.0, -6.0],
+        [0.01, 0.0, 0.0],
+    ];
     check_brute_force("tight blobs", &blobs(&mut rng, 20_000, &centres, 1e-3));
     check_brute_force("wide blobs", &blobs(&mut rng, 5_000, &centres, 0.5));
 }
@@ -79,17 +107,29 @@ fn knn_degenerate_sets_match_brute_force() {
     let mut rng = TestRng::new(4);
     check_brute_force("all identical", &vec![[1.5, -2.0, 3.25]; 5_000]);
     let base = uniform(&mut rng, 700, -1.0, 1.0);
-    let duplicates: Vec<[f32; 3]> = (0..6_000).map(|_| base[(rng.next_u32() % 700) as usize]).collect();
+    let duplicates: Vec<[f32; 3]> = (0..6_000)
+        .map(|_| base[(rng.next_u32() % 700) as usize])
+        .collect();
     check_brute_force("many duplicates", &duplicates);
-    let pairs: Vec<[f32; 3]> = uniform(&mut rng, 2_000, -1.0, 1.0).into_iter().flat_map(|p| [p, p]).collect();
+    let pairs: Vec<[f32; 3]> = uniform(&mut rng, 2_000, -1.0, 1.0)
+        .into_iter()
+        .flat_map(|p| [p, p])
+        .collect();
     check_brute_force("exact pairs", &pairs);
-    let collinear: Vec<[f32; 3]> = (0..5_000).map(|_| rng.range(-3.0, 3.0)).map(|t| [t, 2.0 * t + 1.0, -t]).collect();
+    let collinear: Vec<[f32; 3]> = (0..5_000)
+        .map(|_| rng.range(-3.0, 3.0))
+        .map(|t| [t, 2.0 * t + 1.0, -t])
+        .collect();
     check_brute_force("collinear", &collinear);
     let on_axis: Vec<[f32; 3]> = (0..3_000).map(|i| [i as f32 * 0.25, 0.0, 0.0]).collect();
     check_brute_force("evenly spaced on an axis", &on_axis);
-    let coplanar: Vec<[f32; 3]> = (0..8_000).map(|_| [rng.range(-2.0, 2.0), 0.5, rng.range(-2.0, 2.0)]).collect();
+    let coplanar: Vec<[f32; 3]> = (0..8_000)
+        .map(|_| [rng.range(-2.0, 2.0), 0.5, rng.range(-2.0, 2.0)])
+        .collect();
     check_brute_force("coplanar", &coplanar);
-    let grid: Vec<[f32; 3]> = (0..4_096).map(|i| [(i % 16) as f32, ((i / 16) % 16) as f32, (i / 256) as f32]).collect();
+    let grid: Vec<[f32; 3]> = (0..4_096)
+        .map(|i| [(i % 16) as f32, ((i / 16) % 16) as f32, (i / 256) as f32])
+        .collect();
     check_brute_force("regular grid (many ties)", &grid);
     let mut far_apart = blobs(&mut rng, 4_000, &[[-1e5, 0.0, 0.0]], 0.1);
     far_apart.extend(blobs(&mut rng, 4_000, &[[1e5, 1e5, -1e5]], 0.1));
@@ -100,7 +140,10 @@ fn knn_degenerate_sets_match_brute_force() {
     // Dense clusters that a key quantised over the bounding box alone would collapse.
     let mut speck_at_origin = blobs(&mut rng, 12_000, &[[0.0, 0.0, 0.0]], 1e-5);
     speck_at_origin.push([1e6, 1e6, 1e6]);
-    check_brute_force("dense speck at the origin, outlier at 1e6", &speck_at_origin);
+    check_brute_force(
+        "dense speck at the origin, outlier at 1e6",
+        &speck_at_origin,
+    );
     let mut speck_far = blobs(&mut rng, 12_000, &[[10.0, -10.0, 10.0]], 1e-4);
     speck_far.push([-1e3, 0.0, 0.0]);
     check_brute_force("dense speck at 10, outlier at 1e3", &speck_far);
@@ -110,7 +153,11 @@ fn knn_degenerate_sets_match_brute_force() {
     let mixed_scales: Vec<[f32; 3]> = (0..6_000)
         .map(|i| {
             let s = 10f32.powi(i % 9 - 4);
-            [s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0), s * rng.range(-1.0, 1.0)]
+            [
+                s * rng.range(-1.0, 1.0),
+                s * rng.range(-1.0, 1.0),
+                s * rng.range(-1.0, 1.0),
+            ]
         })
         .collect();
     check_brute_force("scales 1e-4..1e4", &mixed_scales);
@@ -144,13 +191,24 @@ fn knn_rejects_bad_shapes() {
 fn kd_tree_reference(points: &[[f32; 3]]) -> Vec<f32> {
     let tree: ImmutableKdTree<f32, 3> = ImmutableKdTree::new_from_slice(points).unwrap();
     let four = NonZeroUsize::new(knn::NEIGHBOURS + 1).unwrap();
-    let results = tree.query_batch(points).nearest_n::<SquaredEuclidean<f32>>(four).with_executor(&Executor::parallel()).execute();
+    let results = tree
+        .query_batch(points)
+        .nearest_n::<SquaredEuclidean<f32>>(four)
+        .with_executor(&Executor::parallel())
+        .execute();
     (0..points.len())
         .map(|i| {
             let items = results.get(i).unwrap();
-            let mut others: Vec<usize> = items.iter().map(|r| r.item as usize).filter(|&j| j != i).collect();
+            let mut others: Vec<usize> = items
+                .iter()
+                .map(|r| r.item as usize)
+                .filter(|&j| j != i)
+                .collect();
             others.truncate(knn::NEIGHBOURS);
-            let mut d: Vec<f32> = others.iter().map(|&j| knn::squared_distance(points[i], points[j])).collect();
+            let mut d: Vec<f32> = others
+                .iter()
+                .map(|&j| knn::squared_distance(points[i], points[j]))
+                .collect();
             d.sort_by(f32::total_cmp);
             knn::mean_of_nearest(&d)
         })
@@ -162,7 +220,14 @@ fn knn_kd_tree_reference_agrees_with_brute_force() {
     let mut rng = TestRng::new(6);
     let mut points = blobs(&mut rng, 3_000, &[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]], 0.3);
     points.extend_from_within(..500);
-    compare_close("kd tree vs brute force", &kd_tree_reference(&points), &knn::mean_sq_dist_3nn_brute_force(&points), 0.0, RTOL).unwrap();
+    compare_close(
+        "kd tree vs brute force",
+        &kd_tree_reference(&points),
+        &knn::mean_sq_dist_3nn_brute_force(&points),
+        0.0,
+        RTOL,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -171,7 +236,12 @@ fn knn_one_million_matches_kd_tree() {
     let (points, want) = POINTS.get_or_init(|| {
         let mut rng = TestRng::new(7);
         let mut points = uniform(&mut rng, 900_000, -50.0, 50.0);
-        points.extend(blobs(&mut rng, 100_000, &[[3.0, -7.0, 11.0], [-20.0, 5.0, 0.0]], 0.05));
+        points.extend(blobs(
+            &mut rng,
+            100_000,
+            &[[3.0, -7.0, 11.0], [-20.0, 5.0, 0.0]],
+            0.05,
+        ));
         let want = kd_tree_reference(&points);
         (points, want)
     });

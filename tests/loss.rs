@@ -25,7 +25,12 @@ struct Case {
 
 impl Case {
     fn new(width: usize, height: usize, rendered: Vec<f32>, gt: Vec<f32>) -> Self {
-        Case { width, height, rendered, gt: Gt::F32(gt) }
+        Case {
+            width,
+            height,
+            rendered,
+            gt: Gt::F32(gt),
+        }
     }
 
     fn reference_gt(&self) -> ReferenceGt<'_> {
@@ -36,16 +41,37 @@ impl Case {
     }
 
     fn cpu(&self, options: &LossOptions, with_grad: bool) -> ReferenceLoss {
-        reference::reference_loss(&self.rendered, self.reference_gt(), self.width, self.height, options, with_grad)
+        reference::reference_loss(
+            &self.rendered,
+            self.reference_gt(),
+            self.width,
+            self.height,
+            options,
+            with_grad,
+        )
     }
 
     /// Records uploads of both images into `enc`.
     fn upload(&self, enc: &mut Encoder) -> (Tensor, Tensor) {
         let shape = [self.height, self.width, 4];
-        let x = Tensor::from_slice(enc, &self.rendered, &shape, MemoryCategory::Other, "rendered").unwrap();
+        let x = Tensor::from_slice(
+            enc,
+            &self.rendered,
+            &shape,
+            MemoryCategory::Other,
+            "rendered",
+        )
+        .unwrap();
         let y = match &self.gt {
             Gt::F32(v) => Tensor::from_slice(enc, v, &shape, MemoryCategory::Other, "gt").unwrap(),
-            Gt::Rgba8(v) => Tensor::from_slice(enc, v, &[self.height, self.width], MemoryCategory::Other, "gt8").unwrap(),
+            Gt::Rgba8(v) => Tensor::from_slice(
+                enc,
+                v,
+                &[self.height, self.width],
+                MemoryCategory::Other,
+                "gt8",
+            )
+            .unwrap(),
         };
         (x, y)
     }
@@ -106,7 +132,13 @@ fn gradient_image(width: usize, height: usize) -> Vec<f32> {
 }
 
 fn checkerboard(width: usize, height: usize) -> Vec<f32> {
-    image_from(width, height, |r, c, ch| if (r / 3 + c / 3 + ch) % 2 == 0 { 0.9 } else { 0.1 })
+    image_from(width, height, |r, c, ch| {
+        if (r / 3 + c / 3 + ch) % 2 == 0 {
+            0.9
+        } else {
+            0.1
+        }
+    })
 }
 
 fn constant(width: usize, height: usize, value: f32) -> Vec<f32> {
@@ -136,19 +168,58 @@ fn ssim_and_l1_match_cpu_reference_at_awkward_sizes() {
     let mut rng = TestRng::new(11);
     for (width, height) in [(1, 1), (7, 13), (16, 16), (123, 82), (257, 255)] {
         let mut cases = vec![
-            ("random", Case::new(width, height, random_image(&mut rng, width, height), random_image(&mut rng, width, height))),
-            ("gradient/checker", Case::new(width, height, gradient_image(width, height), checkerboard(width, height))),
+            (
+                "random",
+                Case::new(
+                    width,
+                    height,
+                    random_image(&mut rng, width, height),
+                    random_image(&mut rng, width, height),
+                ),
+            ),
+            (
+                "gradient/checker",
+                Case::new(
+                    width,
+                    height,
+                    gradient_image(width, height),
+                    checkerboard(width, height),
+                ),
+            ),
         ];
         if width * height < 20_000 {
-            cases.push(("constants", Case::new(width, height, constant(width, height, 0.37), constant(width, height, 0.62))));
-            cases.push(("constant/random", Case::new(width, height, constant(width, height, 0.5), random_image(&mut rng, width, height))));
+            cases.push((
+                "constants",
+                Case::new(
+                    width,
+                    height,
+                    constant(width, height, 0.37),
+                    constant(width, height, 0.62),
+                ),
+            ));
+            cases.push((
+                "constant/random",
+                Case::new(
+                    width,
+                    height,
+                    constant(width, height, 0.5),
+                    random_image(&mut rng, width, height),
+                ),
+            ));
         }
         let options = LossOptions::default();
         for (name, case) in &cases {
             let want = reference_stats(&case.cpu(&options, false));
             for ctx in both_paths() {
                 let what = format!("{name} {width}x{height} {}", ctx.info().kernel_path());
-                compare_close(&format!("forward {what}"), &case.gpu_stats(ctx, &options), &want, STATS_ATOL, 0.0).unwrap();
+                compare_close(
+                    &format!("forward {what}"),
+                    &case.gpu_stats(ctx, &options),
+                    &want,
+                    STATS_ATOL,
+                    0.0,
+                )
+                .unwrap();
             }
         }
     }
@@ -159,12 +230,29 @@ fn gradient_matches_cpu_reference() {
     let mut rng = TestRng::new(12);
     let options = [
         LossOptions::default(),
-        LossOptions { ssim_weight: 1.0, padding: SsimPadding::Valid, ..Default::default() },
-        LossOptions { ssim_weight: 0.5, ..Default::default() },
+        LossOptions {
+            ssim_weight: 1.0,
+            padding: SsimPadding::Valid,
+            ..Default::default()
+        },
+        LossOptions {
+            ssim_weight: 0.5,
+            ..Default::default()
+        },
     ];
     for (width, height) in [(1, 1), (7, 13), (40, 33), (123, 82)] {
-        let case = Case::new(width, height, random_image(&mut rng, width, height), random_image(&mut rng, width, height));
-        let structured = Case::new(width, height, gradient_image(width, height), checkerboard(width, height));
+        let case = Case::new(
+            width,
+            height,
+            random_image(&mut rng, width, height),
+            random_image(&mut rng, width, height),
+        );
+        let structured = Case::new(
+            width,
+            height,
+            gradient_image(width, height),
+            checkerboard(width, height),
+        );
         for opts in &options {
             if opts.padding == SsimPadding::Valid && width.min(height) < 11 {
                 continue;
@@ -172,9 +260,19 @@ fn gradient_matches_cpu_reference() {
             for (name, case) in [("random", &case), ("structured", &structured)] {
                 let want = case.cpu(opts, true);
                 for ctx in both_paths() {
-                    let what = format!("{name} {width}x{height} {opts:?} {}", ctx.info().kernel_path());
+                    let what = format!(
+                        "{name} {width}x{height} {opts:?} {}",
+                        ctx.info().kernel_path()
+                    );
                     let (stats, grad) = case.gpu_grad(ctx, opts);
-                    compare_close(&format!("stats {what}"), &stats, &reference_stats(&want), STATS_ATOL, 0.0).unwrap();
+                    compare_close(
+                        &format!("stats {what}"),
+                        &stats,
+                        &reference_stats(&want),
+                        STATS_ATOL,
+                        0.0,
+                    )
+                    .unwrap();
                     compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
                 }
             }
@@ -182,23 +280,39 @@ fn gradient_matches_cpu_reference() {
     }
 }
 
-
 #[test]
 fn ssim_of_identical_images_is_one() {
     let mut rng = TestRng::new(13);
     for (width, height) in [(1, 1), (37, 29)] {
-        for image in [random_image(&mut rng, width, height), checkerboard(width, height), constant(width, height, 0.25)] {
+        for image in [
+            random_image(&mut rng, width, height),
+            checkerboard(width, height),
+            constant(width, height, 0.25),
+        ] {
             let case = Case::new(width, height, image.clone(), image);
             for ctx in both_paths() {
                 let opts = LossOptions::default();
                 let (stats, grad) = case.gpu_grad(ctx, &opts);
                 let what = format!("{width}x{height} {}", ctx.info().kernel_path());
-                assert!((stats[2] - 1.0).abs() <= 1e-6, "SSIM(x, x) = {} {what}", stats[2]);
-                assert!(stats[0].abs() <= 1e-6 && stats[1] == 0.0 && stats[3] == 0.0, "loss terms {stats:?} {what}");
-                assert!((case.gpu_stats(ctx, &opts)[2] - 1.0).abs() <= 1e-6, "forward SSIM(x, x) {what}");
+                assert!(
+                    (stats[2] - 1.0).abs() <= 1e-6,
+                    "SSIM(x, x) = {} {what}",
+                    stats[2]
+                );
+                assert!(
+                    stats[0].abs() <= 1e-6 && stats[1] == 0.0 && stats[3] == 0.0,
+                    "loss terms {stats:?} {what}"
+                );
+                assert!(
+                    (case.gpu_stats(ctx, &opts)[2] - 1.0).abs() <= 1e-6,
+                    "forward SSIM(x, x) {what}"
+                );
                 // SSIM has its maximum at y = x and sign(0) = 0: the gradient vanishes.
                 let largest = grad.iter().fold(0.0f32, |m, g| m.max(g.abs()));
-                assert!(largest <= 1e-6, "gradient at x = y reaches {largest} {what}");
+                assert!(
+                    largest <= 1e-6,
+                    "gradient at x = y reaches {largest} {what}"
+                );
             }
         }
     }
@@ -208,25 +322,51 @@ fn ssim_of_identical_images_is_one() {
 fn l1_term_alone_is_exact() {
     let mut rng = TestRng::new(14);
     let (width, height) = (21, 18);
-    let mut case = Case::new(width, height, random_image(&mut rng, width, height), random_image(&mut rng, width, height));
+    let mut case = Case::new(
+        width,
+        height,
+        random_image(&mut rng, width, height),
+        random_image(&mut rng, width, height),
+    );
     case.rendered[4 * 7] = 0.5; // one exact tie: sign(0) = 0
     if let Gt::F32(gt) = &mut case.gt {
         gt[4 * 7] = 0.5;
     }
-    let opts = LossOptions { ssim_weight: 0.0, ..Default::default() };
+    let opts = LossOptions {
+        ssim_weight: 0.0,
+        ..Default::default()
+    };
     let want = case.cpu(&opts, true);
     for ctx in both_paths() {
         let (stats, grad) = case.gpu_grad(ctx, &opts);
         let path = ctx.info().kernel_path();
-        compare_close(&format!("L1 stats {path}"), &stats, &reference_stats(&want), 1e-6, 1e-6).unwrap();
+        compare_close(
+            &format!("L1 stats {path}"),
+            &stats,
+            &reference_stats(&want),
+            1e-6,
+            1e-6,
+        )
+        .unwrap();
         assert_eq!(stats[0], stats[1], "with lambda 0 the loss is the L1 mean");
         let n = (3 * width * height) as f32;
-        let Gt::F32(gt) = &case.gt else { unreachable!() };
+        let Gt::F32(gt) = &case.gt else {
+            unreachable!()
+        };
         for (i, &g) in grad.iter().enumerate() {
             let d = case.rendered[i] - gt[i];
-            let sign = if d > 0.0 { 1.0 } else if d < 0.0 { -1.0 } else { 0.0 };
+            let sign = if d > 0.0 {
+                1.0
+            } else if d < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
             let expected = if i % 4 == 3 { 0.0 } else { sign / n };
-            assert!((g - expected).abs() <= 1e-6 / n, "grad[{i}] = {g}, expected sign(x - y) / {n} = {expected} ({path})");
+            assert!(
+                (g - expected).abs() <= 1e-6 / n,
+                "grad[{i}] = {g}, expected sign(x - y) / {n} = {expected} ({path})"
+            );
         }
         assert_eq!(grad[4 * 7], 0.0, "sign(0) is 0");
     }
@@ -234,7 +374,13 @@ fn l1_term_alone_is_exact() {
 
 /// Central differences of the GPU loss at `entries` of the rendered image (one encoder, one
 /// submit). Returns (entry, finite difference) pairs.
-fn gpu_finite_differences(ctx: &GpuContext, case: &Case, options: &LossOptions, entries: &[usize], step: f32) -> Vec<f64> {
+fn gpu_finite_differences(
+    ctx: &GpuContext,
+    case: &Case,
+    options: &LossOptions,
+    entries: &[usize],
+    step: f32,
+) -> Vec<f64> {
     let _gpu = gpu_lock();
     let mut enc = ctx.encoder("finite differences");
     let (_, y) = case.upload(&mut enc);
@@ -244,9 +390,19 @@ fn gpu_finite_differences(ctx: &GpuContext, case: &Case, options: &LossOptions, 
         for sign in [1.0f32, -1.0] {
             let mut image = case.rendered.clone();
             image[entry] += sign * step;
-            let x = Tensor::from_slice(&mut enc, &image, &[case.height, case.width, 4], MemoryCategory::Other, "perturbed").unwrap();
+            let x = Tensor::from_slice(
+                &mut enc,
+                &image,
+                &[case.height, case.width, 4],
+                MemoryCategory::Other,
+                "perturbed",
+            )
+            .unwrap();
             let stats = loss::loss_stats(&mut enc, &x, &y, options).unwrap();
-            sides.push((stats.prefix(1).unwrap().record_read(&mut enc).unwrap(), image[entry]));
+            sides.push((
+                stats.prefix(1).unwrap().record_read(&mut enc).unwrap(),
+                image[entry],
+            ));
         }
         pending.push(sides);
     }
@@ -256,7 +412,10 @@ fn gpu_finite_differences(ctx: &GpuContext, case: &Case, options: &LossOptions, 
         .map(|mut sides| {
             let (minus, x_minus) = sides.pop().unwrap();
             let (plus, x_plus) = sides.pop().unwrap();
-            let (lp, lm) = (plus.wait::<f32>(ctx).unwrap()[0], minus.wait::<f32>(ctx).unwrap()[0]);
+            let (lp, lm) = (
+                plus.wait::<f32>(ctx).unwrap()[0],
+                minus.wait::<f32>(ctx).unwrap()[0],
+            );
             (f64::from(lp) - f64::from(lm)) / (f64::from(x_plus) - f64::from(x_minus))
         })
         .collect()
@@ -265,7 +424,12 @@ fn gpu_finite_differences(ctx: &GpuContext, case: &Case, options: &LossOptions, 
 /// Checks `grad` at `entries` against finite differences `fd`: within 0.5% of the largest
 /// finite difference plus 0.5% relative (the f32 loss has ~1e-7 relative noise, amplified by
 /// 1 / (2 step); lavapipe agrees to ~0.05% of the largest).
-fn compare_with_finite_differences(what: &str, grad: &[f32], entries: &[usize], fd: &[f64]) -> Result<(), String> {
+fn compare_with_finite_differences(
+    what: &str,
+    grad: &[f32],
+    entries: &[usize],
+    fd: &[f64],
+) -> Result<(), String> {
     let got: Vec<f32> = entries.iter().map(|&e| grad[e]).collect();
     let want = f32s(fd);
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -274,8 +438,15 @@ fn compare_with_finite_differences(what: &str, grad: &[f32], entries: &[usize], 
 
 /// Entries (pixel, RGB channel) whose |x - y| exceeds `margin`, so a step does not cross the
 /// kink of |x - y|.
-fn entries_away_from_kinks(rng: &mut TestRng, case: &Case, count: usize, margin: f32) -> Vec<usize> {
-    let Gt::F32(gt) = &case.gt else { unreachable!() };
+fn entries_away_from_kinks(
+    rng: &mut TestRng,
+    case: &Case,
+    count: usize,
+    margin: f32,
+) -> Vec<usize> {
+    let Gt::F32(gt) = &case.gt else {
+        unreachable!()
+    };
     let mut entries = Vec::new();
     while entries.len() < count {
         let pixel = (rng.next_u32() as usize) % (case.width * case.height);
@@ -291,20 +462,45 @@ fn entries_away_from_kinks(rng: &mut TestRng, case: &Case, count: usize, margin:
 fn gradient_matches_finite_differences_of_gpu_loss() {
     let mut rng = TestRng::new(15);
     let (width, height) = (12, 11);
-    let case = Case::new(width, height, random_image(&mut rng, width, height), random_image(&mut rng, width, height));
+    let case = Case::new(
+        width,
+        height,
+        random_image(&mut rng, width, height),
+        random_image(&mut rng, width, height),
+    );
     let step = 1e-2;
     let entries = entries_away_from_kinks(&mut rng, &case, 36, 3.0 * step);
-    for options in [LossOptions::default(), LossOptions { ssim_weight: 1.0, padding: SsimPadding::Valid, ..Default::default() }] {
+    for options in [
+        LossOptions::default(),
+        LossOptions {
+            ssim_weight: 1.0,
+            padding: SsimPadding::Valid,
+            ..Default::default()
+        },
+    ] {
         for ctx in both_paths() {
             let what = format!("{options:?} {}", ctx.info().kernel_path());
             let (_, grad) = case.gpu_grad(ctx, &options);
             let fd = gpu_finite_differences(ctx, &case, &options, &entries, step);
-            compare_with_finite_differences(&format!("finite differences {what}"), &grad, &entries, &fd).unwrap();
+            compare_with_finite_differences(
+                &format!("finite differences {what}"),
+                &grad,
+                &entries,
+                &fd,
+            )
+            .unwrap();
             // The check has teeth: a 3% error in one entry fails it.
             let mut corrupted = grad.clone();
-            let (worst, _) = entries.iter().enumerate().max_by(|a, b| grad[*a.1].abs().total_cmp(&grad[*b.1].abs())).unwrap();
+            let (worst, _) = entries
+                .iter()
+                .enumerate()
+                .max_by(|a, b| grad[*a.1].abs().total_cmp(&grad[*b.1].abs()))
+                .unwrap();
             corrupted[entries[worst]] *= 1.03;
-            assert!(compare_with_finite_differences("corrupted", &corrupted, &entries, &fd).is_err(), "a corrupted gradient passed {what}");
+            assert!(
+                compare_with_finite_differences("corrupted", &corrupted, &entries, &fd).is_err(),
+                "a corrupted gradient passed {what}"
+            );
         }
     }
 }
@@ -322,7 +518,12 @@ fn cpu_reference_gradient_matches_its_finite_differences() {
     let entries = entries_away_from_kinks(&mut rng, &case, 40, 3.0 * step);
     let options = [
         LossOptions::default(),
-        LossOptions { ssim_weight: 0.7, padding: SsimPadding::Valid, background: Some([0.2, 0.5, 0.9]), mask_by_alpha: true },
+        LossOptions {
+            ssim_weight: 0.7,
+            padding: SsimPadding::Valid,
+            background: Some([0.2, 0.5, 0.9]),
+            mask_by_alpha: true,
+        },
     ];
     for opts in options {
         let grad = case.cpu(&opts, true).grad;
@@ -336,8 +537,13 @@ fn cpu_reference_gradient_matches_its_finite_differences() {
                 sides[k] = perturbed.cpu(&opts, false).loss;
             }
             let fd = (sides[0] - sides[1]) / f64::from(xs[0] - xs[1]);
-            let tolerance = 1e-6 * grad.iter().fold(0.0f64, |m, g| m.max(g.abs())) + 1e-4 * fd.abs();
-            assert!((fd - grad[entry]).abs() <= tolerance, "entry {entry}: reference gradient {} vs finite difference {fd} ({opts:?})", grad[entry]);
+            let tolerance =
+                1e-6 * grad.iter().fold(0.0f64, |m, g| m.max(g.abs())) + 1e-4 * fd.abs();
+            assert!(
+                (fd - grad[entry]).abs() <= tolerance,
+                "entry {entry}: reference gradient {} vs finite difference {fd} ({opts:?})",
+                grad[entry]
+            );
         }
     }
 }
@@ -365,13 +571,37 @@ fn masks_composite_and_rgba8_ground_truth() {
     let mut rng = TestRng::new(17);
     let (width, height) = (45, 38);
     let rendered = random_image(&mut rng, width, height);
-    let float_gt = Case::new(width, height, rendered.clone(), random_rgba_with_alpha(&mut rng, width, height));
-    let byte_gt = Case { gt: Gt::Rgba8(pack_rgba8(&mut rng, width * height)), ..float_gt.clone() };
+    let float_gt = Case::new(
+        width,
+        height,
+        rendered.clone(),
+        random_rgba_with_alpha(&mut rng, width, height),
+    );
+    let byte_gt = Case {
+        gt: Gt::Rgba8(pack_rgba8(&mut rng, width * height)),
+        ..float_gt.clone()
+    };
     let options = [
-        LossOptions { background: Some([1.0, 1.0, 1.0]), ..Default::default() },
-        LossOptions { mask_by_alpha: true, ..Default::default() },
-        LossOptions { background: Some([0.1, 0.6, 0.3]), mask_by_alpha: true, ssim_weight: 0.4, ..Default::default() },
-        LossOptions { background: Some([0.0, 0.0, 0.0]), mask_by_alpha: true, padding: SsimPadding::Valid, ..Default::default() },
+        LossOptions {
+            background: Some([1.0, 1.0, 1.0]),
+            ..Default::default()
+        },
+        LossOptions {
+            mask_by_alpha: true,
+            ..Default::default()
+        },
+        LossOptions {
+            background: Some([0.1, 0.6, 0.3]),
+            mask_by_alpha: true,
+            ssim_weight: 0.4,
+            ..Default::default()
+        },
+        LossOptions {
+            background: Some([0.0, 0.0, 0.0]),
+            mask_by_alpha: true,
+            padding: SsimPadding::Valid,
+            ..Default::default()
+        },
     ];
     for opts in &options {
         for (name, case) in [("f32 gt", &float_gt), ("rgba8 gt", &byte_gt)] {
@@ -379,8 +609,22 @@ fn masks_composite_and_rgba8_ground_truth() {
             for ctx in both_paths() {
                 let what = format!("{name} {opts:?} {}", ctx.info().kernel_path());
                 let (stats, grad) = case.gpu_grad(ctx, opts);
-                compare_close(&format!("stats {what}"), &stats, &reference_stats(&want), STATS_ATOL, 0.0).unwrap();
-                compare_close(&format!("forward stats {what}"), &case.gpu_stats(ctx, opts), &reference_stats(&want), STATS_ATOL, 0.0).unwrap();
+                compare_close(
+                    &format!("stats {what}"),
+                    &stats,
+                    &reference_stats(&want),
+                    STATS_ATOL,
+                    0.0,
+                )
+                .unwrap();
+                compare_close(
+                    &format!("forward stats {what}"),
+                    &case.gpu_stats(ctx, opts),
+                    &reference_stats(&want),
+                    STATS_ATOL,
+                    0.0,
+                )
+                .unwrap();
                 compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
             }
         }
@@ -399,10 +643,18 @@ fn all_zero_mask_gives_zero_loss_and_gradient() {
         gt[4 * p + 3] = 0.0;
     }
     let case = Case::new(width, height, random_image(&mut rng, width, height), gt);
-    let opts = LossOptions { mask_by_alpha: true, ..Default::default() };
+    let opts = LossOptions {
+        mask_by_alpha: true,
+        ..Default::default()
+    };
     for ctx in both_paths() {
         let (stats, grad) = case.gpu_grad(ctx, &opts);
-        assert_eq!(stats, vec![0.0, 0.0, 1.0, 0.0], "{}", ctx.info().kernel_path());
+        assert_eq!(
+            stats,
+            vec![0.0, 0.0, 1.0, 0.0],
+            "{}",
+            ctx.info().kernel_path()
+        );
         assert!(grad.iter().all(|&g| g == 0.0));
     }
 }
@@ -410,11 +662,22 @@ fn all_zero_mask_gives_zero_loss_and_gradient() {
 #[test]
 fn valid_padding_needs_a_full_window() {
     let mut rng = TestRng::new(19);
-    let valid = LossOptions { padding: SsimPadding::Valid, ..Default::default() };
+    let valid = LossOptions {
+        padding: SsimPadding::Valid,
+        ..Default::default()
+    };
     for (width, height) in [(11, 11), (30, 12), (64, 47)] {
-        let case = Case::new(width, height, random_image(&mut rng, width, height), gradient_image(width, height));
+        let case = Case::new(
+            width,
+            height,
+            random_image(&mut rng, width, height),
+            gradient_image(width, height),
+        );
         let want = case.cpu(&valid, true);
-        assert!((want.ssim - case.cpu(&LossOptions::default(), false).ssim).abs() > 1e-4, "valid and same differ");
+        assert!(
+            (want.ssim - case.cpu(&LossOptions::default(), false).ssim).abs() > 1e-4,
+            "valid and same differ"
+        );
         for ctx in both_paths() {
             let what = format!("valid {width}x{height} {}", ctx.info().kernel_path());
             let (stats, grad) = case.gpu_grad(ctx, &valid);
@@ -423,11 +686,17 @@ fn valid_padding_needs_a_full_window() {
         }
     }
     let ctx = both_paths()[1];
-    let case = Case::new(10, 40, random_image(&mut rng, 10, 40), random_image(&mut rng, 10, 40));
+    let case = Case::new(
+        10,
+        40,
+        random_image(&mut rng, 10, 40),
+        random_image(&mut rng, 10, 40),
+    );
     let _gpu = gpu_lock();
     let mut enc = ctx.encoder("too small");
     let (x, y) = case.upload(&mut enc);
-    let err = loss::loss_and_grad(&mut enc, &x, &y, &valid).expect_err("10 columns are too few for valid padding");
+    let err = loss::loss_and_grad(&mut enc, &x, &y, &valid)
+        .expect_err("10 columns are too few for valid padding");
     assert!(err.to_string().contains("at least 11x11"), "{err}");
 }
 
@@ -457,7 +726,12 @@ fn fixture_structured() -> Vec<f64> {
             for c in 0..3 {
                 let (fi, fj, fc) = (i as f64, j as f64, c as f64);
                 let checker = ((i / 8 + j / 8 + c) % 2) as f64 - 0.5;
-                out.push(0.5 + 0.3 * (0.21 * fi + 0.13 * fj + 1.7 * fc).sin() * (0.07 * fi - 0.11 * fj).cos() + 0.15 * checker);
+                out.push(
+                    0.5 + 0.3
+                        * (0.21 * fi + 0.13 * fj + 1.7 * fc).sin()
+                        * (0.07 * fi - 0.11 * fj).cos()
+                        + 0.15 * checker,
+                );
             }
         }
     }
@@ -477,7 +751,11 @@ fn fixture_hash_unit(index: usize, seed: u32) -> f64 {
 }
 
 fn fixture_noisy(image: &[f64], amplitude: f64, seed: u32) -> Vec<f64> {
-    image.iter().enumerate().map(|(k, &v)| (v + amplitude * (2.0 * fixture_hash_unit(k, seed) - 1.0)).clamp(0.0, 1.0)).collect()
+    image
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| (v + amplitude * (2.0 * fixture_hash_unit(k, seed) - 1.0)).clamp(0.0, 1.0))
+        .collect()
 }
 
 /// [1/4, 1/2, 1/4] along columns then rows with clamped edges, `times` times.
@@ -491,7 +769,8 @@ fn fixture_blur(image: &[f64], times: usize) -> Vec<f64> {
             for j in 0..n {
                 for c in 0..3 {
                     let (l, r) = (j.saturating_sub(1), (j + 1).min(n - 1));
-                    rows[at(i, j, c)] = 0.25 * out[at(i, l, c)] + 0.5 * out[at(i, j, c)] + 0.25 * out[at(i, r, c)];
+                    rows[at(i, j, c)] =
+                        0.25 * out[at(i, l, c)] + 0.5 * out[at(i, j, c)] + 0.25 * out[at(i, r, c)];
                 }
             }
         }
@@ -499,7 +778,9 @@ fn fixture_blur(image: &[f64], times: usize) -> Vec<f64> {
             for j in 0..n {
                 for c in 0..3 {
                     let (u, d) = (i.saturating_sub(1), (i + 1).min(n - 1));
-                    out[at(i, j, c)] = 0.25 * rows[at(u, j, c)] + 0.5 * rows[at(i, j, c)] + 0.25 * rows[at(d, j, c)];
+                    out[at(i, j, c)] = 0.25 * rows[at(u, j, c)]
+                        + 0.5 * rows[at(i, j, c)]
+                        + 0.25 * rows[at(d, j, c)];
                 }
             }
         }
@@ -509,22 +790,44 @@ fn fixture_blur(image: &[f64], times: usize) -> Vec<f64> {
 
 /// RGB f64 `[row][col][c]` -> RGBA f32 with alpha 1.
 fn fixture_rgba(rgb: &[f64]) -> Vec<f32> {
-    rgb.chunks(3).flat_map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 1.0]).collect()
+    rgb.chunks(3)
+        .flat_map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 1.0])
+        .collect()
 }
 
 #[test]
 fn skimage_fixture_table() {
     let gt = fixture_structured();
-    let cases = [fixture_noisy(&gt, 0.05, 1), fixture_noisy(&gt, 0.25, 2), fixture_blur(&gt, 1), fixture_blur(&gt, 4)];
+    let cases = [
+        fixture_noisy(&gt, 0.05, 1),
+        fixture_noisy(&gt, 0.25, 2),
+        fixture_blur(&gt, 1),
+        fixture_blur(&gt, 4),
+    ];
     for ((name, same, valid), rendered) in SKIMAGE_TABLE.iter().zip(&cases) {
-        let case = Case::new(FIXTURE_SIZE, FIXTURE_SIZE, fixture_rgba(rendered), fixture_rgba(&gt));
+        let case = Case::new(
+            FIXTURE_SIZE,
+            FIXTURE_SIZE,
+            fixture_rgba(rendered),
+            fixture_rgba(&gt),
+        );
         for (padding, expected) in [(SsimPadding::Same, *same), (SsimPadding::Valid, *valid)] {
-            let opts = LossOptions { padding, ..Default::default() };
+            let opts = LossOptions {
+                padding,
+                ..Default::default()
+            };
             let cpu = case.cpu(&opts, false).ssim;
-            assert!((cpu - expected).abs() < 1e-9, "{name} {padding:?}: CPU reference {cpu} vs scikit-image {expected}");
+            assert!(
+                (cpu - expected).abs() < 1e-9,
+                "{name} {padding:?}: CPU reference {cpu} vs scikit-image {expected}"
+            );
             for ctx in both_paths() {
                 let got = f64::from(case.gpu_stats(ctx, &opts)[2]);
-                assert!((got - expected).abs() < 1e-5, "{name} {padding:?} {}: GPU {got} vs scikit-image {expected}", ctx.info().kernel_path());
+                assert!(
+                    (got - expected).abs() < 1e-5,
+                    "{name} {padding:?} {}: GPU {got} vs scikit-image {expected}",
+                    ctx.info().kernel_path()
+                );
             }
         }
     }
@@ -535,20 +838,52 @@ fn multi_page_images_go_through_row_bands() {
     let mut rng = TestRng::new(20);
     // 64 KiB pages: a 70-wide f32 image row is 1120 bytes, so 150 rows span 3 pages and bands are
     // 32 (backward) or 48 (forward) rows; 257 columns do not fit one band per page at all.
-    let tall = Case::new(70, 150, random_image(&mut rng, 70, 150), random_rgba_with_alpha(&mut rng, 70, 150));
-    let wide = Case { gt: Gt::Rgba8(pack_rgba8(&mut rng, 257 * 40)), ..Case::new(257, 40, random_image(&mut rng, 257, 40), Vec::new()) };
+    let tall = Case::new(
+        70,
+        150,
+        random_image(&mut rng, 70, 150),
+        random_rgba_with_alpha(&mut rng, 70, 150),
+    );
+    let wide = Case {
+        gt: Gt::Rgba8(pack_rgba8(&mut rng, 257 * 40)),
+        ..Case::new(257, 40, random_image(&mut rng, 257, 40), Vec::new())
+    };
     let options = [
         LossOptions::default(),
-        LossOptions { background: Some([0.3, 0.3, 0.3]), mask_by_alpha: true, padding: SsimPadding::Valid, ..Default::default() },
+        LossOptions {
+            background: Some([0.3, 0.3, 0.3]),
+            mask_by_alpha: true,
+            padding: SsimPadding::Valid,
+            ..Default::default()
+        },
     ];
     for case in [&tall, &wide] {
         for opts in &options {
             let want = case.cpu(opts, true);
             for ctx in both_paths_small_pages() {
-                let what = format!("paged {}x{} {opts:?} {}", case.width, case.height, ctx.info().kernel_path());
+                let what = format!(
+                    "paged {}x{} {opts:?} {}",
+                    case.width,
+                    case.height,
+                    ctx.info().kernel_path()
+                );
                 let (stats, grad) = case.gpu_grad(ctx, opts);
-                compare_close(&format!("stats {what}"), &stats, &reference_stats(&want), STATS_ATOL, 0.0).unwrap();
-                compare_close(&format!("forward {what}"), &case.gpu_stats(ctx, opts), &reference_stats(&want), STATS_ATOL, 0.0).unwrap();
+                compare_close(
+                    &format!("stats {what}"),
+                    &stats,
+                    &reference_stats(&want),
+                    STATS_ATOL,
+                    0.0,
+                )
+                .unwrap();
+                compare_close(
+                    &format!("forward {what}"),
+                    &case.gpu_stats(ctx, opts),
+                    &reference_stats(&want),
+                    STATS_ATOL,
+                    0.0,
+                )
+                .unwrap();
                 compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
             }
         }
@@ -565,28 +900,52 @@ fn multi_page_images_go_through_row_bands() {
 fn corrupted_gradient_or_ssim_fails_the_comparison() {
     let mut rng = TestRng::new(21);
     let (width, height) = (33, 29);
-    let case = Case::new(width, height, random_image(&mut rng, width, height), random_image(&mut rng, width, height));
+    let case = Case::new(
+        width,
+        height,
+        random_image(&mut rng, width, height),
+        random_image(&mut rng, width, height),
+    );
     let opts = LossOptions::default();
     let want = case.cpu(&opts, true);
     let (stats, grad) = case.gpu_grad(both_paths()[1], &opts);
     compare_grad("clean", &grad, &want.grad).unwrap();
     let largest = grad.iter().fold(0.0f32, |m, g| m.max(g.abs()));
-    for (entry, delta) in [(4 * 100 + 1, 1e-3 * largest), (4 * 7, -5e-4 * largest), (4 * 500 + 3, 1e-3 * largest)] {
+    for (entry, delta) in [
+        (4 * 100 + 1, 1e-3 * largest),
+        (4 * 7, -5e-4 * largest),
+        (4 * 500 + 3, 1e-3 * largest),
+    ] {
         let mut corrupted = grad.clone();
         corrupted[entry] += delta;
-        let err = compare_grad("corrupted", &corrupted, &want.grad).expect_err("a corrupted gradient must fail");
+        let err = compare_grad("corrupted", &corrupted, &want.grad)
+            .expect_err("a corrupted gradient must fail");
         assert!(err.contains(&format!("index {entry}")), "{err}");
     }
     let mut bad_stats = stats.clone();
     bad_stats[2] += 2e-5;
-    assert!(compare_close("corrupted ssim", &bad_stats, &reference_stats(&want), STATS_ATOL, 0.0).is_err());
+    assert!(
+        compare_close(
+            "corrupted ssim",
+            &bad_stats,
+            &reference_stats(&want),
+            STATS_ATOL,
+            0.0
+        )
+        .is_err()
+    );
 }
 
 #[test]
 fn metrics_match_reference_with_one_readback() {
     let mut rng = TestRng::new(22);
     let (width, height) = (50, 37);
-    let case = Case::new(width, height, random_image(&mut rng, width, height), gradient_image(width, height));
+    let case = Case::new(
+        width,
+        height,
+        random_image(&mut rng, width, height),
+        gradient_image(width, height),
+    );
     let opts = LossOptions::default();
     let want = case.cpu(&opts, false);
     for ctx in both_paths() {
@@ -596,12 +955,25 @@ fn metrics_match_reference_with_one_readback() {
         ctx.submit(enc).unwrap();
         let m = loss::evaluate_metrics(ctx, &x, &y, &opts).unwrap();
         let path = ctx.info().kernel_path();
-        assert!((m.ssim - want.ssim).abs() < 1e-5 && (m.l1 - want.l1).abs() < 1e-5, "{m:?} vs {want:?} {path}");
-        assert!((m.mse - want.mse).abs() < 1e-5 * want.mse.max(1e-3), "{m:?} vs {want:?} {path}");
+        assert!(
+            (m.ssim - want.ssim).abs() < 1e-5 && (m.l1 - want.l1).abs() < 1e-5,
+            "{m:?} vs {want:?} {path}"
+        );
+        assert!(
+            (m.mse - want.mse).abs() < 1e-5 * want.mse.max(1e-3),
+            "{m:?} vs {want:?} {path}"
+        );
         let psnr = -10.0 * want.mse.log10();
-        assert!((m.psnr - psnr).abs() < 1e-4, "PSNR {} vs {psnr} {path}", m.psnr);
+        assert!(
+            (m.psnr - psnr).abs() < 1e-4,
+            "PSNR {} vs {psnr} {path}",
+            m.psnr
+        );
         let same = loss::evaluate_metrics(ctx, &x, &x.clone(), &opts).unwrap();
-        assert!(same.psnr.is_infinite() && (same.ssim - 1.0).abs() < 1e-6 && same.l1 == 0.0, "{same:?}");
+        assert!(
+            same.psnr.is_infinite() && (same.ssim - 1.0).abs() < 1e-6 && same.l1 == 0.0,
+            "{same:?}"
+        );
     }
 }
 
@@ -611,19 +983,72 @@ fn invalid_inputs_are_rejected() {
     let _gpu = gpu_lock();
     let mut enc = ctx.encoder("invalid");
     let x = Tensor::zeros(&mut enc, DType::F32, &[8, 9, 4], MemoryCategory::Other, "x").unwrap();
-    let rgb = Tensor::zeros(&mut enc, DType::F32, &[8, 9, 3], MemoryCategory::Other, "rgb").unwrap();
-    let small = Tensor::zeros(&mut enc, DType::F32, &[8, 8, 4], MemoryCategory::Other, "small").unwrap();
-    let packed_wrong = Tensor::zeros(&mut enc, DType::U32, &[8, 9, 4], MemoryCategory::Other, "packed").unwrap();
-    let ints = Tensor::zeros(&mut enc, DType::I32, &[8, 9, 4], MemoryCategory::Other, "ints").unwrap();
+    let rgb = Tensor::zeros(
+        &mut enc,
+        DType::F32,
+        &[8, 9, 3],
+        MemoryCategory::Other,
+        "rgb",
+    )
+    .unwrap();
+    let small = Tensor::zeros(
+        &mut enc,
+        DType::F32,
+        &[8, 8, 4],
+        MemoryCategory::Other,
+        "small",
+    )
+    .unwrap();
+    let packed_wrong = Tensor::zeros(
+        &mut enc,
+        DType::U32,
+        &[8, 9, 4],
+        MemoryCategory::Other,
+        "packed",
+    )
+    .unwrap();
+    let ints = Tensor::zeros(
+        &mut enc,
+        DType::I32,
+        &[8, 9, 4],
+        MemoryCategory::Other,
+        "ints",
+    )
+    .unwrap();
     let default = LossOptions::default();
-    let shape_errors = [(&rgb, &x), (&x, &rgb), (&x, &small), (&x, &packed_wrong), (&x, &ints)];
+    let shape_errors = [
+        (&rgb, &x),
+        (&x, &rgb),
+        (&x, &small),
+        (&x, &packed_wrong),
+        (&x, &ints),
+    ];
     for (rendered, gt) in shape_errors {
-        let err = loss::loss_and_grad(&mut enc, rendered, gt, &default).expect_err("bad shapes are rejected");
-        assert!(matches!(err, wgsplat::Error::Shape { .. } | wgsplat::Error::DType { .. }), "{err}");
+        let err = loss::loss_and_grad(&mut enc, rendered, gt, &default)
+            .expect_err("bad shapes are rejected");
+        assert!(
+            matches!(
+                err,
+                wgsplat::Error::Shape { .. } | wgsplat::Error::DType { .. }
+            ),
+            "{err}"
+        );
     }
-    for opts in [LossOptions { ssim_weight: 1.5, ..default }, LossOptions { background: Some([f32::NAN, 0.0, 0.0]), ..default }] {
+    for opts in [
+        LossOptions {
+            ssim_weight: 1.5,
+            ..default
+        },
+        LossOptions {
+            background: Some([f32::NAN, 0.0, 0.0]),
+            ..default
+        },
+    ] {
         let err = loss::loss_stats(&mut enc, &x, &x, &opts).expect_err("bad options are rejected");
-        assert!(matches!(err, wgsplat::Error::InvalidArgument { .. }), "{err}");
+        assert!(
+            matches!(err, wgsplat::Error::InvalidArgument { .. }),
+            "{err}"
+        );
     }
     ctx.submit(enc).unwrap();
 }

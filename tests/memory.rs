@@ -13,14 +13,36 @@ fn workload(ctx: &GpuContext, iteration: u32) {
     let n = 70_000 + (iteration as usize % 3) * 1000;
     let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut enc = ctx.encoder("workload");
-    let a = Tensor::from_slice(&mut enc, &data, &[n], MemoryCategory::Parameters, "params").unwrap();
-    let g = Tensor::zeros(&mut enc, DType::F32, &[n], MemoryCategory::Gradients, "grads").unwrap();
-    let s = Tensor::uninit(&mut enc, DType::U32, &[n * 2], MemoryCategory::SortScratch, "scratch").unwrap();
+    let a =
+        Tensor::from_slice(&mut enc, &data, &[n], MemoryCategory::Parameters, "params").unwrap();
+    let g = Tensor::zeros(
+        &mut enc,
+        DType::F32,
+        &[n],
+        MemoryCategory::Gradients,
+        "grads",
+    )
+    .unwrap();
+    let s = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[n * 2],
+        MemoryCategory::SortScratch,
+        "scratch",
+    )
+    .unwrap();
     ops::fill(&mut enc, &s, iteration).unwrap();
     ops::arange(&mut enc, &g, 0.0f32, 1.0).unwrap();
     // The generic ops, each allocating and dropping its own scratch.
     let m = 3000 + (iteration as usize % 5) * 100;
-    let keys = Tensor::uninit(&mut enc, DType::U32, &[m], MemoryCategory::SortScratch, "keys").unwrap();
+    let keys = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[m],
+        MemoryCategory::SortScratch,
+        "keys",
+    )
+    .unwrap();
     ops::arange(&mut enc, &keys, 7u32, 2_654_435_761).unwrap();
     let (sorted, order) = ops::radix_sort::sort_pairs(&mut enc, &keys, &keys, 32).unwrap();
     let scanned = ops::scan::exclusive_scan(&mut enc, &order).unwrap();
@@ -43,14 +65,26 @@ fn live_bytes_return_to_baseline_and_growth_stops_after_warmup() {
     for iteration in 0..200 {
         workload(&ctx, iteration);
         let report = ctx.memory_report();
-        assert_eq!(report.total.live_bytes, baseline.total.live_bytes, "iteration {iteration}: live bytes did not return");
-        assert_eq!(report.total.live_buffers, baseline.total.live_buffers, "iteration {iteration}");
+        assert_eq!(
+            report.total.live_bytes, baseline.total.live_bytes,
+            "iteration {iteration}: live bytes did not return"
+        );
+        assert_eq!(
+            report.total.live_buffers, baseline.total.live_buffers,
+            "iteration {iteration}"
+        );
         if iteration == 9 {
             after_warmup = Some(report.clone());
         }
         if let Some(warm) = &after_warmup {
-            assert_eq!(report.total.peak_bytes, warm.total.peak_bytes, "iteration {iteration}: peak grew after warm-up");
-            assert_eq!(report.buffers_created, warm.buffers_created, "iteration {iteration}: buffers created after warm-up");
+            assert_eq!(
+                report.total.peak_bytes, warm.total.peak_bytes,
+                "iteration {iteration}: peak grew after warm-up"
+            );
+            assert_eq!(
+                report.buffers_created, warm.buffers_created,
+                "iteration {iteration}: buffers created after warm-up"
+            );
         }
     }
     assert!(ctx.leak_check().is_empty(), "{:?}", ctx.leak_check());
@@ -65,24 +99,54 @@ fn accounting_is_exact_by_category_and_label() {
     let ctx = fresh_context(true);
     let before = ctx.memory_report();
     let mut enc = ctx.encoder("acct");
-    let p = Tensor::zeros(&mut enc, DType::F32, &[1000, 3], MemoryCategory::Parameters, "means").unwrap();
-    let g = Tensor::zeros(&mut enc, DType::F32, &[1000, 3], MemoryCategory::Gradients, "means.grad").unwrap();
+    let p = Tensor::zeros(
+        &mut enc,
+        DType::F32,
+        &[1000, 3],
+        MemoryCategory::Parameters,
+        "means",
+    )
+    .unwrap();
+    let g = Tensor::zeros(
+        &mut enc,
+        DType::F32,
+        &[1000, 3],
+        MemoryCategory::Gradients,
+        "means.grad",
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
     let report = ctx.memory_report();
     let bytes = size_class(12_000);
-    assert_eq!(report.live(MemoryCategory::Parameters) - before.live(MemoryCategory::Parameters), bytes);
-    assert_eq!(report.live(MemoryCategory::Gradients), report.live(MemoryCategory::Parameters));
+    assert_eq!(
+        report.live(MemoryCategory::Parameters) - before.live(MemoryCategory::Parameters),
+        bytes
+    );
+    assert_eq!(
+        report.live(MemoryCategory::Gradients),
+        report.live(MemoryCategory::Parameters)
+    );
     assert_eq!(report.by_label["means"].live_bytes, bytes);
     assert_eq!(report.by_label["means"].requested_bytes, 12_000);
     let text = report.to_string();
-    assert!(text.contains("parameters") && text.contains("gradients"), "{text}");
+    assert!(
+        text.contains("parameters") && text.contains("gradients"),
+        "{text}"
+    );
     let json = serde_json::to_string(&report).unwrap();
     assert!(json.contains("\"Parameters\""), "{json}");
     let leaks = ctx.leak_check();
-    assert!(leaks.iter().any(|l| l.label == "means" && l.bytes == bytes), "{leaks:?}");
+    assert!(
+        leaks.iter().any(|l| l.label == "means" && l.bytes == bytes),
+        "{leaks:?}"
+    );
     let clone = p.clone();
     drop(p);
-    assert_eq!(ctx.memory_report().by_label["means"].live_bytes, bytes, "a clone keeps storage alive");
+    assert_eq!(
+        ctx.memory_report().by_label["means"].live_bytes,
+        bytes,
+        "a clone keeps storage alive"
+    );
     drop((clone, g));
     let after = ctx.memory_report();
     assert_eq!(after.live(MemoryCategory::Parameters), 0);
@@ -97,7 +161,11 @@ fn buffers_are_reused_by_size_class() {
     drop(a);
     let created = ctx.memory_report().buffers_created;
     let b = Tensor::uninit(&mut enc, DType::U32, &[9_990], MemoryCategory::Other, "b").unwrap();
-    assert_eq!(ctx.memory_report().buffers_created, created, "same size class must come from the pool");
+    assert_eq!(
+        ctx.memory_report().buffers_created,
+        created,
+        "same size class must come from the pool"
+    );
     assert!(ctx.memory_report().pool_hits >= 1);
     drop(b);
     ctx.submit(enc).unwrap();
@@ -107,18 +175,46 @@ fn buffers_are_reused_by_size_class() {
 fn failed_allocation_trims_the_pool_and_retries_once() {
     let ctx = fresh_context(true);
     let mut enc = ctx.encoder("oom");
-    drop(Tensor::uninit(&mut enc, DType::F32, &[1 << 16], MemoryCategory::Other, "pooled").unwrap());
+    drop(
+        Tensor::uninit(
+            &mut enc,
+            DType::F32,
+            &[1 << 16],
+            MemoryCategory::Other,
+            "pooled",
+        )
+        .unwrap(),
+    );
     assert!(ctx.memory_report().pooled_bytes > 0);
     let trims = ctx.memory_report().trims;
     ctx.allocator().inject_creation_failures(1);
-    let t = Tensor::uninit(&mut enc, DType::F32, &[12_345], MemoryCategory::Parameters, "retry").unwrap();
+    let t = Tensor::uninit(
+        &mut enc,
+        DType::F32,
+        &[12_345],
+        MemoryCategory::Parameters,
+        "retry",
+    )
+    .unwrap();
     let report = ctx.memory_report();
     assert_eq!(report.trims, trims + 1, "the failure must trim the pool");
     assert_eq!(report.pooled_bytes, 0);
     ctx.allocator().inject_creation_failures(2);
-    let err = Tensor::uninit(&mut enc, DType::F32, &[54_321], MemoryCategory::Gradients, "doomed").unwrap_err();
+    let err = Tensor::uninit(
+        &mut enc,
+        DType::F32,
+        &[54_321],
+        MemoryCategory::Gradients,
+        "doomed",
+    )
+    .unwrap_err();
     match &err {
-        Error::OutOfMemory { requested, label, report, .. } => {
+        Error::OutOfMemory {
+            requested,
+            label,
+            report,
+            ..
+        } => {
             assert_eq!(*requested, size_class(54_321 * 4));
             assert_eq!(label, "doomed");
             assert_eq!(report.live(MemoryCategory::Parameters), t.page(0).size());
@@ -126,7 +222,10 @@ fn failed_allocation_trims_the_pool_and_retries_once() {
         other => panic!("expected OutOfMemory, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("doomed") && text.contains("parameters"), "{text}");
+    assert!(
+        text.contains("doomed") && text.contains("parameters"),
+        "{text}"
+    );
     drop(t);
     ctx.submit(enc).unwrap();
 }
@@ -150,11 +249,23 @@ fn a_buffer_above_the_adapter_limit_is_an_error_not_a_panic() {
 
 #[test]
 fn the_pool_is_bounded() {
-    let options = wgsplat::ContextOptions { pool_limit_bytes: 1 << 20, ..wgsplat::ContextOptions::from_env().unwrap() };
+    let options = wgsplat::ContextOptions {
+        pool_limit_bytes: 1 << 20,
+        ..wgsplat::ContextOptions::from_env().unwrap()
+    };
     let ctx = GpuContext::new(options).unwrap();
     let mut enc = ctx.encoder("bounded");
     let tensors: Vec<Tensor> = (0..8)
-        .map(|i| Tensor::uninit(&mut enc, DType::F32, &[60_000 + i * 4_000], MemoryCategory::Other, "t").unwrap())
+        .map(|i| {
+            Tensor::uninit(
+                &mut enc,
+                DType::F32,
+                &[60_000 + i * 4_000],
+                MemoryCategory::Other,
+                "t",
+            )
+            .unwrap()
+        })
         .collect();
     ctx.submit(enc).unwrap();
     drop(tensors);
@@ -170,16 +281,44 @@ fn new_buffers_are_poisoned_in_debug_builds() {
         return; // release build without WGSPLAT_POISON
     }
     let mut enc = ctx.encoder("poison");
-    let t = Tensor::uninit(&mut enc, DType::U32, &[300_000], MemoryCategory::Other, "fresh").unwrap();
+    let t = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[300_000],
+        MemoryCategory::Other,
+        "fresh",
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
-    assert!(t.read::<u32>(&ctx).unwrap().iter().all(|&w| w == POISON_WORD));
+    assert!(
+        t.read::<u32>(&ctx)
+            .unwrap()
+            .iter()
+            .all(|&w| w == POISON_WORD)
+    );
     // Reused buffers are poisoned again.
     let mut enc = ctx.encoder("poison");
     ops::fill(&mut enc, &t, 5u32).unwrap();
     drop(t);
-    let again = Tensor::uninit(&mut enc, DType::U32, &[300_000], MemoryCategory::Other, "reused").unwrap();
+    let again = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[300_000],
+        MemoryCategory::Other,
+        "reused",
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
-    assert!(again.read::<u32>(&ctx).unwrap().iter().all(|&w| w == POISON_WORD));
+    assert!(
+        again
+            .read::<u32>(&ctx)
+            .unwrap()
+            .iter()
+            .all(|&w| w == POISON_WORD)
+    );
     let f = again.bitcast(DType::F32).read::<f32>(&ctx).unwrap();
-    assert!(f.iter().all(|x| x.is_nan()), "the poison pattern is a NaN for f32");
+    assert!(
+        f.iter().all(|x| x.is_nan()),
+        "the poison pattern is a NaN for f32"
+    );
 }

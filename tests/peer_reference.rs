@@ -15,12 +15,29 @@ fn cpu_reference_matches_gsplat_images_and_projection() {
         let conics = peer.tensor("conics");
         let depths = peer.tensor("depths");
         for i in 0..g.means.len() {
-            let Some(p) = project(g, i, &camera, 3) else { continue };
+            let Some(p) = project(g, i, &camera, 3) else {
+                continue;
+            };
             let want_xy = [xys[2 * i], xys[2 * i + 1]];
             let want_conic = [conics[3 * i], conics[3 * i + 1], conics[3 * i + 2]];
-            wgsplat::testing::compare_close(&format!("{case} xy {i}"), &p.xy, &want_xy, 1e-4, 1e-4).unwrap();
-            wgsplat::testing::compare_close(&format!("{case} conic {i}"), &p.conic, &want_conic, 1e-5, 1e-3).unwrap();
-            wgsplat::testing::compare_close(&format!("{case} depth {i}"), &[p.depth], &[depths[i]], 1e-5, 1e-5).unwrap();
+            wgsplat::testing::compare_close(&format!("{case} xy {i}"), &p.xy, &want_xy, 1e-4, 1e-4)
+                .unwrap();
+            wgsplat::testing::compare_close(
+                &format!("{case} conic {i}"),
+                &p.conic,
+                &want_conic,
+                1e-5,
+                1e-3,
+            )
+            .unwrap();
+            wgsplat::testing::compare_close(
+                &format!("{case} depth {i}"),
+                &[p.depth],
+                &[depths[i]],
+                1e-5,
+                1e-5,
+            )
+            .unwrap();
         }
         let image = render(g, &camera, 3);
         let got: Vec<f32> = image.rgba.iter().flatten().copied().collect();

@@ -20,13 +20,30 @@ fn random_gaussians(rng: &mut TestRng, n: usize, degree: u32) -> CpuGaussians {
     let coeffs = coefficient_count(degree);
     let mut g = CpuGaussians::default();
     for _ in 0..n {
-        g.means.push([rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), rng.range(-5.0, 5.0)]);
-        g.log_scales.push([rng.range(-4.0, 0.0), rng.range(-4.0, 0.0), rng.range(-4.0, 0.0)]);
-        g.quats.push([rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)]);
+        g.means.push([
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+        ]);
+        g.log_scales.push([
+            rng.range(-4.0, 0.0),
+            rng.range(-4.0, 0.0),
+            rng.range(-4.0, 0.0),
+        ]);
+        g.quats.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
         g.opacity_logits.push(rng.range(-3.0, 3.0));
         let mut sh = [[0f32; 3]; 16];
         for c in sh.iter_mut().take(coeffs) {
-            *c = [rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)];
+            *c = [
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            ];
         }
         g.sh.push(sh);
     }
@@ -45,12 +62,22 @@ fn bits(g: &CpuGaussians) -> Vec<u32> {
     out
 }
 
-fn assert_format_error(result: wgsplat::Result<wgsplat::io::PlyModel>, path: &std::path::Path, needle: &str) {
+fn assert_format_error(
+    result: wgsplat::Result<wgsplat::io::PlyModel>,
+    path: &std::path::Path,
+    needle: &str,
+) {
     match result {
         Err(e @ Error::Format { .. }) => {
             let message = e.to_string();
-            assert!(message.contains(&path.display().to_string()), "error does not name the file: {message}");
-            assert!(message.contains(needle), "expected {needle:?} in: {message}");
+            assert!(
+                message.contains(&path.display().to_string()),
+                "error does not name the file: {message}"
+            );
+            assert!(
+                message.contains(needle),
+                "expected {needle:?} in: {message}"
+            );
         }
         Err(e) => panic!("expected a format error, got {e}"),
         Ok(_) => panic!("expected an error for {}", path.display()),
@@ -71,7 +98,10 @@ fn ply_round_trip_is_bit_exact() {
             }
             let path = dir.join(format!("model-{degree}-{n}.ply"));
             write_ply(&path, &g, degree).unwrap();
-            assert!(!dir.join(format!("model-{degree}-{n}.ply.tmp")).exists(), "temporary file left behind");
+            assert!(
+                !dir.join(format!("model-{degree}-{n}.ply.tmp")).exists(),
+                "temporary file left behind"
+            );
             let model = read_ply(&path).unwrap();
             assert_eq!(model.sh_degree, degree);
             assert_eq!(model.gaussians.means.len(), n);
@@ -103,13 +133,23 @@ fn ply_f_rest_is_channel_major() {
     let path = dir.join("layout.ply");
     write_ply(&path, &g, degree).unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    let header_end = bytes.windows(11).position(|w| w == b"end_header\n").unwrap() + 11;
+    let header_end = bytes
+        .windows(11)
+        .position(|w| w == b"end_header\n")
+        .unwrap()
+        + 11;
     let header = std::str::from_utf8(&bytes[..header_end]).unwrap();
     let names = property_names(k);
-    let header_names: Vec<&str> = header.lines().filter_map(|l| l.strip_prefix("property float ")).collect();
+    let header_names: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("property float "))
+        .collect();
     assert_eq!(header_names, names);
     assert!(header.starts_with("ply\nformat binary_little_endian 1.0\nelement vertex 2\n"));
-    let floats: Vec<f32> = bytes[header_end..].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let floats: Vec<f32> = bytes[header_end..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(floats.len(), 2 * names.len());
     for i in 0..2 {
         let record = &floats[i * names.len()..(i + 1) * names.len()];
@@ -124,8 +164,14 @@ fn ply_f_rest_is_channel_major() {
         }
         assert_eq!([at("nx"), at("ny"), at("nz")], [0.0; 3]);
         assert_eq!(at("opacity"), g.opacity_logits[i]);
-        assert_eq!([at("rot_0"), at("rot_1"), at("rot_2"), at("rot_3")], g.quats[i]);
-        assert_eq!([at("scale_0"), at("scale_1"), at("scale_2")], g.log_scales[i]);
+        assert_eq!(
+            [at("rot_0"), at("rot_1"), at("rot_2"), at("rot_3")],
+            g.quats[i]
+        );
+        assert_eq!(
+            [at("scale_0"), at("scale_1"), at("scale_2")],
+            g.log_scales[i]
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -135,20 +181,31 @@ fn ply_f_rest_is_channel_major() {
 #[test]
 fn ply_reads_ascii_and_extra_properties() {
     let dir = temp_dir("ascii");
-    let mut text = String::from("ply\r\nformat ascii 1.0\ncomment made by hand\nelement camera 2\nproperty list uchar int ids\nproperty float f\n");
+    let mut text = String::from(
+        "ply\r\nformat ascii 1.0\ncomment made by hand\nelement camera 2\nproperty list uchar int ids\nproperty float f\n",
+    );
     text.push_str("element vertex 2\nproperty double opacity\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\n");
     for i in (0..9).rev() {
         text.push_str(&format!("property float f_rest_{i}\n"));
     }
     text.push_str("property list uchar float extra\n");
-    for name in ["f_dc_0", "f_dc_1", "f_dc_2", "scale_0", "scale_1", "scale_2", "rot_0", "rot_1", "rot_2", "rot_3"] {
+    for name in [
+        "f_dc_0", "f_dc_1", "f_dc_2", "scale_0", "scale_1", "scale_2", "rot_0", "rot_1", "rot_2",
+        "rot_3",
+    ] {
         text.push_str(&format!("property float {name}\n"));
     }
     text.push_str("element face 1\nproperty list uchar int vertex_indices\nend_header\n");
     text.push_str("3 1 2 3 0.5\n0 7.0\n");
     for i in 0..2 {
         let base = i as f32 * 100.0;
-        text.push_str(&format!("{} {} {} {} 255", -0.25 + base, 1.0 + base, 2.0 + base, 3.0 + base));
+        text.push_str(&format!(
+            "{} {} {} {} 255",
+            -0.25 + base,
+            1.0 + base,
+            2.0 + base,
+            3.0 + base
+        ));
         for r in (0..9).rev() {
             text.push_str(&format!(" {}", base + 10.0 + r as f32));
         }
@@ -196,8 +253,14 @@ fn ply_reads_big_endian() {
     let path = dir.join("le.ply");
     write_ply(&path, &g, 2).unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    let header_end = bytes.windows(11).position(|w| w == b"end_header\n").unwrap() + 11;
-    let header = std::str::from_utf8(&bytes[..header_end]).unwrap().replace("binary_little_endian", "binary_big_endian");
+    let header_end = bytes
+        .windows(11)
+        .position(|w| w == b"end_header\n")
+        .unwrap()
+        + 11;
+    let header = std::str::from_utf8(&bytes[..header_end])
+        .unwrap()
+        .replace("binary_little_endian", "binary_big_endian");
     let mut swapped = header.into_bytes();
     for c in bytes[header_end..].chunks_exact(4) {
         swapped.extend(c.iter().rev());
@@ -218,15 +281,27 @@ fn ply_truncated_files_give_errors() {
     let cut_path = dir.join("cut.ply");
     // Every cut near the start, the end of the header and the end; a stride elsewhere (file
     // writes are slow on some test machines).
-    let header_end = bytes.windows(11).position(|w| w == b"end_header\n").unwrap() + 11;
+    let header_end = bytes
+        .windows(11)
+        .position(|w| w == b"end_header\n")
+        .unwrap()
+        + 11;
     let near = |cut: usize, at: usize| cut.abs_diff(at) <= 16;
-    let cuts = (0..bytes.len()).filter(|&c| near(c, 0) || near(c, header_end) || near(c, bytes.len()) || c % 13 == 0);
+    let cuts = (0..bytes.len())
+        .filter(|&c| near(c, 0) || near(c, header_end) || near(c, bytes.len()) || c % 13 == 0);
     for cut in cuts {
         std::fs::write(&cut_path, &bytes[..cut]).unwrap();
         let result = read_ply(&cut_path);
-        assert!(result.is_err(), "cut at {cut} of {} read without error", bytes.len());
+        assert!(
+            result.is_err(),
+            "cut at {cut} of {} read without error",
+            bytes.len()
+        );
         let message = result.err().unwrap().to_string();
-        assert!(message.contains(&cut_path.display().to_string()), "{message}");
+        assert!(
+            message.contains(&cut_path.display().to_string()),
+            "{message}"
+        );
     }
     // Trailing bytes after the declared vertices are ignored.
     let mut longer = bytes.clone();
@@ -234,7 +309,9 @@ fn ply_truncated_files_give_errors() {
     std::fs::write(&cut_path, &longer).unwrap();
     assert_eq!(bits(&read_ply(&cut_path).unwrap().gaussians), bits(&g));
     // A header that promises far more vertices than the file holds is refused before reading.
-    let header = std::str::from_utf8(&bytes[..header_end]).unwrap().replace("element vertex 3", "element vertex 4000000000");
+    let header = std::str::from_utf8(&bytes[..header_end])
+        .unwrap()
+        .replace("element vertex 3", "element vertex 4000000000");
     let mut huge = header.into_bytes();
     huge.extend_from_slice(&bytes[header_end..]);
     std::fs::write(&cut_path, &huge).unwrap();
@@ -263,7 +340,10 @@ fn ply_foreign_and_incomplete_files_give_errors() {
     }
     // Wrong f_rest count and a non-number in an ASCII body.
     let mut text = String::from("ply\nformat ascii 1.0\nelement vertex 1\n");
-    for name in property_names(0).iter().chain(["f_rest_0".to_string()].iter()) {
+    for name in property_names(0)
+        .iter()
+        .chain(["f_rest_0".to_string()].iter())
+    {
         text.push_str(&format!("property float {name}\n"));
     }
     text.push_str("end_header\n");
@@ -280,8 +360,16 @@ fn ply_foreign_and_incomplete_files_give_errors() {
     let missing = dir.join("missing.ply");
     assert!(matches!(read_ply(&missing), Err(Error::Io { .. })));
     let unwritable = dir.join("no-such-dir").join("out.ply");
-    let err = write_ply(&unwritable, &random_gaussians(&mut TestRng::new(5), 1, 0), 0).unwrap_err();
-    assert!(matches!(err, Error::Io { .. }) && err.to_string().contains("no-such-dir"), "{err}");
+    let err = write_ply(
+        &unwritable,
+        &random_gaussians(&mut TestRng::new(5), 1, 0),
+        0,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::Io { .. }) && err.to_string().contains("no-such-dir"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -6,7 +6,11 @@ use wgsplat::testing::{TEST_SIZES, TestRng, both_paths, both_paths_small_pages, 
 use wgsplat::{DType, GpuContext, MemoryCategory, Tensor, ops};
 
 fn low_bits_mask(bits: u32) -> u32 {
-    if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 }
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    }
 }
 
 /// The reference: a stable sort by the low `bits` bits (`sort_by_key` is stable).
@@ -17,18 +21,35 @@ fn cpu_stable_sort(keys: &[u32], values: &[u32], bits: u32) -> (Vec<u32>, Vec<u3
     pairs.into_iter().unzip()
 }
 
-fn gpu_sort_pairs(ctx: &GpuContext, keys: &[u32], values: &[u32], bits: u32) -> (Vec<u32>, Vec<u32>) {
+fn gpu_sort_pairs(
+    ctx: &GpuContext,
+    keys: &[u32],
+    values: &[u32],
+    bits: u32,
+) -> (Vec<u32>, Vec<u32>) {
     let mut enc = ctx.encoder("radix sort test");
-    let k = Tensor::from_slice(&mut enc, keys, &[keys.len()], MemoryCategory::Other, "keys").unwrap();
-    let v = Tensor::from_slice(&mut enc, values, &[values.len()], MemoryCategory::Other, "values").unwrap();
+    let k =
+        Tensor::from_slice(&mut enc, keys, &[keys.len()], MemoryCategory::Other, "keys").unwrap();
+    let v = Tensor::from_slice(
+        &mut enc,
+        values,
+        &[values.len()],
+        MemoryCategory::Other,
+        "values",
+    )
+    .unwrap();
     let (sorted_k, sorted_v) = ops::sort_pairs(&mut enc, &k, &v, bits).unwrap();
     ctx.submit(enc).unwrap();
-    (sorted_k.read::<u32>(ctx).unwrap(), sorted_v.read::<u32>(ctx).unwrap())
+    (
+        sorted_k.read::<u32>(ctx).unwrap(),
+        sorted_v.read::<u32>(ctx).unwrap(),
+    )
 }
 
 fn gpu_sort_keys(ctx: &GpuContext, keys: &[u32], bits: u32) -> Vec<u32> {
     let mut enc = ctx.encoder("radix sort test");
-    let k = Tensor::from_slice(&mut enc, keys, &[keys.len()], MemoryCategory::Other, "keys").unwrap();
+    let k =
+        Tensor::from_slice(&mut enc, keys, &[keys.len()], MemoryCategory::Other, "keys").unwrap();
     let sorted = ops::sort_keys(&mut enc, &k, bits).unwrap();
     ctx.submit(enc).unwrap();
     sorted.read::<u32>(ctx).unwrap()
@@ -38,8 +59,18 @@ fn check_pairs(ctx: &GpuContext, what: &str, keys: &[u32], values: &[u32], bits:
     let path = ctx.info().kernel_path();
     let (want_k, want_v) = cpu_stable_sort(keys, values, bits);
     let (got_k, got_v) = gpu_sort_pairs(ctx, keys, values, bits);
-    compare_exact(&format!("{what} keys, bits={bits}, n={} {path}", keys.len()), &got_k, &want_k).unwrap();
-    compare_exact(&format!("{what} values, bits={bits}, n={} {path}", keys.len()), &got_v, &want_v).unwrap();
+    compare_exact(
+        &format!("{what} keys, bits={bits}, n={} {path}", keys.len()),
+        &got_k,
+        &want_k,
+    )
+    .unwrap();
+    compare_exact(
+        &format!("{what} values, bits={bits}, n={} {path}", keys.len()),
+        &got_v,
+        &want_v,
+    )
+    .unwrap();
 }
 
 fn arange(n: usize) -> Vec<u32> {
@@ -56,7 +87,12 @@ fn sort_pairs_and_keys_match_cpu_at_every_size() {
             check_pairs(ctx, "random", &keys, &values, 32);
             let path = ctx.info().kernel_path();
             let want = cpu_stable_sort(&keys, &values, 32).0;
-            compare_exact(&format!("sort_keys n={n} {path}"), &gpu_sort_keys(ctx, &keys, 32), &want).unwrap();
+            compare_exact(
+                &format!("sort_keys n={n} {path}"),
+                &gpu_sort_keys(ctx, &keys, 32),
+                &want,
+            )
+            .unwrap();
         }
     }
 }
@@ -67,7 +103,11 @@ fn equal_keys_keep_their_input_order() {
         for (n, distinct) in [(3000usize, 1u32), (70_000, 3), (200_000, 17)] {
             let mut rng = TestRng::new(u64::from(distinct));
             // Few distinct keys, spread over all 32 bits so every pass sees ties.
-            let keys: Vec<u32> = rng.vec_u32(n, distinct).into_iter().map(|k| k.wrapping_mul(0x9E37_79B9)).collect();
+            let keys: Vec<u32> = rng
+                .vec_u32(n, distinct)
+                .into_iter()
+                .map(|k| k.wrapping_mul(0x9E37_79B9))
+                .collect();
             check_pairs(ctx, "duplicates", &keys, &arange(n), 32);
         }
     }
@@ -84,7 +124,12 @@ fn only_the_low_bits_decide_the_order() {
             check_pairs(ctx, "low bits", &keys, &arange(n), bits);
             let path = ctx.info().kernel_path();
             let want = cpu_stable_sort(&keys, &arange(n), bits).0;
-            compare_exact(&format!("sort_keys bits={bits} {path}"), &gpu_sort_keys(ctx, &keys, bits), &want).unwrap();
+            compare_exact(
+                &format!("sort_keys bits={bits} {path}"),
+                &gpu_sort_keys(ctx, &keys, bits),
+                &want,
+            )
+            .unwrap();
         }
     }
 }
@@ -117,7 +162,11 @@ fn sorts_two_to_the_24_keys() {
     let values = arange(n);
     let start = Instant::now();
     let (got_k, got_v) = gpu_sort_pairs(ctx, &keys, &values, 32);
-    println!("GPU sort of 2^24 pairs incl. upload/readback: {:?} ({})", start.elapsed(), ctx.info().kernel_path());
+    println!(
+        "GPU sort of 2^24 pairs incl. upload/readback: {:?} ({})",
+        start.elapsed(),
+        ctx.info().kernel_path()
+    );
     let (want_k, want_v) = cpu_stable_sort(&keys, &values, 32);
     compare_exact("2^24 keys", &got_k, &want_k).unwrap();
     compare_exact("2^24 values", &got_v, &want_v).unwrap();
@@ -135,7 +184,12 @@ fn sorts_across_pages() {
         check_pairs(ctx, "paged", &keys, &arange(n), 32);
         let path = ctx.info().kernel_path();
         let want = cpu_stable_sort(&keys, &arange(n), 32).0;
-        compare_exact(&format!("paged sort_keys {path}"), &gpu_sort_keys(ctx, &keys, 32), &want).unwrap();
+        compare_exact(
+            &format!("paged sort_keys {path}"),
+            &gpu_sort_keys(ctx, &keys, 32),
+            &want,
+        )
+        .unwrap();
     }
 }
 
@@ -144,7 +198,8 @@ fn rejects_bad_arguments() {
     let ctx = both_paths()[1];
     let mut enc = ctx.encoder("radix sort errors");
     let keys = Tensor::zeros(&mut enc, DType::U32, &[10], MemoryCategory::Other, "keys").unwrap();
-    let floats = Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "floats").unwrap();
+    let floats =
+        Tensor::zeros(&mut enc, DType::F32, &[10], MemoryCategory::Other, "floats").unwrap();
     let short = Tensor::zeros(&mut enc, DType::U32, &[9], MemoryCategory::Other, "short").unwrap();
     assert!(ops::sort_keys(&mut enc, &keys, 0).is_err());
     assert!(ops::sort_keys(&mut enc, &keys, 33).is_err());
@@ -160,7 +215,10 @@ fn rejects_bad_arguments() {
 #[test]
 fn sorts_with_pages_smaller_than_a_block() {
     // 4 KiB pages hold 1,024 keys, half a sort block: every page is one partial block.
-    let options = wgsplat::ContextOptions::from_env().unwrap_or_default().with_portable(true).with_max_page_bytes(4096);
+    let options = wgsplat::ContextOptions::from_env()
+        .unwrap_or_default()
+        .with_portable(true)
+        .with_max_page_bytes(4096);
     let ctx = GpuContext::new(options).expect("a GPU adapter (lavapipe works)");
     let n = 10 * 1024 + 5;
     let mut rng = TestRng::new(11);

@@ -3,7 +3,9 @@
 //! than 300 MiB with the real page size.
 
 use wgsplat::ops::{self, ReduceOp, reduce::sum_f32_error_bound};
-use wgsplat::testing::{TEST_SIZES, TestRng, both_paths, both_paths_small_pages, compare_exact, fresh_context};
+use wgsplat::testing::{
+    TEST_SIZES, TestRng, both_paths, both_paths_small_pages, compare_exact, fresh_context,
+};
 use wgsplat::{DType, Element, Encoder, Error, GpuContext, MemoryCategory, Tensor};
 
 fn upload<T: Element>(enc: &mut Encoder, data: &[T]) -> Tensor {
@@ -16,7 +18,10 @@ fn check_sum(ctx: &GpuContext, what: &str, got: f32, values: &[f32]) {
     let sum_abs: f64 = values.iter().map(|&x| f64::from(x).abs()).sum();
     let bound = sum_f32_error_bound(ctx, values.len() as u64, sum_abs);
     let err = (f64::from(got) - exact).abs();
-    assert!(err <= bound, "{what}: sum {got} vs exact {exact}: error {err:e} above the bound {bound:e}");
+    assert!(
+        err <= bound,
+        "{what}: sum {got} vs exact {exact}: error {err:e} above the bound {bound:e}"
+    );
 }
 
 fn check_reductions(ctx: &GpuContext, n: usize) {
@@ -24,11 +29,18 @@ fn check_reductions(ctx: &GpuContext, n: usize) {
     let mut rng = TestRng::new(n as u64 + 3);
     let floats = rng.vec_f32(n, -1.0, 1.0);
     // Ill-conditioned: large values that cancel, plus small ones.
-    let cancelling: Vec<f32> = (0..n).map(|i| if i % 2 == 0 { 1.0e4 } else { -1.0e4 } + rng.range(-1e-3, 1e-3)).collect();
+    let cancelling: Vec<f32> = (0..n)
+        .map(|i| if i % 2 == 0 { 1.0e4 } else { -1.0e4 } + rng.range(-1e-3, 1e-3))
+        .collect();
     let uints = rng.vec_u32(n, 0);
     let ints: Vec<i32> = rng.vec_u32(n, 0).into_iter().map(|x| x as i32).collect();
     let mut enc = ctx.encoder("test");
-    let (gf, gc, gu, gi) = (upload(&mut enc, &floats), upload(&mut enc, &cancelling), upload(&mut enc, &uints), upload(&mut enc, &ints));
+    let (gf, gc, gu, gi) = (
+        upload(&mut enc, &floats),
+        upload(&mut enc, &cancelling),
+        upload(&mut enc, &uints),
+        upload(&mut enc, &ints),
+    );
     let mut results = Vec::new();
     for (t, op) in [
         (&gf, ReduceOp::Sum),
@@ -54,21 +66,36 @@ fn check_reductions(ctx: &GpuContext, n: usize) {
     let want_max = floats.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     compare_exact(&format!("min n={n} {path}"), &[next_f32()], &[want_min]).unwrap();
     compare_exact(&format!("max n={n} {path}"), &[next_f32()], &[want_max]).unwrap();
-    check_sum(ctx, &format!("cancelling sum n={n} {path}"), next_f32(), &cancelling);
+    check_sum(
+        ctx,
+        &format!("cancelling sum n={n} {path}"),
+        next_f32(),
+        &cancelling,
+    );
     let mut next_u32 = || results.next().unwrap().wait::<u32>(ctx).unwrap()[0];
     let want_u = [
         uints.iter().fold(0u32, |s, &x| s.wrapping_add(x)),
         uints.iter().copied().min().unwrap_or(u32::MAX),
         uints.iter().copied().max().unwrap_or(0),
     ];
-    compare_exact(&format!("u32 sum/min/max n={n} {path}"), &[next_u32(), next_u32(), next_u32()], &want_u).unwrap();
+    compare_exact(
+        &format!("u32 sum/min/max n={n} {path}"),
+        &[next_u32(), next_u32(), next_u32()],
+        &want_u,
+    )
+    .unwrap();
     let mut next_i32 = || results.next().unwrap().wait::<i32>(ctx).unwrap()[0];
     let want_i = [
         ints.iter().fold(0i32, |s, &x| s.wrapping_add(x)),
         ints.iter().copied().min().unwrap_or(i32::MAX),
         ints.iter().copied().max().unwrap_or(i32::MIN),
     ];
-    compare_exact(&format!("i32 sum/min/max n={n} {path}"), &[next_i32(), next_i32(), next_i32()], &want_i).unwrap();
+    compare_exact(
+        &format!("i32 sum/min/max n={n} {path}"),
+        &[next_i32(), next_i32(), next_i32()],
+        &want_i,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -110,8 +137,14 @@ fn nan_propagates_through_min_and_max() {
             let mut enc = ctx.encoder("test");
             let t = upload(&mut enc, &values);
             ctx.submit(enc).unwrap();
-            assert!(ops::min_f32_value(ctx, &t).unwrap().is_nan(), "min n={n} NaN at {at} {path}");
-            assert!(ops::max_f32_value(ctx, &t).unwrap().is_nan(), "max n={n} NaN at {at} {path}");
+            assert!(
+                ops::min_f32_value(ctx, &t).unwrap().is_nan(),
+                "min n={n} NaN at {at} {path}"
+            );
+            assert!(
+                ops::max_f32_value(ctx, &t).unwrap().is_nan(),
+                "max n={n} NaN at {at} {path}"
+            );
         }
     }
 }
@@ -121,10 +154,19 @@ fn wrong_dtype_is_rejected() {
     let ctx = both_paths()[1];
     let mut enc = ctx.encoder("test");
     let ints = upload(&mut enc, &[1u32, 2]);
-    assert!(matches!(ops::sum_f32(&mut enc, &ints), Err(Error::DType { .. })));
-    assert!(matches!(ops::max_f32(&mut enc, &ints), Err(Error::DType { .. })));
+    assert!(matches!(
+        ops::sum_f32(&mut enc, &ints),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        ops::max_f32(&mut enc, &ints),
+        Err(Error::DType { .. })
+    ));
     ctx.submit(enc).unwrap();
-    assert!(matches!(ops::reduce_value::<f32>(ctx, &ints, ReduceOp::Sum), Err(Error::DType { .. })));
+    assert!(matches!(
+        ops::reduce_value::<f32>(ctx, &ints, ReduceOp::Sum),
+        Err(Error::DType { .. })
+    ));
 }
 
 /// A 320 MB f32 tensor on the real page size (several pages on a 128 MiB binding limit): arange,
@@ -143,9 +185,15 @@ fn reduce_tensor_larger_than_300_mib() {
     ops::copy_range(&mut enc, &planted, 0, &t, planted_at, 1).unwrap();
     let sum = ops::sum_f32(&mut enc, &t).unwrap();
     let max = ops::max_f32(&mut enc, &t).unwrap();
-    let (sum_read, max_read) = (sum.record_read(&mut enc).unwrap(), max.record_read(&mut enc).unwrap());
+    let (sum_read, max_read) = (
+        sum.record_read(&mut enc).unwrap(),
+        max.record_read(&mut enc).unwrap(),
+    );
     ctx.submit(enc).unwrap();
-    let (sum, max) = (sum_read.wait::<f32>(&ctx).unwrap()[0], max_read.wait::<f32>(&ctx).unwrap()[0]);
+    let (sum, max) = (
+        sum_read.wait::<f32>(&ctx).unwrap()[0],
+        max_read.wait::<f32>(&ctx).unwrap()[0],
+    );
     let values = t.read::<f32>(&ctx).unwrap();
     assert_eq!(values.len(), n);
     for (i, &v) in values.iter().enumerate() {

@@ -23,22 +23,73 @@ fn upload(ctx: &GpuContext, g: &CpuGaussians) -> GaussianTensors {
     t
 }
 
-fn gradients(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, v_image: &[f32], mode: AlphaMode, detach: bool) -> Gradients {
+fn gradients(
+    ctx: &GpuContext,
+    g: &CpuGaussians,
+    cam: &Camera,
+    v_image: &[f32],
+    mode: AlphaMode,
+    detach: bool,
+) -> Gradients {
     let params = upload(ctx, g);
-    let fwd = render(ctx, &params, cam, RenderOptions { sh_degree: 3, alpha_mode: mode }).unwrap();
+    let fwd = render(
+        ctx,
+        &params,
+        cam,
+        RenderOptions {
+            sh_degree: 3,
+            alpha_mode: mode,
+        },
+    )
+    .unwrap();
     let mut enc = ctx.encoder("backward");
-    let grads = GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "g").unwrap();
-    let v = Tensor::from_slice(&mut enc, v_image, fwd.image.shape(), MemoryCategory::Other, "v_image").unwrap();
-    let out = record_backward(&mut enc, &params, &fwd, &v, &grads, None, BackwardOptions { detach_view_dir: detach }).unwrap();
+    let grads =
+        GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "g").unwrap();
+    let v = Tensor::from_slice(
+        &mut enc,
+        v_image,
+        fwd.image.shape(),
+        MemoryCategory::Other,
+        "v_image",
+    )
+    .unwrap();
+    let out = record_backward(
+        &mut enc,
+        &params,
+        &fwd,
+        &v,
+        &grads,
+        None,
+        BackwardOptions {
+            detach_view_dir: detach,
+        },
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
-    Gradients { params: grads.download(ctx).unwrap(), v_projected: out.v_projected.read::<f32>(ctx).unwrap() }
+    Gradients {
+        params: grads.download(ctx).unwrap(),
+        v_projected: out.v_projected.read::<f32>(ctx).unwrap(),
+    }
 }
 
 fn loss(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, weights: &[f32]) -> f64 {
     let params = upload(ctx, g);
-    let fwd = render(ctx, &params, cam, RenderOptions { sh_degree: 3, alpha_mode: AlphaMode::Smooth }).unwrap();
+    let fwd = render(
+        ctx,
+        &params,
+        cam,
+        RenderOptions {
+            sh_degree: 3,
+            alpha_mode: AlphaMode::Smooth,
+        },
+    )
+    .unwrap();
     let image = fwd.image.read::<f32>(ctx).unwrap();
-    image.iter().zip(weights).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum()
+    image
+        .iter()
+        .zip(weights)
+        .map(|(a, b)| f64::from(*a) * f64::from(*b))
+        .sum()
 }
 
 fn flat(g: &CpuGaussians) -> Vec<f32> {
@@ -83,24 +134,64 @@ fn gradients_match_gsplat_peer_cases() {
     for ctx in both_paths() {
         for peer in PeerCase::all() {
             let v_image = peer.tensor("v_out_img");
-            let got = gradients(ctx, &peer.gaussians, &PeerCase::camera(), &v_image, AlphaMode::Hard, true);
+            let got = gradients(
+                ctx,
+                &peer.gaussians,
+                &PeerCase::camera(),
+                &v_image,
+                AlphaMode::Hard,
+                true,
+            );
             let n = peer.gaussians.means.len();
             let path = ctx.info().kernel_path();
             let check = |what: &str, got: &[f32], want: &[f32]| {
                 let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-                compare_close(&format!("{} {what} ({path})", peer.name), got, want, 1e-4 * scale + 1e-9, 2e-3).unwrap();
+                compare_close(
+                    &format!("{} {what} ({path})", peer.name),
+                    got,
+                    want,
+                    1e-4 * scale + 1e-9,
+                    2e-3,
+                )
+                .unwrap();
             };
             let vp = &got.v_projected;
             let v_xy: Vec<f32> = (0..n).flat_map(|i| [vp[i * 12], vp[i * 12 + 1]]).collect();
-            let v_conic: Vec<f32> = (0..n).flat_map(|i| [vp[i * 12 + 2], vp[i * 12 + 3], vp[i * 12 + 4]]).collect();
+            let v_conic: Vec<f32> = (0..n)
+                .flat_map(|i| [vp[i * 12 + 2], vp[i * 12 + 3], vp[i * 12 + 4]])
+                .collect();
             check("v_xy", &v_xy, &peer.tensor("v_xy"));
             check("v_conics", &v_conic, &peer.tensor("v_conics"));
             let p = &got.params;
-            check("v_means", &p.means.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_means"));
-            check("v_scales", &p.log_scales.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_scales"));
-            check("v_quats", &p.quats.iter().flatten().copied().collect::<Vec<_>>(), &peer.tensor("v_quats"));
-            check("v_opacities", &p.opacity_logits, &peer.tensor("v_opacities"));
-            check("v_coeffs", &p.sh.iter().flat_map(|c| c.iter().flatten()).copied().collect::<Vec<_>>(), &peer.tensor("v_coeffs"));
+            check(
+                "v_means",
+                &p.means.iter().flatten().copied().collect::<Vec<_>>(),
+                &peer.tensor("v_means"),
+            );
+            check(
+                "v_scales",
+                &p.log_scales.iter().flatten().copied().collect::<Vec<_>>(),
+                &peer.tensor("v_scales"),
+            );
+            check(
+                "v_quats",
+                &p.quats.iter().flatten().copied().collect::<Vec<_>>(),
+                &peer.tensor("v_quats"),
+            );
+            check(
+                "v_opacities",
+                &p.opacity_logits,
+                &peer.tensor("v_opacities"),
+            );
+            check(
+                "v_coeffs",
+                &p.sh
+                    .iter()
+                    .flat_map(|c| c.iter().flatten())
+                    .copied()
+                    .collect::<Vec<_>>(),
+                &peer.tensor("v_coeffs"),
+            );
         }
     }
 }
@@ -124,11 +215,19 @@ fn every_gradient_matches_central_differences() {
             set_flat(&mut plus, index, x + h);
             let mut minus = g.clone();
             set_flat(&mut minus, index, x - h);
-            let d = (loss(ctx, &plus, &cam, &weights) - loss(ctx, &minus, &cam, &weights)) / (2.0 * f64::from(h));
+            let d = (loss(ctx, &plus, &cam, &weights) - loss(ctx, &minus, &cam, &weights))
+                / (2.0 * f64::from(h));
             numeric.push(d as f32);
         }
         let scale = numeric.iter().fold(0f32, |m, v| m.max(v.abs()));
-        compare_close(&format!("finite differences ({})", ctx.info().kernel_path()), &analytic, &numeric, 2e-3 * scale, 3e-2).unwrap();
+        compare_close(
+            &format!("finite differences ({})", ctx.info().kernel_path()),
+            &analytic,
+            &numeric,
+            2e-3 * scale,
+            3e-2,
+        )
+        .unwrap();
     }
 }
 
@@ -144,7 +243,12 @@ fn non_finite_parameters_give_finite_gradients() {
         let weights = vec![1.0f32; (cam.width * cam.height * 4) as usize];
         let got = gradients(ctx, &g, &cam, &weights, AlphaMode::Hard, false);
         let values = flat(&got.params);
-        let bad: Vec<usize> = values.iter().enumerate().filter(|(_, v)| !v.is_finite()).map(|(i, _)| i).collect();
+        let bad: Vec<usize> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_finite())
+            .map(|(i, _)| i)
+            .collect();
         assert!(bad.is_empty(), "non-finite gradients at {bad:?}");
         assert!(got.v_projected.iter().all(|v| v.is_finite()));
     }

@@ -12,14 +12,29 @@ use wgsplat::{GpuContext, MemoryCategory};
 
 fn gpu_render(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
     let mut enc = ctx.encoder("upload");
-    let tensors = GaussianTensors::upload(&mut enc, g, 3, MemoryCategory::Parameters, "test").unwrap();
+    let tensors =
+        GaussianTensors::upload(&mut enc, g, 3, MemoryCategory::Parameters, "test").unwrap();
     ctx.submit(enc).unwrap();
-    let out = render(ctx, &tensors, cam, RenderOptions { sh_degree: degree, ..Default::default() }).unwrap();
+    let out = render(
+        ctx,
+        &tensors,
+        cam,
+        RenderOptions {
+            sh_degree: degree,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     out.image.read::<f32>(ctx).unwrap()
 }
 
 fn cpu_render(g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
-    reference::render(g, cam, degree).rgba.iter().flatten().copied().collect()
+    reference::render(g, cam, degree)
+        .rgba
+        .iter()
+        .flatten()
+        .copied()
+        .collect()
 }
 
 #[test]
@@ -27,9 +42,18 @@ fn forward_matches_gsplat_peer_cases() {
     for ctx in both_paths() {
         for peer in PeerCase::all() {
             let got = gpu_render(ctx, &peer.gaussians, &PeerCase::camera(), 3);
-            assert!(got.iter().all(|v| v.is_finite()), "{}: NaN in image", peer.name);
+            assert!(
+                got.iter().all(|v| v.is_finite()),
+                "{}: NaN in image",
+                peer.name
+            );
             let want = peer.tensor("out_img");
-            eprintln!("{} ({}): max abs error vs gsplat {:e}", peer.name, ctx.info().kernel_path(), max_abs_diff(&got, &want));
+            eprintln!(
+                "{} ({}): max abs error vs gsplat {:e}",
+                peer.name,
+                ctx.info().kernel_path(),
+                max_abs_diff(&got, &want)
+            );
             compare_close(&format!("{} image", peer.name), &got, &want, 1e-4, 0.01).unwrap();
         }
     }
@@ -38,13 +62,28 @@ fn forward_matches_gsplat_peer_cases() {
 #[test]
 fn forward_matches_cpu_reference_on_random_scenes() {
     for ctx in both_paths() {
-        for (seed, n, w, h) in [(1u64, 300usize, 123u32, 82u32), (2, 3000, 257, 255), (3, 50, 16, 16), (4, 2000, 64, 200)] {
+        for (seed, n, w, h) in [
+            (1u64, 300usize, 123u32, 82u32),
+            (2, 3000, 257, 255),
+            (3, 50, 16, 16),
+            (4, 2000, 64, 200),
+        ] {
             let g = random_gaussians(seed, n, 1.5, 0.05);
             let cam = camera(w, h, [0.1, 0.2, 0.3]);
             for degree in [0, 3] {
                 let got = gpu_render(ctx, &g, &cam, degree);
                 let want = cpu_render(&g, &cam, degree);
-                compare_close(&format!("seed {seed} n {n} {w}x{h} deg {degree} {}", ctx.info().kernel_path()), &got, &want, 1e-4, 1e-3).unwrap();
+                compare_close(
+                    &format!(
+                        "seed {seed} n {n} {w}x{h} deg {degree} {}",
+                        ctx.info().kernel_path()
+                    ),
+                    &got,
+                    &want,
+                    1e-4,
+                    1e-3,
+                )
+                .unwrap();
             }
         }
     }
@@ -83,7 +122,11 @@ fn invisible_gaussians_leave_the_image_bit_identical() {
             more.sh.push(extra.sh[i]);
         }
         let after = gpu_render(ctx, &more, &cam, 3);
-        assert!(before == after, "image changed by invisible Gaussians (max diff {:e})", max_abs_diff(&after, &before));
+        assert!(
+            before == after,
+            "image changed by invisible Gaussians (max diff {:e})",
+            max_abs_diff(&after, &before)
+        );
     }
 }
 
@@ -104,10 +147,16 @@ fn huge_straddling_and_non_finite_gaussians_poison_nothing() {
             g.sh.push([[0.1; 3]; 16]);
         }
         let got = gpu_render(ctx, &g, &cam, 3);
-        assert!(got.iter().all(|v| v.is_finite()), "NaN with huge/straddling Gaussians");
+        assert!(
+            got.iter().all(|v| v.is_finite()),
+            "NaN with huge/straddling Gaussians"
+        );
         // NaN and infinite parameters are culled and change nothing.
         let mut bad = clean.clone();
-        for (k, value) in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY].into_iter().enumerate() {
+        for (k, value) in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY]
+            .into_iter()
+            .enumerate()
+        {
             for field in 0..4 {
                 let mut m = [0.1 * k as f32, 0.0, 0.0];
                 let mut s = [-2.0; 3];
@@ -131,7 +180,10 @@ fn huge_straddling_and_non_finite_gaussians_poison_nothing() {
         assert!(with_bad.iter().all(|v| v.is_finite()));
         // +inf opacity logits give opacity 1: a valid splat. Everything else must be culled.
         let max = max_abs_diff(&with_bad, &without);
-        assert!(max < 1.0, "non-finite parameters changed the image by {max}");
+        assert!(
+            max < 1.0,
+            "non-finite parameters changed the image by {max}"
+        );
     }
 }
 
@@ -152,16 +204,29 @@ fn rendering_allocates_nothing_after_warm_up() {
     let g = random_gaussians(9, 2000, 1.5, 0.05);
     let cam = camera(96, 64, [0.0; 3]);
     let mut enc = ctx.encoder("upload");
-    let tensors = GaussianTensors::upload(&mut enc, &g, 3, MemoryCategory::Parameters, "test").unwrap();
+    let tensors =
+        GaussianTensors::upload(&mut enc, &g, 3, MemoryCategory::Parameters, "test").unwrap();
     ctx.submit(enc).unwrap();
     let mut created = None;
     let baseline = ctx.memory_report().total.live_bytes;
     for frame in 0..6 {
-        let out = render(&ctx, &tensors, &cam, RenderOptions { sh_degree: 3, ..Default::default() }).unwrap();
+        let out = render(
+            &ctx,
+            &tensors,
+            &cam,
+            RenderOptions {
+                sh_degree: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         drop(out);
         ctx.wait_idle().unwrap();
         let report = ctx.memory_report();
-        assert_eq!(report.total.live_bytes, baseline, "frame {frame}: scratch not returned");
+        assert_eq!(
+            report.total.live_bytes, baseline,
+            "frame {frame}: scratch not returned"
+        );
         if frame >= 2 {
             let c = *created.get_or_insert(report.buffers_created);
             assert_eq!(report.buffers_created, c, "frame {frame} created buffers");

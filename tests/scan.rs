@@ -12,7 +12,11 @@ fn cpu_scan(data: &[u32], kind: ScanKind) -> Vec<u32> {
         .map(|&x| {
             let before = running;
             running = running.wrapping_add(x);
-            if kind == ScanKind::Inclusive { running } else { before }
+            if kind == ScanKind::Inclusive {
+                running
+            } else {
+                before
+            }
         })
         .collect()
 }
@@ -27,29 +31,84 @@ fn check_all_forms(ctx: &GpuContext, n: usize, seed: u64) {
     let path = ctx.info().kernel_path();
     let mut enc = ctx.encoder("test");
     let input = upload(&mut enc, &data, "input");
-    let exclusive = Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "exclusive").unwrap();
+    let exclusive = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[n],
+        MemoryCategory::Other,
+        "exclusive",
+    )
+    .unwrap();
     let total = Tensor::uninit(&mut enc, DType::U32, &[1], MemoryCategory::Other, "total").unwrap();
     ops::scan_with_total(&mut enc, &input, &exclusive, ScanKind::Exclusive, &total).unwrap();
     let inclusive = ops::inclusive_scan(&mut enc, &input).unwrap();
     let exclusive_in_place = upload(&mut enc, &data, "exclusive in place");
     ops::exclusive_scan_u32_in_place(&mut enc, &exclusive_in_place).unwrap();
     let inclusive_in_place = upload(&mut enc, &data, "inclusive in place");
-    let total_in_place = Tensor::uninit(&mut enc, DType::U32, &[1], MemoryCategory::Other, "total in place").unwrap();
-    ops::scan_u32_in_place(&mut enc, &inclusive_in_place, ScanKind::Inclusive, Some(&total_in_place)).unwrap();
+    let total_in_place = Tensor::uninit(
+        &mut enc,
+        DType::U32,
+        &[1],
+        MemoryCategory::Other,
+        "total in place",
+    )
+    .unwrap();
+    ops::scan_u32_in_place(
+        &mut enc,
+        &inclusive_in_place,
+        ScanKind::Inclusive,
+        Some(&total_in_place),
+    )
+    .unwrap();
     ctx.submit(enc).unwrap();
 
     let want_exclusive = cpu_scan(&data, ScanKind::Exclusive);
     let want_inclusive = cpu_scan(&data, ScanKind::Inclusive);
     let want_total = data.iter().fold(0u32, |a, &x| a.wrapping_add(x));
     let what = |form: &str| format!("{form} n={n} {path}");
-    compare_exact(&what("exclusive"), &exclusive.read::<u32>(ctx).unwrap(), &want_exclusive).unwrap();
-    compare_exact(&what("inclusive"), &inclusive.read::<u32>(ctx).unwrap(), &want_inclusive).unwrap();
-    compare_exact(&what("exclusive in place"), &exclusive_in_place.read::<u32>(ctx).unwrap(), &want_exclusive).unwrap();
-    compare_exact(&what("inclusive in place"), &inclusive_in_place.read::<u32>(ctx).unwrap(), &want_inclusive).unwrap();
-    assert_eq!(total.read::<u32>(ctx).unwrap(), vec![want_total], "{}", what("total"));
-    assert_eq!(total_in_place.read::<u32>(ctx).unwrap(), vec![want_total], "{}", what("total in place"));
+    compare_exact(
+        &what("exclusive"),
+        &exclusive.read::<u32>(ctx).unwrap(),
+        &want_exclusive,
+    )
+    .unwrap();
+    compare_exact(
+        &what("inclusive"),
+        &inclusive.read::<u32>(ctx).unwrap(),
+        &want_inclusive,
+    )
+    .unwrap();
+    compare_exact(
+        &what("exclusive in place"),
+        &exclusive_in_place.read::<u32>(ctx).unwrap(),
+        &want_exclusive,
+    )
+    .unwrap();
+    compare_exact(
+        &what("inclusive in place"),
+        &inclusive_in_place.read::<u32>(ctx).unwrap(),
+        &want_inclusive,
+    )
+    .unwrap();
+    assert_eq!(
+        total.read::<u32>(ctx).unwrap(),
+        vec![want_total],
+        "{}",
+        what("total")
+    );
+    assert_eq!(
+        total_in_place.read::<u32>(ctx).unwrap(),
+        vec![want_total],
+        "{}",
+        what("total in place")
+    );
     // The input of the out-of-place scans is untouched.
-    compare_exact(&what("input after scan"), &input.read::<u32>(ctx).unwrap(), &data).unwrap();
+    compare_exact(
+        &what("input after scan"),
+        &input.read::<u32>(ctx).unwrap(),
+        &data,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -98,14 +157,29 @@ fn scan_exact_at_2_pow_26() {
         let start = Instant::now();
         let mut enc = ctx.encoder("test");
         let input = upload(&mut enc, &data, "input");
-        let output = Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "output").unwrap();
-        let total = Tensor::uninit(&mut enc, DType::U32, &[1], MemoryCategory::Other, "total").unwrap();
+        let output =
+            Tensor::uninit(&mut enc, DType::U32, &[n], MemoryCategory::Other, "output").unwrap();
+        let total =
+            Tensor::uninit(&mut enc, DType::U32, &[1], MemoryCategory::Other, "total").unwrap();
         ops::scan_with_total(&mut enc, &input, &output, ScanKind::Exclusive, &total).unwrap();
         ctx.submit(enc).unwrap();
-        assert_eq!(u64::from(total.read::<u32>(ctx).unwrap()[0]), sum, "total {path}");
+        assert_eq!(
+            u64::from(total.read::<u32>(ctx).unwrap()[0]),
+            sum,
+            "total {path}"
+        );
         let scanned = Instant::now();
-        compare_exact(&format!("exclusive 2^26 {path}"), &output.read::<u32>(ctx).unwrap(), &want_exclusive).unwrap();
-        println!("{path}: upload + scan {:?}, check {:?}", scanned - start, scanned.elapsed());
+        compare_exact(
+            &format!("exclusive 2^26 {path}"),
+            &output.read::<u32>(ctx).unwrap(),
+            &want_exclusive,
+        )
+        .unwrap();
+        println!(
+            "{path}: upload + scan {:?}, check {:?}",
+            scanned - start,
+            scanned.elapsed()
+        );
         drop((input, output));
         ctx.trim();
     }

@@ -11,7 +11,11 @@ fn storage_buffers_per_entry(module: &naga::Module) -> Vec<(String, usize)> {
         .iter()
         .filter(|(_, g)| matches!(g.space, naga::AddressSpace::Storage { .. }))
         .count();
-    module.entry_points.iter().map(|e| (e.name.clone(), count)).collect()
+    module
+        .entry_points
+        .iter()
+        .map(|e| (e.name.clone(), count))
+        .collect()
 }
 
 #[test]
@@ -29,32 +33,54 @@ fn every_variant_validates_and_translates_to_all_backends() {
             };
             for (entry, count) in storage_buffers_per_entry(&compiled.module) {
                 if count > 8 {
-                    failures.push(format!("{file} ({}) entry {entry}: {count} storage buffers > 8", variant.name()));
+                    failures.push(format!(
+                        "{file} ({}) entry {entry}: {count} storage buffers > 8",
+                        variant.name()
+                    ));
                 }
             }
             let (module, info) = (&compiled.module, &compiled.info);
-            if let Err(e) = naga::back::spv::write_vec(module, info, &naga::back::spv::Options::default(), None) {
+            if let Err(e) =
+                naga::back::spv::write_vec(module, info, &naga::back::spv::Options::default(), None)
+            {
                 failures.push(format!("{file} ({}) -> SPIR-V: {e}", variant.name()));
             }
             let msl_options = naga::back::msl::Options {
                 lang_version: (2, 4),
                 ..Default::default()
             };
-            if let Err(e) = naga::back::msl::write_string(module, info, &msl_options, &naga::back::msl::PipelineOptions::default()) {
+            if let Err(e) = naga::back::msl::write_string(
+                module,
+                info,
+                &msl_options,
+                &naga::back::msl::PipelineOptions::default(),
+            ) {
                 failures.push(format!("{file} ({}) -> MSL: {e}", variant.name()));
             }
             let mut hlsl = String::new();
-            let hlsl_options = naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_2, ..Default::default() };
+            let hlsl_options = naga::back::hlsl::Options {
+                shader_model: naga::back::hlsl::ShaderModel::V6_2,
+                ..Default::default()
+            };
             let hlsl_pipeline = naga::back::hlsl::PipelineOptions::default();
-            let mut writer = naga::back::hlsl::Writer::new(&mut hlsl, &hlsl_options, &hlsl_pipeline);
+            let mut writer =
+                naga::back::hlsl::Writer::new(&mut hlsl, &hlsl_options, &hlsl_pipeline);
             if let Err(e) = writer.write(module, info, None) {
                 failures.push(format!("{file} ({}) -> HLSL: {e}", variant.name()));
             }
             checked += 1;
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(checked >= shader::stage_files().count(), "checked {checked} variants");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        checked >= shader::stage_files().count(),
+        "checked {checked} variants"
+    );
     println!("checked {checked} shader variants");
 }
 
@@ -64,7 +90,10 @@ fn portable_variant_never_needs_optional_capabilities() {
     // has a portable variant.
     for file in shader::stage_files() {
         let variants = Variant::all_for(file).expect("directives parse");
-        assert!(variants.contains(&Variant::PORTABLE), "{file} has no portable variant");
+        assert!(
+            variants.contains(&Variant::PORTABLE),
+            "{file} has no portable variant"
+        );
         shader::compile(file, Variant::PORTABLE).unwrap_or_else(|e| panic!("{e}"));
     }
 }
@@ -74,11 +103,22 @@ fn errors_point_at_the_original_file_and_line() {
     // fill.wgsl imports shared/dispatch.wgsl first, so its own lines are shifted in the output;
     // the origin map must undo that.
     let pre = shader::preprocess("fill.wgsl", Variant::PORTABLE).expect("preprocess");
-    let line_of_fn = pre.source.lines().position(|l| l.starts_with("fn fill")).expect("fill fn") as u32 + 1;
+    let line_of_fn = pre
+        .source
+        .lines()
+        .position(|l| l.starts_with("fn fill"))
+        .expect("fill fn") as u32
+        + 1;
     let (file, line) = pre.locate(line_of_fn);
     assert_eq!(file, "fill.wgsl");
-    let original = include_str!("../shaders/fill.wgsl").lines().nth(line as usize - 1).unwrap_or("");
-    assert!(original.starts_with("fn fill"), "mapped to line {line}: {original}");
+    let original = include_str!("../shaders/fill.wgsl")
+        .lines()
+        .nth(line as usize - 1)
+        .unwrap_or("");
+    assert!(
+        original.starts_with("fn fill"),
+        "mapped to line {line}: {original}"
+    );
 }
 
 #[test]

@@ -26,14 +26,48 @@ fn row_tensors_page_on_row_boundaries_with_a_shared_row_count() {
     assert!(rows_per_page.is_power_of_two() && rows_per_page * 48 * 4 <= ctx.page_bytes());
     let rows = 3 * rows_per_page as usize + 5;
     let mut enc = ctx.encoder("rows");
-    let means = Tensor::uninit_rows(&mut enc, DType::F32, &[rows, 3], rows_per_page, MemoryCategory::Parameters, "means").unwrap();
-    let sh = Tensor::uninit_rows(&mut enc, DType::F32, &[rows, 16, 3], rows_per_page, MemoryCategory::Parameters, "sh").unwrap();
+    let means = Tensor::uninit_rows(
+        &mut enc,
+        DType::F32,
+        &[rows, 3],
+        rows_per_page,
+        MemoryCategory::Parameters,
+        "means",
+    )
+    .unwrap();
+    let sh = Tensor::uninit_rows(
+        &mut enc,
+        DType::F32,
+        &[rows, 16, 3],
+        rows_per_page,
+        MemoryCategory::Parameters,
+        "sh",
+    )
+    .unwrap();
     assert_eq!(means.num_pages(), sh.num_pages());
     assert_eq!(means.page_elems(), rows_per_page * 3);
     assert_eq!(sh.page_elems(), rows_per_page * 48);
-    let flat = Tensor::uninit(&mut enc, DType::F32, &[rows * 3], MemoryCategory::Other, "flat").unwrap();
-    assert!(matches!(means.expect_same_layout("test", &flat), Err(Error::Shape { .. })));
-    let err = Tensor::uninit_rows(&mut enc, DType::F32, &[rows, 48], rows_per_page * 4, MemoryCategory::Other, "big").unwrap_err();
+    let flat = Tensor::uninit(
+        &mut enc,
+        DType::F32,
+        &[rows * 3],
+        MemoryCategory::Other,
+        "flat",
+    )
+    .unwrap();
+    assert!(matches!(
+        means.expect_same_layout("test", &flat),
+        Err(Error::Shape { .. })
+    ));
+    let err = Tensor::uninit_rows(
+        &mut enc,
+        DType::F32,
+        &[rows, 48],
+        rows_per_page * 4,
+        MemoryCategory::Other,
+        "big",
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("rows_per_page"), "{err}");
     ctx.submit(enc).unwrap();
 }
@@ -42,9 +76,17 @@ fn row_tensors_page_on_row_boundaries_with_a_shared_row_count() {
 fn misuse_is_an_error_not_a_panic() {
     let ctx = both_paths_small_pages()[0];
     let mut enc = ctx.encoder("misuse");
-    let err = Tensor::from_slice(&mut enc, &[1.0f32, 2.0], &[3], MemoryCategory::Other, "x").unwrap_err();
+    let err =
+        Tensor::from_slice(&mut enc, &[1.0f32, 2.0], &[3], MemoryCategory::Other, "x").unwrap_err();
     assert!(matches!(err, Error::Shape { .. }), "{err}");
-    let t = Tensor::from_slice(&mut enc, &[1u32, 2, 3, 4], &[2, 2], MemoryCategory::Other, "t").unwrap();
+    let t = Tensor::from_slice(
+        &mut enc,
+        &[1u32, 2, 3, 4],
+        &[2, 2],
+        MemoryCategory::Other,
+        "t",
+    )
+    .unwrap();
     assert!(t.reshape(&[3]).is_err());
     assert_eq!(t.reshape(&[4, 1]).unwrap().shape(), &[4, 1]);
     assert!(t.prefix(5).is_err());
@@ -52,7 +94,14 @@ fn misuse_is_an_error_not_a_panic() {
     assert!(matches!(t.read::<f32>(ctx), Err(Error::DType { .. })));
     let empty = {
         let mut enc = ctx.encoder("empty");
-        let e = Tensor::uninit(&mut enc, DType::F32, &[0, 3], MemoryCategory::Other, "empty").unwrap();
+        let e = Tensor::uninit(
+            &mut enc,
+            DType::F32,
+            &[0, 3],
+            MemoryCategory::Other,
+            "empty",
+        )
+        .unwrap();
         ctx.submit(enc).unwrap();
         e
     };

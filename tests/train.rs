@@ -36,10 +36,19 @@ fn train_and_measure(dataset: Dataset, config: TrainConfig) -> (f64, f64, u64, u
 
 #[test]
 fn builtin_scene_improves_clearly() {
-    let dataset = generate(&BuiltinOptions { resolution: 48, train_views: 16, test_views: 4, ..BuiltinOptions::default() }).unwrap();
+    let dataset = generate(&BuiltinOptions {
+        resolution: 48,
+        train_views: 16,
+        test_views: 4,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
     let (before, after, start, end) = train_and_measure(dataset, short_config(200));
     eprintln!("built-in 48²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
-    assert!(after > before + 3.0, "test PSNR went from {before:.2} to {after:.2} dB");
+    assert!(
+        after > before + 3.0,
+        "test PSNR went from {before:.2} to {after:.2} dB"
+    );
     assert!(end != start, "densification should change the model");
 }
 
@@ -50,10 +59,17 @@ fn nerf_duck_improves_clearly() {
         eprintln!("skipping: ../shared/data/duck is not present");
         return;
     }
-    let options = LoadOptions { resolution: Resolution::Factor(8), split: Split::Default, ..LoadOptions::default() };
+    let options = LoadOptions {
+        resolution: Resolution::Factor(8),
+        split: Split::Default,
+        ..LoadOptions::default()
+    };
     let mut dataset = Dataset::load(&root, &options).unwrap();
     dataset.test.truncate(5);
     let (before, after, start, end) = train_and_measure(dataset, short_config(200));
     eprintln!("duck 32²: test PSNR {before:.2} -> {after:.2} dB, Gaussians {start} -> {end}");
-    assert!(after > before + 3.0, "test PSNR went from {before:.2} to {after:.2} dB");
+    assert!(
+        after > before + 3.0,
+        "test PSNR went from {before:.2} to {after:.2} dB"
+    );
 }

@@ -52,7 +52,9 @@ pub fn run() -> ExitCode {
         Command::Info { json } => info(cli.portable, json),
         Command::Bench(command) => bench::run(command, cli.portable),
         Command::Train(args) => context(cli.portable).and_then(|ctx| train::train(&ctx, *args)),
-        Command::Render(args) => context(cli.portable).and_then(|ctx| train::render_ply(&ctx, args)),
+        Command::Render(args) => {
+            context(cli.portable).and_then(|ctx| train::render_ply(&ctx, args))
+        }
         Command::Eval(args) => context(cli.portable).and_then(|ctx| train::eval_ply(&ctx, args)),
     };
     match result {

@@ -74,14 +74,36 @@ pub struct TrainArgs {
     resume: bool,
 }
 
-fn load_dataset(data: Option<&Path>, args: &DataArgs, background: [f32; 3]) -> anyhow::Result<Dataset> {
+fn load_dataset(
+    data: Option<&Path>,
+    args: &DataArgs,
+    background: [f32; 3],
+) -> anyhow::Result<Dataset> {
     match data {
-        None => Ok(generate(&BuiltinOptions { resolution: args.builtin_resolution, background, ..BuiltinOptions::default() })?),
+        None => Ok(generate(&BuiltinOptions {
+            resolution: args.builtin_resolution,
+            background,
+            ..BuiltinOptions::default()
+        })?),
         Some(path) => {
-            let resolution = if args.resolution <= 1 { Resolution::Full } else { Resolution::Factor(args.resolution) };
-            let split = if args.eval { Split::Default } else { Split::AllTrain };
-            let options = LoadOptions { resolution, split, background, ..LoadOptions::default() };
-            Dataset::load(path, &options).with_context(|| format!("loading the dataset at {}", path.display()))
+            let resolution = if args.resolution <= 1 {
+                Resolution::Full
+            } else {
+                Resolution::Factor(args.resolution)
+            };
+            let split = if args.eval {
+                Split::Default
+            } else {
+                Split::AllTrain
+            };
+            let options = LoadOptions {
+                resolution,
+                split,
+                background,
+                ..LoadOptions::default()
+            };
+            Dataset::load(path, &options)
+                .with_context(|| format!("loading the dataset at {}", path.display()))
         }
     }
 }
@@ -151,10 +173,13 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         _ => [0.0; 3],
     };
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating the output folder {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output folder {}", args.out.display()))?;
     let checkpoint_path = args.out.join("checkpoint.bin");
     let mut trainer = if args.resume {
-        let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(|| "--resume needs OUT/checkpoint.bin from an earlier run with --save-every")?;
+        let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(
+            || "--resume needs OUT/checkpoint.bin from an earlier run with --save-every",
+        )?;
         Trainer::resume(ctx, dataset, checkpoint, config.clone())?
     } else {
         let params = initial_gaussians(ctx, &dataset, &config)?;
@@ -171,30 +196,70 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let start_iteration = trainer.iteration();
     let interactive = std::io::stdout().is_terminal();
-    let bar = if interactive { ProgressBar::new(config.iterations) } else { ProgressBar::hidden() };
-    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let bar = if interactive {
+        ProgressBar::new(config.iterations)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     bar.set_position(trainer.iteration());
     let mut last_line = Instant::now();
     let mut sink = |event: TrainEvent| match event {
-        TrainEvent::Progress { iteration, loss, train_psnr, gaussians, iterations_per_second, gpu_bytes } => {
-            let msg = format!("loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}", format_bytes(gpu_bytes));
+        TrainEvent::Progress {
+            iteration,
+            loss,
+            train_psnr,
+            gaussians,
+            iterations_per_second,
+            gpu_bytes,
+        } => {
+            let msg = format!(
+                "loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}",
+                format_bytes(gpu_bytes)
+            );
             bar.set_position(iteration);
             bar.set_message(msg.clone());
-            if !interactive && (last_line.elapsed().as_secs_f64() > 5.0 || iteration == config.iterations) {
-                println!("it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}", config.iterations);
+            if !interactive
+                && (last_line.elapsed().as_secs_f64() > 5.0 || iteration == config.iterations)
+            {
+                println!(
+                    "it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}",
+                    config.iterations
+                );
                 last_line = Instant::now();
             }
         }
-        TrainEvent::Evaluated { iteration, psnr, ssim } => bar.println(format!("it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}")),
+        TrainEvent::Evaluated {
+            iteration,
+            psnr,
+            ssim,
+        } => bar.println(format!(
+            "it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}"
+        )),
         TrainEvent::Log { message } => bar.println(message),
         _ => {}
     };
     let save_every = config.save_every;
     while trainer.iteration() < config.iterations {
-        let chunk_end = if save_every > 0 { (trainer.iteration() / save_every + 1) * save_every } else { config.iterations };
+        let chunk_end = if save_every > 0 {
+            (trainer.iteration() / save_every + 1) * save_every
+        } else {
+            config.iterations
+        };
         trainer.run_until(chunk_end.min(config.iterations), &mut sink, &|| false)?;
         if save_every > 0 && trainer.iteration() % save_every == 0 {
-            save_checkpoint(ctx, &checkpoint_path, trainer.params(), trainer.optimizer(), trainer.iteration(), trainer.rng_state(), &json!({}))?;
+            save_checkpoint(
+                ctx,
+                &checkpoint_path,
+                trainer.params(),
+                trainer.optimizer(),
+                trainer.iteration(),
+                trainer.rng_state(),
+                &json!({}),
+            )?;
         }
     }
     bar.finish_and_clear();
@@ -203,7 +268,12 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     download_ply(ctx, trainer.params(), &ply)?;
     let (psnr, ssim) = trainer.evaluate()?;
     if args.save_renders {
-        save_renders(ctx, trainer.params(), trainer.dataset(), &args.out.join("test_renders"))?;
+        save_renders(
+            ctx,
+            trainer.params(),
+            trainer.dataset(),
+            &args.out.join("test_renders"),
+        )?;
     }
     let report = ctx.memory_report();
     let iterations = trainer.iteration() - start_iteration;
@@ -221,19 +291,50 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         iterations as f64 / seconds.max(1e-9),
         trainer.params().len()
     );
-    println!("wrote {} and {}", ply.display(), args.out.join("metrics.json").display());
+    println!(
+        "wrote {} and {}",
+        ply.display(),
+        args.out.join("metrics.json").display()
+    );
     Ok(())
 }
 
-fn save_renders(ctx: &GpuContext, params: &GaussianTensors, dataset: &Dataset, dir: &Path) -> anyhow::Result<()> {
+fn save_renders(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    dataset: &Dataset,
+    dir: &Path,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let views = if dataset.test.is_empty() { &dataset.train } else { &dataset.test };
+    let views = if dataset.test.is_empty() {
+        &dataset.train
+    } else {
+        &dataset.test
+    };
     for view in views {
-        let fwd = render(ctx, params, &view.camera, RenderOptions { sh_degree: 3, ..Default::default() })?;
+        let fwd = render(
+            ctx,
+            params,
+            &view.camera,
+            RenderOptions {
+                sh_degree: 3,
+                ..Default::default()
+            },
+        )?;
         let rgba = fwd.image.read::<f32>(ctx)?;
-        let pixels: Vec<u8> = rgba.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect();
-        let image = wgsplat::data::image::RgbaImage { width: view.camera.width, height: view.camera.height, pixels };
-        let name = Path::new(&view.name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| view.name.clone());
+        let pixels: Vec<u8> = rgba
+            .iter()
+            .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+            .collect();
+        let image = wgsplat::data::image::RgbaImage {
+            width: view.camera.width,
+            height: view.camera.height,
+            pixels,
+        };
+        let name = Path::new(&view.name)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| view.name.clone());
         image.write_png(&dir.join(format!("{name}.png")))?;
     }
     Ok(())
@@ -263,7 +364,13 @@ pub struct RenderArgs {
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
     let model = read_ply(path)?;
     let mut enc = ctx.encoder("upload model");
-    let params = GaussianTensors::upload(&mut enc, &model.gaussians, model.sh_degree, MemoryCategory::Parameters, "model")?;
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        "model",
+    )?;
     ctx.submit(enc)?;
     Ok(params)
 }
@@ -276,7 +383,11 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         dataset.test = std::mem::take(&mut dataset.train);
     }
     save_renders(ctx, &params, &dataset, &args.out)?;
-    println!("wrote renders of {} views to {}", dataset.test.len().max(dataset.train.len()), args.out.display());
+    println!(
+        "wrote renders of {} views to {}",
+        dataset.test.len().max(dataset.train.len()),
+        args.out.display()
+    );
     Ok(())
 }
 
@@ -286,10 +397,22 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let dataset = load_dataset(args.dataset.as_deref(), &args.data_args, [0.0; 3])?;
     let views = dataset.test.len();
     let degree = params.max_sh_degree();
-    let trainer = Trainer::new(ctx, dataset, params, TrainConfig { sh_degree: degree, sh_degree_interval: 1, ..TrainConfig::default() })?;
+    let trainer = Trainer::new(
+        ctx,
+        dataset,
+        params,
+        TrainConfig {
+            sh_degree: degree,
+            sh_degree_interval: 1,
+            ..TrainConfig::default()
+        },
+    )?;
     let (psnr, ssim) = trainer.evaluate_at_full_degree()?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "psnr": psnr, "ssim": ssim, "views": views }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "psnr": psnr, "ssim": ssim, "views": views }))?
+        );
     } else {
         println!("PSNR {psnr:.3} dB, SSIM {ssim:.4} over {views} test views");
     }

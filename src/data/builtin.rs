@@ -38,7 +38,13 @@ pub struct BuiltinOptions {
 
 impl Default for BuiltinOptions {
     fn default() -> Self {
-        BuiltinOptions { resolution: 128, train_views: 48, test_views: 8, points: 4000, background: [0.0; 3] }
+        BuiltinOptions {
+            resolution: 128,
+            train_views: 48,
+            test_views: 8,
+            points: 4000,
+            background: [0.0; 3],
+        }
     }
 }
 
@@ -50,21 +56,58 @@ pub fn scene() -> Scene {
     Scene {
         objects: vec![
             Object {
-                shape: Shape::Cuboid { min: [-1.0, -1.0, -0.1], max: [1.0, 1.0, 0.0] },
-                texture: Texture::Checker { even: [0.9, 0.9, 0.85], odd: [0.25, 0.3, 0.35], size: 0.25 },
+                shape: Shape::Cuboid {
+                    min: [-1.0, -1.0, -0.1],
+                    max: [1.0, 1.0, 0.0],
+                },
+                texture: Texture::Checker {
+                    even: [0.9, 0.9, 0.85],
+                    odd: [0.25, 0.3, 0.35],
+                    size: 0.25,
+                },
             },
             Object {
-                shape: Shape::Sphere { center: [0.0, 0.0, 0.5], radius: 0.5 },
-                texture: Texture::Stripes { even: [0.85, 0.2, 0.15], odd: [0.95, 0.85, 0.3], axis: z_axis, period: 0.18 },
+                shape: Shape::Sphere {
+                    center: [0.0, 0.0, 0.5],
+                    radius: 0.5,
+                },
+                texture: Texture::Stripes {
+                    even: [0.85, 0.2, 0.15],
+                    odd: [0.95, 0.85, 0.3],
+                    axis: z_axis,
+                    period: 0.18,
+                },
             },
             Object {
-                shape: Shape::Sphere { center: [0.6, -0.55, 0.25], radius: 0.25 },
-                texture: Texture::Gradient { from: [0.1, 0.3, 0.9], to: [0.1, 0.8, 0.3], axis: x_axis, start: 0.35, end: 0.85 },
+                shape: Shape::Sphere {
+                    center: [0.6, -0.55, 0.25],
+                    radius: 0.25,
+                },
+                texture: Texture::Gradient {
+                    from: [0.1, 0.3, 0.9],
+                    to: [0.1, 0.8, 0.3],
+                    axis: x_axis,
+                    start: 0.35,
+                    end: 0.85,
+                },
             },
-            Object { shape: Shape::Sphere { center: [-0.55, -0.6, 0.15], radius: 0.15 }, texture: Texture::Solid([1.0, 0.55, 0.1]) },
             Object {
-                shape: Shape::Cuboid { min: [-0.85, 0.3, 0.0], max: [-0.35, 0.8, 0.5] },
-                texture: Texture::Checker { even: [0.6, 0.2, 0.7], odd: [0.95, 0.95, 0.95], size: 0.125 },
+                shape: Shape::Sphere {
+                    center: [-0.55, -0.6, 0.15],
+                    radius: 0.15,
+                },
+                texture: Texture::Solid([1.0, 0.55, 0.1]),
+            },
+            Object {
+                shape: Shape::Cuboid {
+                    min: [-0.85, 0.3, 0.0],
+                    max: [-0.35, 0.8, 0.5],
+                },
+                texture: Texture::Checker {
+                    even: [0.6, 0.2, 0.7],
+                    odd: [0.95, 0.95, 0.95],
+                    size: 0.125,
+                },
             },
         ],
         light_direction: normalize([0.5, 0.3, 1.0]),
@@ -73,7 +116,15 @@ pub fn scene() -> Scene {
 }
 
 /// A camera at `eye` looking at `target` with `up` roughly up in the image (OpenCV: y down).
-pub fn look_at(eye: [f32; 3], target: [f32; 3], up: [f32; 3], width: u32, height: u32, fx: f32, background: [f32; 3]) -> Camera {
+pub fn look_at(
+    eye: [f32; 3],
+    target: [f32; 3],
+    up: [f32; 3],
+    width: u32,
+    height: u32,
+    fx: f32,
+    background: [f32; 3],
+) -> Camera {
     let forward = normalize(sub(target, eye));
     let right = normalize(cross(forward, up));
     let down = cross(forward, right);
@@ -104,7 +155,15 @@ fn orbit_camera(azimuth: f32, elevation: f32, options: &BuiltinOptions) -> Camer
     let (se, ce) = elevation.sin_cos();
     let eye = [0, 1, 2].map(|k| LOOK_AT[k] + CAMERA_DISTANCE * [ce * ca, ce * sa, se][k]);
     let size = options.resolution;
-    look_at(eye, LOOK_AT, [0.0, 0.0, 1.0], size, size, focal_length(size), options.background)
+    look_at(
+        eye,
+        LOOK_AT,
+        [0.0, 0.0, 1.0],
+        size,
+        size,
+        focal_length(size),
+        options.background,
+    )
 }
 
 /// The training cameras (a golden-angle spiral over elevations 15°..65°, uniform in area) and
@@ -179,13 +238,23 @@ fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool 
             return false;
         }
         let c = camera.to_camera(p);
-        let (u, v) = (camera.fx * c[0] / c[2] + camera.cx, camera.fy * c[1] / c[2] + camera.cy);
-        if c[2] <= 0.0 || u < 0.0 || v < 0.0 || u >= camera.width as f32 || v >= camera.height as f32 {
+        let (u, v) = (
+            camera.fx * c[0] / c[2] + camera.cx,
+            camera.fy * c[1] / c[2] + camera.cy,
+        );
+        if c[2] <= 0.0
+            || u < 0.0
+            || v < 0.0
+            || u >= camera.width as f32
+            || v >= camera.height as f32
+        {
             return false;
         }
         let distance = dot(to_eye, to_eye).sqrt();
         let origin = super::raytrace::add(p, super::raytrace::scale(n, 1e-4));
-        scene.intersect(origin, normalize(to_eye)).is_none_or(|hit| hit.t >= distance)
+        scene
+            .intersect(origin, normalize(to_eye))
+            .is_none_or(|hit| hit.t >= distance)
     })
 }
 
@@ -193,7 +262,11 @@ fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool 
 /// camera in `cameras` sees, coloured with the scene's radiance there.
 pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64) -> PointCloud {
     let mut rng = SplitMix64::new(seed);
-    let areas: Vec<f32> = scene.objects.iter().map(|o| surface_area(&o.shape)).collect();
+    let areas: Vec<f32> = scene
+        .objects
+        .iter()
+        .map(|o| surface_area(&o.shape))
+        .collect();
     let total: f32 = areas.iter().sum();
     let mut cloud = PointCloud::default();
     let mut attempts = 0;
@@ -206,7 +279,11 @@ pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64)
         });
         let object = object.unwrap_or(areas.len() - 1);
         let (p, n) = sample_surface(&scene.objects[object].shape, &mut rng);
-        let buried = scene.objects.iter().enumerate().any(|(i, o)| i != object && o.shape.contains(p, 1e-4));
+        let buried = scene
+            .objects
+            .iter()
+            .enumerate()
+            .any(|(i, o)| i != object && o.shape.contains(p, 1e-4));
         if buried || !visible(scene, p, n, cameras) {
             continue;
         }
@@ -234,10 +311,20 @@ pub fn generate(options: &BuiltinOptions) -> Result<Dataset> {
         .iter()
         .enumerate()
         .map(|(i, c)| (format!("./train/r_{i}"), c))
-        .chain(test_cameras.iter().enumerate().map(|(i, c)| (format!("./test/r_{i}"), c)))
+        .chain(
+            test_cameras
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("./test/r_{i}"), c)),
+        )
         .collect();
     let mut views = parallel_map(&jobs, |(name, camera)| {
-        Ok(View { name: name.clone(), path: None, camera: (*camera).clone(), image: scene.render(camera) })
+        Ok(View {
+            name: name.clone(),
+            path: None,
+            camera: (*camera).clone(),
+            image: scene.render(camera),
+        })
     })?;
     let test = views.split_off(train_cameras.len());
     let points = sample_points(&scene, &train_cameras, options.points, 0x5EED);
@@ -251,23 +338,32 @@ pub fn generate(options: &BuiltinOptions) -> Result<Dataset> {
 pub fn write_nerf_synthetic(dataset: &Dataset, dir: &Path) -> Result<()> {
     for (split, views) in [("train", &dataset.train), ("test", &dataset.test)] {
         let folder = dir.join(split);
-        std::fs::create_dir_all(&folder).map_err(|e| dataset_error(&folder, format!("could not create the folder: {e}")))?;
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| dataset_error(&folder, format!("could not create the folder: {e}")))?;
         let mut frames = Vec::with_capacity(views.len());
         for (i, view) in views.iter().enumerate() {
             view.image.write_png(&folder.join(format!("r_{i}.png")))?;
             let c = &view.camera;
-            let c2w = opencv_w2c_to_opengl_c2w(c.rotation.map(|r| r.map(f64::from)), c.translation.map(f64::from));
+            let c2w = opencv_w2c_to_opengl_c2w(
+                c.rotation.map(|r| r.map(f64::from)),
+                c.translation.map(f64::from),
+            );
             frames.push(json!({
                 "file_path": format!("./{split}/r_{i}"),
                 "transform_matrix": c2w,
                 "fl_x": c.fx, "fl_y": c.fy, "cx": c.cx, "cy": c.cy, "w": c.width, "h": c.height,
             }));
         }
-        let angle_x = views.first().or(dataset.train.first()).map(|v| 2.0 * (0.5 * v.camera.width as f32 / v.camera.fx).atan());
-        let document = json!({ "camera_angle_x": angle_x.unwrap_or(CAMERA_ANGLE_X), "frames": frames });
+        let angle_x = views
+            .first()
+            .or(dataset.train.first())
+            .map(|v| 2.0 * (0.5 * v.camera.width as f32 / v.camera.fx).atan());
+        let document =
+            json!({ "camera_angle_x": angle_x.unwrap_or(CAMERA_ANGLE_X), "frames": frames });
         let path = dir.join(format!("transforms_{split}.json"));
-        let text = serde_json::to_string_pretty(&document)
-            .map_err(|e| dataset_error(&path, format!("could not serialise the transforms: {e}")))?;
+        let text = serde_json::to_string_pretty(&document).map_err(|e| {
+            dataset_error(&path, format!("could not serialise the transforms: {e}"))
+        })?;
         super::image::write_atomically(&path, text.as_bytes())?;
     }
     if let Some(points) = &dataset.points {

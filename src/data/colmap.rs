@@ -120,7 +120,10 @@ pub(crate) fn pinhole_camera(
     if params.len() != expected {
         return Err(dataset_error(
             path,
-            format!("camera {id} ({model}) has {} parameters, expected {expected}", params.len()),
+            format!(
+                "camera {id} ({model}) has {} parameters, expected {expected}",
+                params.len()
+            ),
         ));
     }
     let (fx, fy, cx, cy) = match params {
@@ -131,10 +134,20 @@ pub(crate) fn pinhole_camera(
     if !(fx > 0.0 && fy > 0.0 && cx.is_finite() && cy.is_finite()) || width == 0 || height == 0 {
         return Err(dataset_error(
             path,
-            format!("camera {id} has invalid intrinsics: {width}x{height}, fx={fx} fy={fy} cx={cx} cy={cy}"),
+            format!(
+                "camera {id} has invalid intrinsics: {width}x{height}, fx={fx} fy={fy} cx={cx} cy={cy}"
+            ),
         ));
     }
-    Ok(ColmapCamera { id, width, height, fx, fy, cx, cy })
+    Ok(ColmapCamera {
+        id,
+        width,
+        height,
+        fx,
+        fy,
+        cx,
+        cy,
+    })
 }
 
 /// The folder holding the model under a dataset root: `sparse/0`, else `sparse`, when it has a
@@ -147,7 +160,11 @@ pub fn find_sparse_dir(root: &Path) -> Option<PathBuf> {
 
 /// The format of the model in `sparse_dir`: binary when `cameras.bin` exists (as 3DGS), else text.
 pub fn detect_format(sparse_dir: &Path) -> ModelFormat {
-    if sparse_dir.join("cameras.bin").is_file() { ModelFormat::Binary } else { ModelFormat::Text }
+    if sparse_dir.join("cameras.bin").is_file() {
+        ModelFormat::Binary
+    } else {
+        ModelFormat::Text
+    }
 }
 
 /// Reads the model in `sparse_dir` in the given format. `cameras` and `images` must exist;
@@ -173,12 +190,18 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
         ModelFormat::Binary => ColmapModel {
             cameras: colmap_binary::read_cameras(&file("cameras"))?,
             images: colmap_binary::read_images(&file("images"))?,
-            points: points_path.is_file().then(|| colmap_binary::read_points(&points_path)).transpose()?,
+            points: points_path
+                .is_file()
+                .then(|| colmap_binary::read_points(&points_path))
+                .transpose()?,
         },
         ModelFormat::Text => ColmapModel {
             cameras: read_cameras_text(&file("cameras"))?,
             images: read_images_text(&file("images"))?,
-            points: points_path.is_file().then(|| read_points_text(&points_path)).transpose()?,
+            points: points_path
+                .is_file()
+                .then(|| read_points_text(&points_path))
+                .transpose()?,
         },
     };
     Ok(model)
@@ -190,27 +213,50 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
     let sparse_dir = find_sparse_dir(root).ok_or_else(|| {
         dataset_error(root, "no COLMAP model: expected sparse/0/cameras.bin or sparse/0/cameras.txt under this folder")
     })?;
-    load_parts(&sparse_dir, &root.join("images"), detect_format(&sparse_dir), options)
+    load_parts(
+        &sparse_dir,
+        &root.join("images"),
+        detect_format(&sparse_dir),
+        options,
+    )
 }
 
 /// Reads a COLMAP model from `sparse_dir` in `format` with its images from `images_dir`.
-pub fn load_parts(sparse_dir: &Path, images_dir: &Path, format: ModelFormat, options: &LoadOptions) -> Result<Dataset> {
+pub fn load_parts(
+    sparse_dir: &Path,
+    images_dir: &Path,
+    format: ModelFormat,
+    options: &LoadOptions,
+) -> Result<Dataset> {
     let model = read_model(sparse_dir, format)?;
     let images_file = sparse_dir.join(format!("images.{}", format.extension()));
     if model.images.is_empty() {
-        return Err(dataset_error(&images_file, "the model has no registered images"));
+        return Err(dataset_error(
+            &images_file,
+            "the model has no registered images",
+        ));
     }
     if !images_dir.is_dir() {
-        return Err(dataset_error(images_dir, "the image folder does not exist; COLMAP datasets keep their images in images/"));
+        return Err(dataset_error(
+            images_dir,
+            "the image folder does not exist; COLMAP datasets keep their images in images/",
+        ));
     }
     let mut posed = Vec::with_capacity(model.images.len());
     for image in &model.images {
-        let camera = model.cameras.iter().find(|c| c.id == image.camera_id).ok_or_else(|| {
-            dataset_error(
-                &images_file,
-                format!("image {:?} refers to camera {}, which is not in the cameras file", image.name, image.camera_id),
-            )
-        })?;
+        let camera = model
+            .cameras
+            .iter()
+            .find(|c| c.id == image.camera_id)
+            .ok_or_else(|| {
+                dataset_error(
+                    &images_file,
+                    format!(
+                        "image {:?} refers to camera {}, which is not in the cameras file",
+                        image.name, image.camera_id
+                    ),
+                )
+            })?;
         posed.push((image, camera));
     }
     let views = parallel_map(&posed, |(image, camera)| {
@@ -229,7 +275,12 @@ pub fn load_parts(sparse_dir: &Path, images_dir: &Path, format: ModelFormat, opt
         let full = image.camera(camera, options);
         let expected = Some((camera.width, camera.height));
         let (pixels, scaled) = read_view_image(&path, &full, expected, options.resolution)?;
-        Ok(View { name: image.name.clone(), path: Some(path), camera: scaled, image: pixels })
+        Ok(View {
+            name: image.name.clone(),
+            path: Some(path),
+            camera: scaled,
+            image: pixels,
+        })
     })?;
     let (train, test) = split_views(views, &options.split, None, &images_file, true)?;
     Ok(Dataset::new(train, test, model.points))
@@ -258,17 +309,34 @@ impl ColmapImage {
 /// Row-major rotation matrix of a Hamilton quaternion (w, x, y, z), normalised first.
 pub fn quaternion_to_matrix(q: [f64; 4]) -> [[f64; 3]; 3] {
     let norm = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
-    let [w, x, y, z] = if norm > 0.0 { q.map(|v| v / norm) } else { [1.0, 0.0, 0.0, 0.0] };
+    let [w, x, y, z] = if norm > 0.0 {
+        q.map(|v| v / norm)
+    } else {
+        [1.0, 0.0, 0.0, 0.0]
+    };
     [
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
+        [
+            1.0 - 2.0 * (y * y + z * z),
+            2.0 * (x * y - w * z),
+            2.0 * (x * z + w * y),
+        ],
+        [
+            2.0 * (x * y + w * z),
+            1.0 - 2.0 * (x * x + z * z),
+            2.0 * (y * z - w * x),
+        ],
+        [
+            2.0 * (x * z - w * y),
+            2.0 * (y * z + w * x),
+            1.0 - 2.0 * (x * x + y * y),
+        ],
     ]
 }
 
 /// Non-comment lines of a text model file with their 1-based line numbers (empty lines kept).
 fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
     Ok(text
         .lines()
         .enumerate()
@@ -278,11 +346,28 @@ fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
 }
 
 /// Parses token `index` of a text line as `T`, naming the file, line and field on failure.
-fn field<T: std::str::FromStr>(path: &Path, line: usize, tokens: &[&str], index: usize, name: &str) -> Result<T> {
+fn field<T: std::str::FromStr>(
+    path: &Path,
+    line: usize,
+    tokens: &[&str],
+    index: usize,
+    name: &str,
+) -> Result<T> {
     let token = tokens.get(index).ok_or_else(|| {
-        dataset_error(path, format!("line {line}: missing field {name} (the line has {} fields)", tokens.len()))
+        dataset_error(
+            path,
+            format!(
+                "line {line}: missing field {name} (the line has {} fields)",
+                tokens.len()
+            ),
+        )
     })?;
-    token.parse().map_err(|_| dataset_error(path, format!("line {line}: field {name} is {token:?}, not a valid number")))
+    token.parse().map_err(|_| {
+        dataset_error(
+            path,
+            format!("line {line}: field {name} is {token:?}, not a valid number"),
+        )
+    })
 }
 
 /// Reads `cameras.txt`: `CAMERA_ID MODEL WIDTH HEIGHT PARAMS[]` per line.
@@ -297,7 +382,9 @@ pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
         let model = tokens.get(1).copied().unwrap_or("");
         let width = field(path, line, &tokens, 2, "WIDTH")?;
         let height = field(path, line, &tokens, 3, "HEIGHT")?;
-        let params: Vec<f64> = (4..tokens.len()).map(|i| field(path, line, &tokens, i, "PARAMS")).collect::<Result<_>>()?;
+        let params: Vec<f64> = (4..tokens.len())
+            .map(|i| field(path, line, &tokens, i, "PARAMS"))
+            .collect::<Result<_>>()?;
         cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
     }
     Ok(cameras)
@@ -328,7 +415,12 @@ pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
         let number = |k: usize, name: &str| field::<f64>(path, *line, &tokens, k, name);
         images.push(ColmapImage {
             id: field(path, *line, &tokens, 0, "IMAGE_ID")?,
-            qvec: [number(1, "QW")?, number(2, "QX")?, number(3, "QY")?, number(4, "QZ")?],
+            qvec: [
+                number(1, "QW")?,
+                number(2, "QX")?,
+                number(3, "QY")?,
+                number(4, "QZ")?,
+            ],
             tvec: [number(5, "TX")?, number(6, "TY")?, number(7, "TZ")?],
             camera_id: field(path, *line, &tokens, 8, "CAMERA_ID")?,
             name: tokens[9..].join(" "),
@@ -348,9 +440,15 @@ pub fn read_points_text(path: &Path) -> Result<PointCloud> {
             continue;
         }
         let position = |k: usize, name: &str| field::<f32>(path, line, &tokens, k, name);
-        let colour = |k: usize, name: &str| field::<u8>(path, line, &tokens, k, name).map(|c| c as f32 / 255.0);
-        points.positions.push([position(1, "X")?, position(2, "Y")?, position(3, "Z")?]);
-        points.colors.push([colour(4, "R")?, colour(5, "G")?, colour(6, "B")?]);
+        let colour = |k: usize, name: &str| {
+            field::<u8>(path, line, &tokens, k, name).map(|c| c as f32 / 255.0)
+        };
+        points
+            .positions
+            .push([position(1, "X")?, position(2, "Y")?, position(3, "Z")?]);
+        points
+            .colors
+            .push([colour(4, "R")?, colour(5, "G")?, colour(6, "B")?]);
     }
     Ok(points)
 }

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use super::colmap::{CAMERA_MODEL_NAMES, ColmapCamera, ColmapImage, pinhole_camera, unsupported_model};
+use super::colmap::{
+    CAMERA_MODEL_NAMES, ColmapCamera, ColmapImage, pinhole_camera, unsupported_model,
+};
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
 
@@ -17,8 +19,13 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn open(path: &'a Path) -> Result<Reader<'a>> {
-        let bytes = std::fs::read(path).map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
-        Ok(Reader { path, bytes, position: 0 })
+        let bytes = std::fs::read(path)
+            .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+        Ok(Reader {
+            path,
+            bytes,
+            position: 0,
+        })
     }
 
     fn remaining(&self) -> usize {
@@ -66,9 +73,21 @@ impl<'a> Reader<'a> {
     /// A NUL-terminated UTF-8 string.
     fn string(&mut self, what: &dyn Fn() -> String) -> Result<String> {
         let rest = &self.bytes[self.position..];
-        let end = rest.iter().position(|&b| b == 0).ok_or_else(|| self.truncated(rest.len() + 1, what()))?;
+        let end = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| self.truncated(rest.len() + 1, what()))?;
         let text = std::str::from_utf8(&rest[..end])
-            .map_err(|_| dataset_error(self.path, format!("{} at byte offset {} is not valid UTF-8", what(), self.position)))?
+            .map_err(|_| {
+                dataset_error(
+                    self.path,
+                    format!(
+                        "{} at byte offset {} is not valid UTF-8",
+                        what(),
+                        self.position
+                    ),
+                )
+            })?
             .to_string();
         self.position += end + 1;
         Ok(text)
@@ -121,17 +140,32 @@ pub fn read_cameras(path: &Path) -> Result<Vec<ColmapCamera>> {
         let height = r.u64(&what("the height"))?;
         let model = match CAMERA_MODEL_NAMES.get(model_id as usize) {
             Some(name) => *name,
-            None => return Err(unsupported_model(path, id, &format!("unknown (model id {model_id})"))),
+            None => {
+                return Err(unsupported_model(
+                    path,
+                    id,
+                    &format!("unknown (model id {model_id})"),
+                ));
+            }
         };
         let param_count = match model {
             "SIMPLE_PINHOLE" => 3,
             "PINHOLE" => 4,
             _ => return Err(unsupported_model(path, id, model)),
         };
-        let params: Vec<f64> = (0..param_count).map(|_| r.f64(&what("a parameter"))).collect::<Result<_>>()?;
+        let params: Vec<f64> = (0..param_count)
+            .map(|_| r.f64(&what("a parameter")))
+            .collect::<Result<_>>()?;
         let (width, height) = match (u32::try_from(width), u32::try_from(height)) {
             (Ok(w), Ok(h)) => (w, h),
-            _ => return Err(dataset_error(path, format!("camera {id} has an impossible size {width}x{height}; the file is corrupt"))),
+            _ => {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "camera {id} has an impossible size {width}x{height}; the file is corrupt"
+                    ),
+                ));
+            }
         };
         cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
     }
@@ -154,9 +188,15 @@ pub fn read_images(path: &Path) -> Result<Vec<ColmapImage>> {
         let camera_id = r.u32(&what("the camera id"))?;
         let name = r.string(&what("the NUL-terminated name"))?;
         let observations = r.u64(&what("the number of 2D points"))?;
-        let bytes = observations.checked_mul(24).filter(|&b| b <= r.remaining() as u64).ok_or_else(|| {
-            r.truncated(observations.saturating_mul(24) as usize, format!("the {observations} 2D points of image {name:?}"))
-        })?;
+        let bytes = observations
+            .checked_mul(24)
+            .filter(|&b| b <= r.remaining() as u64)
+            .ok_or_else(|| {
+                r.truncated(
+                    observations.saturating_mul(24) as usize,
+                    format!("the {observations} 2D points of image {name:?}"),
+                )
+            })?;
         r.position += bytes as usize;
         images.push(ColmapImage {
             id,
@@ -174,7 +214,10 @@ pub fn read_images(path: &Path) -> Result<Vec<ColmapImage>> {
 pub fn read_points(path: &Path) -> Result<PointCloud> {
     let mut r = Reader::open(path)?;
     let count = r.count("points", 8 + 24 + 3 + 8 + 8)?;
-    let mut points = PointCloud { positions: Vec::with_capacity(count), colors: Vec::with_capacity(count) };
+    let mut points = PointCloud {
+        positions: Vec::with_capacity(count),
+        colors: Vec::with_capacity(count),
+    };
     for i in 0..count {
         let what = |field: &'static str| move || format!("{field} of point record {i}");
         r.u64(&what("the point id"))?;
@@ -188,9 +231,15 @@ pub fn read_points(path: &Path) -> Result<PointCloud> {
         }
         r.f64(&what("the reprojection error"))?;
         let track = r.u64(&what("the track length"))?;
-        let bytes = track.checked_mul(8).filter(|&b| b <= r.remaining() as u64).ok_or_else(|| {
-            r.truncated(track.saturating_mul(8) as usize, format!("the track of {track} entries of point record {i}"))
-        })?;
+        let bytes = track
+            .checked_mul(8)
+            .filter(|&b| b <= r.remaining() as u64)
+            .ok_or_else(|| {
+                r.truncated(
+                    track.saturating_mul(8) as usize,
+                    format!("the track of {track} entries of point record {i}"),
+                )
+            })?;
         r.position += bytes as usize;
         points.positions.push(xyz);
         points.colors.push(rgb);

@@ -21,7 +21,11 @@ pub struct RgbaImage {
 impl RgbaImage {
     /// A `width` × `height` image, all transparent black.
     pub fn new(width: u32, height: u32) -> RgbaImage {
-        RgbaImage { width, height, pixels: vec![0; width as usize * height as usize * 4] }
+        RgbaImage {
+            width,
+            height,
+            pixels: vec![0; width as usize * height as usize * 4],
+        }
     }
 
     /// Number of pixels.
@@ -32,7 +36,12 @@ impl RgbaImage {
     /// The RGBA bytes of pixel (`x`, `y`).
     pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
         let i = (y as usize * self.width as usize + x as usize) * 4;
-        [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2], self.pixels[i + 3]]
+        [
+            self.pixels[i],
+            self.pixels[i + 1],
+            self.pixels[i + 2],
+            self.pixels[i + 3],
+        ]
     }
 
     /// True when any pixel is not fully opaque.
@@ -54,7 +63,10 @@ impl RgbaImage {
 
     /// Alpha in [0, 1], `[height, width]`.
     pub fn alpha(&self) -> Vec<f32> {
-        self.pixels.chunks_exact(4).map(|p| p[3] as f32 / 255.0).collect()
+        self.pixels
+            .chunks_exact(4)
+            .map(|p| p[3] as f32 / 255.0)
+            .collect()
     }
 
     /// This image resized to `width` × `height` with an area (box) filter on premultiplied alpha:
@@ -69,7 +81,12 @@ impl RgbaImage {
             .chunks_exact(4)
             .flat_map(|p| {
                 let a = p[3] as f32 / 255.0;
-                [p[0] as f32 * a, p[1] as f32 * a, p[2] as f32 * a, p[3] as f32]
+                [
+                    p[0] as f32 * a,
+                    p[1] as f32 * a,
+                    p[2] as f32 * a,
+                    p[3] as f32,
+                ]
             })
             .collect();
         let columns = area_weights(self.width, width);
@@ -77,7 +94,8 @@ impl RgbaImage {
         // Horizontal pass: self.height rows of `width` pixels.
         let mut horizontal = vec![0.0f32; self.height as usize * width as usize * 4];
         for y in 0..self.height as usize {
-            let src = &premultiplied[y * self.width as usize * 4..(y + 1) * self.width as usize * 4];
+            let src =
+                &premultiplied[y * self.width as usize * 4..(y + 1) * self.width as usize * 4];
             for (x, taps) in columns.iter().enumerate() {
                 let dst = &mut horizontal[(y * width as usize + x) * 4..][..4];
                 for &(sx, w) in taps {
@@ -113,8 +131,14 @@ impl RgbaImage {
     pub fn write_png(&self, path: &Path) -> Result<()> {
         let mut bytes = Vec::new();
         let encoder = ::image::codecs::png::PngEncoder::new(&mut bytes);
-        ::image::ImageEncoder::write_image(encoder, &self.pixels, self.width, self.height, ::image::ExtendedColorType::Rgba8)
-            .map_err(|e| dataset_error(path, format!("could not encode the PNG: {e}")))?;
+        ::image::ImageEncoder::write_image(
+            encoder,
+            &self.pixels,
+            self.width,
+            self.height,
+            ::image::ExtendedColorType::Rgba8,
+        )
+        .map_err(|e| dataset_error(path, format!("could not encode the PNG: {e}")))?;
         write_atomically(path, &bytes)
     }
 }
@@ -142,16 +166,26 @@ fn area_weights(src: u32, dst: u32) -> Vec<Vec<(usize, f32)>> {
 /// alpha 255, 16-bit images are reduced to 8 bits.
 pub fn read_image(path: &Path) -> Result<RgbaImage> {
     if !path.is_file() {
-        return Err(dataset_error(path, "the image file does not exist; check the dataset's image folder and names"));
+        return Err(dataset_error(
+            path,
+            "the image file does not exist; check the dataset's image folder and names",
+        ));
     }
     let reader = ::image::ImageReader::open(path)
         .and_then(|r| r.with_guessed_format())
         .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
-    let decoded = reader
-        .decode()
-        .map_err(|e| dataset_error(path, format!("could not decode the image (PNG and JPEG are supported): {e}")))?;
+    let decoded = reader.decode().map_err(|e| {
+        dataset_error(
+            path,
+            format!("could not decode the image (PNG and JPEG are supported): {e}"),
+        )
+    })?;
     let rgba = decoded.to_rgba8();
-    Ok(RgbaImage { width: rgba.width(), height: rgba.height(), pixels: rgba.into_raw() })
+    Ok(RgbaImage {
+        width: rgba.width(),
+        height: rgba.height(),
+        pixels: rgba.into_raw(),
+    })
 }
 
 /// Reads the image of a view, checks it against the camera's size (when `expected` is given),
@@ -191,11 +225,18 @@ pub(crate) fn read_view_image(
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so readers
 /// never see a half-written file.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temporary = path.with_file_name(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes).map_err(|e| dataset_error(&temporary, format!("could not write: {e}")))?;
+    std::fs::write(&temporary, bytes)
+        .map_err(|e| dataset_error(&temporary, format!("could not write: {e}")))?;
     std::fs::rename(&temporary, path).map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
-        dataset_error(path, format!("could not move the finished file into place: {e}"))
+        dataset_error(
+            path,
+            format!("could not move the finished file into place: {e}"),
+        )
     })
 }

@@ -46,7 +46,11 @@ pub fn log_scales_from_mean_squared_distances(mean_squared_distances: &[f32]) ->
     mean_squared_distances
         .iter()
         .map(|&d2| {
-            let d2 = if d2.is_finite() { d2.max(MIN_MEAN_SQUARED_DISTANCE) } else { MIN_MEAN_SQUARED_DISTANCE };
+            let d2 = if d2.is_finite() {
+                d2.max(MIN_MEAN_SQUARED_DISTANCE)
+            } else {
+                MIN_MEAN_SQUARED_DISTANCE
+            };
             [0.5 * d2.ln(); 3]
         })
         .collect()
@@ -80,7 +84,10 @@ pub struct RandomBox {
 impl Default for RandomBox {
     /// 3DGS's box for NeRF-synthetic scenes: a cube of side 2.6 centred at the origin.
     fn default() -> Self {
-        RandomBox { center: [0.0; 3], half_size: [1.3; 3] }
+        RandomBox {
+            center: [0.0; 3],
+            half_size: [1.3; 3],
+        }
     }
 }
 
@@ -90,18 +97,29 @@ pub const DEFAULT_RANDOM_POINTS: usize = 100_000;
 /// `count` points uniformly in `bounds` with uniformly random colours, deterministic in `seed`.
 pub fn random_points(count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
     let mut rng = SplitMix64::new(seed);
-    let mut cloud = PointCloud { positions: Vec::with_capacity(count), colors: Vec::with_capacity(count) };
+    let mut cloud = PointCloud {
+        positions: Vec::with_capacity(count),
+        colors: Vec::with_capacity(count),
+    };
     for _ in 0..count {
-        let position = [0, 1, 2].map(|k| bounds.center[k] + bounds.half_size[k] * (2.0 * rng.next_f32() - 1.0));
+        let position = [0, 1, 2]
+            .map(|k| bounds.center[k] + bounds.half_size[k] * (2.0 * rng.next_f32() - 1.0));
         cloud.positions.push(position);
-        cloud.colors.push([rng.next_f32(), rng.next_f32(), rng.next_f32()]);
+        cloud
+            .colors
+            .push([rng.next_f32(), rng.next_f32(), rng.next_f32()]);
     }
     cloud
 }
 
 /// The points to initialise from: the dataset's sparse cloud when it has a non-empty one, else
 /// `random_count` random points in `bounds` (3DGS: [`DEFAULT_RANDOM_POINTS`] in [`RandomBox::default`]).
-pub fn initial_points(dataset: &Dataset, random_count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
+pub fn initial_points(
+    dataset: &Dataset,
+    random_count: usize,
+    bounds: RandomBox,
+    seed: u64,
+) -> PointCloud {
     match &dataset.points {
         Some(points) if !points.is_empty() => points.clone(),
         _ => random_points(random_count, bounds, seed),

@@ -34,7 +34,10 @@ pub const DEFAULT_HOLDOUT_EVERY: usize = 8;
 
 /// Builds a [`Error::Dataset`] for `path`.
 pub(crate) fn dataset_error(path: impl AsRef<Path>, message: impl Into<String>) -> Error {
-    Error::Dataset { path: path.as_ref().to_path_buf(), message: message.into() }
+    Error::Dataset {
+        path: path.as_ref().to_path_buf(),
+        message: message.into(),
+    }
 }
 
 /// One posed image.
@@ -109,7 +112,13 @@ impl Dataset {
     pub fn new(train: Vec<View>, test: Vec<View>, points: Option<PointCloud>) -> Dataset {
         let cameras: Vec<&Camera> = train.iter().map(|v| &v.camera).collect();
         let (center, extent) = scene_extent(&cameras);
-        Dataset { train, test, points, center, extent }
+        Dataset {
+            train,
+            test,
+            points,
+            center,
+            extent,
+        }
     }
 
     /// Reads the dataset at `root`, detecting its format: COLMAP when `sparse/0/cameras.bin` or
@@ -118,7 +127,10 @@ impl Dataset {
     pub fn load(root: impl AsRef<Path>, options: &LoadOptions) -> Result<Dataset> {
         let root = root.as_ref();
         if !root.is_dir() {
-            return Err(dataset_error(root, "the dataset folder does not exist (or is not a folder); check the path"));
+            return Err(dataset_error(
+                root,
+                "the dataset folder does not exist (or is not a folder); check the path",
+            ));
         }
         if colmap::find_sparse_dir(root).is_some() {
             return colmap::load(root, options);
@@ -146,7 +158,10 @@ pub fn scene_extent(cameras: &[&Camera]) -> ([f32; 3], f32) {
     if cameras.is_empty() {
         return ([0.0; 3], 1.1);
     }
-    let centres: Vec<[f64; 3]> = cameras.iter().map(|c| c.position().map(f64::from)).collect();
+    let centres: Vec<[f64; 3]> = cameras
+        .iter()
+        .map(|c| c.position().map(f64::from))
+        .collect();
     let mut mean = [0.0f64; 3];
     for c in &centres {
         for k in 0..3 {
@@ -155,7 +170,9 @@ pub fn scene_extent(cameras: &[&Camera]) -> ([f32; 3], f32) {
     }
     let radius = centres
         .iter()
-        .map(|c| ((c[0] - mean[0]).powi(2) + (c[1] - mean[1]).powi(2) + (c[2] - mean[2]).powi(2)).sqrt())
+        .map(|c| {
+            ((c[0] - mean[0]).powi(2) + (c[1] - mean[1]).powi(2) + (c[2] - mean[2]).powi(2)).sqrt()
+        })
         .fold(0.0f64, f64::max);
     let radius = if radius > 0.0 { radius } else { 1.0 };
     (mean.map(|m| m as f32), (radius * 1.1) as f32)
@@ -271,7 +288,9 @@ pub(crate) fn split_views(
         if !views.iter().any(|v| &v.name == name) {
             return Err(dataset_error(
                 source,
-                format!("test view {name:?} is not in the dataset; test names must match the image names exactly"),
+                format!(
+                    "test view {name:?} is not in the dataset; test names must match the image names exactly"
+                ),
             ));
         }
     }
@@ -281,15 +300,25 @@ pub(crate) fn split_views(
 fn holdout_every(views: Vec<View>, n: usize) -> (Vec<View>, Vec<View>) {
     let (mut train, mut test) = (Vec::new(), Vec::new());
     for (i, view) in views.into_iter().enumerate() {
-        if i % n == 0 { test.push(view) } else { train.push(view) }
+        if i % n == 0 {
+            test.push(view)
+        } else {
+            train.push(view)
+        }
     }
     (train, test)
 }
 
 /// Runs `work` on every item of `items` on up to `available_parallelism` threads, keeping order
 /// and returning the first error.
-pub(crate) fn parallel_map<T: Sync, U: Send>(items: &[T], work: impl Fn(&T) -> Result<U> + Sync) -> Result<Vec<U>> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 16);
+pub(crate) fn parallel_map<T: Sync, U: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> Result<U> + Sync,
+) -> Result<Vec<U>> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16);
     if threads == 1 || items.len() < 2 {
         return items.iter().map(&work).collect();
     }
@@ -301,7 +330,10 @@ pub(crate) fn parallel_map<T: Sync, U: Send>(items: &[T], work: impl Fn(&T) -> R
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(dataset_error("", "a dataset worker thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(dataset_error("", "a dataset worker thread panicked")))
+            })
             .collect()
     });
     let mut out = Vec::with_capacity(items.len());

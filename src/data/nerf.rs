@@ -55,28 +55,48 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
     let (frames, own_test, ply) = if train_json.is_file() {
         let mut frames = read_transforms(&train_json)?.1;
         let test_json = root.join("transforms_test.json");
-        let test_frames = if test_json.is_file() { read_transforms(&test_json)?.1 } else { Vec::new() };
+        let test_frames = if test_json.is_file() {
+            read_transforms(&test_json)?.1
+        } else {
+            Vec::new()
+        };
         let own_test: Vec<String> = test_frames.iter().map(|f| f.name.clone()).collect();
         frames.extend(test_frames);
         (frames, Some(own_test), None)
     } else {
         let path = root.join("transforms.json");
         if !path.is_file() {
-            return Err(dataset_error(&path, "neither transforms_train.json nor transforms.json exists in this folder"));
+            return Err(dataset_error(
+                &path,
+                "neither transforms_train.json nor transforms.json exists in this folder",
+            ));
         }
         let (json, frames) = read_transforms(&path)?;
         let own_test = nerfstudio_test_names(&path, &json, &frames)?;
-        let ply = json.get("ply_file_path").and_then(Value::as_str).map(|p| root.join(p));
+        let ply = json
+            .get("ply_file_path")
+            .and_then(Value::as_str)
+            .map(|p| root.join(p));
         (frames, own_test, ply)
     };
     let mut seen = std::collections::HashSet::new();
     if let Some(frame) = frames.iter().find(|f| !seen.insert(f.name.clone())) {
-        return Err(dataset_error(&frame.json, format!("file_path {:?} appears twice; every frame needs its own image", frame.name)));
+        return Err(dataset_error(
+            &frame.json,
+            format!(
+                "file_path {:?} appears twice; every frame needs its own image",
+                frame.name
+            ),
+        ));
     }
     let views = parallel_map(&frames, |frame| frame.view(options))?;
     let ply = ply.or_else(|| Some(root.join("points3d.ply")).filter(|p| p.is_file()));
     let points: Option<PointCloud> = ply.map(|p| super::ply::read_points_ply(&p)).transpose()?;
-    let source = if train_json.is_file() { root.join("transforms_test.json") } else { root.join("transforms.json") };
+    let source = if train_json.is_file() {
+        root.join("transforms_test.json")
+    } else {
+        root.join("transforms.json")
+    };
     let (train, test) = split_views(views, &options.split, own_test.as_deref(), &source, false)?;
     Ok(Dataset::new(train, test, points))
 }
@@ -113,18 +133,40 @@ impl Frame {
         let size = match expected {
             Some(size) => size,
             None => {
-                let dims = ::image::image_dimensions(&self.image_path)
-                    .map_err(|e| dataset_error(&self.image_path, format!("could not read the image size: {e}")))?;
+                let dims = ::image::image_dimensions(&self.image_path).map_err(|e| {
+                    dataset_error(
+                        &self.image_path,
+                        format!("could not read the image size: {e}"),
+                    )
+                })?;
                 (dims.0, dims.1)
             }
         };
         let (w, h) = (size.0 as f64, size.1 as f64);
-        let fx = i.fl_x.or(i.angle_x.map(|a| 0.5 * w / (0.5 * a).tan())).ok_or_else(|| {
-            dataset_error(&self.json, format!("frame {:?} has no focal length: give fl_x or camera_angle_x", self.name))
-        })?;
-        let fy = i.fl_y.or(i.angle_y.map(|a| 0.5 * h / (0.5 * a).tan())).unwrap_or(fx);
+        let fx = i
+            .fl_x
+            .or(i.angle_x.map(|a| 0.5 * w / (0.5 * a).tan()))
+            .ok_or_else(|| {
+                dataset_error(
+                    &self.json,
+                    format!(
+                        "frame {:?} has no focal length: give fl_x or camera_angle_x",
+                        self.name
+                    ),
+                )
+            })?;
+        let fy = i
+            .fl_y
+            .or(i.angle_y.map(|a| 0.5 * h / (0.5 * a).tan()))
+            .unwrap_or(fx);
         if !(fx.is_finite() && fx > 0.0 && fy.is_finite() && fy > 0.0) {
-            return Err(dataset_error(&self.json, format!("frame {:?} has an invalid focal length {fx} / {fy}", self.name)));
+            return Err(dataset_error(
+                &self.json,
+                format!(
+                    "frame {:?} has an invalid focal length {fx} / {fy}",
+                    self.name
+                ),
+            ));
         }
         let camera = Camera {
             rotation: self.rotation.map(|r| r.map(|v| v as f32)),
@@ -139,15 +181,23 @@ impl Frame {
             far: options.far,
             background: options.background,
         };
-        let (image, camera) = read_view_image(&self.image_path, &camera, Some(size), options.resolution)?;
-        Ok(View { name: self.name.clone(), path: Some(self.image_path.clone()), camera, image })
+        let (image, camera) =
+            read_view_image(&self.image_path, &camera, Some(size), options.resolution)?;
+        Ok(View {
+            name: self.name.clone(),
+            path: Some(self.image_path.clone()),
+            camera,
+            image,
+        })
     }
 }
 
 /// Parses a transforms JSON file into its top-level value and frames.
 fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
-    let text = std::fs::read_to_string(path).map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
     let folder = path.parent().unwrap_or(Path::new("."));
     check_undistorted(path, &json, "the file")?;
     let top = intrinsics(path, &json, Intrinsics::default())?;
@@ -156,9 +206,10 @@ fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
     })?;
     let mut frames = Vec::with_capacity(list.len());
     for (index, frame) in list.iter().enumerate() {
-        let name = frame.get("file_path").and_then(Value::as_str).ok_or_else(|| {
-            dataset_error(path, format!("frame {index} has no \"file_path\""))
-        })?;
+        let name = frame
+            .get("file_path")
+            .and_then(Value::as_str)
+            .ok_or_else(|| dataset_error(path, format!("frame {index} has no \"file_path\"")))?;
         check_undistorted(path, frame, &format!("frame {name:?}"))?;
         let c2w = transform_matrix(path, frame, name)?;
         let (rotation, translation) = opengl_c2w_to_opencv_w2c(c2w);
@@ -179,7 +230,10 @@ fn intrinsics(path: &Path, value: &Value, fallback: Intrinsics) -> Result<Intrin
     let number = |key: &str| -> Result<Option<f64>> {
         match value.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => v.as_f64().map(Some).ok_or_else(|| dataset_error(path, format!("\"{key}\" is {v}, not a number"))),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| dataset_error(path, format!("\"{key}\" is {v}, not a number"))),
         }
     };
     let size = |key: &str| -> Result<Option<u32>> {
@@ -204,7 +258,9 @@ fn check_undistorted(path: &Path, value: &Value, what: &str) -> Result<()> {
     {
         return Err(dataset_error(
             path,
-            format!("{what} uses camera_model {model}; wgsplat only reads pinhole cameras — undistort the images first"),
+            format!(
+                "{what} uses camera_model {model}; wgsplat only reads pinhole cameras — undistort the images first"
+            ),
         ));
     }
     for key in ["k1", "k2", "k3", "k4", "p1", "p2"] {
@@ -225,23 +281,46 @@ fn check_undistorted(path: &Path, value: &Value, what: &str) -> Result<()> {
 
 /// The 4×4 (or 3×4) `transform_matrix` of a frame.
 fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4]; 4]> {
-    let bad = |why: &str| dataset_error(path, format!("frame {name:?}: transform_matrix {why}; expected a 4x4 camera-to-world matrix"));
-    let rows = frame.get("transform_matrix").and_then(Value::as_array).ok_or_else(|| bad("is missing"))?;
+    let bad = |why: &str| {
+        dataset_error(
+            path,
+            format!(
+                "frame {name:?}: transform_matrix {why}; expected a 4x4 camera-to-world matrix"
+            ),
+        )
+    };
+    let rows = frame
+        .get("transform_matrix")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("is missing"))?;
     if rows.len() != 3 && rows.len() != 4 {
         return Err(bad(&format!("has {} rows", rows.len())));
     }
-    let mut m = [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]];
+    let mut m = [
+        [0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 1.0],
+    ];
     for (r, row) in rows.iter().enumerate() {
-        let row = row.as_array().filter(|row| row.len() == 4).ok_or_else(|| bad("has a row that is not 4 numbers"))?;
+        let row = row
+            .as_array()
+            .filter(|row| row.len() == 4)
+            .ok_or_else(|| bad("has a row that is not 4 numbers"))?;
         for (c, v) in row.iter().enumerate() {
-            m[r][c] = v.as_f64().filter(|v| v.is_finite()).ok_or_else(|| bad("has a non-numeric entry"))?;
+            m[r][c] = v
+                .as_f64()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| bad("has a non-numeric entry"))?;
         }
     }
     for a in 0..3 {
         for b in 0..3 {
             let dot: f64 = (0..3).map(|k| m[k][a] * m[k][b]).sum();
             if (dot - if a == b { 1.0 } else { 0.0 }).abs() > 1e-3 {
-                return Err(bad("has a rotation part that is not orthonormal (scaled or sheared)"));
+                return Err(bad(
+                    "has a rotation part that is not orthonormal (scaled or sheared)",
+                ));
             }
         }
     }
@@ -263,22 +342,40 @@ fn resolve_image(folder: &Path, file_path: &str) -> Result<PathBuf> {
     }
     Err(dataset_error(
         &base,
-        format!("image {file_path:?} is missing (also tried .png/.jpg/.jpeg appended); every frame's image must be present"),
+        format!(
+            "image {file_path:?} is missing (also tried .png/.jpg/.jpeg appended); every frame's image must be present"
+        ),
     ))
 }
 
 /// nerfstudio's own test split: the frames listed in `test_filenames` (else `val_filenames`).
-fn nerfstudio_test_names(path: &Path, json: &Value, frames: &[Frame]) -> Result<Option<Vec<String>>> {
-    let Some(list) = json.get("test_filenames").or_else(|| json.get("val_filenames")).and_then(Value::as_array) else {
+fn nerfstudio_test_names(
+    path: &Path,
+    json: &Value,
+    frames: &[Frame],
+) -> Result<Option<Vec<String>>> {
+    let Some(list) = json
+        .get("test_filenames")
+        .or_else(|| json.get("val_filenames"))
+        .and_then(Value::as_array)
+    else {
         return Ok(None);
     };
     let normal = |p: &str| p.trim_start_matches("./").to_string();
     let mut names = Vec::with_capacity(list.len());
     for entry in list {
         let file = entry.as_str().map(normal).unwrap_or_default();
-        let frame = frames.iter().find(|f| normal(&f.name) == file || f.image_path.ends_with(&file)).ok_or_else(|| {
-            dataset_error(path, format!("the test split lists {entry}, which is not the file_path of any frame"))
-        })?;
+        let frame = frames
+            .iter()
+            .find(|f| normal(&f.name) == file || f.image_path.ends_with(&file))
+            .ok_or_else(|| {
+                dataset_error(
+                    path,
+                    format!(
+                        "the test split lists {entry}, which is not the file_path of any frame"
+                    ),
+                )
+            })?;
         names.push(frame.name.clone());
     }
     Ok(Some(names))

@@ -58,7 +58,11 @@ impl Scalar {
             ($t:ty, $n:expr) => {{
                 let mut a = [0u8; $n];
                 a.copy_from_slice(&b[..$n]);
-                (if little { <$t>::from_le_bytes(a) } else { <$t>::from_be_bytes(a) }) as f64
+                (if little {
+                    <$t>::from_le_bytes(a)
+                } else {
+                    <$t>::from_be_bytes(a)
+                }) as f64
             }};
         }
         match self {
@@ -84,10 +88,13 @@ struct Element {
 
 /// Reads the vertex positions and colours (grey 0.5 when the file has none) of a PLY file.
 pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
-    let bytes = std::fs::read(path).map_err(|e| dataset_error(path, format!("could not read the point cloud: {e}")))?;
-    let header_end = bytes.windows(11).position(|w| w == b"end_header\n").map(|p| p + 11).ok_or_else(|| {
-        dataset_error(path, "not a PLY file: no \"end_header\" line")
-    })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| dataset_error(path, format!("could not read the point cloud: {e}")))?;
+    let header_end = bytes
+        .windows(11)
+        .position(|w| w == b"end_header\n")
+        .map(|p| p + 11)
+        .ok_or_else(|| dataset_error(path, "not a PLY file: no \"end_header\" line"))?;
     let header = String::from_utf8_lossy(&bytes[..header_end]);
     let mut format = "";
     let mut elements: Vec<Element> = Vec::new();
@@ -97,12 +104,17 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
             ["format", f, ..] => format = f,
             ["element", name, count] => elements.push(Element {
                 name: name.to_string(),
-                count: count.parse().map_err(|_| dataset_error(path, format!("bad element count in {line:?}")))?,
+                count: count
+                    .parse()
+                    .map_err(|_| dataset_error(path, format!("bad element count in {line:?}")))?,
                 properties: Vec::new(),
                 has_list: false,
             }),
             ["property", "list", ..] if elements.last().is_some_and(|e| e.name == "vertex") => {
-                return Err(dataset_error(path, "list properties on vertices are not supported"));
+                return Err(dataset_error(
+                    path,
+                    "list properties on vertices are not supported",
+                ));
             }
             ["property", "list", ..] => {
                 if let Some(e) = elements.last_mut() {
@@ -110,7 +122,9 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
                 }
             }
             ["property", kind, name] => {
-                let scalar = Scalar::parse(kind).ok_or_else(|| dataset_error(path, format!("unknown property type in {line:?}")))?;
+                let scalar = Scalar::parse(kind).ok_or_else(|| {
+                    dataset_error(path, format!("unknown property type in {line:?}"))
+                })?;
                 if let Some(e) = elements.last_mut() {
                     e.properties.push((name.to_string(), scalar));
                 }
@@ -118,9 +132,10 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
             _ => {}
         }
     }
-    let vertex_index = elements.iter().position(|e| e.name == "vertex").ok_or_else(|| {
-        dataset_error(path, "the PLY file has no vertex element")
-    })?;
+    let vertex_index = elements
+        .iter()
+        .position(|e| e.name == "vertex")
+        .ok_or_else(|| dataset_error(path, "the PLY file has no vertex element"))?;
     let vertex = &elements[vertex_index];
     let find = |name: &str| vertex.properties.iter().position(|(n, _)| n == name);
     let (Some(x), Some(y), Some(z)) = (find("x"), find("y"), find("z")) else {
@@ -134,15 +149,30 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
         "ascii" => {
             let body = String::from_utf8_lossy(&bytes[header_end..]);
             let skip: usize = elements[..vertex_index].iter().map(|e| e.count).sum();
-            let lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).skip(skip).take(vertex.count).collect();
+            let lines: Vec<&str> = body
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .skip(skip)
+                .take(vertex.count)
+                .collect();
             if lines.len() != vertex.count {
-                return Err(dataset_error(path, format!("truncated: {} of {} vertex lines", lines.len(), vertex.count)));
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "truncated: {} of {} vertex lines",
+                        lines.len(),
+                        vertex.count
+                    ),
+                ));
             }
             lines
                 .iter()
                 .map(|l| {
                     l.split_whitespace()
-                        .map(|t| t.parse::<f64>().map_err(|_| dataset_error(path, format!("bad vertex value {t:?}"))))
+                        .map(|t| {
+                            t.parse::<f64>()
+                                .map_err(|_| dataset_error(path, format!("bad vertex value {t:?}")))
+                        })
                         .collect::<Result<Vec<f64>>>()
                 })
                 .collect::<Result<_>>()?
@@ -152,14 +182,26 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
             let mut offset = header_end;
             for e in &elements[..vertex_index] {
                 if e.has_list && e.count > 0 {
-                    return Err(dataset_error(path, format!("cannot skip element {:?} with list properties before the vertices", e.name)));
+                    return Err(dataset_error(
+                        path,
+                        format!(
+                            "cannot skip element {:?} with list properties before the vertices",
+                            e.name
+                        ),
+                    ));
                 }
                 offset += e.count * e.properties.iter().map(|(_, s)| s.size()).sum::<usize>();
             }
             let stride: usize = vertex.properties.iter().map(|(_, s)| s.size()).sum();
             let needed = offset + vertex.count * stride;
             if bytes.len() < needed {
-                return Err(dataset_error(path, format!("truncated: the vertices need {needed} bytes, the file has {}", bytes.len())));
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "truncated: the vertices need {needed} bytes, the file has {}",
+                        bytes.len()
+                    ),
+                ));
             }
             (0..vertex.count)
                 .map(|i| {
@@ -176,14 +218,24 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
                 })
                 .collect()
         }
-        other => return Err(dataset_error(path, format!("unsupported PLY format {other:?}"))),
+        other => {
+            return Err(dataset_error(
+                path,
+                format!("unsupported PLY format {other:?}"),
+            ));
+        }
     };
     let mut cloud = PointCloud::default();
     for row in rows {
         if row.len() < vertex.properties.len() {
-            return Err(dataset_error(path, "a vertex line has fewer values than properties"));
+            return Err(dataset_error(
+                path,
+                "a vertex line has fewer values than properties",
+            ));
         }
-        cloud.positions.push([row[x] as f32, row[y] as f32, row[z] as f32]);
+        cloud
+            .positions
+            .push([row[x] as f32, row[y] as f32, row[z] as f32]);
         cloud.colors.push(match colour {
             Some(idx) => idx.map(|k| (row[k] * vertex.properties[k].1.colour_scale()) as f32),
             None => [0.5; 3],

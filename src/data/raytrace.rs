@@ -6,7 +6,12 @@ use super::RgbaImage;
 use crate::splat::Camera;
 
 /// Sub-pixel sample offsets (a rotated grid) used for every pixel; deterministic antialiasing.
-pub const PIXEL_SAMPLES: [[f32; 2]; 4] = [[0.375, 0.125], [0.875, 0.375], [0.125, 0.625], [0.625, 0.875]];
+pub const PIXEL_SAMPLES: [[f32; 2]; 4] = [
+    [0.375, 0.125],
+    [0.875, 0.375],
+    [0.125, 0.625],
+    [0.625, 0.875],
+];
 
 /// A solid (3D) procedural texture: albedo as a function of the world position.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,11 +63,22 @@ impl Texture {
                 let cell: i64 = p.iter().map(|&v| (v / size + 0.25).floor() as i64).sum();
                 if cell.rem_euclid(2) == 0 { *even } else { *odd }
             }
-            Texture::Stripes { even, odd, axis, period } => {
+            Texture::Stripes {
+                even,
+                odd,
+                axis,
+                period,
+            } => {
                 let band = (dot(p, *axis) / period).floor() as i64;
                 if band.rem_euclid(2) == 0 { *even } else { *odd }
             }
-            Texture::Gradient { from, to, axis, start, end } => {
+            Texture::Gradient {
+                from,
+                to,
+                axis,
+                start,
+                end,
+            } => {
                 let t = ((dot(p, *axis) - start) / (end - start)).clamp(0.0, 1.0);
                 [0, 1, 2].map(|k| from[k] + (to[k] - from[k]) * t)
             }
@@ -92,7 +108,12 @@ pub enum Shape {
 impl Shape {
     /// Distance along the unit ray `origin + t * direction` to the nearest surface with
     /// `t > t_min`, and the outward normal there.
-    pub fn intersect(&self, origin: [f32; 3], direction: [f32; 3], t_min: f32) -> Option<(f32, [f32; 3])> {
+    pub fn intersect(
+        &self,
+        origin: [f32; 3],
+        direction: [f32; 3],
+        t_min: f32,
+    ) -> Option<(f32, [f32; 3])> {
         match self {
             Shape::Sphere { center, radius } => {
                 let oc = sub(origin, *center);
@@ -117,7 +138,10 @@ impl Shape {
                         }
                         continue;
                     }
-                    let (mut t0, mut t1) = ((min[k] - origin[k]) / direction[k], (max[k] - origin[k]) / direction[k]);
+                    let (mut t0, mut t1) = (
+                        (min[k] - origin[k]) / direction[k],
+                        (max[k] - origin[k]) / direction[k],
+                    );
                     if t0 > t1 {
                         std::mem::swap(&mut t0, &mut t1);
                     }
@@ -140,7 +164,11 @@ impl Shape {
                 };
                 let mut normal = [0.0; 3];
                 // Entering: the normal faces against the ray; leaving: along it.
-                normal[axis] = if (direction[axis] < 0.0) == entering { 1.0 } else { -1.0 };
+                normal[axis] = if (direction[axis] < 0.0) == entering {
+                    1.0
+                } else {
+                    -1.0
+                };
                 Some((t, normal))
             }
         }
@@ -150,7 +178,9 @@ impl Shape {
     pub fn contains(&self, p: [f32; 3], margin: f32) -> bool {
         match self {
             Shape::Sphere { center, radius } => length(sub(p, *center)) < radius - margin,
-            Shape::Cuboid { min, max } => (0..3).all(|k| p[k] > min[k] + margin && p[k] < max[k] - margin),
+            Shape::Cuboid { min, max } => {
+                (0..3).all(|k| p[k] > min[k] + margin && p[k] < max[k] - margin)
+            }
         }
     }
 }
@@ -196,7 +226,12 @@ impl Scene {
             if let Some((t, normal)) = o.shape.intersect(origin, direction, 1e-5)
                 && best.is_none_or(|b| t < b.t)
             {
-                best = Some(Hit { t, position: add(origin, scale(direction, t)), normal, object });
+                best = Some(Hit {
+                    t,
+                    position: add(origin, scale(direction, t)),
+                    normal,
+                    object,
+                });
             }
         }
         best
@@ -207,7 +242,10 @@ impl Scene {
     pub fn radiance(&self, object: usize, position: [f32; 3], normal: [f32; 3]) -> [f32; 3] {
         let albedo = self.objects[object].texture.albedo(position);
         let facing = dot(normal, self.light_direction).max(0.0);
-        let lit = facing > 0.0 && self.intersect(add(position, scale(normal, 1e-4)), self.light_direction).is_none();
+        let lit = facing > 0.0
+            && self
+                .intersect(add(position, scale(normal, 1e-4)), self.light_direction)
+                .is_none();
         let light = self.ambient + (1.0 - self.ambient) * if lit { facing } else { 0.0 };
         albedo.map(|a| a * light)
     }
@@ -223,9 +261,14 @@ impl Scene {
             for x in 0..camera.width {
                 let (mut sum, mut hits) = ([0.0f32; 3], 0u32);
                 for [dx, dy] in PIXEL_SAMPLES {
-                    let local = [(x as f32 + dx - camera.cx) / camera.fx, (y as f32 + dy - camera.cy) / camera.fy, 1.0];
+                    let local = [
+                        (x as f32 + dx - camera.cx) / camera.fx,
+                        (y as f32 + dy - camera.cy) / camera.fy,
+                        1.0,
+                    ];
                     // World direction = Rᵀ · local.
-                    let world = [0, 1, 2].map(|c| r[0][c] * local[0] + r[1][c] * local[1] + r[2][c] * local[2]);
+                    let world = [0, 1, 2]
+                        .map(|c| r[0][c] * local[0] + r[1][c] * local[1] + r[2][c] * local[2]);
                     if let Some(hit) = self.intersect(origin, normalize(world)) {
                         let radiance = self.radiance(hit.object, hit.position, hit.normal);
                         sum = add(sum, radiance);
@@ -276,5 +319,9 @@ pub(crate) fn normalize(a: [f32; 3]) -> [f32; 3] {
 }
 
 pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }

@@ -67,7 +67,9 @@ impl AllocatorShared {
     fn lock(&self) -> MutexGuard<'_, AllocState> {
         // A panic while holding this lock cannot leave the counters half-updated in a way that
         // matters more than losing them, so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -102,7 +104,9 @@ impl std::fmt::Debug for GpuBuffer {
 impl GpuBuffer {
     /// The underlying wgpu buffer.
     pub fn raw(&self) -> &wgpu::Buffer {
-        self.raw.as_ref().expect("GpuBuffer is only emptied in Drop")
+        self.raw
+            .as_ref()
+            .expect("GpuBuffer is only emptied in Drop")
     }
 
     /// Size of the device buffer in bytes (the size class, at least the requested size).
@@ -123,7 +127,9 @@ impl GpuBuffer {
 
 impl Drop for GpuBuffer {
     fn drop(&mut self) {
-        let Some(buffer) = self.raw.take() else { return };
+        let Some(buffer) = self.raw.take() else {
+            return;
+        };
         let mut state = self.shared.lock();
         if let Some(entry) = state.live.remove(&self.id) {
             state.total.remove(entry.bytes, self.requested);
@@ -221,8 +227,19 @@ impl Allocator {
         let id = state.next_id;
         state.total.add(class, request.bytes);
         state.by_category[request.category.index()].add(class, request.bytes);
-        state.by_label.entry(request.label.to_owned()).or_default().add(class, request.bytes);
-        state.live.insert(id, LiveEntry { label: request.label.to_owned(), category: request.category, bytes: class });
+        state
+            .by_label
+            .entry(request.label.to_owned())
+            .or_default()
+            .add(class, request.bytes);
+        state.live.insert(
+            id,
+            LiveEntry {
+                label: request.label.to_owned(),
+                category: request.category,
+                bytes: class,
+            },
+        );
         GpuBuffer {
             raw: Some(raw),
             id,
@@ -234,7 +251,11 @@ impl Allocator {
         }
     }
 
-    fn create(&self, class: u64, request: AllocRequest<'_>) -> std::result::Result<wgpu::Buffer, ()> {
+    fn create(
+        &self,
+        class: u64,
+        request: AllocRequest<'_>,
+    ) -> std::result::Result<wgpu::Buffer, ()> {
         {
             let mut state = self.shared.lock();
             if state.injected_failures > 0 {
@@ -242,7 +263,10 @@ impl Allocator {
                 return Err(());
             }
         }
-        let scope = self.shared.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope = self
+            .shared
+            .device
+            .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = self.shared.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(request.label),
             size: class,
@@ -296,9 +320,15 @@ impl Allocator {
     /// A snapshot of the accounting.
     pub fn report(&self) -> MemoryReport {
         let state = self.shared.lock();
-        let by_category: BTreeMap<_, _> =
-            MemoryCategory::ALL.iter().map(|c| (*c, state.by_category[c.index()])).collect();
-        let by_label = state.by_label.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let by_category: BTreeMap<_, _> = MemoryCategory::ALL
+            .iter()
+            .map(|c| (*c, state.by_category[c.index()]))
+            .collect();
+        let by_label = state
+            .by_label
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
         MemoryReport {
             total: state.total,
             by_category,
@@ -318,7 +348,11 @@ impl Allocator {
         let mut list: Vec<LiveBuffer> = state
             .live
             .values()
-            .map(|e| LiveBuffer { label: e.label.clone(), category: e.category, bytes: e.bytes })
+            .map(|e| LiveBuffer {
+                label: e.label.clone(),
+                category: e.category,
+                bytes: e.bytes,
+            })
             .collect();
         list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.label.cmp(&b.label)));
         list

@@ -36,8 +36,9 @@ pub struct ContextOptions {
 }
 
 /// The backends wgsplat runs on.
-pub const SUPPORTED_BACKENDS: wgpu::Backends =
-    wgpu::Backends::VULKAN.union(wgpu::Backends::METAL).union(wgpu::Backends::DX12);
+pub const SUPPORTED_BACKENDS: wgpu::Backends = wgpu::Backends::VULKAN
+    .union(wgpu::Backends::METAL)
+    .union(wgpu::Backends::DX12);
 
 impl Default for ContextOptions {
     fn default() -> Self {
@@ -58,7 +59,11 @@ fn env_flag(name: &str) -> Result<Option<bool>> {
         Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => Ok(Some(true)),
             "0" | "false" | "no" | "off" | "" => Ok(Some(false)),
-            _ => Err(Error::InvalidSetting { name: name.into(), value: v, expected: "1 or 0".into() }),
+            _ => Err(Error::InvalidSetting {
+                name: name.into(),
+                value: v,
+                expected: "1 or 0".into(),
+            }),
         },
     }
 }
@@ -160,7 +165,8 @@ impl GpuContext {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = options.backends & SUPPORTED_BACKENDS;
         let instance = wgpu::Instance::new(desc);
-        let adapters = pollster::block_on(instance.enumerate_adapters(options.backends & SUPPORTED_BACKENDS));
+        let adapters =
+            pollster::block_on(instance.enumerate_adapters(options.backends & SUPPORTED_BACKENDS));
         let describe = |a: &wgpu::Adapter| {
             let i = a.get_info();
             format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
@@ -169,7 +175,11 @@ impl GpuContext {
         let filter = options.adapter_filter.as_ref().map(|f| f.to_lowercase());
         let adapter = adapters
             .into_iter()
-            .filter(|a| filter.as_ref().is_none_or(|f| a.get_info().name.to_lowercase().contains(f)))
+            .filter(|a| {
+                filter
+                    .as_ref()
+                    .is_none_or(|f| a.get_info().name.to_lowercase().contains(f))
+            })
             .min_by_key(|a| rank(a.get_info().device_type))
             .ok_or_else(|| Error::NoAdapter {
                 filter: options.adapter_filter.clone(),
@@ -188,7 +198,8 @@ impl GpuContext {
         let available = adapter.features();
         let limits = adapter.limits();
         let adapter_info = adapter.get_info();
-        let mut wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        let mut wanted =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
         if !options.portable {
             wanted |= wgpu::Features::SUBGROUP | wgpu::Features::SHADER_FLOAT32_ATOMIC;
         }
@@ -201,7 +212,10 @@ impl GpuContext {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
-        .map_err(|e| Error::RequestDevice { adapter: adapter_info.name.clone(), message: e.to_string() })?;
+        .map_err(|e| Error::RequestDevice {
+            adapter: adapter_info.name.clone(),
+            message: e.to_string(),
+        })?;
 
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let sink = errors.clone();
@@ -218,8 +232,13 @@ impl GpuContext {
             }
         });
 
-        let binding_limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        let page_cap = options.max_page_bytes.map_or(binding_limit, |m| m.min(binding_limit)).max(1024);
+        let binding_limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let page_cap = options
+            .max_page_bytes
+            .map_or(binding_limit, |m| m.min(binding_limit))
+            .max(1024);
         let page_bytes = 1u64 << (63 - page_cap.leading_zeros()); // largest power of two <= cap
         let variant = Variant {
             subgroups: required_features.contains(wgpu::Features::SUBGROUP),
@@ -243,9 +262,16 @@ impl GpuContext {
             &limits,
             page_bytes,
             options.poison,
-            (adapter_info.subgroup_min_size, adapter_info.subgroup_max_size),
+            (
+                adapter_info.subgroup_min_size,
+                adapter_info.subgroup_max_size,
+            ),
         );
-        let allocator = Allocator::new(device.clone(), limits.max_buffer_size, options.pool_limit_bytes);
+        let allocator = Allocator::new(
+            device.clone(),
+            limits.max_buffer_size,
+            options.pool_limit_bytes,
+        );
         let poison_source = if options.poison {
             let (buffer, _) = allocator.allocate(AllocRequest {
                 bytes: POISON_SOURCE_BYTES,
@@ -331,7 +357,12 @@ impl GpuContext {
 
     /// Buffers still alive, excluding the context's own poison source. Empty when nothing leaked.
     pub fn leak_check(&self) -> Vec<LiveBuffer> {
-        self.inner.allocator.live_buffers().into_iter().filter(|b| b.label != POISON_SOURCE_LABEL).collect()
+        self.inner
+            .allocator
+            .live_buffers()
+            .into_iter()
+            .filter(|b| b.label != POISON_SOURCE_LABEL)
+            .collect()
     }
 
     /// Frees every pooled buffer; returns the bytes released.
@@ -350,7 +381,10 @@ impl GpuContext {
 
     /// Processes finished work and map callbacks without blocking (for async readback).
     pub fn poll(&self) -> Result<()> {
-        self.inner.device.poll(wgpu::PollType::Poll).map_err(|e| Error::DeviceLost(e.to_string()))?;
+        self.inner
+            .device
+            .poll(wgpu::PollType::Poll)
+            .map_err(|e| Error::DeviceLost(e.to_string()))?;
         Ok(())
     }
 
@@ -365,7 +399,10 @@ impl GpuContext {
         }
         let message = errors.join("\n");
         errors.clear();
-        Err(Error::Validation { context: context.to_owned(), message })
+        Err(Error::Validation {
+            context: context.to_owned(),
+            message,
+        })
     }
 }
 
@@ -376,9 +413,17 @@ impl Drop for ContextInner {
         }
         let leaks = self.allocator.live_buffers();
         if !leaks.is_empty() {
-            eprintln!("wgsplat: warning: {} GPU buffer(s) still alive when the context closed:", leaks.len());
+            eprintln!(
+                "wgsplat: warning: {} GPU buffer(s) still alive when the context closed:",
+                leaks.len()
+            );
             for leak in leaks.iter().take(20) {
-                eprintln!("  {:?} ({}, {} bytes)", leak.label, leak.category.name(), leak.bytes);
+                eprintln!(
+                    "  {:?} ({}, {} bytes)",
+                    leak.label,
+                    leak.category.name(),
+                    leak.bytes
+                );
             }
         }
     }

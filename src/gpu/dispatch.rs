@@ -27,7 +27,10 @@ impl WorkgroupGrid {
             return Ok(Self::EMPTY);
         }
         if count <= max {
-            return Ok(WorkgroupGrid { x: count as u32, y: 1 });
+            return Ok(WorkgroupGrid {
+                x: count as u32,
+                y: 1,
+            });
         }
         let y = count.div_ceil(max);
         if y > max {
@@ -40,12 +43,18 @@ impl WorkgroupGrid {
         }
         // Balance the rows so the padding stays below one row.
         let x = count.div_ceil(y);
-        Ok(WorkgroupGrid { x: x as u32, y: y as u32 })
+        Ok(WorkgroupGrid {
+            x: x as u32,
+            y: y as u32,
+        })
     }
 
     /// A grid covering `items`, each workgroup taking `items_per_workgroup`.
     pub fn for_items(items: u64, items_per_workgroup: u32, max_per_dimension: u32) -> Result<Self> {
-        Self::for_workgroups(items.div_ceil(u64::from(items_per_workgroup.max(1))), max_per_dimension)
+        Self::for_workgroups(
+            items.div_ceil(u64::from(items_per_workgroup.max(1))),
+            max_per_dimension,
+        )
     }
 
     /// Total workgroups launched (at least the count asked for).
@@ -65,15 +74,31 @@ mod tests {
 
     #[test]
     fn grids_cover_counts_within_limits() {
-        for count in [0u64, 1, 255, 65_535, 65_536, 65_537, 1 << 20, (1 << 26) + 3, 65_535 * 65_535] {
+        for count in [
+            0u64,
+            1,
+            255,
+            65_535,
+            65_536,
+            65_537,
+            1 << 20,
+            (1 << 26) + 3,
+            65_535 * 65_535,
+        ] {
             let g = WorkgroupGrid::for_workgroups(count, 65_535).expect("fits");
             assert!(g.total() >= count, "{count}: {g:?}");
             assert!(g.x <= 65_535 && g.y <= 65_535);
             if count > 0 {
-                assert!(g.total() - count < u64::from(g.x), "padding below one row for {count}");
+                assert!(
+                    g.total() - count < u64::from(g.x),
+                    "padding below one row for {count}"
+                );
             }
         }
         assert!(WorkgroupGrid::for_workgroups(65_535 * 65_535 + 65_536, 65_535).is_err());
-        assert_eq!(WorkgroupGrid::for_items(257, 256, 65_535).expect("fits"), WorkgroupGrid { x: 2, y: 1 });
+        assert_eq!(
+            WorkgroupGrid::for_items(257, 256, 65_535).expect("fits"),
+            WorkgroupGrid { x: 2, y: 1 }
+        );
     }
 }

@@ -55,9 +55,17 @@ struct ArenaSlice {
 impl GpuContext {
     /// A new encoder; record operations into it, then [`GpuContext::submit`] it.
     pub fn encoder(&self, label: &str) -> Encoder {
-        let raw = self.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        let raw = self
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         let id = self.allocator().open_encoder();
-        Encoder { ctx: self.clone(), raw: Some(raw), arena: Vec::new(), dispatches: 0, id }
+        Encoder {
+            ctx: self.clone(),
+            raw: Some(raw),
+            arena: Vec::new(),
+            dispatches: 0,
+            id,
+        }
     }
 
     /// Writes the encoder's arena, submits its commands, and reports any error wgpu raised while
@@ -65,10 +73,14 @@ impl GpuContext {
     pub fn submit(&self, mut encoder: Encoder) -> Result<wgpu::SubmissionIndex> {
         for chunk in &encoder.arena {
             if !chunk.shadow.is_empty() {
-                self.queue().write_buffer(chunk.buffer.raw(), 0, &chunk.shadow);
+                self.queue()
+                    .write_buffer(chunk.buffer.raw(), 0, &chunk.shadow);
             }
         }
-        let raw = encoder.raw.take().ok_or_else(|| Error::InvalidArgument { op: "submit", detail: "encoder already finished".into() })?;
+        let raw = encoder.raw.take().ok_or_else(|| Error::InvalidArgument {
+            op: "submit",
+            detail: "encoder already finished".into(),
+        })?;
         let index = self.queue().submit(Some(raw.finish()));
         // Closing the encoder after the submit lets its buffers go back to the pool: anything that
         // reuses them is submitted later and so runs after these commands.
@@ -86,7 +98,9 @@ impl Encoder {
 
     /// The raw wgpu encoder, for commands wgsplat does not wrap.
     pub fn raw(&mut self) -> &mut wgpu::CommandEncoder {
-        self.raw.as_mut().expect("an encoder is only emptied by submit, which consumes it")
+        self.raw
+            .as_mut()
+            .expect("an encoder is only emptied by submit, which consumes it")
     }
 
     /// Number of dispatches recorded so far.
@@ -96,15 +110,33 @@ impl Encoder {
 
     /// Allocates a storage buffer. When poisoning is on, its contents are set to the poison
     /// pattern by a copy recorded here, so any read before a write shows up as NaN / `u32::MAX`.
-    pub fn alloc(&mut self, bytes: u64, category: MemoryCategory, label: &str) -> Result<GpuBuffer> {
-        let (buffer, _fresh) =
-            self.ctx.allocator().allocate(AllocRequest { bytes, kind: BufferKind::Storage, category, label, encoder: Some(self.id) })?;
-        let source = self.ctx.inner.poison_source.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|b| b.raw().clone());
+    pub fn alloc(
+        &mut self,
+        bytes: u64,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<GpuBuffer> {
+        let (buffer, _fresh) = self.ctx.allocator().allocate(AllocRequest {
+            bytes,
+            kind: BufferKind::Storage,
+            category,
+            label,
+            encoder: Some(self.id),
+        })?;
+        let source = self
+            .ctx
+            .inner
+            .poison_source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|b| b.raw().clone());
         if let Some(source) = source {
             let mut offset = 0;
             while offset < buffer.size() {
                 let len = (buffer.size() - offset).min(POISON_SOURCE_BYTES);
-                self.raw().copy_buffer_to_buffer(&source, 0, buffer.raw(), offset, len);
+                self.raw()
+                    .copy_buffer_to_buffer(&source, 0, buffer.raw(), offset, len);
                 offset += len;
             }
         }
@@ -116,7 +148,11 @@ impl Encoder {
             let offset = (chunk.shadow.len() as u64).div_ceil(align) * align;
             if offset + size <= chunk.buffer.size() {
                 chunk.shadow.resize((offset + size) as usize, 0);
-                return Ok(ArenaSlice { chunk: index, offset, size });
+                return Ok(ArenaSlice {
+                    chunk: index,
+                    offset,
+                    size,
+                });
             }
         }
         let (buffer, _) = self.ctx.allocator().allocate(AllocRequest {
@@ -126,8 +162,15 @@ impl Encoder {
             label: "wgsplat/upload-arena",
             encoder: Some(self.id),
         })?;
-        self.arena.push(ArenaChunk { buffer, shadow: vec![0; size as usize] });
-        Ok(ArenaSlice { chunk: self.arena.len() - 1, offset: 0, size })
+        self.arena.push(ArenaChunk {
+            buffer,
+            shadow: vec![0; size as usize],
+        });
+        Ok(ArenaSlice {
+            chunk: self.arena.len() - 1,
+            offset: 0,
+            size,
+        })
     }
 
     fn arena_write(&mut self, slice: ArenaSlice, data: &[u8]) {
@@ -140,7 +183,10 @@ impl Encoder {
         if data.len() % 4 != 0 || dst_offset % 4 != 0 {
             return Err(Error::InvalidArgument {
                 op: "upload",
-                detail: format!("{} bytes at offset {dst_offset}: both must be multiples of 4", data.len()),
+                detail: format!(
+                    "{} bytes at offset {dst_offset}: both must be multiples of 4",
+                    data.len()
+                ),
             });
         }
         for (index, piece) in data.chunks(MAX_UPLOAD_PIECE as usize).enumerate() {
@@ -148,7 +194,8 @@ impl Encoder {
             self.arena_write(slice, piece);
             let src = self.arena[slice.chunk].buffer.raw().clone();
             let at = dst_offset + index as u64 * MAX_UPLOAD_PIECE;
-            self.raw().copy_buffer_to_buffer(&src, slice.offset, dst, at, piece.len() as u64);
+            self.raw()
+                .copy_buffer_to_buffer(&src, slice.offset, dst, at, piece.len() as u64);
         }
         Ok(())
     }
@@ -166,7 +213,12 @@ impl Encoder {
             return Ok(());
         }
         let bytes = bytemuck::bytes_of(params);
-        let align = u64::from(self.ctx.device().limits().min_uniform_buffer_offset_alignment);
+        let align = u64::from(
+            self.ctx
+                .device()
+                .limits()
+                .min_uniform_buffer_offset_alignment,
+        );
         let slice = self.arena_reserve(bytes.len() as u64, align)?;
         self.arena_write(slice, bytes);
         let arena_buffer = self.arena[slice.chunk].buffer.raw().clone();
@@ -180,14 +232,23 @@ impl Encoder {
             }),
         });
         for (i, binding) in storage.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: wgpu::BindingResource::Buffer(binding.clone()) });
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: wgpu::BindingResource::Buffer(binding.clone()),
+            });
         }
-        let bind_group = self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+        let bind_group = self
+            .ctx
+            .device()
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&kernel.name),
+                layout: &kernel.layout,
+                entries: &entries,
+            });
+        let mut pass = self.raw().begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(&kernel.name),
-            layout: &kernel.layout,
-            entries: &entries,
+            timestamp_writes: None,
         });
-        let mut pass = self.raw().begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&kernel.name), timestamp_writes: None });
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(grid.x, grid.y, 1);
@@ -197,9 +258,17 @@ impl Encoder {
     }
 
     /// Records a buffer-to-buffer copy (offsets and size multiples of 4).
-    pub fn copy(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
+    pub fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
         if size > 0 {
-            self.raw().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+            self.raw()
+                .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
         }
     }
 
@@ -212,7 +281,13 @@ impl Encoder {
 
     /// Records a copy of `size` bytes of `src` into a pooled staging buffer; read it after submit
     /// with [`Readback::wait`] or [`Readback::receive`].
-    pub fn readback(&mut self, src: &wgpu::Buffer, offset: u64, size: u64, label: &str) -> Result<Readback> {
+    pub fn readback(
+        &mut self,
+        src: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        label: &str,
+    ) -> Result<Readback> {
         let (buffer, _) = self.ctx.allocator().allocate(AllocRequest {
             bytes: size.max(4),
             kind: BufferKind::Readback,

@@ -118,7 +118,10 @@ impl ContextInfo {
 
     /// Short name of the kernel path.
     pub fn kernel_path(&self) -> &'static str {
-        match (self.features_used.subgroups, self.features_used.float_atomics) {
+        match (
+            self.features_used.subgroups,
+            self.features_used.float_atomics,
+        ) {
             (false, false) => "portable",
             (true, false) => "fast (subgroups)",
             (false, true) => "fast (float atomics)",
@@ -134,18 +137,58 @@ impl fmt::Display for ContextInfo {
         writeln!(f, "adapter        {}", a.name)?;
         writeln!(f, "backend        {} ({})", a.backend, a.device_type)?;
         writeln!(f, "driver         {} {}", a.driver, a.driver_info)?;
-        writeln!(f, "kernel path    {}{}", self.kernel_path(), if self.portable_forced { " (forced)" } else { "" })?;
+        writeln!(
+            f,
+            "kernel path    {}{}",
+            self.kernel_path(),
+            if self.portable_forced {
+                " (forced)"
+            } else {
+                ""
+            }
+        )?;
         let (u, v) = (self.features_used, self.features_available);
-        writeln!(f, "subgroups      used {} / available {}", yes(u.subgroups), yes(v.subgroups))?;
-        writeln!(f, "float atomics  used {} / available {}", yes(u.float_atomics), yes(v.float_atomics))?;
-        writeln!(f, "timestamps     used {} / available {}", yes(u.timestamp_query), yes(v.timestamp_query))?;
+        writeln!(
+            f,
+            "subgroups      used {} / available {}",
+            yes(u.subgroups),
+            yes(v.subgroups)
+        )?;
+        writeln!(
+            f,
+            "float atomics  used {} / available {}",
+            yes(u.float_atomics),
+            yes(v.float_atomics)
+        )?;
+        writeln!(
+            f,
+            "timestamps     used {} / available {}",
+            yes(u.timestamp_query),
+            yes(v.timestamp_query)
+        )?;
         let l = &self.limits;
-        writeln!(f, "max binding    {} bytes", l.max_storage_buffer_binding_size)?;
+        writeln!(
+            f,
+            "max binding    {} bytes",
+            l.max_storage_buffer_binding_size
+        )?;
         writeln!(f, "max buffer     {} bytes", l.max_buffer_size)?;
         writeln!(f, "page size      {} bytes", self.page_bytes)?;
-        writeln!(f, "workgroups/dim {}", l.max_compute_workgroups_per_dimension)?;
-        writeln!(f, "wg memory      {} bytes", l.max_compute_workgroup_storage_size)?;
-        writeln!(f, "subgroup size  {}..{}", l.min_subgroup_size, l.max_subgroup_size)?;
+        writeln!(
+            f,
+            "workgroups/dim {}",
+            l.max_compute_workgroups_per_dimension
+        )?;
+        writeln!(
+            f,
+            "wg memory      {} bytes",
+            l.max_compute_workgroup_storage_size
+        )?;
+        writeln!(
+            f,
+            "subgroup size  {}..{}",
+            l.min_subgroup_size, l.max_subgroup_size
+        )?;
         write!(f, "poisoning      {}", yes(self.poison))
     }
 }

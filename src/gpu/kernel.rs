@@ -42,19 +42,29 @@ impl GpuContext {
     /// The kernel for an explicit variant (the variant must be supported by the device).
     pub fn kernel_variant(&self, file: &str, entry: &str, variant: Variant) -> Result<Arc<Kernel>> {
         let key = (file.to_owned(), entry.to_owned(), variant);
-        if let Some(k) = self.inner.kernels.kernels.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(k) = self
+            .inner
+            .kernels
+            .kernels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(k.clone());
         }
         let compiled = shader::compile(file, variant)?;
-        let entry_point = compiled.module.entry_points.iter().find(|e| e.name == entry).ok_or_else(|| {
-            Error::Shader {
+        let entry_point = compiled
+            .module
+            .entry_points
+            .iter()
+            .find(|e| e.name == entry)
+            .ok_or_else(|| Error::Shader {
                 file: file.to_owned(),
                 line: 0,
                 column: 0,
                 variant: variant.name(),
                 message: format!("no entry point named {entry:?}"),
-            }
-        })?;
+            })?;
         let workgroup_size = entry_point.workgroup_size;
         let name = format!("{file}:{entry} ({})", variant.name());
         let device = self.device();
@@ -72,11 +82,27 @@ impl GpuContext {
             cache: None,
         });
         if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(Error::Shader { file: file.to_owned(), line: 0, column: 0, variant: variant.name(), message: err.to_string() });
+            return Err(Error::Shader {
+                file: file.to_owned(),
+                line: 0,
+                column: 0,
+                variant: variant.name(),
+                message: err.to_string(),
+            });
         }
         let layout = pipeline.get_bind_group_layout(0);
-        let kernel = Arc::new(Kernel { pipeline, layout, workgroup_size, name });
-        self.inner.kernels.kernels.lock().unwrap_or_else(|p| p.into_inner()).insert(key, kernel.clone());
+        let kernel = Arc::new(Kernel {
+            pipeline,
+            layout,
+            workgroup_size,
+            name,
+        });
+        self.inner
+            .kernels
+            .kernels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, kernel.clone());
         Ok(kernel)
     }
 }

@@ -140,12 +140,20 @@ pub fn format_bytes(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.2} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
 }
 
 impl fmt::Display for MemoryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{:<16} {:>12} {:>12} {:>8}", "category", "live", "peak", "buffers")?;
+        writeln!(
+            f,
+            "{:<16} {:>12} {:>12} {:>8}",
+            "category", "live", "peak", "buffers"
+        )?;
         for cat in MemoryCategory::ALL {
             let s = self.by_category.get(&cat).copied().unwrap_or_default();
             writeln!(
@@ -201,11 +209,27 @@ mod tests {
 
     #[test]
     fn size_classes_round_up_within_bound() {
-        for bytes in [0u64, 1, 255, 256, 257, 4095, 4097, 65_537, 1 << 20, (1 << 20) + 3, 3 << 27, 1 << 34] {
+        for bytes in [
+            0u64,
+            1,
+            255,
+            256,
+            257,
+            4095,
+            4097,
+            65_537,
+            1 << 20,
+            (1 << 20) + 3,
+            3 << 27,
+            1 << 34,
+        ] {
             let class = size_class(bytes);
             assert!(class >= bytes.max(MIN_BUFFER_BYTES), "{bytes} -> {class}");
             assert_eq!(class % MIN_BUFFER_BYTES, 0);
-            assert!(class as f64 <= (bytes.max(MIN_BUFFER_BYTES) as f64) * 1.125 + 256.0, "{bytes} -> {class}");
+            assert!(
+                class as f64 <= (bytes.max(MIN_BUFFER_BYTES) as f64) * 1.125 + 256.0,
+                "{bytes} -> {class}"
+            );
             assert_eq!(size_class(class), class, "classes are fixed points");
         }
         assert_eq!(size_class(128 << 20), 128 << 20);

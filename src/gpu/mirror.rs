@@ -47,10 +47,18 @@ impl Mirror {
             return Err(format!("{} in {} is not a struct", self.wgsl, self.file));
         };
         if *span as usize != self.size {
-            return Err(format!("{}: Rust size {} != WGSL {} size {}", self.rust, self.size, self.wgsl, span));
+            return Err(format!(
+                "{}: Rust size {} != WGSL {} size {}",
+                self.rust, self.size, self.wgsl, span
+            ));
         }
         if members.len() != self.fields.len() {
-            return Err(format!("{}: {} Rust fields, {} WGSL members", self.rust, self.fields.len(), members.len()));
+            return Err(format!(
+                "{}: {} Rust fields, {} WGSL members",
+                self.rust,
+                self.fields.len(),
+                members.len()
+            ));
         }
         for (member, (name, offset)) in members.iter().zip(&self.fields) {
             let wgsl_name = member.name.as_deref().unwrap_or("");

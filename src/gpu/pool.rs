@@ -75,9 +75,15 @@ impl FreePool {
         while index < self.pending.len() {
             if self.pending[index].barrier < oldest_open {
                 let p = self.pending.swap_remove(index);
-                self.free.entry(p.key).or_default().push((p.sequence, p.buffer));
+                self.free
+                    .entry(p.key)
+                    .or_default()
+                    .push((p.sequence, p.buffer));
             } else {
-                if self.pending[index].owner.is_some_and(|o| !self.open_encoders.contains(&o)) {
+                if self.pending[index]
+                    .owner
+                    .is_some_and(|o| !self.open_encoders.contains(&o))
+                {
                     self.pending[index].owner = None;
                 }
                 index += 1;
@@ -87,7 +93,11 @@ impl FreePool {
 
     /// Takes a buffer for `key`: one the encoder itself released, else a free one.
     pub(crate) fn take(&mut self, key: PoolKey, encoder: Option<u64>) -> Option<wgpu::Buffer> {
-        let own = encoder.and_then(|e| self.pending.iter().rposition(|p| p.key == key && p.owner == Some(e)));
+        let own = encoder.and_then(|e| {
+            self.pending
+                .iter()
+                .rposition(|p| p.key == key && p.owner == Some(e))
+        });
         let buffer = if let Some(index) = own {
             Some(self.pending.swap_remove(index).buffer)
         } else {
@@ -115,7 +125,11 @@ impl FreePool {
         self.bytes += key.1;
         self.buffers += 1;
         match (self.open_encoders.len(), self.open_encoders.last().copied()) {
-            (0, _) | (_, None) => self.free.entry(key).or_default().push((self.sequence, buffer)),
+            (0, _) | (_, None) => self
+                .free
+                .entry(key)
+                .or_default()
+                .push((self.sequence, buffer)),
             (count, Some(newest)) => self.pending.push(Pending {
                 key,
                 sequence: self.sequence,

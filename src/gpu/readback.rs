@@ -17,7 +17,11 @@ pub struct Readback {
 
 impl Readback {
     pub(crate) fn new(buffer: GpuBuffer, size: u64, label: &str) -> Self {
-        Readback { buffer, size, label: label.to_owned() }
+        Readback {
+            buffer,
+            size,
+            label: label.to_owned(),
+        }
     }
 
     /// Bytes that will be read.
@@ -25,30 +29,55 @@ impl Readback {
         self.size
     }
 
-    fn start(&self) -> futures_intrusive::channel::shared::OneshotReceiver<std::result::Result<(), wgpu::BufferAsyncError>> {
+    fn start(
+        &self,
+    ) -> futures_intrusive::channel::shared::OneshotReceiver<
+        std::result::Result<(), wgpu::BufferAsyncError>,
+    > {
         let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
         if self.size > 0 {
-            self.buffer.raw().slice(0..self.size).map_async(wgpu::MapMode::Read, move |result| {
-                let _ = sender.send(result);
-            });
+            self.buffer
+                .raw()
+                .slice(0..self.size)
+                .map_async(wgpu::MapMode::Read, move |result| {
+                    let _ = sender.send(result);
+                });
         } else {
             let _ = sender.send(Ok(()));
         }
         receiver
     }
 
-    fn finish(self, result: Option<std::result::Result<(), wgpu::BufferAsyncError>>) -> Result<Vec<u8>> {
+    fn finish(
+        self,
+        result: Option<std::result::Result<(), wgpu::BufferAsyncError>>,
+    ) -> Result<Vec<u8>> {
         match result {
             Some(Ok(())) => {}
-            Some(Err(e)) => return Err(Error::Readback { label: self.label, message: e.to_string() }),
-            None => return Err(Error::Readback { label: self.label, message: "the map callback was dropped".into() }),
+            Some(Err(e)) => {
+                return Err(Error::Readback {
+                    label: self.label,
+                    message: e.to_string(),
+                });
+            }
+            None => {
+                return Err(Error::Readback {
+                    label: self.label,
+                    message: "the map callback was dropped".into(),
+                });
+            }
         }
         if self.size == 0 {
             return Ok(Vec::new());
         }
         let data = match self.buffer.raw().slice(0..self.size).get_mapped_range() {
             Ok(view) => view.to_vec(),
-            Err(e) => return Err(Error::Readback { label: self.label, message: e.to_string() }),
+            Err(e) => {
+                return Err(Error::Readback {
+                    label: self.label,
+                    message: e.to_string(),
+                });
+            }
         };
         self.buffer.raw().unmap();
         Ok(data)

@@ -52,7 +52,10 @@ pub struct Variant {
 
 impl Variant {
     /// The portable variant: no optional features.
-    pub const PORTABLE: Variant = Variant { subgroups: false, float_atomics: false };
+    pub const PORTABLE: Variant = Variant {
+        subgroups: false,
+        float_atomics: false,
+    };
 
     /// Whether a flag is on.
     pub fn has(self, flag: ShaderFlag) -> bool {
@@ -71,7 +74,11 @@ impl Variant {
         if self.float_atomics {
             parts.push("float_atomics");
         }
-        if parts.is_empty() { "portable".to_owned() } else { parts.join("+") }
+        if parts.is_empty() {
+            "portable".to_owned()
+        } else {
+            parts.join("+")
+        }
     }
 
     /// This variant restricted to the flags a file actually tests.
@@ -88,7 +95,10 @@ impl Variant {
         let mut out = Vec::new();
         for subgroups in [false, true] {
             for float_atomics in [false, true] {
-                let v = Variant { subgroups, float_atomics };
+                let v = Variant {
+                    subgroups,
+                    float_atomics,
+                };
                 if v.restricted_to(&used) == v {
                     out.push(v);
                 }
@@ -123,7 +133,10 @@ pub fn stage_files() -> impl Iterator<Item = &'static str> {
 }
 
 fn source_of(file: &str) -> Option<&'static str> {
-    SHADER_FILES.iter().find(|(path, _)| *path == file).map(|(_, src)| *src)
+    SHADER_FILES
+        .iter()
+        .find(|(path, _)| *path == file)
+        .map(|(_, src)| *src)
 }
 
 /// Preprocessed WGSL with a map from output lines to their origin.
@@ -138,7 +151,10 @@ pub struct Preprocessed {
 impl Preprocessed {
     /// Maps a 1-based line of the assembled source back to (file, line).
     pub fn locate(&self, line: u32) -> (&'static str, u32) {
-        self.origin.get(line.saturating_sub(1) as usize).copied().unwrap_or(("<unknown>", 0))
+        self.origin
+            .get(line.saturating_sub(1) as usize)
+            .copied()
+            .unwrap_or(("<unknown>", 0))
     }
 }
 
@@ -151,12 +167,20 @@ enum Directive<'a> {
 
 fn parse_directive<'a>(file: &str, line_no: u32, line: &'a str) -> Result<Option<Directive<'a>>> {
     let trimmed = line.trim_start();
-    let Some(rest) = trimmed.strip_prefix('#') else { return Ok(None) };
-    let bad = |message: String| Error::ShaderDirective { file: file.to_owned(), line: line_no, message };
+    let Some(rest) = trimmed.strip_prefix('#') else {
+        return Ok(None);
+    };
+    let bad = |message: String| Error::ShaderDirective {
+        file: file.to_owned(),
+        line: line_no,
+        message,
+    };
     let mut words = rest.split_whitespace();
     match words.next() {
         Some("import") => {
-            let arg = words.next().ok_or_else(|| bad("#import needs a quoted path".into()))?;
+            let arg = words
+                .next()
+                .ok_or_else(|| bad("#import needs a quoted path".into()))?;
             let path = arg
                 .strip_prefix('"')
                 .and_then(|a| a.strip_suffix('"'))
@@ -169,8 +193,11 @@ fn parse_directive<'a>(file: &str, line_no: u32, line: &'a str) -> Result<Option
                 Some(n) => (true, n),
                 None => (false, arg),
             };
-            let flag = ShaderFlag::from_directive_name(name)
-                .ok_or_else(|| bad(format!("unknown flag {name}; known flags are SUBGROUPS and FLOAT_ATOMICS")))?;
+            let flag = ShaderFlag::from_directive_name(name).ok_or_else(|| {
+                bad(format!(
+                    "unknown flag {name}; known flags are SUBGROUPS and FLOAT_ATOMICS"
+                ))
+            })?;
             Ok(Some(Directive::If { flag, negated }))
         }
         Some("else") => Ok(Some(Directive::Else)),
@@ -217,7 +244,10 @@ fn collect_flags(
 
 /// Assembles one variant of a file.
 pub fn preprocess(file: &str, variant: Variant) -> Result<Preprocessed> {
-    let mut out = Preprocessed { source: String::new(), origin: Vec::new() };
+    let mut out = Preprocessed {
+        source: String::new(),
+        origin: Vec::new(),
+    };
     let mut imported = BTreeSet::new();
     emit(file, variant, &mut out, &mut imported, file, 0)?;
     Ok(out)
@@ -234,19 +264,25 @@ fn emit(
     if !imported.insert(file.to_owned()) {
         return Ok(());
     }
-    let (static_file, source) = SHADER_FILES.iter().find(|(p, _)| *p == file).copied().ok_or_else(|| {
-        Error::ShaderDirective {
+    let (static_file, source) = SHADER_FILES
+        .iter()
+        .find(|(p, _)| *p == file)
+        .copied()
+        .ok_or_else(|| Error::ShaderDirective {
             file: from.to_owned(),
             line: from_line,
             message: format!("no shader file {file:?} under shaders/"),
-        }
-    })?;
+        })?;
     // Stack of (branch active, parent active, else seen).
     let mut stack: Vec<(bool, bool, bool)> = Vec::new();
     let active = |stack: &Vec<(bool, bool, bool)>| stack.last().is_none_or(|s| s.0);
     for (index, line) in source.lines().enumerate() {
         let line_no = index as u32 + 1;
-        let bad = |message: &str| Error::ShaderDirective { file: file.to_owned(), line: line_no, message: message.to_owned() };
+        let bad = |message: &str| Error::ShaderDirective {
+            file: file.to_owned(),
+            line: line_no,
+            message: message.to_owned(),
+        };
         match parse_directive(file, line_no, line)? {
             Some(Directive::Import(path)) => {
                 if active(&stack) {
@@ -301,7 +337,13 @@ pub fn compile(file: &str, variant: Variant) -> Result<CompiledShader> {
     let preprocessed = preprocess(file, variant)?;
     let error_at = |line: u32, column: u32, message: String| {
         let (origin_file, origin_line) = preprocessed.locate(line);
-        Error::Shader { file: origin_file.to_owned(), line: origin_line, column, variant: variant.name(), message }
+        Error::Shader {
+            file: origin_file.to_owned(),
+            line: origin_line,
+            column,
+            variant: variant.name(),
+            message,
+        }
     };
     let module = naga::front::wgsl::parse_str(&preprocessed.source).map_err(|e| {
         let loc = e.location(&preprocessed.source);
@@ -311,20 +353,28 @@ pub fn compile(file: &str, variant: Variant) -> Result<CompiledShader> {
             e.emit_to_string(&preprocessed.source),
         )
     })?;
-    let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), variant.capabilities());
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), variant.capabilities());
     if variant.subgroups {
         validator.subgroup_stages(naga::valid::ShaderStages::COMPUTE);
         validator.subgroup_operations(naga::valid::SubgroupOperationSet::all());
     }
     let info = validator.validate(&module).map_err(|e| {
-        let loc = e.spans().next().map(|(span, _)| span.location(&preprocessed.source));
+        let loc = e
+            .spans()
+            .next()
+            .map(|(span, _)| span.location(&preprocessed.source));
         error_at(
             loc.map_or(0, |l| l.line_number),
             loc.map_or(0, |l| l.line_position),
             e.emit_to_string(&preprocessed.source),
         )
     })?;
-    Ok(CompiledShader { module, info, preprocessed })
+    Ok(CompiledShader {
+        module,
+        info,
+        preprocessed,
+    })
 }
 
 #[cfg(test)]
@@ -341,9 +391,13 @@ mod tests {
 
     #[test]
     fn bad_directive_is_reported_with_file_and_line() {
-        let err = parse_directive("x.wgsl", 7, "#frobnicate").err().expect("must fail");
+        let err = parse_directive("x.wgsl", 7, "#frobnicate")
+            .err()
+            .expect("must fail");
         assert!(err.to_string().contains("x.wgsl:7"), "{err}");
-        let err = parse_directive("x.wgsl", 3, "#if NOPE").err().expect("must fail");
+        let err = parse_directive("x.wgsl", 3, "#if NOPE")
+            .err()
+            .expect("must fail");
         assert!(err.to_string().contains("unknown flag NOPE"), "{err}");
     }
 }

@@ -109,20 +109,34 @@ pub struct Checkpoint {
 const SETS: [&str; 3] = ["params", "adam.m", "adam.v"];
 
 fn format_error(path: &Path, message: impl Into<String>) -> Error {
-    Error::Format { path: path.display().to_string(), kind: KIND.into(), message: message.into() }
+    Error::Format {
+        path: path.display().to_string(),
+        kind: KIND.into(),
+        message: message.into(),
+    }
 }
 
 /// The tensor list a checkpoint of `n` Gaussians with `rest` SH coefficients past DC must hold.
 fn expected_tensors(n: u64, rest: u64) -> Vec<TensorEntry> {
-    let shapes: [Vec<u64>; 6] = [vec![n, 3], vec![n, 3], vec![n, 4], vec![n], vec![n, 3], vec![n, rest, 3]];
+    let shapes: [Vec<u64>; 6] = [
+        vec![n, 3],
+        vec![n, 3],
+        vec![n, 4],
+        vec![n],
+        vec![n, 3],
+        vec![n, rest, 3],
+    ];
     SETS.iter()
         .flat_map(|set| {
-            ATTRIBUTE_NAMES.iter().zip(shapes.clone()).map(move |(attr, shape)| TensorEntry {
-                name: format!("{set}.{attr}"),
-                bytes: shape.iter().product::<u64>() * 4,
-                shape,
-                dtype: "f32".into(),
-            })
+            ATTRIBUTE_NAMES
+                .iter()
+                .zip(shapes.clone())
+                .map(move |(attr, shape)| TensorEntry {
+                    name: format!("{set}.{attr}"),
+                    bytes: shape.iter().product::<u64>() * 4,
+                    shape,
+                    dtype: "f32".into(),
+                })
         })
         .collect()
 }
@@ -155,10 +169,17 @@ pub fn save_checkpoint(
     extra: &serde_json::Value,
 ) -> Result<()> {
     let sets = [params, optimizer.moment1(), optimizer.moment2()];
-    if sets.iter().any(|s| s.len() != params.len() || s.sh_rest_count() != params.sh_rest_count()) {
+    if sets
+        .iter()
+        .any(|s| s.len() != params.len() || s.sh_rest_count() != params.sh_rest_count())
+    {
         return Err(Error::Shape {
             op: "save_checkpoint",
-            detail: format!("the optimizer covers {} Gaussians but the parameters hold {}", optimizer.len(), params.len()),
+            detail: format!(
+                "the optimizer covers {} Gaussians but the parameters hold {}",
+                optimizer.len(),
+                params.len()
+            ),
         });
     }
     let config = optimizer.config;
@@ -174,12 +195,19 @@ pub fn save_checkpoint(
             beta1: config.beta1,
             beta2: config.beta2,
             eps: config.eps,
-            bits: [config.beta1.to_bits(), config.beta2.to_bits(), config.eps.to_bits()],
+            bits: [
+                config.beta1.to_bits(),
+                config.beta2.to_bits(),
+                config.eps.to_bits(),
+            ],
         },
         tensors: expected_tensors(params.len(), u64::from(params.sh_rest_count())),
         extra: extra.clone(),
     };
-    let json = serde_json::to_vec(&header).map_err(|e| Error::InvalidArgument { op: "save_checkpoint", detail: format!("header JSON: {e}") })?;
+    let json = serde_json::to_vec(&header).map_err(|e| Error::InvalidArgument {
+        op: "save_checkpoint",
+        detail: format!("header JSON: {e}"),
+    })?;
     let json_len = u32::try_from(json.len()).ok().filter(|&l| l <= MAX_HEADER_BYTES).ok_or_else(|| Error::InvalidArgument {
         op: "save_checkpoint",
         detail: format!("the JSON header is {} bytes, above the {MAX_HEADER_BYTES}-byte limit; make `extra` smaller", json.len()),
@@ -203,14 +231,24 @@ pub fn save_checkpoint(
             }
         }
         let digest = hash.0.to_le_bytes();
-        w.write_all(&digest).map_err(|e| io_error(&temp, "write", e))
+        w.write_all(&digest)
+            .map_err(|e| io_error(&temp, "write", e))
     })
 }
 
 /// Reads exactly `buf.len()` bytes, hashing them; a short read is a truncation error.
-fn read_hashed(path: &Path, reader: &mut impl Read, hash: &mut Fnv1a, buf: &mut [u8], what: &str) -> Result<()> {
+fn read_hashed(
+    path: &Path,
+    reader: &mut impl Read,
+    hash: &mut Fnv1a,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<()> {
     reader.read_exact(buf).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => format_error(path, format!("it is truncated inside {what}; use an earlier checkpoint")),
+        std::io::ErrorKind::UnexpectedEof => format_error(
+            path,
+            format!("it is truncated inside {what}; use an earlier checkpoint"),
+        ),
         _ => io_error(path, "read", e),
     })?;
     hash.update(buf);
@@ -222,58 +260,117 @@ fn read_hashed(path: &Path, reader: &mut impl Read, hash: &mut Fnv1a, buf: &mut 
 /// [`Error::Format`] naming the file.
 pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
     let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-    let file_len = file.metadata().map_err(|e| io_error(path, "read the size of", e))?.len();
+    let file_len = file
+        .metadata()
+        .map_err(|e| io_error(path, "read the size of", e))?
+        .len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut hash = Fnv1a::new();
     let mut prefix = [0u8; 16];
     if file_len < 16 {
-        return Err(format_error(path, format!("it is only {file_len} bytes long, too short for a checkpoint header")));
+        return Err(format_error(
+            path,
+            format!("it is only {file_len} bytes long, too short for a checkpoint header"),
+        ));
     }
     read_hashed(path, &mut reader, &mut hash, &mut prefix, "the file prefix")?;
     if prefix[..8] != MAGIC {
-        return Err(format_error(path, "it does not start with the checkpoint magic bytes WGSPCKPT; it is not a wgsplat checkpoint"));
+        return Err(format_error(
+            path,
+            "it does not start with the checkpoint magic bytes WGSPCKPT; it is not a wgsplat checkpoint",
+        ));
     }
     let version = u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
     if version != FORMAT_VERSION {
-        return Err(format_error(path, format!("format version {version}; this build reads version {FORMAT_VERSION} (use a matching wgsplat)")));
+        return Err(format_error(
+            path,
+            format!(
+                "format version {version}; this build reads version {FORMAT_VERSION} (use a matching wgsplat)"
+            ),
+        ));
     }
     let json_len = u32::from_le_bytes([prefix[12], prefix[13], prefix[14], prefix[15]]);
     if json_len > MAX_HEADER_BYTES || u64::from(json_len) > file_len - 16 {
-        return Err(format_error(path, format!("its header length {json_len} does not fit in the {file_len}-byte file (corrupt or truncated)")));
+        return Err(format_error(
+            path,
+            format!(
+                "its header length {json_len} does not fit in the {file_len}-byte file (corrupt or truncated)"
+            ),
+        ));
     }
     let mut json = vec![0u8; json_len as usize];
     read_hashed(path, &mut reader, &mut hash, &mut json, "the JSON header")?;
-    let header: CheckpointHeader =
-        serde_json::from_slice(&json).map_err(|e| format_error(path, format!("its JSON header is invalid ({e}); the file is corrupt")))?;
+    let header: CheckpointHeader = serde_json::from_slice(&json).map_err(|e| {
+        format_error(
+            path,
+            format!("its JSON header is invalid ({e}); the file is corrupt"),
+        )
+    })?;
     let rest = u64::from(header.sh_rest_count);
     if header.sh_degree > 3 || rest != coefficient_count(header.sh_degree) as u64 - 1 {
-        return Err(format_error(path, format!("SH degree {} with {rest} rest coefficients is inconsistent", header.sh_degree)));
+        return Err(format_error(
+            path,
+            format!(
+                "SH degree {} with {rest} rest coefficients is inconsistent",
+                header.sh_degree
+            ),
+        ));
     }
-    if header.gaussians > u64::from(u32::MAX) || header.tensors != expected_tensors(header.gaussians, rest) {
-        return Err(format_error(path, "its tensor list does not match its Gaussian count and SH degree (corrupt header)"));
+    if header.gaussians > u64::from(u32::MAX)
+        || header.tensors != expected_tensors(header.gaussians, rest)
+    {
+        return Err(format_error(
+            path,
+            "its tensor list does not match its Gaussian count and SH degree (corrupt header)",
+        ));
     }
     let data_bytes: u64 = header.tensors.iter().map(|t| t.bytes).sum();
     let expected_len = 16 + u64::from(json_len) + data_bytes + 8;
     if file_len < expected_len {
         return Err(format_error(
             path,
-            format!("it is truncated: {file_len} bytes, but its header describes {expected_len}; it was probably cut off while being written, use an earlier checkpoint"),
+            format!(
+                "it is truncated: {file_len} bytes, but its header describes {expected_len}; it was probably cut off while being written, use an earlier checkpoint"
+            ),
         ));
     }
     if file_len > expected_len {
-        return Err(format_error(path, format!("it has {} bytes past the end its header describes (corrupt)", file_len - expected_len)));
+        return Err(format_error(
+            path,
+            format!(
+                "it has {} bytes past the end its header describes (corrupt)",
+                file_len - expected_len
+            ),
+        ));
     }
     let [b1, b2, eps] = header.adam.bits.map(f64::from_bits);
-    let config = AdamConfig { beta1: b1, beta2: b2, eps };
+    let config = AdamConfig {
+        beta1: b1,
+        beta2: b2,
+        eps,
+    };
     let n = header.gaussians as usize;
     let mut loaded = Vec::with_capacity(SETS.len());
-    for (set, category) in SETS.iter().zip([MemoryCategory::Parameters, MemoryCategory::OptimizerState, MemoryCategory::OptimizerState]) {
+    for (set, category) in SETS.iter().zip([
+        MemoryCategory::Parameters,
+        MemoryCategory::OptimizerState,
+        MemoryCategory::OptimizerState,
+    ]) {
         let mut enc = ctx.encoder("load_checkpoint");
         let tensors = GaussianTensors::uninit(&mut enc, n, header.sh_degree, category, set)?;
         for (tensor, name) in tensors.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
             let mut bytes = vec![0u8; tensor.len() as usize * 4];
-            read_hashed(path, &mut reader, &mut hash, &mut bytes, &format!("tensor {set}.{name}"))?;
-            let values: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            read_hashed(
+                path,
+                &mut reader,
+                &mut hash,
+                &mut bytes,
+                &format!("tensor {set}.{name}"),
+            )?;
+            let values: Vec<f32> = bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
             tensor.write(&mut enc, &values)?;
         }
         ctx.submit(enc)?;
@@ -281,14 +378,30 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
     }
     let digest = hash.0;
     let mut stored = [0u8; 8];
-    read_hashed(path, &mut reader, &mut Fnv1a::new(), &mut stored, "the checksum")?;
+    read_hashed(
+        path,
+        &mut reader,
+        &mut Fnv1a::new(),
+        &mut stored,
+        "the checksum",
+    )?;
     if u64::from_le_bytes(stored) != digest {
-        return Err(format_error(path, "its checksum does not match its contents; the file is corrupt, use an earlier checkpoint"));
+        return Err(format_error(
+            path,
+            "its checksum does not match its contents; the file is corrupt, use an earlier checkpoint",
+        ));
     }
     let mut sets = loaded.into_iter();
-    let (Some(params), Some(moment1), Some(moment2)) = (sets.next(), sets.next(), sets.next()) else {
+    let (Some(params), Some(moment1), Some(moment2)) = (sets.next(), sets.next(), sets.next())
+    else {
         return Err(format_error(path, "internal: tensor sets missing"));
     };
     let optimizer = GaussianOptimizer::from_parts(config, moment1, moment2, header.adam_step)?;
-    Ok(Checkpoint { params, optimizer, iteration: header.iteration, rng_state: header.rng_state, extra: header.extra })
+    Ok(Checkpoint {
+        params,
+        optimizer,
+        iteration: header.iteration,
+        rng_state: header.rng_state,
+        extra: header.extra,
+    })
 }

@@ -14,7 +14,11 @@ use std::path::{Path, PathBuf};
 
 /// An [`Error::Io`] naming `path`.
 pub(crate) fn io_error(path: &Path, action: &str, err: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), action: action.into(), message: err.to_string() }
+    Error::Io {
+        path: path.display().to_string(),
+        action: action.into(),
+        message: err.to_string(),
+    }
 }
 
 /// The temporary file an atomic write of `path` goes through: `path` with `.tmp` appended.
@@ -27,17 +31,24 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// Writes a file atomically: `fill` writes the contents into a buffered writer on `<path>.tmp`,
 /// which is then synced and renamed onto `path`. On any failure the temporary file is removed and
 /// `path` is left as it was.
-pub(crate) fn write_atomically(path: &Path, fill: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>) -> Result<()> {
+pub(crate) fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
     let temp = temp_path(path);
     let result = (|| {
         let file = std::fs::File::create(&temp).map_err(|e| io_error(&temp, "create", e))?;
         let mut writer = BufWriter::with_capacity(1 << 20, file);
         fill(&mut writer)?;
         writer.flush().map_err(|e| io_error(&temp, "write", e))?;
-        let file = writer.into_inner().map_err(|e| io_error(&temp, "write", e.into_error()))?;
-        file.sync_all().map_err(|e| io_error(&temp, "flush to disk", e))?;
+        let file = writer
+            .into_inner()
+            .map_err(|e| io_error(&temp, "write", e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| io_error(&temp, "flush to disk", e))?;
         drop(file);
-        std::fs::rename(&temp, path).map_err(|e| io_error(path, &format!("rename {} onto", temp.display()), e))
+        std::fs::rename(&temp, path)
+            .map_err(|e| io_error(path, &format!("rename {} onto", temp.display()), e))
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);

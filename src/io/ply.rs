@@ -34,12 +34,20 @@ pub struct PlyModel {
 }
 
 fn format_error(path: &Path, message: impl Into<String>) -> Error {
-    Error::Format { path: path.display().to_string(), kind: KIND.into(), message: message.into() }
+    Error::Format {
+        path: path.display().to_string(),
+        kind: KIND.into(),
+        message: message.into(),
+    }
 }
 
 /// The property names of a 3DGS PLY for `rest` SH coefficients past DC, in file order.
 pub fn property_names(rest: usize) -> Vec<String> {
-    let mut names: Vec<String> = ["x", "y", "z", "nx", "ny", "nz", "f_dc_0", "f_dc_1", "f_dc_2"].map(String::from).to_vec();
+    let mut names: Vec<String> = [
+        "x", "y", "z", "nx", "ny", "nz", "f_dc_0", "f_dc_1", "f_dc_2",
+    ]
+    .map(String::from)
+    .to_vec();
     names.extend((0..3 * rest).map(|i| format!("f_rest_{i}")));
     names.push("opacity".into());
     names.extend((0..3).map(|i| format!("scale_{i}")));
@@ -50,12 +58,23 @@ pub fn property_names(rest: usize) -> Vec<String> {
 /// Writes `gaussians` with SH up to `sh_degree` as a binary 3DGS PLY, atomically (see [`super`]).
 pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Result<()> {
     let n = gaussians.means.len();
-    let lengths = [gaussians.log_scales.len(), gaussians.quats.len(), gaussians.opacity_logits.len(), gaussians.sh.len()];
+    let lengths = [
+        gaussians.log_scales.len(),
+        gaussians.quats.len(),
+        gaussians.opacity_logits.len(),
+        gaussians.sh.len(),
+    ];
     if lengths.iter().any(|&l| l != n) {
-        return Err(Error::Shape { op: "write_ply", detail: format!("{n} means but attribute lengths {lengths:?}") });
+        return Err(Error::Shape {
+            op: "write_ply",
+            detail: format!("{n} means but attribute lengths {lengths:?}"),
+        });
     }
     if sh_degree > 3 {
-        return Err(Error::InvalidArgument { op: "write_ply", detail: format!("SH degree {sh_degree} is above 3") });
+        return Err(Error::InvalidArgument {
+            op: "write_ply",
+            detail: format!("SH degree {sh_degree} is above 3"),
+        });
     }
     let rest = coefficient_count(sh_degree) - 1;
     let names = property_names(rest);
@@ -66,7 +85,8 @@ pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Resul
     header.push_str("end_header\n");
     write_atomically(path, |w| {
         let temp = super::temp_path(path);
-        w.write_all(header.as_bytes()).map_err(|e| io_error(&temp, "write", e))?;
+        w.write_all(header.as_bytes())
+            .map_err(|e| io_error(&temp, "write", e))?;
         let mut record: Vec<f32> = Vec::with_capacity(names.len());
         let mut bytes: Vec<u8> = Vec::with_capacity(names.len() * 4);
         for i in 0..n {
@@ -82,7 +102,8 @@ pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Resul
             record.extend_from_slice(&gaussians.quats[i]);
             bytes.clear();
             bytes.extend(record.iter().flat_map(|v| v.to_le_bytes()));
-            w.write_all(&bytes).map_err(|e| io_error(&temp, "write", e))?;
+            w.write_all(&bytes)
+                .map_err(|e| io_error(&temp, "write", e))?;
         }
         Ok(())
     })
@@ -170,7 +191,10 @@ struct Element {
 impl Element {
     /// Bytes per instance in a binary body, when it has no lists.
     fn fixed_stride(&self) -> Option<u64> {
-        self.properties.iter().map(|p| p.list_count.is_none().then_some(p.ty.size() as u64)).sum()
+        self.properties
+            .iter()
+            .map(|p| p.list_count.is_none().then_some(p.ty.size() as u64))
+            .sum()
     }
 }
 
@@ -187,20 +211,41 @@ fn parse_header(path: &Path, reader: &mut impl BufRead) -> Result<Header> {
     let mut line = Vec::new();
     for number in 1..=MAX_HEADER_LINES {
         line.clear();
-        let read = reader.by_ref().take(MAX_HEADER_LINE).read_until(b'\n', &mut line).map_err(|e| io_error(path, "read", e))?;
+        let read = reader
+            .by_ref()
+            .take(MAX_HEADER_LINE)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_error(path, "read", e))?;
         bytes += read as u64;
         if read == 0 && number == 1 {
             return Err(format_error(path, "the file is empty"));
         }
         if read == 0 {
-            return Err(format_error(path, "the header ends without an end_header line (the file is truncated or not a PLY)"));
+            return Err(format_error(
+                path,
+                "the header ends without an end_header line (the file is truncated or not a PLY)",
+            ));
         }
-        let not_ply = || format_error(path, "it does not start with the line \"ply\"; it is not a PLY file");
+        let not_ply = || {
+            format_error(
+                path,
+                "it does not start with the line \"ply\"; it is not a PLY file",
+            )
+        };
         let text = std::str::from_utf8(&line).map_err(|_| {
-            if number == 1 { not_ply() } else { format_error(path, format!("header line {number} is not text")) }
+            if number == 1 {
+                not_ply()
+            } else {
+                format_error(path, format!("header line {number} is not text"))
+            }
         })?;
         let words: Vec<&str> = text.split_whitespace().collect();
-        let bad = |what: &str| format_error(path, format!("header line {number} ({:?}): {what}", text.trim_end()));
+        let bad = |what: &str| {
+            format_error(
+                path,
+                format!("header line {number} ({:?}): {what}", text.trim_end()),
+            )
+        };
         if number == 1 {
             if words != ["ply"] {
                 return Err(not_ply());
@@ -217,32 +262,63 @@ fn parse_header(path: &Path, reader: &mut impl BufRead) -> Result<Header> {
                     "ascii" => Encoding::Ascii,
                     "binary_little_endian" => Encoding::LittleEndian,
                     "binary_big_endian" => Encoding::BigEndian,
-                    _ => return Err(bad("unknown format (expected ascii, binary_little_endian or binary_big_endian)")),
+                    _ => {
+                        return Err(bad(
+                            "unknown format (expected ascii, binary_little_endian or binary_big_endian)",
+                        ));
+                    }
                 });
             }
             ["element", name, count] => {
-                let count = count.parse::<u64>().map_err(|_| bad("the element count is not a non-negative integer"))?;
-                elements.push(Element { name: name.to_string(), count, properties: Vec::new() });
+                let count = count
+                    .parse::<u64>()
+                    .map_err(|_| bad("the element count is not a non-negative integer"))?;
+                elements.push(Element {
+                    name: name.to_string(),
+                    count,
+                    properties: Vec::new(),
+                });
             }
             ["property", "list", count_ty, item_ty, name] => {
-                let element = elements.last_mut().ok_or_else(|| bad("property before any element"))?;
-                let count_ty = Scalar::parse(count_ty).ok_or_else(|| bad("unknown list count type"))?;
+                let element = elements
+                    .last_mut()
+                    .ok_or_else(|| bad("property before any element"))?;
+                let count_ty =
+                    Scalar::parse(count_ty).ok_or_else(|| bad("unknown list count type"))?;
                 let ty = Scalar::parse(item_ty).ok_or_else(|| bad("unknown list item type"))?;
-                element.properties.push(Property { name: name.to_string(), ty, list_count: Some(count_ty) });
+                element.properties.push(Property {
+                    name: name.to_string(),
+                    ty,
+                    list_count: Some(count_ty),
+                });
             }
             ["property", ty, name] => {
-                let element = elements.last_mut().ok_or_else(|| bad("property before any element"))?;
+                let element = elements
+                    .last_mut()
+                    .ok_or_else(|| bad("property before any element"))?;
                 let ty = Scalar::parse(ty).ok_or_else(|| bad("unknown property type"))?;
-                element.properties.push(Property { name: name.to_string(), ty, list_count: None });
+                element.properties.push(Property {
+                    name: name.to_string(),
+                    ty,
+                    list_count: None,
+                });
             }
             ["end_header"] => {
-                let encoding = encoding.ok_or_else(|| format_error(path, "the header has no format line"))?;
-                return Ok(Header { encoding, elements, bytes });
+                let encoding =
+                    encoding.ok_or_else(|| format_error(path, "the header has no format line"))?;
+                return Ok(Header {
+                    encoding,
+                    elements,
+                    bytes,
+                });
             }
             _ => return Err(bad("not a PLY header line")),
         }
     }
-    Err(format_error(path, format!("no end_header within {MAX_HEADER_LINES} header lines")))
+    Err(format_error(
+        path,
+        format!("no end_header within {MAX_HEADER_LINES} header lines"),
+    ))
 }
 
 /// Reads the values of a PLY body one scalar at a time.
@@ -267,13 +343,20 @@ impl<R: BufRead> Body<R> {
             Body::Ascii { text, position } => {
                 let rest = &text[*position..];
                 let start = rest.len() - rest.trim_start().len();
-                let token_len = rest[start..].find(char::is_whitespace).unwrap_or(rest.len() - start);
+                let token_len = rest[start..]
+                    .find(char::is_whitespace)
+                    .unwrap_or(rest.len() - start);
                 *position += start + token_len;
                 if token_len == 0 {
                     return Ok(None);
                 }
                 let token = &rest[start..start + token_len];
-                token.parse::<f64>().map(Some).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{token:?} is not a number")))
+                token.parse::<f64>().map(Some).map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{token:?} is not a number"),
+                    )
+                })
             }
         }
     }
@@ -287,18 +370,31 @@ struct Columns {
     rest: usize,
 }
 
-const FIXED_SLOTS: [&str; 14] =
-    ["x", "y", "z", "f_dc_0", "f_dc_1", "f_dc_2", "opacity", "scale_0", "scale_1", "scale_2", "rot_0", "rot_1", "rot_2", "rot_3"];
+const FIXED_SLOTS: [&str; 14] = [
+    "x", "y", "z", "f_dc_0", "f_dc_1", "f_dc_2", "opacity", "scale_0", "scale_1", "scale_2",
+    "rot_0", "rot_1", "rot_2", "rot_3",
+];
 
 fn columns(path: &Path, vertex: &Element) -> Result<(Columns, u32)> {
     let find = |name: &str| vertex.properties.iter().position(|p| p.name == name);
-    let rest_props = vertex.properties.iter().filter(|p| p.name.starts_with("f_rest_")).count();
+    let rest_props = vertex
+        .properties
+        .iter()
+        .filter(|p| p.name.starts_with("f_rest_"))
+        .count();
     let degree = match rest_props {
         0 => 0,
         9 => 1,
         24 => 2,
         45 => 3,
-        n => return Err(format_error(path, format!("it has {n} f_rest_* properties; 3DGS files have 0, 9, 24 or 45 (SH degree 0 to 3)"))),
+        n => {
+            return Err(format_error(
+                path,
+                format!(
+                    "it has {n} f_rest_* properties; 3DGS files have 0, 9, 24 or 45 (SH degree 0 to 3)"
+                ),
+            ));
+        }
     };
     let rest = coefficient_count(degree) - 1;
     let mut names: Vec<String> = FIXED_SLOTS.map(String::from).to_vec();
@@ -308,7 +404,10 @@ fn columns(path: &Path, vertex: &Element) -> Result<(Columns, u32)> {
     for (slot, name) in names.iter().enumerate() {
         match find(name) {
             Some(p) if vertex.properties[p].list_count.is_some() => {
-                return Err(format_error(path, format!("vertex property {name} is a list; 3DGS files store it as a scalar")));
+                return Err(format_error(
+                    path,
+                    format!("vertex property {name} is a list; 3DGS files store it as a scalar"),
+                ));
             }
             Some(p) => slot_of_property[p] = Some(slot),
             None => missing.push(name.clone()),
@@ -317,62 +416,115 @@ fn columns(path: &Path, vertex: &Element) -> Result<(Columns, u32)> {
     if !missing.is_empty() {
         return Err(format_error(
             path,
-            format!("the vertex element lacks the properties {}; is this a 3D Gaussian Splatting model (not a plain point cloud)?", missing.join(", ")),
+            format!(
+                "the vertex element lacks the properties {}; is this a 3D Gaussian Splatting model (not a plain point cloud)?",
+                missing.join(", ")
+            ),
         ));
     }
-    Ok((Columns { slot_of_property, slots: names.len(), rest }, degree))
+    Ok((
+        Columns {
+            slot_of_property,
+            slots: names.len(),
+            rest,
+        },
+        degree,
+    ))
 }
 
 /// Reads a 3DGS PLY (ASCII or binary; extra properties and elements are ignored).
 pub fn read_ply(path: &Path) -> Result<PlyModel> {
     let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-    let file_len = file.metadata().map_err(|e| io_error(path, "read the size of", e))?.len();
+    let file_len = file
+        .metadata()
+        .map_err(|e| io_error(path, "read the size of", e))?
+        .len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let header = parse_header(path, &mut reader)?;
-    let vertex_index = header.elements.iter().position(|e| e.name == "vertex").ok_or_else(|| format_error(path, "it has no vertex element"))?;
+    let vertex_index = header
+        .elements
+        .iter()
+        .position(|e| e.name == "vertex")
+        .ok_or_else(|| format_error(path, "it has no vertex element"))?;
     let vertex = header.elements[vertex_index].clone();
     let (columns, sh_degree) = columns(path, &vertex)?;
     let mut body = match header.encoding {
         Encoding::Ascii => {
             let mut text = String::new();
-            reader.read_to_string(&mut text).map_err(|e| match e.kind() {
-                std::io::ErrorKind::InvalidData => format_error(path, "the ASCII body is not text"),
-                _ => io_error(path, "read", e),
-            })?;
+            reader
+                .read_to_string(&mut text)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::InvalidData => {
+                        format_error(path, "the ASCII body is not text")
+                    }
+                    _ => io_error(path, "read", e),
+                })?;
             Body::Ascii { text, position: 0 }
         }
         encoding => {
             // Refuse early when fixed-size data cannot fit in the file (also bounds allocations).
-            let before: Option<u64> = header.elements[..vertex_index].iter().map(|e| e.fixed_stride().and_then(|s| s.checked_mul(e.count))).sum();
-            let needed = vertex.fixed_stride().and_then(|s| s.checked_mul(vertex.count)).zip(before).and_then(|(v, b)| v.checked_add(b));
+            let before: Option<u64> = header.elements[..vertex_index]
+                .iter()
+                .map(|e| e.fixed_stride().and_then(|s| s.checked_mul(e.count)))
+                .sum();
+            let needed = vertex
+                .fixed_stride()
+                .and_then(|s| s.checked_mul(vertex.count))
+                .zip(before)
+                .and_then(|(v, b)| v.checked_add(b));
             let available = file_len.saturating_sub(header.bytes);
             if let Some(needed) = needed.filter(|&n| n > available) {
                 return Err(format_error(
                     path,
-                    format!("it is truncated: the header declares {} vertices needing {needed} bytes of data, but only {available} bytes follow the header", vertex.count),
+                    format!(
+                        "it is truncated: the header declares {} vertices needing {needed} bytes of data, but only {available} bytes follow the header",
+                        vertex.count
+                    ),
                 ));
             }
-            Body::Binary { reader, big_endian: encoding == Encoding::BigEndian }
+            Body::Binary {
+                reader,
+                big_endian: encoding == Encoding::BigEndian,
+            }
         }
     };
-    let truncated = |what: String| format_error(path, format!("it is truncated or malformed: the data ends inside {what}"));
-    let bad_value = |what: String, e: std::io::Error| format_error(path, format!("bad value in {what}: {e}"));
+    let truncated = |what: String| {
+        format_error(
+            path,
+            format!("it is truncated or malformed: the data ends inside {what}"),
+        )
+    };
+    let bad_value =
+        |what: String, e: std::io::Error| format_error(path, format!("bad value in {what}: {e}"));
     // Skip the elements before the vertices.
     for element in &header.elements[..vertex_index] {
         for i in 0..element.count {
             for property in &element.properties {
-                let what = || format!("{} {i} of {} ({})", element.name, element.count, property.name);
+                let what = || {
+                    format!(
+                        "{} {i} of {} ({})",
+                        element.name, element.count, property.name
+                    )
+                };
                 let items = match property.list_count {
-                    Some(count_ty) => body.next(count_ty).map_err(|e| bad_value(what(), e))?.ok_or_else(|| truncated(what()))? as u64,
+                    Some(count_ty) => {
+                        body.next(count_ty)
+                            .map_err(|e| bad_value(what(), e))?
+                            .ok_or_else(|| truncated(what()))? as u64
+                    }
                     None => 1,
                 };
                 for _ in 0..items {
-                    body.next(property.ty).map_err(|e| bad_value(what(), e))?.ok_or_else(|| truncated(what()))?;
+                    body.next(property.ty)
+                        .map_err(|e| bad_value(what(), e))?
+                        .ok_or_else(|| truncated(what()))?;
                 }
             }
         }
     }
-    let capacity = vertex.count.min(file_len / vertex.properties.len().max(1) as u64) as usize;
+    let capacity = vertex
+        .count
+        .min(file_len / vertex.properties.len().max(1) as u64) as usize;
     let mut g = CpuGaussians {
         means: Vec::with_capacity(capacity),
         log_scales: Vec::with_capacity(capacity),
@@ -397,24 +549,38 @@ pub fn read_ply(path: &Path) -> Result<PlyModel> {
         _ => None,
     };
     for i in 0..vertex.count {
-        if let (Some((bytes, fields, big_endian)), Body::Binary { reader, .. }) = (&mut fixed, &mut body) {
+        if let (Some((bytes, fields, big_endian)), Body::Binary { reader, .. }) =
+            (&mut fixed, &mut body)
+        {
             reader.read_exact(bytes).map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => truncated(format!("vertex {i} of {}", vertex.count)),
+                std::io::ErrorKind::UnexpectedEof => {
+                    truncated(format!("vertex {i} of {}", vertex.count))
+                }
                 _ => io_error(path, "read", e),
             })?;
             for &(offset, ty, slot) in fields.iter() {
                 record[slot] = ty.decode(&bytes[offset..offset + ty.size()], *big_endian) as f32;
             }
         }
-        let generic = if fixed.is_some() { &[][..] } else { &vertex.properties[..] };
+        let generic = if fixed.is_some() {
+            &[][..]
+        } else {
+            &vertex.properties[..]
+        };
         for (property, slot) in generic.iter().zip(&columns.slot_of_property) {
             let what = || format!("vertex {i} of {} ({})", vertex.count, property.name);
             let items = match property.list_count {
-                Some(count_ty) => body.next(count_ty).map_err(|e| bad_value(what(), e))?.ok_or_else(|| truncated(what()))? as u64,
+                Some(count_ty) => body
+                    .next(count_ty)
+                    .map_err(|e| bad_value(what(), e))?
+                    .ok_or_else(|| truncated(what()))? as u64,
                 None => 1,
             };
             for _ in 0..items {
-                let value = body.next(property.ty).map_err(|e| bad_value(what(), e))?.ok_or_else(|| truncated(what()))?;
+                let value = body
+                    .next(property.ty)
+                    .map_err(|e| bad_value(what(), e))?
+                    .ok_or_else(|| truncated(what()))?;
                 if let Some(slot) = slot {
                     record[*slot] = value as f32;
                 }
@@ -434,5 +600,8 @@ pub fn read_ply(path: &Path) -> Result<PlyModel> {
         g.log_scales.push([r[7], r[8], r[9]]);
         g.quats.push([r[10], r[11], r[12], r[13]]);
     }
-    Ok(PlyModel { gaussians: g, sh_degree })
+    Ok(PlyModel {
+        gaussians: g,
+        sh_degree,
+    })
 }

@@ -58,7 +58,9 @@ mod reference;
 mod stages;
 pub mod tree;
 
-pub use reference::{mean_of_nearest, mean_sq_dist_3nn_brute_force, nearest_squared_distances, squared_distance};
+pub use reference::{
+    mean_of_nearest, mean_sq_dist_3nn_brute_force, nearest_squared_distances, squared_distance,
+};
 pub use tree::{FANOUT, LEAF_SIZE};
 
 use crate::error::{Error, Result};
@@ -84,21 +86,39 @@ fn check_points(enc: &Encoder, points: &Tensor) -> Result<u64> {
     const OP: &str = "mean_sq_dist_3nn";
     points.expect_dtype(OP, DType::F32)?;
     if points.shape().len() != 2 || points.shape()[1] != 3 {
-        return Err(Error::Shape { op: OP, detail: format!("points must have shape [N, 3], got {:?}", points.shape()) });
+        return Err(Error::Shape {
+            op: OP,
+            detail: format!("points must have shape [N, 3], got {:?}", points.shape()),
+        });
     }
     let n = points.shape()[0] as u64;
     let limits = &enc.ctx().info().limits;
-    let binding_limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let binding_limit = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     if n * 3 > u64::from(u32::MAX) {
-        return Err(Error::Overflow { what: "k-NN point count".into(), needed: n, max: u64::from(u32::MAX) / 3, hint: "indices are 32-bit".into() });
+        return Err(Error::Overflow {
+            what: "k-NN point count".into(),
+            needed: n,
+            max: u64::from(u32::MAX) / 3,
+            hint: "indices are 32-bit".into(),
+        });
     }
     if n * 4 > binding_limit {
-        return Err(Error::BindingTooLarge { label: "knn sorted coordinates".into(), bytes: n * 4, limit: binding_limit });
+        return Err(Error::BindingTooLarge {
+            label: "knn sorted coordinates".into(),
+            bytes: n * 4,
+            limit: binding_limit,
+        });
     }
     if n > 0 {
         let box_bytes = BoxLevels::for_points(n)?.total() * 16;
         if box_bytes > binding_limit {
-            return Err(Error::BindingTooLarge { label: "knn box corners".into(), bytes: box_bytes, limit: binding_limit });
+            return Err(Error::BindingTooLarge {
+                label: "knn box corners".into(),
+                bytes: box_bytes,
+                limit: binding_limit,
+            });
         }
     }
     Ok(n)
@@ -110,17 +130,30 @@ fn check_points(enc: &Encoder, points: &Tensor) -> Result<u64> {
 pub fn mean_sq_dist_3nn(enc: &mut Encoder, points: &Tensor) -> Result<Tensor> {
     let n = check_points(enc, points)?;
     if n == 0 {
-        return Tensor::uninit(enc, DType::F32, &[0], MemoryCategory::Other, "knn mean squared distance");
+        return Tensor::uninit(
+            enc,
+            DType::F32,
+            &[0],
+            MemoryCategory::Other,
+            "knn mean squared distance",
+        );
     }
     let levels = BoxLevels::for_points(n)?;
     let unpacked = stages::unpack(enc, points, n)?;
 
     // Stable LSD sort by the whole key: least significant word first.
-    let mut point_from_position = Tensor::uninit(enc, DType::U32, &[n as usize], MemoryCategory::SortScratch, "knn permutation")?;
+    let mut point_from_position = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[n as usize],
+        MemoryCategory::SortScratch,
+        "knn permutation",
+    )?;
     ops::arange(enc, &point_from_position, 0u32, 1)?;
     for (word, &bits) in KEY_BITS.iter().enumerate().rev() {
         let keys = stages::sort_key_word(enc, &point_from_position, &unpacked, word as u32)?;
-        point_from_position = ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, bits)?.1;
+        point_from_position =
+            ops::radix_sort::sort_pairs(enc, &keys, &point_from_position, bits)?.1;
     }
 
     let sorted = stages::gather_sorted(enc, &point_from_position, &unpacked)?;
@@ -129,7 +162,13 @@ pub fn mean_sq_dist_3nn(enc: &mut Encoder, points: &Tensor) -> Result<Tensor> {
     let result_from_position = stages::search(enc, &sorted, &boxes, &levels, n)?;
     drop((sorted, boxes));
 
-    let result = Tensor::uninit(enc, DType::F32, &[n as usize], MemoryCategory::Other, "knn mean squared distance")?;
+    let result = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[n as usize],
+        MemoryCategory::Other,
+        "knn mean squared distance",
+    )?;
     ops::scatter(enc, &result_from_position, &point_from_position, &result)?;
     Ok(result)
 }
@@ -146,7 +185,13 @@ pub fn mean_sq_dist_3nn_blocking(ctx: &GpuContext, points: &Tensor) -> Result<Ve
 pub fn mean_sq_dist_3nn_of_slice(ctx: &GpuContext, points: &[[f32; 3]]) -> Result<Vec<f32>> {
     let mut enc = ctx.encoder("knn upload");
     let flat: &[f32] = bytemuck::cast_slice(points);
-    let tensor = Tensor::from_slice(&mut enc, flat, &[points.len(), 3], MemoryCategory::Other, "knn points")?;
+    let tensor = Tensor::from_slice(
+        &mut enc,
+        flat,
+        &[points.len(), 3],
+        MemoryCategory::Other,
+        "knn points",
+    )?;
     ctx.submit(enc)?;
     mean_sq_dist_3nn_blocking(ctx, &tensor)
 }

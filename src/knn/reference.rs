@@ -15,7 +15,11 @@ pub fn squared_distance(a: [f32; 3], b: [f32; 3]) -> f32 {
 /// [`MIN_MEAN_SQ_DIST`].
 pub fn mean_of_nearest(ascending: &[f32]) -> f32 {
     let used = &ascending[..ascending.len().min(NEIGHBOURS)];
-    let inv = if used.is_empty() { 0.0 } else { 1.0 / used.len() as f32 };
+    let inv = if used.is_empty() {
+        0.0
+    } else {
+        1.0 / used.len() as f32
+    };
     let sum = used.iter().fold(0.0f32, |acc, &d| acc + d);
     (sum * inv).max(MIN_MEAN_SQ_DIST)
 }
@@ -44,5 +48,7 @@ pub fn nearest_squared_distances(points: &[[f32; 3]], query: usize) -> Vec<f32> 
 
 /// Brute-force [`mean_sq_dist_3nn`](super::mean_sq_dist_3nn) on the CPU: O(N²), for tests.
 pub fn mean_sq_dist_3nn_brute_force(points: &[[f32; 3]]) -> Vec<f32> {
-    (0..points.len()).map(|i| mean_of_nearest(&nearest_squared_distances(points, i))).collect()
+    (0..points.len())
+        .map(|i| mean_of_nearest(&nearest_squared_distances(points, i)))
+        .collect()
 }

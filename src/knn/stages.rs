@@ -76,15 +76,54 @@ pub(crate) struct KnnSearchParams {
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     vec![
-        mirror!(KnnUnpackParams, UNPACK_FILE, "KnnUnpackParams", [page_len, page_start, _pad0, _pad1]),
-        mirror!(KnnKeyParams, KEYS_FILE, "KnnKeyParams", [page_len, word, _pad0, _pad1]),
-        mirror!(KnnGatherParams, GATHER_FILE, "KnnGatherParams", [page_len, page_start, _pad0, _pad1]),
-        mirror!(KnnBoxParams, BOXES_FILE, "KnnBoxParams", [level, num_points, node_offset, node_count, child_offset, child_count, _pad0, _pad1]),
+        mirror!(
+            KnnUnpackParams,
+            UNPACK_FILE,
+            "KnnUnpackParams",
+            [page_len, page_start, _pad0, _pad1]
+        ),
+        mirror!(
+            KnnKeyParams,
+            KEYS_FILE,
+            "KnnKeyParams",
+            [page_len, word, _pad0, _pad1]
+        ),
+        mirror!(
+            KnnGatherParams,
+            GATHER_FILE,
+            "KnnGatherParams",
+            [page_len, page_start, _pad0, _pad1]
+        ),
+        mirror!(
+            KnnBoxParams,
+            BOXES_FILE,
+            "KnnBoxParams",
+            [
+                level,
+                num_points,
+                node_offset,
+                node_count,
+                child_offset,
+                child_count,
+                _pad0,
+                _pad1
+            ]
+        ),
         mirror!(
             KnnSearchParams,
             SEARCH_FILE,
             "KnnSearchParams",
-            [num_points, page_start, page_len, neighbours, num_levels, infinity_bits, inv_neighbours, min_value, level_offset]
+            [
+                num_points,
+                page_start,
+                page_len,
+                neighbours,
+                num_levels,
+                infinity_bits,
+                inv_neighbours,
+                min_value,
+                level_offset
+            ]
         ),
     ]
 }
@@ -120,7 +159,11 @@ pub(crate) struct Boxes {
 }
 
 fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
-    wgpu::BufferBinding { buffer: buffer.raw(), offset: 0, size: NonZeroU64::new(buffer.requested()) }
+    wgpu::BufferBinding {
+        buffer: buffer.raw(),
+        offset: 0,
+        size: NonZeroU64::new(buffer.requested()),
+    }
 }
 
 /// Splits `points` ([N, 3] f32, any paging) into x, y and z arrays in point order and computes
@@ -132,25 +175,56 @@ pub(crate) fn unpack(enc: &mut Encoder, points: &Tensor, num_points: u64) -> Res
     let kernel = enc.ctx().kernel(UNPACK_FILE, "unpack_points")?;
     for page in 0..points.num_pages() {
         let len = points.page_len(page);
-        let params = KnnUnpackParams { page_len: len as u32, page_start: points.page_start(page) as u32, ..Default::default() };
+        let params = KnnUnpackParams {
+            page_len: len as u32,
+            page_start: points.page_start(page) as u32,
+            ..Default::default()
+        };
         let [x, y, z] = coords.bindings();
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[points.page_binding(page), x, y, z, whole(&bounds)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[points.page_binding(page), x, y, z, whole(&bounds)],
+            grid,
+        )?;
     }
     Ok(Unpacked { coords, bounds })
 }
 
 /// Word `word` (0 = most significant) of the sort key (see shaders/knn_keys.wgsl) of the point at
 /// each position of `point_from_position`.
-pub(crate) fn sort_key_word(enc: &mut Encoder, point_from_position: &Tensor, unpacked: &Unpacked, word: u32) -> Result<Tensor> {
+pub(crate) fn sort_key_word(
+    enc: &mut Encoder,
+    point_from_position: &Tensor,
+    unpacked: &Unpacked,
+    word: u32,
+) -> Result<Tensor> {
     let n = point_from_position.len() as usize;
-    let keys = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, "knn sort keys")?;
+    let keys = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[n],
+        MemoryCategory::SortScratch,
+        "knn sort keys",
+    )?;
     let kernel = enc.ctx().kernel(KEYS_FILE, "sort_key_word")?;
     for page in 0..keys.num_pages() {
         let len = keys.page_len(page);
-        let params = KnnKeyParams { page_len: len as u32, word, ..Default::default() };
+        let params = KnnKeyParams {
+            page_len: len as u32,
+            word,
+            ..Default::default()
+        };
         let [x, y, z] = unpacked.coords.bindings();
-        let bindings = [point_from_position.page_binding(page), x, y, z, whole(&unpacked.bounds), keys.page_binding(page)];
+        let bindings = [
+            point_from_position.page_binding(page),
+            x,
+            y,
+            z,
+            whole(&unpacked.bounds),
+            keys.page_binding(page),
+        ];
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
         enc.dispatch(&kernel, &params, &bindings, grid)?;
     }
@@ -158,29 +232,53 @@ pub(crate) fn sort_key_word(enc: &mut Encoder, point_from_position: &Tensor, unp
 }
 
 /// The coordinates reordered by `point_from_position`.
-pub(crate) fn gather_sorted(enc: &mut Encoder, point_from_position: &Tensor, unpacked: &Unpacked) -> Result<Coordinates> {
+pub(crate) fn gather_sorted(
+    enc: &mut Encoder,
+    point_from_position: &Tensor,
+    unpacked: &Unpacked,
+) -> Result<Coordinates> {
     let coords = &unpacked.coords;
     let sorted = Coordinates::alloc(enc, point_from_position.len(), "knn sorted coordinates")?;
     let kernel = enc.ctx().kernel(GATHER_FILE, "gather_sorted")?;
     for page in 0..point_from_position.num_pages() {
         let len = point_from_position.page_len(page);
-        let params = KnnGatherParams { page_len: len as u32, page_start: point_from_position.page_start(page) as u32, ..Default::default() };
+        let params = KnnGatherParams {
+            page_len: len as u32,
+            page_start: point_from_position.page_start(page) as u32,
+            ..Default::default()
+        };
         let [x, y, z] = coords.bindings();
         let [sx, sy, sz] = sorted.bindings();
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[point_from_position.page_binding(page), x, y, z, sx, sy, sz], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[point_from_position.page_binding(page), x, y, z, sx, sy, sz],
+            grid,
+        )?;
     }
     Ok(sorted)
 }
 
 /// Builds every level of the box hierarchy over the sorted points, leaves first.
-pub(crate) fn build_boxes(enc: &mut Encoder, sorted: &Coordinates, levels: &BoxLevels, num_points: u64) -> Result<Boxes> {
+pub(crate) fn build_boxes(
+    enc: &mut Encoder,
+    sorted: &Coordinates,
+    levels: &BoxLevels,
+    num_points: u64,
+) -> Result<Boxes> {
     let bytes = levels.total() * 16;
-    let boxes =
-        Boxes { lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?, hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")? };
+    let boxes = Boxes {
+        lo: enc.alloc(bytes, MemoryCategory::Other, "knn box lower corners")?,
+        hi: enc.alloc(bytes, MemoryCategory::Other, "knn box upper corners")?,
+    };
     let kernel = enc.ctx().kernel(BOXES_FILE, "build_boxes")?;
     for level in 0..levels.num_levels() {
-        let (child_offset, child_count) = if level == 0 { (0, 0) } else { (levels.offset(level - 1), levels.count(level - 1)) };
+        let (child_offset, child_count) = if level == 0 {
+            (0, 0)
+        } else {
+            (levels.offset(level - 1), levels.count(level - 1))
+        };
         let params = KnnBoxParams {
             level: level as u32,
             num_points: num_points as u32,
@@ -192,21 +290,42 @@ pub(crate) fn build_boxes(enc: &mut Encoder, sorted: &Coordinates, levels: &BoxL
         };
         let [x, y, z] = sorted.bindings();
         let grid = crate::ops::grid(enc, levels.count(level), kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[x, y, z, whole(&boxes.lo), whole(&boxes.hi)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[x, y, z, whole(&boxes.lo), whole(&boxes.hi)],
+            grid,
+        )?;
     }
     Ok(boxes)
 }
 
 /// The result for every sorted position: the mean squared distance to its nearest other points.
-pub(crate) fn search(enc: &mut Encoder, sorted: &Coordinates, boxes: &Boxes, levels: &BoxLevels, num_points: u64) -> Result<Tensor> {
-    let result = Tensor::uninit(enc, DType::F32, &[num_points as usize], MemoryCategory::Other, "knn result (sorted order)")?;
+pub(crate) fn search(
+    enc: &mut Encoder,
+    sorted: &Coordinates,
+    boxes: &Boxes,
+    levels: &BoxLevels,
+    num_points: u64,
+) -> Result<Tensor> {
+    let result = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[num_points as usize],
+        MemoryCategory::Other,
+        "knn result (sorted order)",
+    )?;
     let neighbours = (num_points - 1).min(NEIGHBOURS as u64) as u32;
     let base = KnnSearchParams {
         num_points: num_points as u32,
         neighbours,
         num_levels: levels.num_levels() as u32,
         infinity_bits: f32::INFINITY.to_bits(),
-        inv_neighbours: if neighbours == 0 { 0.0 } else { 1.0 / neighbours as f32 },
+        inv_neighbours: if neighbours == 0 {
+            0.0
+        } else {
+            1.0 / neighbours as f32
+        },
         min_value: MIN_MEAN_SQ_DIST,
         level_offset: levels.packed_offsets(),
         ..Default::default()
@@ -214,10 +333,26 @@ pub(crate) fn search(enc: &mut Encoder, sorted: &Coordinates, boxes: &Boxes, lev
     let kernel = enc.ctx().kernel(SEARCH_FILE, "search")?;
     for page in 0..result.num_pages() {
         let len = result.page_len(page);
-        let params = KnnSearchParams { page_start: result.page_start(page) as u32, page_len: len as u32, ..base };
+        let params = KnnSearchParams {
+            page_start: result.page_start(page) as u32,
+            page_len: len as u32,
+            ..base
+        };
         let [x, y, z] = sorted.bindings();
         let grid = crate::ops::grid(enc, len, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[x, y, z, whole(&boxes.lo), whole(&boxes.hi), result.page_binding(page)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[
+                x,
+                y,
+                z,
+                whole(&boxes.lo),
+                whole(&boxes.hi),
+                result.page_binding(page),
+            ],
+            grid,
+        )?;
     }
     Ok(result)
 }

@@ -25,19 +25,37 @@ pub(crate) struct RowWindow<'a> {
 
 impl<'a> RowWindow<'a> {
     /// A window onto `tensor`; multi-page tensors get a band buffer of `max_rows` rows.
-    pub(crate) fn new(enc: &mut Encoder, tensor: &'a Tensor, row_elems: u64, max_rows: u64, label: &str) -> Result<Self> {
+    pub(crate) fn new(
+        enc: &mut Encoder,
+        tensor: &'a Tensor,
+        row_elems: u64,
+        max_rows: u64,
+        label: &str,
+    ) -> Result<Self> {
         let staging = if tensor.num_pages() > 1 {
-            Some(enc.alloc(max_rows * row_elems * 4, MemoryCategory::FrameScratch, label)?)
+            Some(enc.alloc(
+                max_rows * row_elems * 4,
+                MemoryCategory::FrameScratch,
+                label,
+            )?)
         } else {
             None
         };
-        Ok(RowWindow { tensor, row_elems, staging })
+        Ok(RowWindow {
+            tensor,
+            row_elems,
+            staging,
+        })
     }
 
     /// The binding the kernel reads or writes.
     pub(crate) fn binding(&self) -> wgpu::BufferBinding<'_> {
         match &self.staging {
-            Some(buffer) => wgpu::BufferBinding { buffer: buffer.raw(), offset: 0, size: None },
+            Some(buffer) => wgpu::BufferBinding {
+                buffer: buffer.raw(),
+                offset: 0,
+                size: None,
+            },
             None => self.tensor.page_binding(0),
         }
     }
@@ -56,7 +74,11 @@ impl<'a> RowWindow<'a> {
 
     /// The image row at element 0 of the binding when the kernel writes rows starting at `first`.
     pub(crate) fn output_row0(&self, first: u64) -> u32 {
-        if self.staging.is_some() { first as u32 } else { 0 }
+        if self.staging.is_some() {
+            first as u32
+        } else {
+            0
+        }
     }
 
     /// After a kernel wrote rows `[first, end)`: copies them from the band buffer into the pages.
@@ -67,7 +89,14 @@ impl<'a> RowWindow<'a> {
     }
 
     /// Copies rows `[first, end)` between the pages and the band buffer (row `first` at offset 0).
-    fn copy_rows(&self, enc: &mut Encoder, buffer: &GpuBuffer, first: u64, end: u64, to_band: bool) {
+    fn copy_rows(
+        &self,
+        enc: &mut Encoder,
+        buffer: &GpuBuffer,
+        first: u64,
+        end: u64,
+        to_band: bool,
+    ) {
         let page_elems = self.tensor.page_elems();
         let (start, stop) = (first * self.row_elems, end * self.row_elems);
         let mut at = start;
@@ -90,7 +119,12 @@ impl<'a> RowWindow<'a> {
 /// Output rows per band for an image of `height` rows read with `halo` rows above and below.
 /// One band when no tensor is staged; otherwise bands of whole tiles whose staged rows fit one
 /// page where possible (at least one tile row), and never more than the adapter's binding limit.
-pub(crate) fn band_rows(ctx: &GpuContext, height: u64, halo: u64, staged_row_bytes: Option<u64>) -> Result<u64> {
+pub(crate) fn band_rows(
+    ctx: &GpuContext,
+    height: u64,
+    halo: u64,
+    staged_row_bytes: Option<u64>,
+) -> Result<u64> {
     let Some(row_bytes) = staged_row_bytes else {
         return Ok(height);
     };
@@ -101,10 +135,14 @@ pub(crate) fn band_rows(ctx: &GpuContext, height: u64, halo: u64, staged_row_byt
     let bytes = (rows + 2 * halo) * row_bytes;
     if bytes > limit {
         return Err(Error::Overflow {
-            what: format!("a band of {} image rows of {row_bytes} bytes for the loss", rows + 2 * halo),
+            what: format!(
+                "a band of {} image rows of {row_bytes} bytes for the loss",
+                rows + 2 * halo
+            ),
             needed: bytes,
             max: limit,
-            hint: "the image is too wide for one storage binding per band; use a narrower image".into(),
+            hint: "the image is too wide for one storage binding per band; use a narrower image"
+                .into(),
         });
     }
     Ok(rows)

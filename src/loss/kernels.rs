@@ -58,10 +58,32 @@ pub(crate) struct FinalizeParams {
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     // LossParams lives in shaders/shared/ssim.wgsl, which every tiled kernel imports.
     vec![
-        mirror!(LossParams, FORWARD, "LossParams", [
-            width, height, band_row0, band_rows, x_row0, y_row0, out_row0, record0, tiles_x, flags, ssim_weight, _pad0, background
-        ]),
-        mirror!(FinalizeParams, FINALIZE, "FinalizeParams", [count, ssim_weight, _pad0, _pad1]),
+        mirror!(
+            LossParams,
+            FORWARD,
+            "LossParams",
+            [
+                width,
+                height,
+                band_row0,
+                band_rows,
+                x_row0,
+                y_row0,
+                out_row0,
+                record0,
+                tiles_x,
+                flags,
+                ssim_weight,
+                _pad0,
+                background
+            ]
+        ),
+        mirror!(
+            FinalizeParams,
+            FINALIZE,
+            "FinalizeParams",
+            [count, ssim_weight, _pad0, _pad1]
+        ),
     ]
 }
 
@@ -101,7 +123,11 @@ pub(crate) struct Images<'a> {
 
 impl Images<'_> {
     fn gt_row_elems(&self) -> u64 {
-        if self.gt.dtype() == DType::U32 { self.width } else { 4 * self.width }
+        if self.gt.dtype() == DType::U32 {
+            self.width
+        } else {
+            4 * self.width
+        }
     }
 
     fn tiles_x(&self) -> u64 {
@@ -135,7 +161,9 @@ impl Images<'_> {
     pub(crate) fn position_count(&self) -> u64 {
         match self.options.padding {
             SsimPadding::Same => self.width * self.height,
-            SsimPadding::Valid => self.width.saturating_sub(2 * RADIUS) * self.height.saturating_sub(2 * RADIUS),
+            SsimPadding::Valid => {
+                self.width.saturating_sub(2 * RADIUS) * self.height.saturating_sub(2 * RADIUS)
+            }
         }
     }
 }
@@ -144,15 +172,29 @@ fn alloc_records(enc: &mut Encoder, count: u64) -> Result<GpuBuffer> {
     let bytes = count * RECORD_BYTES;
     let limit = enc.ctx().info().limits.max_storage_buffer_binding_size;
     if bytes > limit {
-        return Err(Error::Overflow { what: "loss partial sums".into(), needed: bytes, max: limit, hint: "use a smaller image".into() });
+        return Err(Error::Overflow {
+            what: "loss partial sums".into(),
+            needed: bytes,
+            max: limit,
+            hint: "use a smaller image".into(),
+        });
     }
     enc.alloc(bytes, MemoryCategory::FrameScratch, "loss/records")
 }
 
 /// Records one tiled pass over all bands; returns the records buffer and its record count.
-pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, norm: Option<&GpuBuffer>, grad: Option<&Tensor>) -> Result<(GpuBuffer, u64)> {
+pub(crate) fn tiled_pass(
+    enc: &mut Encoder,
+    images: &Images<'_>,
+    pass: Pass,
+    norm: Option<&GpuBuffer>,
+    grad: Option<&Tensor>,
+) -> Result<(GpuBuffer, u64)> {
     if pass == Pass::Backward && (norm.is_none() || grad.is_none()) {
-        return Err(Error::InvalidArgument { op: "loss backward", detail: "needs the normalisers and a gradient tensor".into() });
+        return Err(Error::InvalidArgument {
+            op: "loss backward",
+            detail: "needs the normalisers and a gradient tensor".into(),
+        });
     }
     let (width, height) = (images.width, images.height);
     let halo = pass.halo();
@@ -173,9 +215,21 @@ pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, nor
     let max_rows = band + 2 * halo;
     let x_window = match pass {
         Pass::Weights => None,
-        _ => Some(RowWindow::new(enc, images.rendered, 4 * width, max_rows, "loss/rendered band")?),
+        _ => Some(RowWindow::new(
+            enc,
+            images.rendered,
+            4 * width,
+            max_rows,
+            "loss/rendered band",
+        )?),
     };
-    let y_window = RowWindow::new(enc, images.gt, images.gt_row_elems(), max_rows, "loss/gt band")?;
+    let y_window = RowWindow::new(
+        enc,
+        images.gt,
+        images.gt_row_elems(),
+        max_rows,
+        "loss/gt band",
+    )?;
     let out_window = match grad {
         Some(g) => Some(RowWindow::new(enc, g, 4 * width, band, "loss/grad band")?),
         None => None,
@@ -194,7 +248,9 @@ pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, nor
     while first < height {
         let end = (first + band).min(height);
         let (read_first, read_end) = (first.saturating_sub(halo), (end + halo).min(height));
-        let x_row0 = x_window.as_ref().map_or(0, |w| w.load(enc, read_first, read_end));
+        let x_row0 = x_window
+            .as_ref()
+            .map_or(0, |w| w.load(enc, read_first, read_end));
         let y_row0 = y_window.load(enc, read_first, read_end);
         let params = LossParams {
             width: width as u32,
@@ -211,18 +267,43 @@ pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, nor
             _pad0: 0,
             background: [background[0], background[1], background[2], 0.0],
         };
-        let workgroups = images.tiles_x() * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
+        let workgroups =
+            images.tiles_x() * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
         let grid = crate::ops::grid(enc, workgroups, 1)?;
-        let records_binding = wgpu::BufferBinding { buffer: records.raw(), offset: 0, size: None };
+        let records_binding = wgpu::BufferBinding {
+            buffer: records.raw(),
+            offset: 0,
+            size: None,
+        };
         match (&x_window, norm, &out_window) {
-            (None, _, _) => enc.dispatch(&kernel, &params, &[y_window.binding(), records_binding], grid)?,
+            (None, _, _) => enc.dispatch(
+                &kernel,
+                &params,
+                &[y_window.binding(), records_binding],
+                grid,
+            )?,
             (Some(x), Some(norm), Some(out)) => {
-                let norm_binding = wgpu::BufferBinding { buffer: norm.raw(), offset: 0, size: None };
-                let bindings = [x.binding(), y_window.binding(), norm_binding, out.binding(), records_binding];
+                let norm_binding = wgpu::BufferBinding {
+                    buffer: norm.raw(),
+                    offset: 0,
+                    size: None,
+                };
+                let bindings = [
+                    x.binding(),
+                    y_window.binding(),
+                    norm_binding,
+                    out.binding(),
+                    records_binding,
+                ];
                 enc.dispatch(&kernel, &params, &bindings, grid)?;
                 out.store(enc, first, end);
             }
-            (Some(x), _, _) => enc.dispatch(&kernel, &params, &[x.binding(), y_window.binding(), records_binding], grid)?,
+            (Some(x), _, _) => enc.dispatch(
+                &kernel,
+                &params,
+                &[x.binding(), y_window.binding(), records_binding],
+                grid,
+            )?,
         }
         record0 += workgroups;
         first = end;
@@ -232,16 +313,45 @@ pub(crate) fn tiled_pass(enc: &mut Encoder, images: &Images<'_>, pass: Pass, nor
 
 /// Records the reduction of `count` records into `out` (4 f32): column sums, or with `norm`
 /// the loss statistics (loss, L1 mean, SSIM mean, MSE).
-pub(crate) fn finalize(enc: &mut Encoder, records: &GpuBuffer, count: u64, norm: Option<&GpuBuffer>, ssim_weight: f32, out: &GpuBuffer) -> Result<()> {
-    let params = FinalizeParams { count: count as u32, ssim_weight, _pad0: 0, _pad1: 0 };
-    let records_binding = wgpu::BufferBinding { buffer: records.raw(), offset: 0, size: None };
-    let out_binding = wgpu::BufferBinding { buffer: out.raw(), offset: 0, size: std::num::NonZeroU64::new(16) };
+pub(crate) fn finalize(
+    enc: &mut Encoder,
+    records: &GpuBuffer,
+    count: u64,
+    norm: Option<&GpuBuffer>,
+    ssim_weight: f32,
+    out: &GpuBuffer,
+) -> Result<()> {
+    let params = FinalizeParams {
+        count: count as u32,
+        ssim_weight,
+        _pad0: 0,
+        _pad1: 0,
+    };
+    let records_binding = wgpu::BufferBinding {
+        buffer: records.raw(),
+        offset: 0,
+        size: None,
+    };
+    let out_binding = wgpu::BufferBinding {
+        buffer: out.raw(),
+        offset: 0,
+        size: std::num::NonZeroU64::new(16),
+    };
     let one = WorkgroupGrid { x: 1, y: 1 };
     match norm {
         Some(norm) => {
             let kernel = enc.ctx().kernel(FINALIZE, "finalize_loss")?;
-            let norm_binding = wgpu::BufferBinding { buffer: norm.raw(), offset: 0, size: None };
-            enc.dispatch(&kernel, &params, &[records_binding, out_binding, norm_binding], one)
+            let norm_binding = wgpu::BufferBinding {
+                buffer: norm.raw(),
+                offset: 0,
+                size: None,
+            };
+            enc.dispatch(
+                &kernel,
+                &params,
+                &[records_binding, out_binding, norm_binding],
+                one,
+            )
         }
         None => {
             let kernel = enc.ctx().kernel(FINALIZE, "finalize_sums")?;
@@ -258,7 +368,12 @@ pub(crate) fn normalisers(enc: &mut Encoder, images: &Images<'_>) -> Result<GpuB
         let (records, count) = tiled_pass(enc, images, Pass::Weights, None, None)?;
         finalize(enc, &records, count, None, 0.0, &norm)?;
     } else {
-        let counts = [(images.width * images.height) as f32, images.position_count() as f32, 0.0, 0.0];
+        let counts = [
+            (images.width * images.height) as f32,
+            images.position_count() as f32,
+            0.0,
+            0.0,
+        ];
         enc.upload(norm.raw(), 0, bytemuck::cast_slice(&counts))?;
     }
     Ok(norm)

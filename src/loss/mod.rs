@@ -83,7 +83,12 @@ pub struct LossOptions {
 
 impl Default for LossOptions {
     fn default() -> Self {
-        LossOptions { ssim_weight: 0.2, padding: SsimPadding::Same, background: None, mask_by_alpha: false }
+        LossOptions {
+            ssim_weight: 0.2,
+            padding: SsimPadding::Same,
+            background: None,
+            mask_by_alpha: false,
+        }
     }
 }
 
@@ -111,42 +116,84 @@ pub struct ImageMetrics {
     pub l1: f64,
 }
 
-fn check(rendered: &Tensor, gt: &Tensor, options: &LossOptions, op: &'static str) -> Result<(u64, u64)> {
+fn check(
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+    op: &'static str,
+) -> Result<(u64, u64)> {
     rendered.expect_dtype(op, DType::F32)?;
     let (height, width) = match rendered.shape() {
         &[h, w, 4] if h > 0 && w > 0 => (h as u64, w as u64),
-        shape => return Err(Error::Shape { op, detail: format!("the rendered image must be [H, W, 4] with H, W > 0, got {shape:?}") }),
+        shape => {
+            return Err(Error::Shape {
+                op,
+                detail: format!(
+                    "the rendered image must be [H, W, 4] with H, W > 0, got {shape:?}"
+                ),
+            });
+        }
     };
     let gt_ok = match (gt.dtype(), gt.shape()) {
-        (DType::F32, &[h, w, 4]) | (DType::U32, &[h, w] | &[h, w, 1]) => (h as u64, w as u64) == (height, width),
+        (DType::F32, &[h, w, 4]) | (DType::U32, &[h, w] | &[h, w, 1]) => {
+            (h as u64, w as u64) == (height, width)
+        }
         _ => false,
     };
     if !gt_ok {
         return Err(Error::Shape {
             op,
-            detail: format!("ground truth must be f32 [{height}, {width}, 4] or packed RGBA8 u32 [{height}, {width}], got {:?} {:?}", gt.dtype(), gt.shape()),
+            detail: format!(
+                "ground truth must be f32 [{height}, {width}, 4] or packed RGBA8 u32 [{height}, {width}], got {:?} {:?}",
+                gt.dtype(),
+                gt.shape()
+            ),
         });
     }
     if !(0.0..=1.0).contains(&options.ssim_weight) {
-        return Err(Error::InvalidArgument { op, detail: format!("ssim_weight must be in [0, 1], got {}", options.ssim_weight) });
+        return Err(Error::InvalidArgument {
+            op,
+            detail: format!("ssim_weight must be in [0, 1], got {}", options.ssim_weight),
+        });
     }
-    if options.background.is_some_and(|bg| bg.iter().any(|v| !v.is_finite())) {
-        return Err(Error::InvalidArgument { op, detail: format!("background must be finite, got {:?}", options.background) });
+    if options
+        .background
+        .is_some_and(|bg| bg.iter().any(|v| !v.is_finite()))
+    {
+        return Err(Error::InvalidArgument {
+            op,
+            detail: format!("background must be finite, got {:?}", options.background),
+        });
     }
     let window = 2 * kernels::RADIUS + 1;
     if options.padding == SsimPadding::Valid && (width < window || height < window) {
-        return Err(Error::InvalidArgument { op, detail: format!("valid padding needs images of at least {window}x{window}, got {width}x{height}") });
+        return Err(Error::InvalidArgument {
+            op,
+            detail: format!(
+                "valid padding needs images of at least {window}x{window}, got {width}x{height}"
+            ),
+        });
     }
     let max_side = u64::from(u32::MAX >> 4);
     if width > max_side || height > max_side {
-        return Err(Error::Overflow { what: format!("a {width}x{height} image"), needed: width.max(height), max: max_side, hint: "use a smaller image".into() });
+        return Err(Error::Overflow {
+            what: format!("a {width}x{height} image"),
+            needed: width.max(height),
+            max: max_side,
+            hint: "use a smaller image".into(),
+        });
     }
     Ok((height, width))
 }
 
 /// Records the loss and its gradient: one fused kernel pass (per row band) and a one-workgroup
 /// reduction. Returns GPU tensors; read `stats` or `loss` when you need the value.
-pub fn loss_and_grad(enc: &mut Encoder, rendered: &Tensor, gt: &Tensor, options: &LossOptions) -> Result<LossOutput> {
+pub fn loss_and_grad(
+    enc: &mut Encoder,
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+) -> Result<LossOutput> {
     let (height, width) = check(rendered, gt, options, "loss_and_grad")?;
     let available = enc.ctx().info().limits.max_compute_workgroup_storage_size;
     if available < kernels::BACKWARD_WORKGROUP_BYTES {
@@ -157,40 +204,111 @@ pub fn loss_and_grad(enc: &mut Encoder, rendered: &Tensor, gt: &Tensor, options:
             hint: "this adapter offers too little workgroup memory for the loss gradient".into(),
         });
     }
-    let images = Images { rendered, gt, width, height, options };
+    let images = Images {
+        rendered,
+        gt,
+        width,
+        height,
+        options,
+    };
     let norm = kernels::normalisers(enc, &images)?;
-    let grad = Tensor::uninit(enc, DType::F32, &[height as usize, width as usize, 4], MemoryCategory::FrameScratch, "loss/grad")?;
-    let (records, count) = kernels::tiled_pass(enc, &images, Pass::Backward, Some(&norm), Some(&grad))?;
-    let stats = Tensor::uninit(enc, DType::F32, &[4], MemoryCategory::FrameScratch, "loss/stats")?;
-    kernels::finalize(enc, &records, count, Some(&norm), options.ssim_weight, stats.page(0))?;
-    Ok(LossOutput { loss: stats.prefix(1)?, stats, grad })
+    let grad = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[height as usize, width as usize, 4],
+        MemoryCategory::FrameScratch,
+        "loss/grad",
+    )?;
+    let (records, count) =
+        kernels::tiled_pass(enc, &images, Pass::Backward, Some(&norm), Some(&grad))?;
+    let stats = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[4],
+        MemoryCategory::FrameScratch,
+        "loss/stats",
+    )?;
+    kernels::finalize(
+        enc,
+        &records,
+        count,
+        Some(&norm),
+        options.ssim_weight,
+        stats.page(0),
+    )?;
+    Ok(LossOutput {
+        loss: stats.prefix(1)?,
+        stats,
+        grad,
+    })
 }
 
 /// Records the loss without the gradient; returns `[loss, L1 mean, SSIM mean, MSE]` on the GPU.
-pub fn loss_stats(enc: &mut Encoder, rendered: &Tensor, gt: &Tensor, options: &LossOptions) -> Result<Tensor> {
+pub fn loss_stats(
+    enc: &mut Encoder,
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+) -> Result<Tensor> {
     let (height, width) = check(rendered, gt, options, "loss_stats")?;
-    let images = Images { rendered, gt, width, height, options };
+    let images = Images {
+        rendered,
+        gt,
+        width,
+        height,
+        options,
+    };
     let norm = kernels::normalisers(enc, &images)?;
     let (records, count) = kernels::tiled_pass(enc, &images, Pass::Forward, None, None)?;
-    let stats = Tensor::uninit(enc, DType::F32, &[4], MemoryCategory::FrameScratch, "loss/stats")?;
-    kernels::finalize(enc, &records, count, Some(&norm), options.ssim_weight, stats.page(0))?;
+    let stats = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[4],
+        MemoryCategory::FrameScratch,
+        "loss/stats",
+    )?;
+    kernels::finalize(
+        enc,
+        &records,
+        count,
+        Some(&norm),
+        options.ssim_weight,
+        stats.page(0),
+    )?;
     Ok(stats)
 }
 
 /// PSNR, SSIM, MSE and L1 of `rendered` against `gt` (same options as the loss; λ is unused),
 /// reduced on the GPU and read back with one readback (blocking).
-pub fn evaluate_metrics(ctx: &GpuContext, rendered: &Tensor, gt: &Tensor, options: &LossOptions) -> Result<ImageMetrics> {
+pub fn evaluate_metrics(
+    ctx: &GpuContext,
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+) -> Result<ImageMetrics> {
     let mut enc = ctx.encoder("evaluate_metrics");
     let stats = loss_stats(&mut enc, rendered, gt, options)?;
     let pending = stats.record_read(&mut enc)?;
     ctx.submit(enc)?;
     let values: Vec<f32> = pending.wait(ctx)?;
     let &[_, l1, ssim, mse] = values.as_slice() else {
-        return Err(Error::Readback { label: "loss/stats".into(), message: format!("expected 4 values, got {}", values.len()) });
+        return Err(Error::Readback {
+            label: "loss/stats".into(),
+            message: format!("expected 4 values, got {}", values.len()),
+        });
     };
     let mse = f64::from(mse);
-    let psnr = if mse > 0.0 { -10.0 * mse.log10() } else { f64::INFINITY };
-    Ok(ImageMetrics { psnr, ssim: f64::from(ssim), mse, l1: f64::from(l1) })
+    let psnr = if mse > 0.0 {
+        -10.0 * mse.log10()
+    } else {
+        f64::INFINITY
+    };
+    Ok(ImageMetrics {
+        psnr,
+        ssim: f64::from(ssim),
+        mse,
+        l1: f64::from(l1),
+    })
 }
 
 /// Every Rust struct in `loss` that mirrors a WGSL struct.

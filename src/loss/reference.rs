@@ -46,13 +46,19 @@ pub fn gaussian_window() -> [f64; 11] {
 
 /// Ground-truth RGB planes (`[c][pixel]`) and per-pixel weights after decoding, compositing
 /// and masking as the options say.
-pub fn ground_truth_planes(gt: ReferenceGt<'_>, pixels: usize, options: &LossOptions) -> ([Vec<f64>; 3], Vec<f64>) {
+pub fn ground_truth_planes(
+    gt: ReferenceGt<'_>,
+    pixels: usize,
+    options: &LossOptions,
+) -> ([Vec<f64>; 3], Vec<f64>) {
     let mut planes = [vec![0.0; pixels], vec![0.0; pixels], vec![0.0; pixels]];
     let mut weights = vec![1.0; pixels];
     for p in 0..pixels {
         let rgba: [f64; 4] = match gt {
             ReferenceGt::Rgba32F(v) => [0, 1, 2, 3].map(|c| f64::from(v[4 * p + c])),
-            ReferenceGt::Rgba8(v) => [0, 8, 16, 24].map(|shift| f64::from((v[p] >> shift) & 255) / 255.0),
+            ReferenceGt::Rgba8(v) => {
+                [0, 8, 16, 24].map(|shift| f64::from((v[p] >> shift) & 255) / 255.0)
+            }
         };
         let alpha = rgba[3];
         for c in 0..3 {
@@ -84,7 +90,14 @@ pub struct LocalStats {
 }
 
 /// Statistics of the window centred at (row, col).
-pub fn local_stats(x: &[f64], y: &[f64], width: usize, height: usize, row: usize, col: usize) -> LocalStats {
+pub fn local_stats(
+    x: &[f64],
+    y: &[f64],
+    width: usize,
+    height: usize,
+    row: usize,
+    col: usize,
+) -> LocalStats {
     let g = gaussian_window();
     let (mut sx, mut sy, mut sxx, mut syy, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
     for dr in -RADIUS..=RADIUS {
@@ -102,7 +115,13 @@ pub fn local_stats(x: &[f64], y: &[f64], width: usize, height: usize, row: usize
             sxy += weight * x[i] * y[i];
         }
     }
-    LocalStats { mu_x: sx, mu_y: sy, var_x: sxx - sx * sx, var_y: syy - sy * sy, cov: sxy - sx * sy }
+    LocalStats {
+        mu_x: sx,
+        mu_y: sy,
+        var_x: sxx - sx * sx,
+        var_y: syy - sy * sy,
+        cov: sxy - sx * sy,
+    }
 }
 
 /// SSIM of local statistics and its partial derivatives `(m, ∂m/∂μx, ∂m/∂σx², ∂m/∂σxy)`.
@@ -112,11 +131,22 @@ pub fn ssim_and_partials(s: &LocalStats) -> (f64, f64, f64, f64) {
     let b1 = s.mu_x * s.mu_x + s.mu_y * s.mu_y + C1;
     let b2 = s.var_x + s.var_y + C2;
     let m = a1 * a2 / (b1 * b2);
-    (m, 2.0 * s.mu_y * a2 / (b1 * b2) - 2.0 * s.mu_x * m / b1, -m / b2, 2.0 * a1 / (b1 * b2))
+    (
+        m,
+        2.0 * s.mu_y * a2 / (b1 * b2) - 2.0 * s.mu_x * m / b1,
+        -m / b2,
+        2.0 * a1 / (b1 * b2),
+    )
 }
 
 /// Whether the SSIM map at (row, col) enters the mean.
-pub fn position_counts(padding: SsimPadding, width: usize, height: usize, row: usize, col: usize) -> bool {
+pub fn position_counts(
+    padding: SsimPadding,
+    width: usize,
+    height: usize,
+    row: usize,
+    col: usize,
+) -> bool {
     let r = RADIUS as usize;
     match padding {
         SsimPadding::Same => true,
@@ -125,14 +155,28 @@ pub fn position_counts(padding: SsimPadding, width: usize, height: usize, row: u
 }
 
 /// The loss, its terms and (with `with_grad`) the gradient, for `rendered` `[H, W, 4]`.
-pub fn reference_loss(rendered: &[f32], gt: ReferenceGt<'_>, width: usize, height: usize, options: &LossOptions, with_grad: bool) -> ReferenceLoss {
+pub fn reference_loss(
+    rendered: &[f32],
+    gt: ReferenceGt<'_>,
+    width: usize,
+    height: usize,
+    options: &LossOptions,
+    with_grad: bool,
+) -> ReferenceLoss {
     let pixels = width * height;
     let (y, weights) = ground_truth_planes(gt, pixels, options);
-    let x: [Vec<f64>; 3] = [0, 1, 2].map(|c| (0..pixels).map(|p| f64::from(rendered[4 * p + c])).collect());
+    let x: [Vec<f64>; 3] = [0, 1, 2].map(|c| {
+        (0..pixels)
+            .map(|p| f64::from(rendered[4 * p + c]))
+            .collect()
+    });
     let lambda = f64::from(options.ssim_weight);
     let counted = |p: usize| position_counts(options.padding, width, height, p / width, p % width);
     let w_l1: f64 = weights.iter().sum();
-    let w_ssim: f64 = (0..pixels).filter(|&p| counted(p)).map(|p| weights[p]).sum();
+    let w_ssim: f64 = (0..pixels)
+        .filter(|&p| counted(p))
+        .map(|p| weights[p])
+        .sum();
     let inv = |total: f64| if total > 0.0 { 1.0 / total } else { 0.0 };
     let (mut abs_sum, mut sq_sum, mut ssim_sum) = (0.0, 0.0, 0.0);
     // Coefficients A, B, C of the SSIM gradient per channel and position (module docs).
@@ -150,22 +194,60 @@ pub fn reference_loss(rendered: &[f32], gt: ReferenceGt<'_>, width: usize, heigh
             ssim_sum += weights[p] * m;
             if with_grad {
                 let s = -lambda * weights[p] * inv(w_ssim) / 3.0;
-                coeffs[c * pixels + p] = [s * (d_mu - 2.0 * stats.mu_x * d_var - stats.mu_y * d_cov), s * d_var, s * d_cov];
+                coeffs[c * pixels + p] = [
+                    s * (d_mu - 2.0 * stats.mu_x * d_var - stats.mu_y * d_cov),
+                    s * d_var,
+                    s * d_cov,
+                ];
             }
         }
     }
-    let l1 = if w_l1 > 0.0 { abs_sum / (3.0 * w_l1) } else { 0.0 };
-    let mse = if w_l1 > 0.0 { sq_sum / (3.0 * w_l1) } else { 0.0 };
-    let ssim = if w_ssim > 0.0 { ssim_sum / (3.0 * w_ssim) } else { 1.0 };
-    let mut out = ReferenceLoss { loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim), l1, ssim, mse, grad: Vec::new() };
+    let l1 = if w_l1 > 0.0 {
+        abs_sum / (3.0 * w_l1)
+    } else {
+        0.0
+    };
+    let mse = if w_l1 > 0.0 {
+        sq_sum / (3.0 * w_l1)
+    } else {
+        0.0
+    };
+    let ssim = if w_ssim > 0.0 {
+        ssim_sum / (3.0 * w_ssim)
+    } else {
+        1.0
+    };
+    let mut out = ReferenceLoss {
+        loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
+        l1,
+        ssim,
+        mse,
+        grad: Vec::new(),
+    };
     if with_grad {
-        out.grad = gradient(&x, &y, &weights, &coeffs, width, height, (1.0 - lambda) * inv(w_l1) / 3.0);
+        out.grad = gradient(
+            &x,
+            &y,
+            &weights,
+            &coeffs,
+            width,
+            height,
+            (1.0 - lambda) * inv(w_l1) / 3.0,
+        );
     }
     out
 }
 
 /// `Σ_q G(q - p)·(A_q + 2 x_p B_q + y_p C_q)` plus the L1 term, as `[H, W, 4]`.
-fn gradient(x: &[Vec<f64>; 3], y: &[Vec<f64>; 3], weights: &[f64], coeffs: &[[f64; 3]], width: usize, height: usize, l1_scale: f64) -> Vec<f64> {
+fn gradient(
+    x: &[Vec<f64>; 3],
+    y: &[Vec<f64>; 3],
+    weights: &[f64],
+    coeffs: &[[f64; 3]],
+    width: usize,
+    height: usize,
+    l1_scale: f64,
+) -> Vec<f64> {
     let g = gaussian_window();
     let pixels = width * height;
     let mut grad = vec![0.0; 4 * pixels];
@@ -185,7 +267,13 @@ fn gradient(x: &[Vec<f64>; 3], y: &[Vec<f64>; 3], weights: &[f64], coeffs: &[[f6
                 }
             }
             let d = x[c][p] - y[c][p];
-            let sign = if d > 0.0 { 1.0 } else if d < 0.0 { -1.0 } else { 0.0 };
+            let sign = if d > 0.0 {
+                1.0
+            } else if d < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
             grad[4 * p + c] = sum + l1_scale * weights[p] * sign;
         }
     }

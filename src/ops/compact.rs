@@ -29,7 +29,21 @@ pub(crate) struct CompactParams {
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(CompactParams, FILE, "CompactParams", [n, source_start, dest_start, dest_len, write_indices, _pad0, _pad1, _pad2])]
+    vec![mirror!(
+        CompactParams,
+        FILE,
+        "CompactParams",
+        [
+            n,
+            source_start,
+            dest_start,
+            dest_len,
+            write_indices,
+            _pad0,
+            _pad1,
+            _pad2
+        ]
+    )]
 }
 
 /// The result of a compaction, still on the GPU.
@@ -55,7 +69,12 @@ impl Compacted {
 }
 
 /// Records the scatter of kept elements: `source` is `values` (or, for indices, `None`).
-fn compact_into(enc: &mut Encoder, op: &'static str, source: Option<&Tensor>, flags: &Tensor) -> Result<Compacted> {
+fn compact_into(
+    enc: &mut Encoder,
+    op: &'static str,
+    source: Option<&Tensor>,
+    flags: &Tensor,
+) -> Result<Compacted> {
     flags.expect_dtype(op, DType::U32)?;
     if flags.len() > u64::from(u32::MAX) {
         return Err(Error::Overflow {
@@ -73,8 +92,20 @@ fn compact_into(enc: &mut Encoder, op: &'static str, source: Option<&Tensor>, fl
         }
         None => (DType::U32, flags.category()),
     };
-    let positions = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, "wgsplat/compact-positions")?;
-    let count = Tensor::uninit(enc, DType::U32, &[1], MemoryCategory::Other, "wgsplat/compact-count")?;
+    let positions = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[n],
+        MemoryCategory::SortScratch,
+        "wgsplat/compact-positions",
+    )?;
+    let count = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[1],
+        MemoryCategory::Other,
+        "wgsplat/compact-count",
+    )?;
     super::scan::exclusive_scan_flags(enc, flags, &positions, Some(&count))?;
     let out = Tensor::uninit(enc, dtype, &[n], category, "wgsplat/compacted")?;
     let kernel = enc.ctx().kernel(FILE, "scatter_kept")?;
@@ -92,8 +123,12 @@ fn compact_into(enc: &mut Encoder, op: &'static str, source: Option<&Tensor>, fl
                 write_indices: u32::from(source.is_none()),
                 ..Default::default()
             };
-            let bindings =
-                [flags.page_binding(source_page), positions.page_binding(source_page), values_binding.clone(), out.page_binding(dest_page)];
+            let bindings = [
+                flags.page_binding(source_page),
+                positions.page_binding(source_page),
+                values_binding.clone(),
+                out.page_binding(dest_page),
+            ];
             enc.dispatch(&kernel, &params, &bindings, grid)?;
         }
     }

@@ -26,12 +26,23 @@ pub(crate) struct CountParams {
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(CountParams, FILE, "CountParams", [n, accumulate, _pad0, _pad1])]
+    vec![mirror!(
+        CountParams,
+        FILE,
+        "CountParams",
+        [n, accumulate, _pad0, _pad1]
+    )]
 }
 
 /// Sums `pairs` 64-bit values stored as (lo, hi) u32 pairs in `input` and adds the sum, with
 /// carry, into `result` (2 u32 words: lo, hi).
-fn accumulate_pairs(enc: &mut Encoder, reduce: &Kernel, input: wgpu::BufferBinding<'_>, pairs: u64, result: &Tensor) -> Result<()> {
+fn accumulate_pairs(
+    enc: &mut Encoder,
+    reduce: &Kernel,
+    input: wgpu::BufferBinding<'_>,
+    pairs: u64,
+    result: &Tensor,
+) -> Result<()> {
     let block = reduce.threads() * ITEMS_PER_THREAD;
     let mut level = input;
     let mut remaining = pairs;
@@ -40,14 +51,27 @@ fn accumulate_pairs(enc: &mut Encoder, reduce: &Kernel, input: wgpu::BufferBindi
     while remaining > u64::from(block) {
         let next_pairs = remaining.div_ceil(u64::from(block));
         let next = enc.alloc(next_pairs * 8, MemoryCategory::Other, "wgsplat/count-pairs")?;
-        let params = CountParams { n: remaining as u32, accumulate: 0, ..Default::default() };
+        let params = CountParams {
+            n: remaining as u32,
+            accumulate: 0,
+            ..Default::default()
+        };
         let grid = super::grid(enc, remaining, block)?;
-        enc.dispatch(reduce, &params, &[level, next.raw().as_entire_buffer_binding()], grid)?;
+        enc.dispatch(
+            reduce,
+            &params,
+            &[level, next.raw().as_entire_buffer_binding()],
+            grid,
+        )?;
         scratch = next;
         level = scratch.raw().as_entire_buffer_binding();
         remaining = next_pairs;
     }
-    let params = CountParams { n: remaining as u32, accumulate: 1, ..Default::default() };
+    let params = CountParams {
+        n: remaining as u32,
+        accumulate: 1,
+        ..Default::default()
+    };
     let grid = super::grid(enc, remaining, block)?;
     enc.dispatch(reduce, &params, &[level, result.page_binding(0)], grid)
 }
@@ -56,7 +80,13 @@ fn accumulate_pairs(enc: &mut Encoder, reduce: &Kernel, input: wgpu::BufferBindi
 /// 2-element u32 tensor holding the count as (low word, high word).
 pub fn count_nonzero(enc: &mut Encoder, flags: &Tensor) -> Result<Tensor> {
     flags.expect_dtype("count_nonzero", DType::U32)?;
-    let result = Tensor::zeros(enc, DType::U32, &[2], MemoryCategory::Other, "wgsplat/count")?;
+    let result = Tensor::zeros(
+        enc,
+        DType::U32,
+        &[2],
+        MemoryCategory::Other,
+        "wgsplat/count",
+    )?;
     let count_blocks = enc.ctx().kernel(FILE, "count_blocks")?;
     let reduce = enc.ctx().kernel(FILE, "reduce_pairs")?;
     let block = count_blocks.threads() * ITEMS_PER_THREAD;
@@ -64,10 +94,27 @@ pub fn count_nonzero(enc: &mut Encoder, flags: &Tensor) -> Result<Tensor> {
         let n = flags.page_len(page);
         let blocks = n.div_ceil(u64::from(block));
         let counts = enc.alloc(blocks * 8, MemoryCategory::Other, "wgsplat/count-pairs")?;
-        let params = CountParams { n: n as u32, ..Default::default() };
+        let params = CountParams {
+            n: n as u32,
+            ..Default::default()
+        };
         let grid = super::grid(enc, n, block)?;
-        enc.dispatch(&count_blocks, &params, &[flags.page_binding(page), counts.raw().as_entire_buffer_binding()], grid)?;
-        accumulate_pairs(enc, &reduce, counts.raw().as_entire_buffer_binding(), blocks, &result)?;
+        enc.dispatch(
+            &count_blocks,
+            &params,
+            &[
+                flags.page_binding(page),
+                counts.raw().as_entire_buffer_binding(),
+            ],
+            grid,
+        )?;
+        accumulate_pairs(
+            enc,
+            &reduce,
+            counts.raw().as_entire_buffer_binding(),
+            blocks,
+            &result,
+        )?;
     }
     Ok(result)
 }
@@ -116,17 +163,50 @@ mod tests {
             // Several levels of pairs, each pair near 2^33, so low words overflow everywhere.
             for pairs in [1usize, 4096, 4097, 70_000] {
                 let mut rng = TestRng::new(pairs as u64);
-                let data: Vec<u32> = (0..pairs).flat_map(|_| [u32::MAX - rng.next_u32() % 16, 1]).collect();
-                let want: u64 = data.chunks(2).map(|p| u64::from(p[0]) | (u64::from(p[1]) << 32)).sum();
+                let data: Vec<u32> = (0..pairs)
+                    .flat_map(|_| [u32::MAX - rng.next_u32() % 16, 1])
+                    .collect();
+                let want: u64 = data
+                    .chunks(2)
+                    .map(|p| u64::from(p[0]) | (u64::from(p[1]) << 32))
+                    .sum();
                 let mut enc = ctx.encoder("test");
-                let input = Tensor::from_slice(&mut enc, &data, &[data.len()], MemoryCategory::Other, "pairs").unwrap();
-                let result = Tensor::zeros(&mut enc, DType::U32, &[2], MemoryCategory::Other, "result").unwrap();
+                let input = Tensor::from_slice(
+                    &mut enc,
+                    &data,
+                    &[data.len()],
+                    MemoryCategory::Other,
+                    "pairs",
+                )
+                .unwrap();
+                let result =
+                    Tensor::zeros(&mut enc, DType::U32, &[2], MemoryCategory::Other, "result")
+                        .unwrap();
                 let reduce = ctx.kernel(FILE, "reduce_pairs").unwrap();
-                accumulate_pairs(&mut enc, &reduce, input.page_binding(0), pairs as u64, &result).unwrap();
+                accumulate_pairs(
+                    &mut enc,
+                    &reduce,
+                    input.page_binding(0),
+                    pairs as u64,
+                    &result,
+                )
+                .unwrap();
                 // Accumulating twice doubles the result, carrying across the words again.
-                accumulate_pairs(&mut enc, &reduce, input.page_binding(0), pairs as u64, &result).unwrap();
+                accumulate_pairs(
+                    &mut enc,
+                    &reduce,
+                    input.page_binding(0),
+                    pairs as u64,
+                    &result,
+                )
+                .unwrap();
                 ctx.submit(enc).unwrap();
-                assert_eq!(read_u64(ctx, &result).unwrap(), want * 2, "{pairs} pairs, {}", ctx.info().kernel_path());
+                assert_eq!(
+                    read_u64(ctx, &result).unwrap(),
+                    want * 2,
+                    "{pairs} pairs, {}",
+                    ctx.info().kernel_path()
+                );
             }
         }
     }

@@ -38,7 +38,14 @@ pub(crate) struct ElementwiseParams {
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let fields = |file| mirror!(ElementwiseParams, file, "ElementwiseParams", [n, op, swap, s0_bits, s1_bits, _pad0, _pad1, _pad2]);
+    let fields = |file| {
+        mirror!(
+            ElementwiseParams,
+            file,
+            "ElementwiseParams",
+            [n, op, swap, s0_bits, s1_bits, _pad0, _pad1, _pad2]
+        )
+    };
     vec![fields(FILE_OUT), fields(FILE_INPLACE)]
 }
 
@@ -163,7 +170,11 @@ struct Encoded {
 }
 
 fn dtype_error(op: &'static str, expected: &str, got: DType) -> Error {
-    Error::DType { op, expected: expected.to_owned(), got: format!("{got:?}") }
+    Error::DType {
+        op,
+        expected: expected.to_owned(),
+        got: format!("{got:?}"),
+    }
 }
 
 fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
@@ -175,12 +186,28 @@ fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
         (BinaryOp::Div, DType::F32) => plain(code::F32_DIV),
         (BinaryOp::Min, DType::F32) => plain(code::F32_MIN),
         (BinaryOp::Max, DType::F32) => plain(code::F32_MAX),
-        (BinaryOp::LinearCombination { lhs_scale, rhs_scale }, DType::F32) => {
-            Ok(Encoded { op: code::F32_LINCOMB, s0: lhs_scale.to_bits(), s1: rhs_scale.to_bits() })
-        }
-        (BinaryOp::LinearCombinationSquared { lhs_scale, rhs_scale }, DType::F32) => {
-            Ok(Encoded { op: code::F32_LINCOMB_SQ, s0: lhs_scale.to_bits(), s1: rhs_scale.to_bits() })
-        }
+        (
+            BinaryOp::LinearCombination {
+                lhs_scale,
+                rhs_scale,
+            },
+            DType::F32,
+        ) => Ok(Encoded {
+            op: code::F32_LINCOMB,
+            s0: lhs_scale.to_bits(),
+            s1: rhs_scale.to_bits(),
+        }),
+        (
+            BinaryOp::LinearCombinationSquared {
+                lhs_scale,
+                rhs_scale,
+            },
+            DType::F32,
+        ) => Ok(Encoded {
+            op: code::F32_LINCOMB_SQ,
+            s0: lhs_scale.to_bits(),
+            s1: rhs_scale.to_bits(),
+        }),
         // Two's complement: wrapping add/sub/mul are the same bits for u32 and i32.
         (BinaryOp::Add, DType::U32 | DType::I32) => plain(code::U32_ADD),
         (BinaryOp::Sub, DType::U32 | DType::I32) => plain(code::U32_SUB),
@@ -189,12 +216,25 @@ fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
         (BinaryOp::Max, DType::U32) => plain(code::U32_MAX),
         (BinaryOp::Min, DType::I32) => plain(code::I32_MIN),
         (BinaryOp::Max, DType::I32) => plain(code::I32_MAX),
-        (_, got) => Err(dtype_error("elementwise binary", &format!("F32 for {op:?}"), got)),
+        (_, got) => Err(dtype_error(
+            "elementwise binary",
+            &format!("F32 for {op:?}"),
+            got,
+        )),
     }
 }
 
 fn encode_unary(op: UnaryOp, dtype: DType) -> Result<Encoded> {
-    let float = |op, s0: f32, s1: f32| (DType::F32, Encoded { op, s0: s0.to_bits(), s1: s1.to_bits() });
+    let float = |op, s0: f32, s1: f32| {
+        (
+            DType::F32,
+            Encoded {
+                op,
+                s0: s0.to_bits(),
+                s1: s1.to_bits(),
+            },
+        )
+    };
     let (needed, encoded) = match op {
         UnaryOp::Scale(s) => float(code::F32_SCALE, s, 0.0),
         UnaryOp::AddScalar(s) => float(code::F32_ADD_SCALAR, s, 0.0),
@@ -210,11 +250,29 @@ fn encode_unary(op: UnaryOp, dtype: DType) -> Result<Encoded> {
         UnaryOp::Recip => float(code::F32_RECIP, 0.0, 0.0),
         UnaryOp::Sigmoid => float(code::F32_SIGMOID, 0.0, 0.0),
         UnaryOp::PowScalar(p) => float(code::F32_POW_SCALAR, p, 0.0),
-        UnaryOp::AddScalarU32(s) => (DType::U32, Encoded { op: code::INT_ADD_SCALAR, s0: s, s1: 0 }),
-        UnaryOp::AddScalarI32(s) => (DType::I32, Encoded { op: code::INT_ADD_SCALAR, s0: s as u32, s1: 0 }),
+        UnaryOp::AddScalarU32(s) => (
+            DType::U32,
+            Encoded {
+                op: code::INT_ADD_SCALAR,
+                s0: s,
+                s1: 0,
+            },
+        ),
+        UnaryOp::AddScalarI32(s) => (
+            DType::I32,
+            Encoded {
+                op: code::INT_ADD_SCALAR,
+                s0: s as u32,
+                s1: 0,
+            },
+        ),
     };
     if dtype != needed {
-        return Err(dtype_error("elementwise unary", &format!("{needed:?} for {op:?}"), dtype));
+        return Err(dtype_error(
+            "elementwise unary",
+            &format!("{needed:?} for {op:?}"),
+            dtype,
+        ));
     }
     Ok(encoded)
 }
@@ -229,23 +287,46 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 }
 
 fn params(n: u64, e: Encoded, swap: bool) -> ElementwiseParams {
-    ElementwiseParams { n: n as u32, op: e.op, swap: u32::from(swap), s0_bits: e.s0, s1_bits: e.s1, ..Default::default() }
+    ElementwiseParams {
+        n: n as u32,
+        op: e.op,
+        swap: u32::from(swap),
+        s0_bits: e.s0,
+        s1_bits: e.s1,
+        ..Default::default()
+    }
 }
 
 /// `out = op(lhs, rhs)` for distinct `out`; lhs and rhs may be the same tensor.
-fn dispatch_out(enc: &mut Encoder, e: Encoded, lhs: &Tensor, rhs: &Tensor, out: &Tensor) -> Result<()> {
+fn dispatch_out(
+    enc: &mut Encoder,
+    e: Encoded,
+    lhs: &Tensor,
+    rhs: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
     let kernel = enc.ctx().kernel(FILE_OUT, "map_out")?;
     for page in 0..out.num_pages() {
         let n = out.page_len(page);
         let grid = super::grid(enc, n, kernel.threads())?;
-        let bindings = [lhs.page_binding(page), rhs.page_binding(page), out.page_binding(page)];
+        let bindings = [
+            lhs.page_binding(page),
+            rhs.page_binding(page),
+            out.page_binding(page),
+        ];
         enc.dispatch(&kernel, &params(n, e, false), &bindings, grid)?;
     }
     Ok(())
 }
 
 /// `values = op(values, rhs)` (or `op(rhs, values)` with `swap`) for distinct tensors.
-fn dispatch_inplace(enc: &mut Encoder, e: Encoded, values: &Tensor, rhs: &Tensor, swap: bool) -> Result<()> {
+fn dispatch_inplace(
+    enc: &mut Encoder,
+    e: Encoded,
+    values: &Tensor,
+    rhs: &Tensor,
+    swap: bool,
+) -> Result<()> {
     if values.shares_storage_with(rhs) {
         let copy_of_rhs = temporary_copy(enc, rhs)?;
         return dispatch_inplace(enc, e, values, &copy_of_rhs, swap);
@@ -254,19 +335,36 @@ fn dispatch_inplace(enc: &mut Encoder, e: Encoded, values: &Tensor, rhs: &Tensor
     for page in 0..values.num_pages() {
         let n = values.page_len(page);
         let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(&kernel, &params(n, e, swap), &[values.page_binding(page), rhs.page_binding(page)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params(n, e, swap),
+            &[values.page_binding(page), rhs.page_binding(page)],
+            grid,
+        )?;
     }
     Ok(())
 }
 
 fn temporary_copy(enc: &mut Encoder, t: &Tensor) -> Result<Tensor> {
-    let tmp = Tensor::uninit(enc, t.dtype(), &[t.len() as usize], MemoryCategory::Other, "elementwise alias copy")?;
+    let tmp = Tensor::uninit(
+        enc,
+        t.dtype(),
+        &[t.len() as usize],
+        MemoryCategory::Other,
+        "elementwise alias copy",
+    )?;
     copy(enc, t, &tmp)?;
     Ok(tmp)
 }
 
 /// `out = lhs op rhs`. Any of the three may be the same tensor.
-pub fn binary(enc: &mut Encoder, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: &Tensor) -> Result<()> {
+pub fn binary(
+    enc: &mut Encoder,
+    op: BinaryOp,
+    lhs: &Tensor,
+    rhs: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
     check_operands("elementwise binary", &[lhs, rhs, out])?;
     let e = encode_binary(op, lhs.dtype())?;
     if out.shares_storage_with(lhs) {
@@ -279,7 +377,12 @@ pub fn binary(enc: &mut Encoder, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: 
 }
 
 /// `values = values op rhs`, in place. `rhs` may be `values` itself.
-pub fn binary_inplace(enc: &mut Encoder, op: BinaryOp, values: &Tensor, rhs: &Tensor) -> Result<()> {
+pub fn binary_inplace(
+    enc: &mut Encoder,
+    op: BinaryOp,
+    values: &Tensor,
+    rhs: &Tensor,
+) -> Result<()> {
     check_operands("elementwise binary in place", &[values, rhs])?;
     let e = encode_binary(op, values.dtype())?;
     dispatch_inplace(enc, e, values, rhs, false)
@@ -302,7 +405,12 @@ pub fn unary_inplace(enc: &mut Encoder, op: UnaryOp, values: &Tensor) -> Result<
     for page in 0..values.num_pages() {
         let n = values.page_len(page);
         let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(&kernel, &params(n, e, false), &[values.page_binding(page)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params(n, e, false),
+            &[values.page_binding(page)],
+            grid,
+        )?;
     }
     Ok(())
 }
@@ -359,7 +467,15 @@ pub fn div_inplace(enc: &mut Encoder, a: &Tensor, b: &Tensor) -> Result<()> {
 
 /// `y += alpha * x` (f32), in place on `y`.
 pub fn axpy(enc: &mut Encoder, alpha: f32, x: &Tensor, y: &Tensor) -> Result<()> {
-    binary_inplace(enc, BinaryOp::LinearCombination { lhs_scale: 1.0, rhs_scale: alpha }, y, x)
+    binary_inplace(
+        enc,
+        BinaryOp::LinearCombination {
+            lhs_scale: 1.0,
+            rhs_scale: alpha,
+        },
+        y,
+        x,
+    )
 }
 
 /// `x *= s` (f32), in place.
@@ -375,7 +491,10 @@ pub fn add_scalar_inplace(enc: &mut Encoder, x: &Tensor, s: f32) -> Result<()> {
 /// `x = clamp(x, lo, hi)` (f32), in place.
 pub fn clamp_inplace(enc: &mut Encoder, x: &Tensor, lo: f32, hi: f32) -> Result<()> {
     if lo.is_nan() || hi.is_nan() || lo > hi {
-        return Err(Error::InvalidArgument { op: "clamp", detail: format!("bounds [{lo}, {hi}] must be ordered and not NaN") });
+        return Err(Error::InvalidArgument {
+            op: "clamp",
+            detail: format!("bounds [{lo}, {hi}] must be ordered and not NaN"),
+        });
     }
     unary_inplace(enc, UnaryOp::Clamp { lo, hi }, x)
 }
@@ -401,13 +520,26 @@ pub fn copy(enc: &mut Encoder, src: &Tensor, dst: &Tensor) -> Result<()> {
 /// Copies `len` elements from `src[src_offset..]` to `dst[dst_offset..]` (same dtype), split into
 /// segments at the page boundaries of both tensors. Overlapping ranges of one tensor behave like
 /// `memmove` (the source range is staged through a temporary).
-pub fn copy_range(enc: &mut Encoder, src: &Tensor, src_offset: u64, dst: &Tensor, dst_offset: u64, len: u64) -> Result<()> {
+pub fn copy_range(
+    enc: &mut Encoder,
+    src: &Tensor,
+    src_offset: u64,
+    dst: &Tensor,
+    dst_offset: u64,
+    len: u64,
+) -> Result<()> {
     dst.expect_dtype("copy_range", src.dtype())?;
-    for (what, t, offset) in [("source", src, src_offset), ("destination", dst, dst_offset)] {
+    for (what, t, offset) in [
+        ("source", src, src_offset),
+        ("destination", dst, dst_offset),
+    ] {
         if offset.checked_add(len).is_none_or(|end| end > t.len()) {
             return Err(Error::Shape {
                 op: "copy_range",
-                detail: format!("{what} range {offset}..{offset}+{len} exceeds its length {}", t.len()),
+                detail: format!(
+                    "{what} range {offset}..{offset}+{len} exceeds its length {}",
+                    t.len()
+                ),
             });
         }
     }
@@ -415,7 +547,13 @@ pub fn copy_range(enc: &mut Encoder, src: &Tensor, src_offset: u64, dst: &Tensor
         return Ok(());
     }
     if src.shares_storage_with(dst) {
-        let staged = Tensor::uninit(enc, src.dtype(), &[len as usize], MemoryCategory::Other, "copy_range staging")?;
+        let staged = Tensor::uninit(
+            enc,
+            src.dtype(),
+            &[len as usize],
+            MemoryCategory::Other,
+            "copy_range staging",
+        )?;
         copy_range(enc, src, src_offset, &staged, 0, len)?;
         return copy_range(enc, &staged, 0, dst, dst_offset, len);
     }
@@ -425,9 +563,20 @@ pub fn copy_range(enc: &mut Encoder, src: &Tensor, src_offset: u64, dst: &Tensor
         let (s, d) = (src_offset + done, dst_offset + done);
         let (src_page, src_in_page) = (s / src.page_elems(), s % src.page_elems());
         let (dst_page, dst_in_page) = (d / dst.page_elems(), d % dst.page_elems());
-        let segment = (len - done).min(src.page_elems() - src_in_page).min(dst.page_elems() - dst_in_page);
-        let (src_buffer, dst_buffer) = (src.page(src_page as usize).raw(), dst.page(dst_page as usize).raw());
-        enc.copy(src_buffer, src_in_page * elem, dst_buffer, dst_in_page * elem, segment * elem);
+        let segment = (len - done)
+            .min(src.page_elems() - src_in_page)
+            .min(dst.page_elems() - dst_in_page);
+        let (src_buffer, dst_buffer) = (
+            src.page(src_page as usize).raw(),
+            dst.page(dst_page as usize).raw(),
+        );
+        enc.copy(
+            src_buffer,
+            src_in_page * elem,
+            dst_buffer,
+            dst_in_page * elem,
+            segment * elem,
+        );
         done += segment;
     }
     Ok(())

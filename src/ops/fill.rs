@@ -22,7 +22,12 @@ pub(crate) struct FillParams {
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(FillParams, FILE, "FillParams", [n, offset, mode, start_bits, step_bits, _pad0, _pad1, _pad2])]
+    vec![mirror!(
+        FillParams,
+        FILE,
+        "FillParams",
+        [n, offset, mode, start_bits, step_bits, _pad0, _pad1, _pad2]
+    )]
 }
 
 fn mode(dtype: DType) -> u32 {
@@ -40,7 +45,11 @@ pub fn fill<T: Element>(enc: &mut Encoder, t: &Tensor, value: T) -> Result<()> {
     let kernel = enc.ctx().kernel(FILE, "fill")?;
     for page in 0..t.num_pages() {
         let n = t.page_len(page);
-        let params = FillParams { n: n as u32, start_bits: bits, ..Default::default() };
+        let params = FillParams {
+            n: n as u32,
+            start_bits: bits,
+            ..Default::default()
+        };
         let grid = super::grid(enc, n, kernel.threads())?;
         enc.dispatch(&kernel, &params, &[t.page_binding(page)], grid)?;
     }

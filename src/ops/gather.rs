@@ -44,7 +44,20 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
         GatherParams,
         FILE,
         "GatherParams",
-        [lin_len, lin_row0, lin_col0, width, index_row0, index_len, addr_row0, addr_col0, addr_len, addr_rows_span, rows_total, zero_out_of_range]
+        [
+            lin_len,
+            lin_row0,
+            lin_col0,
+            width,
+            index_row0,
+            index_len,
+            addr_row0,
+            addr_col0,
+            addr_len,
+            addr_rows_span,
+            rows_total,
+            zero_out_of_range
+        ]
     )]
 }
 
@@ -59,35 +72,61 @@ enum Direction {
 
 fn check_rows(op: &'static str, t: &Tensor, width: u64) -> Result<u64> {
     if width == 0 || width > u64::from(u32::MAX) {
-        return Err(Error::InvalidArgument { op, detail: format!("row width {width} must be in 1..=u32::MAX") });
+        return Err(Error::InvalidArgument {
+            op,
+            detail: format!("row width {width} must be in 1..=u32::MAX"),
+        });
     }
     if !t.len().is_multiple_of(width) {
-        return Err(Error::Shape { op, detail: format!("{} elements are not whole rows of width {width}", t.len()) });
+        return Err(Error::Shape {
+            op,
+            detail: format!("{} elements are not whole rows of width {width}", t.len()),
+        });
     }
     let rows = t.len() / width;
     if rows > u64::from(u32::MAX) {
-        return Err(Error::Overflow { what: format!("{op} row count"), needed: rows, max: u64::from(u32::MAX), hint: "indices are 32-bit".into() });
+        return Err(Error::Overflow {
+            what: format!("{op} row count"),
+            needed: rows,
+            max: u64::from(u32::MAX),
+            hint: "indices are 32-bit".into(),
+        });
     }
     Ok(rows)
 }
 
 fn check_distinct(op: &'static str, written: &Tensor, read: &[&Tensor]) -> Result<()> {
     if read.iter().any(|t| t.shares_storage_with(written)) {
-        return Err(Error::InvalidArgument { op, detail: "the written tensor must not share storage with an input".into() });
+        return Err(Error::InvalidArgument {
+            op,
+            detail: "the written tensor must not share storage with an input".into(),
+        });
     }
     Ok(())
 }
 
 /// Records every dispatch moving rows between `linear` (indexed by row i) and `addressed`
 /// (indexed by `index[i]`).
-fn move_rows(enc: &mut Encoder, dir: Direction, linear: &Tensor, index: &Tensor, addressed: &Tensor, width: u64) -> Result<()> {
-    let entry = if dir == Direction::Gather { "gather_rows" } else { "scatter_rows" };
+fn move_rows(
+    enc: &mut Encoder,
+    dir: Direction,
+    linear: &Tensor,
+    index: &Tensor,
+    addressed: &Tensor,
+    width: u64,
+) -> Result<()> {
+    let entry = if dir == Direction::Gather {
+        "gather_rows"
+    } else {
+        "scatter_rows"
+    };
     let kernel = enc.ctx().kernel(FILE, entry)?;
     let rows_total = (addressed.len() / width) as u32;
     for lin_page in 0..linear.num_pages() {
         let (start, len) = (linear.page_start(lin_page), linear.page_len(lin_page));
         let (first_row, last_row) = (start / width, (start + len - 1) / width);
-        let index_pages = (first_row / index.page_elems()) as usize..=(last_row / index.page_elems()) as usize;
+        let index_pages =
+            (first_row / index.page_elems()) as usize..=(last_row / index.page_elems()) as usize;
         for index_page in index_pages {
             for addr_page in 0..addressed.num_pages() {
                 let addr_start = addressed.page_start(addr_page);
@@ -108,10 +147,21 @@ fn move_rows(enc: &mut Encoder, dir: Direction, linear: &Tensor, index: &Tensor,
                 };
                 let grid = super::grid(enc, len, kernel.threads())?;
                 let (values_in, values_out) = match dir {
-                    Direction::Gather => (addressed.page_binding(addr_page), linear.page_binding(lin_page)),
-                    Direction::Scatter => (linear.page_binding(lin_page), addressed.page_binding(addr_page)),
+                    Direction::Gather => (
+                        addressed.page_binding(addr_page),
+                        linear.page_binding(lin_page),
+                    ),
+                    Direction::Scatter => (
+                        linear.page_binding(lin_page),
+                        addressed.page_binding(addr_page),
+                    ),
                 };
-                enc.dispatch(&kernel, &params, &[values_in, index.page_binding(index_page), values_out], grid)?;
+                enc.dispatch(
+                    &kernel,
+                    &params,
+                    &[values_in, index.page_binding(index_page), values_out],
+                    grid,
+                )?;
             }
         }
     }
@@ -120,20 +170,36 @@ fn move_rows(enc: &mut Encoder, dir: Direction, linear: &Tensor, index: &Tensor,
 
 /// `out[i*width + j] = src[index[i]*width + j]` for every row `i` of `index` into an existing
 /// `out` of `index.len() * width` elements (same dtype as `src`). Out-of-range rows become zeros.
-pub fn gather_rows_into(enc: &mut Encoder, src: &Tensor, index: &Tensor, width: u64, out: &Tensor) -> Result<()> {
+pub fn gather_rows_into(
+    enc: &mut Encoder,
+    src: &Tensor,
+    index: &Tensor,
+    width: u64,
+    out: &Tensor,
+) -> Result<()> {
     const OP: &str = "gather_rows";
     index.expect_dtype(OP, DType::U32)?;
     out.expect_dtype(OP, src.dtype())?;
     check_rows(OP, src, width)?;
     let out_rows = check_rows(OP, out, width)?;
     if out_rows != index.len() {
-        return Err(Error::Shape { op: OP, detail: format!("output holds {out_rows} rows of width {width}, index has {}", index.len()) });
+        return Err(Error::Shape {
+            op: OP,
+            detail: format!(
+                "output holds {out_rows} rows of width {width}, index has {}",
+                index.len()
+            ),
+        });
     }
     check_distinct(OP, out, &[src, index])?;
     if src.is_empty() {
         // Every index is out of range.
         for page in 0..out.num_pages() {
-            enc.clear(out.page(page).raw(), 0, out.page_len(page) * out.dtype().size());
+            enc.clear(
+                out.page(page).raw(),
+                0,
+                out.page_len(page) * out.dtype().size(),
+            );
         }
         return Ok(());
     }
@@ -144,7 +210,11 @@ pub fn gather_rows_into(enc: &mut Encoder, src: &Tensor, index: &Tensor, width: 
 /// (`[index.len()]` for width 1).
 pub fn gather_rows(enc: &mut Encoder, src: &Tensor, index: &Tensor, width: u64) -> Result<Tensor> {
     let rows = index.len() as usize;
-    let shape = if width == 1 { vec![rows] } else { vec![rows, width as usize] };
+    let shape = if width == 1 {
+        vec![rows]
+    } else {
+        vec![rows, width as usize]
+    };
     let out = Tensor::uninit(enc, src.dtype(), &shape, src.category(), "gather")?;
     gather_rows_into(enc, src, index, width, &out)?;
     Ok(out)
@@ -157,14 +227,26 @@ pub fn gather(enc: &mut Encoder, src: &Tensor, index: &Tensor) -> Result<Tensor>
 
 /// `dst[index[i]*width + j] = src[i*width + j]` for every row `i` of `index`; out-of-range rows
 /// are skipped, and with duplicate indices the surviving row is unspecified.
-pub fn scatter_rows(enc: &mut Encoder, src: &Tensor, index: &Tensor, width: u64, dst: &Tensor) -> Result<()> {
+pub fn scatter_rows(
+    enc: &mut Encoder,
+    src: &Tensor,
+    index: &Tensor,
+    width: u64,
+    dst: &Tensor,
+) -> Result<()> {
     const OP: &str = "scatter_rows";
     index.expect_dtype(OP, DType::U32)?;
     dst.expect_dtype(OP, src.dtype())?;
     let src_rows = check_rows(OP, src, width)?;
     check_rows(OP, dst, width)?;
     if src_rows != index.len() {
-        return Err(Error::Shape { op: OP, detail: format!("source holds {src_rows} rows of width {width}, index has {}", index.len()) });
+        return Err(Error::Shape {
+            op: OP,
+            detail: format!(
+                "source holds {src_rows} rows of width {width}, index has {}",
+                index.len()
+            ),
+        });
     }
     check_distinct(OP, dst, &[src, index])?;
     if dst.is_empty() {
@@ -182,7 +264,10 @@ pub fn scatter(enc: &mut Encoder, src: &Tensor, index: &Tensor, dst: &Tensor) ->
 /// parts need the same dtype and the same trailing dimensions).
 pub fn concat(enc: &mut Encoder, parts: &[&Tensor]) -> Result<Tensor> {
     const OP: &str = "concat";
-    let first = parts.first().ok_or_else(|| Error::InvalidArgument { op: OP, detail: "no tensors given".into() })?;
+    let first = parts.first().ok_or_else(|| Error::InvalidArgument {
+        op: OP,
+        detail: "no tensors given".into(),
+    })?;
     let trailing = first.shape().get(1..).unwrap_or(&[]).to_vec();
     let mut rows = 0usize;
     for part in parts {
@@ -190,7 +275,11 @@ pub fn concat(enc: &mut Encoder, parts: &[&Tensor]) -> Result<Tensor> {
         if part.shape().is_empty() || part.shape()[1..] != trailing[..] {
             return Err(Error::Shape {
                 op: OP,
-                detail: format!("shapes {:?} and {:?} differ past the first dimension", first.shape(), part.shape()),
+                detail: format!(
+                    "shapes {:?} and {:?} differ past the first dimension",
+                    first.shape(),
+                    part.shape()
+                ),
             });
         }
         rows += part.shape()[0];

@@ -62,19 +62,36 @@ pub(crate) struct RadixScanParams {
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     let pass_fields = |file| {
-        mirror!(RadixPassParams, file, "RadixPassParams", [n, block_base, num_blocks, shift, digit_mask, dst_start, dst_len, _pad0])
+        mirror!(
+            RadixPassParams,
+            file,
+            "RadixPassParams",
+            [
+                n, block_base, num_blocks, shift, digit_mask, dst_start, dst_len, _pad0
+            ]
+        )
     };
     vec![
         pass_fields(HISTOGRAM_FILE),
         pass_fields(SCATTER_FILE),
-        mirror!(RadixScanParams, SCAN_FILE, "RadixScanParams", [n, add_block_sums, _pad0, _pad1]),
+        mirror!(
+            RadixScanParams,
+            SCAN_FILE,
+            "RadixScanParams",
+            [n, add_block_sums, _pad0, _pad1]
+        ),
     ]
 }
 
 /// Sorts `keys` (u32) by their low `bits` bits (1..=32), stably, carrying `values` (any 32-bit
 /// dtype, same length) along. Returns new tensors `(sorted_keys, permuted_values)`; the inputs are
 /// unchanged.
-pub fn sort_pairs(enc: &mut Encoder, keys: &Tensor, values: &Tensor, bits: u32) -> Result<(Tensor, Tensor)> {
+pub fn sort_pairs(
+    enc: &mut Encoder,
+    keys: &Tensor,
+    values: &Tensor,
+    bits: u32,
+) -> Result<(Tensor, Tensor)> {
     values.expect_same_len("sort_pairs", keys)?;
     let (sorted_keys, sorted_values) = sort(enc, keys, Some(values), bits)?;
     let sorted_values = sorted_values.ok_or_else(|| Error::InvalidArgument {
@@ -109,18 +126,28 @@ impl BlockLayout {
             0 => 0,
             pages => (pages as u64 - 1) * blocks_per_page + t.page_len(pages - 1).div_ceil(BLOCK),
         };
-        BlockLayout { blocks_per_page, num_blocks }
+        BlockLayout {
+            blocks_per_page,
+            num_blocks,
+        }
     }
 }
 
 fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
-    wgpu::BufferBinding { buffer: buffer.raw(), offset: 0, size: NonZeroU64::new(buffer.requested()) }
+    wgpu::BufferBinding {
+        buffer: buffer.raw(),
+        offset: 0,
+        size: NonZeroU64::new(buffer.requested()),
+    }
 }
 
 fn check_arguments(enc: &Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) -> Result<()> {
     keys.expect_dtype("radix sort", DType::U32)?;
     if !(1..=32).contains(&bits) {
-        return Err(Error::InvalidArgument { op: "radix sort", detail: format!("bits must be in 1..=32, got {bits}") });
+        return Err(Error::InvalidArgument {
+            op: "radix sort",
+            detail: format!("bits must be in 1..=32, got {bits}"),
+        });
     }
     if keys.len() > u64::from(u32::MAX) {
         return Err(Error::Overflow {
@@ -132,9 +159,15 @@ fn check_arguments(enc: &Encoder, keys: &Tensor, values: Option<&Tensor>, bits: 
     }
     let table_bytes = BlockLayout::of(keys).num_blocks * RADIX * 4;
     let limits = &enc.ctx().info().limits;
-    let binding_limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let binding_limit = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     if table_bytes > binding_limit {
-        return Err(Error::BindingTooLarge { label: "radix sort digit table".into(), bytes: table_bytes, limit: binding_limit });
+        return Err(Error::BindingTooLarge {
+            label: "radix sort digit table".into(),
+            bytes: table_bytes,
+            limit: binding_limit,
+        });
     }
     if let Some(v) = values {
         v.expect_same_len("radix sort", keys)?;
@@ -155,10 +188,20 @@ impl TableScan {
         let mut n = entries;
         while n > BLOCK {
             n = n.div_ceil(BLOCK);
-            levels.push((n, enc.alloc(n * 4, MemoryCategory::SortScratch, "radix sort scan sums")?));
+            levels.push((
+                n,
+                enc.alloc(n * 4, MemoryCategory::SortScratch, "radix sort scan sums")?,
+            ));
         }
-        let placeholder = enc.alloc(16, MemoryCategory::SortScratch, "radix sort scan placeholder")?;
-        Ok(TableScan { levels, placeholder })
+        let placeholder = enc.alloc(
+            16,
+            MemoryCategory::SortScratch,
+            "radix sort scan placeholder",
+        )?;
+        Ok(TableScan {
+            levels,
+            placeholder,
+        })
     }
 
     /// Records the exclusive scan of the first `entries` entries of `table`.
@@ -169,31 +212,62 @@ impl TableScan {
         let mut below: Vec<(&GpuBuffer, u64)> = vec![(table, entries)];
         for (n, sums) in &self.levels {
             let (data, data_n) = below[below.len() - 1];
-            let params = RadixScanParams { n: data_n as u32, ..Default::default() };
+            let params = RadixScanParams {
+                n: data_n as u32,
+                ..Default::default()
+            };
             let grid = super::grid(enc, data_n, BLOCK as u32)?;
             enc.dispatch(&reduce, &params, &[whole(data), whole(sums)], grid)?;
             below.push((sums, *n));
         }
         let (top, top_n) = below[below.len() - 1];
-        let params = RadixScanParams { n: top_n as u32, ..Default::default() };
-        enc.dispatch(&scan, &params, &[whole(top), whole(&self.placeholder)], super::grid(enc, top_n, BLOCK as u32)?)?;
+        let params = RadixScanParams {
+            n: top_n as u32,
+            ..Default::default()
+        };
+        enc.dispatch(
+            &scan,
+            &params,
+            &[whole(top), whole(&self.placeholder)],
+            super::grid(enc, top_n, BLOCK as u32)?,
+        )?;
         for level in (0..below.len() - 1).rev() {
             let (data, data_n) = below[level];
             let sums = below[level + 1].0;
-            let params = RadixScanParams { n: data_n as u32, add_block_sums: 1, ..Default::default() };
-            enc.dispatch(&scan, &params, &[whole(data), whole(sums)], super::grid(enc, data_n, BLOCK as u32)?)?;
+            let params = RadixScanParams {
+                n: data_n as u32,
+                add_block_sums: 1,
+                ..Default::default()
+            };
+            enc.dispatch(
+                &scan,
+                &params,
+                &[whole(data), whole(sums)],
+                super::grid(enc, data_n, BLOCK as u32)?,
+            )?;
         }
         Ok(())
     }
 }
 
-fn sort(enc: &mut Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) -> Result<(Tensor, Option<Tensor>)> {
+fn sort(
+    enc: &mut Encoder,
+    keys: &Tensor,
+    values: Option<&Tensor>,
+    bits: u32,
+) -> Result<(Tensor, Option<Tensor>)> {
     check_arguments(enc, keys, values, bits)?;
     let n = keys.len() as usize;
     let scratch_pair = |enc: &mut Encoder, label: &str| -> Result<(Tensor, Option<Tensor>)> {
         let k = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::SortScratch, label)?;
         let v = match values {
-            Some(v) => Some(Tensor::uninit(enc, v.dtype(), &[n], MemoryCategory::SortScratch, label)?),
+            Some(v) => Some(Tensor::uninit(
+                enc,
+                v.dtype(),
+                &[n],
+                MemoryCategory::SortScratch,
+                label,
+            )?),
             None => None,
         };
         Ok((k, v))
@@ -204,10 +278,21 @@ fn sort(enc: &mut Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) ->
     }
     let layout = BlockLayout::of(keys);
     let table_entries = layout.num_blocks * RADIX;
-    let table = enc.alloc(table_entries * 4, MemoryCategory::SortScratch, "radix sort digit table")?;
+    let table = enc.alloc(
+        table_entries * 4,
+        MemoryCategory::SortScratch,
+        "radix sort digit table",
+    )?;
     let table_scan = TableScan::new(enc, table_entries)?;
     let histogram = enc.ctx().kernel(HISTOGRAM_FILE, "count_digits")?;
-    let scatter = enc.ctx().kernel(SCATTER_FILE, if values.is_some() { "scatter_pairs" } else { "scatter_keys" })?;
+    let scatter = enc.ctx().kernel(
+        SCATTER_FILE,
+        if values.is_some() {
+            "scatter_pairs"
+        } else {
+            "scatter_keys"
+        },
+    )?;
 
     // Pass i writes targets[i % 2]; a single pass needs no second pair.
     let mut targets = vec![scratch_pair(enc, "radix sort ping")?];
@@ -218,7 +303,12 @@ fn sort(enc: &mut Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) ->
     for pass in 0..passes {
         let shift = pass * DIGIT_BITS;
         let digit_mask = (1u32 << (bits - shift).min(DIGIT_BITS)) - 1;
-        let base = RadixPassParams { num_blocks: layout.num_blocks as u32, shift, digit_mask, ..Default::default() };
+        let base = RadixPassParams {
+            num_blocks: layout.num_blocks as u32,
+            shift,
+            digit_mask,
+            ..Default::default()
+        };
         let (src_keys, src_values) = &source;
         let (dst_keys, dst_values) = &targets[pass as usize % targets.len()];
         for page in 0..src_keys.num_pages() {
@@ -228,7 +318,12 @@ fn sort(enc: &mut Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) ->
                 ..base
             };
             let grid = super::grid(enc, src_keys.page_len(page), BLOCK as u32)?;
-            enc.dispatch(&histogram, &params, &[src_keys.page_binding(page), whole(&table)], grid)?;
+            enc.dispatch(
+                &histogram,
+                &params,
+                &[src_keys.page_binding(page), whole(&table)],
+                grid,
+            )?;
         }
         table_scan.record(enc, &table, table_entries)?;
         for page in 0..src_keys.num_pages() {
@@ -241,7 +336,11 @@ fn sort(enc: &mut Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) ->
                     dst_len: dst_keys.page_len(dst_page) as u32,
                     ..base
                 };
-                let mut bindings = vec![src_keys.page_binding(page), whole(&table), dst_keys.page_binding(dst_page)];
+                let mut bindings = vec![
+                    src_keys.page_binding(page),
+                    whole(&table),
+                    dst_keys.page_binding(dst_page),
+                ];
                 if let (Some(src_v), Some(dst_v)) = (src_values, dst_values) {
                     bindings.push(src_v.page_binding(page));
                     bindings.push(dst_v.page_binding(dst_page));

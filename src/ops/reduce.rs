@@ -51,7 +51,12 @@ pub(crate) struct ReduceParams {
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(ReduceParams, FILE, "ReduceParams", [n, op, out_offset, _pad0])]
+    vec![mirror!(
+        ReduceParams,
+        FILE,
+        "ReduceParams",
+        [n, op, out_offset, _pad0]
+    )]
 }
 
 /// What to reduce with.
@@ -89,21 +94,41 @@ fn partials_per_full_page(t: &Tensor) -> u64 {
 /// Length of the partial tensor after one pass over `len` elements with pages of `page_elems`.
 fn partial_len(len: u64, page_elems: u64) -> u64 {
     let full_pages = len / page_elems;
-    full_pages * page_elems.div_ceil(ITEMS_PER_WORKGROUP) + (len % page_elems).div_ceil(ITEMS_PER_WORKGROUP)
+    full_pages * page_elems.div_ceil(ITEMS_PER_WORKGROUP)
+        + (len % page_elems).div_ceil(ITEMS_PER_WORKGROUP)
 }
 
 /// Records one pass: every page of `src` writes its partials into a new tensor.
 fn reduce_pass(enc: &mut Encoder, src: &Tensor, code: u32) -> Result<Tensor> {
     let kernel = enc.ctx().kernel(FILE, "reduce_pass")?;
     let out_len = partial_len(src.len(), src.page_elems());
-    let out = Tensor::uninit(enc, src.dtype(), &[out_len as usize], MemoryCategory::Other, "reduce partials")?;
+    let out = Tensor::uninit(
+        enc,
+        src.dtype(),
+        &[out_len as usize],
+        MemoryCategory::Other,
+        "reduce partials",
+    )?;
     for page in 0..src.num_pages() {
         let per_full_page = partials_per_full_page(src);
         let first = page as u64 * per_full_page;
-        let (out_page, out_offset) = ((first / out.page_elems()) as usize, first % out.page_elems());
-        let params = ReduceParams { n: src.page_len(page) as u32, op: code, out_offset: out_offset as u32, _pad0: 0 };
+        let (out_page, out_offset) = (
+            (first / out.page_elems()) as usize,
+            first % out.page_elems(),
+        );
+        let params = ReduceParams {
+            n: src.page_len(page) as u32,
+            op: code,
+            out_offset: out_offset as u32,
+            _pad0: 0,
+        };
         let grid = super::grid(enc, src.page_len(page), ITEMS_PER_WORKGROUP as u32)?;
-        enc.dispatch(&kernel, &params, &[src.page_binding(page), out.page_binding(out_page)], grid)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[src.page_binding(page), out.page_binding(out_page)],
+            grid,
+        )?;
     }
     Ok(out)
 }
@@ -149,7 +174,10 @@ pub fn reduce_value<T: Element>(ctx: &GpuContext, x: &Tensor, op: ReduceOp) -> R
     let pending = result.record_read(&mut enc)?;
     ctx.submit(enc)?;
     let values: Vec<T> = pending.wait(ctx)?;
-    values.first().copied().ok_or_else(|| Error::Readback { label: "reduce result".into(), message: "no element read".into() })
+    values.first().copied().ok_or_else(|| Error::Readback {
+        label: "reduce result".into(),
+        message: "no element read".into(),
+    })
 }
 
 /// Sum of an f32 tensor, read back (blocking).
@@ -180,7 +208,11 @@ pub fn sum_f32_depth(ctx: &GpuContext, n: u64) -> u64 {
     let per_pass = if ctx.variant().subgroups {
         // Largest subgroup size is the worst case: (s - 1) + log2(256 / s) grows with s.
         let reported = u64::from(ctx.info().limits.max_subgroup_size);
-        let s = if reported == 0 { WORKGROUP_SIZE } else { reported.min(WORKGROUP_SIZE).next_power_of_two() };
+        let s = if reported == 0 {
+            WORKGROUP_SIZE
+        } else {
+            reported.min(WORKGROUP_SIZE).next_power_of_two()
+        };
         let tree = u64::from((WORKGROUP_SIZE / s).max(1).ilog2());
         2 + (s - 1) + tree
     } else {

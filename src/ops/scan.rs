@@ -59,8 +59,27 @@ pub(crate) struct ScanInPlaceParams {
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     vec![
-        mirror!(ScanParams, SCAN_FILE, "ScanParams", [n, inclusive, flags_mode, offset_index, write_total, _pad0, _pad1, _pad2]),
-        mirror!(ScanInPlaceParams, IN_PLACE_FILE, "ScanInPlaceParams", [n, inclusive, offset_index, write_total]),
+        mirror!(
+            ScanParams,
+            SCAN_FILE,
+            "ScanParams",
+            [
+                n,
+                inclusive,
+                flags_mode,
+                offset_index,
+                write_total,
+                _pad0,
+                _pad1,
+                _pad2
+            ]
+        ),
+        mirror!(
+            ScanInPlaceParams,
+            IN_PLACE_FILE,
+            "ScanInPlaceParams",
+            [n, inclusive, offset_index, write_total]
+        ),
     ]
 }
 
@@ -81,7 +100,11 @@ impl ScanKernels {
         let ctx = enc.ctx();
         let limits = &ctx.info().limits;
         let kernel = |file: &str, entry: &str| {
-            if limits.min_subgroup_size < MIN_SUBGROUP_SIZE { ctx.kernel_variant(file, entry, Variant::PORTABLE) } else { ctx.kernel(file, entry) }
+            if limits.min_subgroup_size < MIN_SUBGROUP_SIZE {
+                ctx.kernel_variant(file, entry, Variant::PORTABLE)
+            } else {
+                ctx.kernel(file, entry)
+            }
         };
         let scan = kernel(SCAN_FILE, "scan_blocks")?;
         let block = scan.threads() * ITEMS_PER_THREAD;
@@ -98,7 +121,11 @@ impl ScanKernels {
 #[derive(Clone)]
 enum Level<'a> {
     /// Reads `input` (as 0/1 flags when `flags_mode`), writes `output`.
-    Copy { input: wgpu::BufferBinding<'a>, output: wgpu::BufferBinding<'a>, flags_mode: bool },
+    Copy {
+        input: wgpu::BufferBinding<'a>,
+        output: wgpu::BufferBinding<'a>,
+        flags_mode: bool,
+    },
     /// Scans `data` in place.
     InPlace(wgpu::BufferBinding<'a>),
 }
@@ -109,22 +136,48 @@ fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
 
 /// Scans `n` elements of one level. The base of the result is `carry[page]`; the top level stores
 /// `carry[page] + total` in `carry[page + 1]`.
-fn scan_level(enc: &mut Encoder, k: &ScanKernels, level: Level<'_>, n: u64, kind: ScanKind, carry: &GpuBuffer, page: u32) -> Result<()> {
+fn scan_level(
+    enc: &mut Encoder,
+    k: &ScanKernels,
+    level: Level<'_>,
+    n: u64,
+    kind: ScanKind,
+    carry: &GpuBuffer,
+    page: u32,
+) -> Result<()> {
     let inclusive = u32::from(kind == ScanKind::Inclusive);
     let single_block = n <= u64::from(k.block);
     let sums = if single_block {
         None
     } else {
         let blocks = n.div_ceil(u64::from(k.block));
-        let sums = enc.alloc(blocks * 4, MemoryCategory::SortScratch, "wgsplat/scan-block-sums")?;
+        let sums = enc.alloc(
+            blocks * 4,
+            MemoryCategory::SortScratch,
+            "wgsplat/scan-block-sums",
+        )?;
         let (input, flags_mode) = match &level {
-            Level::Copy { input, flags_mode, .. } => (input.clone(), *flags_mode),
+            Level::Copy {
+                input, flags_mode, ..
+            } => (input.clone(), *flags_mode),
             Level::InPlace(data) => (data.clone(), false),
         };
-        let params = ScanParams { n: n as u32, flags_mode: u32::from(flags_mode), ..Default::default() };
+        let params = ScanParams {
+            n: n as u32,
+            flags_mode: u32::from(flags_mode),
+            ..Default::default()
+        };
         let grid = super::grid(enc, n, k.block)?;
         enc.dispatch(&k.reduce, &params, &[input, whole(&sums)], grid)?;
-        scan_level(enc, k, Level::InPlace(whole(&sums)), blocks, ScanKind::Exclusive, carry, page)?;
+        scan_level(
+            enc,
+            k,
+            Level::InPlace(whole(&sums)),
+            blocks,
+            ScanKind::Exclusive,
+            carry,
+            page,
+        )?;
         Some(sums)
     };
     // Single block: based on the page's carry; otherwise on the scanned block sums.
@@ -134,13 +187,28 @@ fn scan_level(enc: &mut Encoder, k: &ScanKernels, level: Level<'_>, n: u64, kind
     };
     let grid = super::grid(enc, n, k.block)?;
     match level {
-        Level::Copy { input, output, flags_mode } => {
-            let params =
-                ScanParams { n: n as u32, inclusive, flags_mode: u32::from(flags_mode), offset_index, write_total, ..Default::default() };
+        Level::Copy {
+            input,
+            output,
+            flags_mode,
+        } => {
+            let params = ScanParams {
+                n: n as u32,
+                inclusive,
+                flags_mode: u32::from(flags_mode),
+                offset_index,
+                write_total,
+                ..Default::default()
+            };
             enc.dispatch(&k.scan, &params, &[input, output, offsets], grid)
         }
         Level::InPlace(data) => {
-            let params = ScanInPlaceParams { n: n as u32, inclusive, offset_index, write_total };
+            let params = ScanInPlaceParams {
+                n: n as u32,
+                inclusive,
+                offset_index,
+                write_total,
+            };
             enc.dispatch(&k.scan_in_place, &params, &[data, offsets], grid)
         }
     }
@@ -151,7 +219,10 @@ fn check_total(op: &'static str, total: Option<&Tensor>) -> Result<()> {
     if let Some(total) = total {
         total.expect_dtype(op, DType::U32)?;
         if total.is_empty() {
-            return Err(Error::Shape { op, detail: "the total tensor needs at least one element".into() });
+            return Err(Error::Shape {
+                op,
+                detail: "the total tensor needs at least one element".into(),
+            });
         }
     }
     Ok(())
@@ -159,19 +230,42 @@ fn check_total(op: &'static str, total: Option<&Tensor>) -> Result<()> {
 
 /// Scans every page of `source` into `target` (the same tensor for in-place scans), chaining the
 /// pages through a carry buffer, and copies the grand total into `total[0]` when given.
-fn scan_pages(enc: &mut Encoder, source: &Tensor, target: &Tensor, kind: ScanKind, flags_mode: bool, total: Option<&Tensor>) -> Result<()> {
+fn scan_pages(
+    enc: &mut Encoder,
+    source: &Tensor,
+    target: &Tensor,
+    kind: ScanKind,
+    flags_mode: bool,
+    total: Option<&Tensor>,
+) -> Result<()> {
     let kernels = ScanKernels::new(enc)?;
     let pages = source.num_pages();
-    let carry = enc.alloc((pages as u64 + 1) * 4, MemoryCategory::SortScratch, "wgsplat/scan-page-carry")?;
+    let carry = enc.alloc(
+        (pages as u64 + 1) * 4,
+        MemoryCategory::SortScratch,
+        "wgsplat/scan-page-carry",
+    )?;
     enc.clear(carry.raw(), 0, 4);
     let in_place = source.shares_storage_with(target);
     for page in 0..pages {
         let level = if in_place {
             Level::InPlace(target.page_binding(page))
         } else {
-            Level::Copy { input: source.page_binding(page), output: target.page_binding(page), flags_mode }
+            Level::Copy {
+                input: source.page_binding(page),
+                output: target.page_binding(page),
+                flags_mode,
+            }
         };
-        scan_level(enc, &kernels, level, source.page_len(page), kind, &carry, page as u32)?;
+        scan_level(
+            enc,
+            &kernels,
+            level,
+            source.page_len(page),
+            kind,
+            &carry,
+            page as u32,
+        )?;
     }
     if let Some(total) = total {
         enc.copy(carry.raw(), pages as u64 * 4, total.page(0).raw(), 0, 4);
@@ -181,7 +275,13 @@ fn scan_pages(enc: &mut Encoder, source: &Tensor, target: &Tensor, kind: ScanKin
 
 /// Checks an out-of-place scan's arguments: u32 (or `input_dtype_any` for flags), equal lengths,
 /// separate storage.
-fn check_out_of_place(op: &'static str, input: &Tensor, output: &Tensor, any_input_dtype: bool, total: Option<&Tensor>) -> Result<()> {
+fn check_out_of_place(
+    op: &'static str,
+    input: &Tensor,
+    output: &Tensor,
+    any_input_dtype: bool,
+    total: Option<&Tensor>,
+) -> Result<()> {
     if !any_input_dtype {
         input.expect_dtype(op, DType::U32)?;
     }
@@ -190,7 +290,8 @@ fn check_out_of_place(op: &'static str, input: &Tensor, output: &Tensor, any_inp
     if input.shares_storage_with(output) {
         return Err(Error::InvalidArgument {
             op,
-            detail: "output shares storage with input; use the in-place form (scan_u32_in_place)".into(),
+            detail: "output shares storage with input; use the in-place form (scan_u32_in_place)"
+                .into(),
         });
     }
     check_total(op, total)
@@ -198,14 +299,25 @@ fn check_out_of_place(op: &'static str, input: &Tensor, output: &Tensor, any_inp
 
 /// Scans `input` into `output` (u32 tensors of equal length, not sharing storage), wrapping on
 /// overflow. When `total` is given, its element 0 receives the sum of all of `input`.
-pub fn scan_u32(enc: &mut Encoder, input: &Tensor, output: &Tensor, kind: ScanKind, total: Option<&Tensor>) -> Result<()> {
+pub fn scan_u32(
+    enc: &mut Encoder,
+    input: &Tensor,
+    output: &Tensor,
+    kind: ScanKind,
+    total: Option<&Tensor>,
+) -> Result<()> {
     check_out_of_place("scan_u32", input, output, false, total)?;
     scan_pages(enc, input, output, kind, false, total)
 }
 
 /// Scans a u32 tensor in place. When `total` is given, its element 0 receives the sum of all
 /// elements (taken before they are overwritten).
-pub fn scan_u32_in_place(enc: &mut Encoder, data: &Tensor, kind: ScanKind, total: Option<&Tensor>) -> Result<()> {
+pub fn scan_u32_in_place(
+    enc: &mut Encoder,
+    data: &Tensor,
+    kind: ScanKind,
+    total: Option<&Tensor>,
+) -> Result<()> {
     data.expect_dtype("scan_u32_in_place", DType::U32)?;
     check_total("scan_u32_in_place", total)?;
     scan_pages(enc, data, data, kind, false, total)
@@ -232,12 +344,24 @@ pub fn inclusive_scan_u32_in_place(enc: &mut Encoder, data: &Tensor) -> Result<(
 }
 
 /// Scans into `output` and writes the grand total (wrapping) into `total[0]`.
-pub fn scan_with_total(enc: &mut Encoder, input: &Tensor, output: &Tensor, kind: ScanKind, total: &Tensor) -> Result<()> {
+pub fn scan_with_total(
+    enc: &mut Encoder,
+    input: &Tensor,
+    output: &Tensor,
+    kind: ScanKind,
+    total: &Tensor,
+) -> Result<()> {
     scan_u32(enc, input, output, kind, Some(total))
 }
 
 fn allocate_like(enc: &mut Encoder, input: &Tensor, label: &str) -> Result<Tensor> {
-    Tensor::uninit(enc, DType::U32, &[input.len() as usize], input.category(), label)
+    Tensor::uninit(
+        enc,
+        DType::U32,
+        &[input.len() as usize],
+        input.category(),
+        label,
+    )
 }
 
 /// A new 1-D tensor holding the exclusive scan of `input`.
@@ -257,7 +381,12 @@ pub fn inclusive_scan(enc: &mut Encoder, input: &Tensor) -> Result<Tensor> {
 /// Exclusive scan of the flags `flags[i] != 0` (as 0 or 1) of a 32-bit tensor of any dtype: the
 /// destination of every set flag in a stable compaction. `total[0]`, when given, receives the number
 /// of set flags modulo 2^32.
-pub fn exclusive_scan_flags(enc: &mut Encoder, flags: &Tensor, output: &Tensor, total: Option<&Tensor>) -> Result<()> {
+pub fn exclusive_scan_flags(
+    enc: &mut Encoder,
+    flags: &Tensor,
+    output: &Tensor,
+    total: Option<&Tensor>,
+) -> Result<()> {
     check_out_of_place("exclusive_scan_flags", flags, output, true, total)?;
     scan_pages(enc, flags, output, ScanKind::Exclusive, true, total)
 }

@@ -31,7 +31,16 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
         AdamParams,
         FILE,
         "AdamParams",
-        [n, step_size, inv_sqrt_bias_correction2, eps, beta1, one_minus_beta1, beta2, one_minus_beta2]
+        [
+            n,
+            step_size,
+            inv_sqrt_bias_correction2,
+            eps,
+            beta1,
+            one_minus_beta1,
+            beta2,
+            one_minus_beta2
+        ]
     )]
 }
 
@@ -48,17 +57,26 @@ pub struct AdamConfig {
 
 impl Default for AdamConfig {
     fn default() -> Self {
-        AdamConfig { beta1: 0.9, beta2: 0.999, eps: 1e-15 }
+        AdamConfig {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-15,
+        }
     }
 }
 
 impl AdamConfig {
     fn check(&self) -> Result<()> {
-        let valid = (0.0..1.0).contains(&self.beta1) && (0.0..1.0).contains(&self.beta2) && self.eps.is_finite() && self.eps >= 0.0;
+        let valid = (0.0..1.0).contains(&self.beta1)
+            && (0.0..1.0).contains(&self.beta2)
+            && self.eps.is_finite()
+            && self.eps >= 0.0;
         if !valid {
             return Err(Error::InvalidArgument {
                 op: "adam",
-                detail: format!("betas must lie in [0, 1) and eps be finite and >= 0, got {self:?}"),
+                detail: format!(
+                    "betas must lie in [0, 1) and eps be finite and >= 0, got {self:?}"
+                ),
             });
         }
         Ok(())
@@ -68,7 +86,10 @@ impl AdamConfig {
     fn params(&self, step: u64, lr: f32) -> Result<AdamParams> {
         self.check()?;
         if step == 0 {
-            return Err(Error::InvalidArgument { op: "adam", detail: "steps are counted from 1 (step 0 has no bias correction)".into() });
+            return Err(Error::InvalidArgument {
+                op: "adam",
+                detail: "steps are counted from 1 (step 0 has no bias correction)".into(),
+            });
         }
         let exponent = i32::try_from(step).unwrap_or(i32::MAX);
         let bias_correction1 = 1.0 - self.beta1.powi(exponent);
@@ -107,16 +128,27 @@ pub fn adam_step(
     let storages = [param, grad, moment1, moment2];
     for (i, a) in storages.iter().enumerate() {
         if storages[i + 1..].iter().any(|b| a.shares_storage_with(b)) {
-            return Err(Error::InvalidArgument { op: OP, detail: "parameter, gradient and moments must be distinct tensors".into() });
+            return Err(Error::InvalidArgument {
+                op: OP,
+                detail: "parameter, gradient and moments must be distinct tensors".into(),
+            });
         }
     }
     let base = config.params(step, lr)?;
     let kernel = enc.ctx().kernel(FILE, "adam_step")?;
     for page in 0..param.num_pages() {
         let n = param.page_len(page);
-        let params = AdamParams { n: n as u32, ..base };
+        let params = AdamParams {
+            n: n as u32,
+            ..base
+        };
         let grid = crate::ops::grid(enc, n, kernel.threads())?;
-        let bindings = [param.page_binding(page), grad.page_binding(page), moment1.page_binding(page), moment2.page_binding(page)];
+        let bindings = [
+            param.page_binding(page),
+            grad.page_binding(page),
+            moment1.page_binding(page),
+            moment2.page_binding(page),
+        ];
         enc.dispatch(&kernel, &params, &bindings, grid)?;
     }
     Ok(())
@@ -142,7 +174,14 @@ pub struct LearningRates {
 impl LearningRates {
     /// The rates in [`ATTRIBUTE_NAMES`] order.
     pub fn as_array(&self) -> [f32; 6] {
-        [self.means, self.log_scales, self.quats, self.opacity_logits, self.sh_dc, self.sh_rest]
+        [
+            self.means,
+            self.log_scales,
+            self.quats,
+            self.opacity_logits,
+            self.sh_dc,
+            self.sh_rest,
+        ]
     }
 }
 
@@ -161,16 +200,33 @@ impl GaussianOptimizer {
     /// Zero moments for `params`, step count 0.
     pub fn new(enc: &mut Encoder, params: &GaussianTensors, config: AdamConfig) -> Result<Self> {
         config.check()?;
-        let moment1 = GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.m")?;
-        let moment2 = GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.v")?;
-        Ok(GaussianOptimizer { config, moment1, moment2, step: 0 })
+        let moment1 =
+            GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.m")?;
+        let moment2 =
+            GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.v")?;
+        Ok(GaussianOptimizer {
+            config,
+            moment1,
+            moment2,
+            step: 0,
+        })
     }
 
     /// An optimizer from saved moments (for checkpoints); `step` is the number of steps taken.
-    pub fn from_parts(config: AdamConfig, moment1: GaussianTensors, moment2: GaussianTensors, step: u64) -> Result<Self> {
+    pub fn from_parts(
+        config: AdamConfig,
+        moment1: GaussianTensors,
+        moment2: GaussianTensors,
+        step: u64,
+    ) -> Result<Self> {
         config.check()?;
         check_aligned("GaussianOptimizer::from_parts", &moment1, &moment2)?;
-        Ok(GaussianOptimizer { config, moment1, moment2, step })
+        Ok(GaussianOptimizer {
+            config,
+            moment1,
+            moment2,
+            step,
+        })
     }
 
     /// First moments, one tensor per attribute.
@@ -200,12 +256,23 @@ impl GaussianOptimizer {
 
     /// Records one Adam step of every attribute of `params` with gradients `grads` (same shapes
     /// and layout as the moments) and the per-group rates `lrs`.
-    pub fn step(&mut self, enc: &mut Encoder, params: &GaussianTensors, grads: &GaussianTensors, lrs: &LearningRates) -> Result<()> {
+    pub fn step(
+        &mut self,
+        enc: &mut Encoder,
+        params: &GaussianTensors,
+        grads: &GaussianTensors,
+        lrs: &LearningRates,
+    ) -> Result<()> {
         const OP: &str = "GaussianOptimizer::step";
         check_aligned(OP, params, &self.moment1)?;
         check_aligned(OP, grads, &self.moment1)?;
         let step = self.step + 1;
-        let groups = params.attributes().into_iter().zip(grads.attributes()).zip(self.moment1.attributes()).zip(self.moment2.attributes());
+        let groups = params
+            .attributes()
+            .into_iter()
+            .zip(grads.attributes())
+            .zip(self.moment1.attributes())
+            .zip(self.moment2.attributes());
         for ((((param, grad), m), v), lr) in groups.zip(lrs.as_array()) {
             adam_step(enc, param, grad, m, v, lr, step, &self.config)?;
         }
@@ -215,7 +282,12 @@ impl GaussianOptimizer {
 
     /// Keeps the Gaussians `index` names (a u32 tensor of row indices, in the order given) in
     /// `params` and in both moments, so they stay aligned. Out-of-range indices give zero rows.
-    pub fn select_rows(&mut self, enc: &mut Encoder, params: &mut GaussianTensors, index: &Tensor) -> Result<()> {
+    pub fn select_rows(
+        &mut self,
+        enc: &mut Encoder,
+        params: &mut GaussianTensors,
+        index: &Tensor,
+    ) -> Result<()> {
         check_aligned("GaussianOptimizer::select_rows", params, &self.moment1)?;
         let new_params = select_gaussian_rows(enc, params, index, "params")?;
         let new_moment1 = select_gaussian_rows(enc, &self.moment1, index, "adam.m")?;
@@ -227,9 +299,19 @@ impl GaussianOptimizer {
     }
 
     /// Appends the Gaussians `new_rows` to `params` and zero rows to both moments.
-    pub fn append_rows(&mut self, enc: &mut Encoder, params: &mut GaussianTensors, new_rows: &GaussianTensors) -> Result<()> {
+    pub fn append_rows(
+        &mut self,
+        enc: &mut Encoder,
+        params: &mut GaussianTensors,
+        new_rows: &GaussianTensors,
+    ) -> Result<()> {
         check_aligned("GaussianOptimizer::append_rows", params, &self.moment1)?;
-        let zeros = GaussianTensors::zeros_like(enc, new_rows, MemoryCategory::OptimizerState, "adam.zero-rows")?;
+        let zeros = GaussianTensors::zeros_like(
+            enc,
+            new_rows,
+            MemoryCategory::OptimizerState,
+            "adam.zero-rows",
+        )?;
         let new_params = concat_gaussian_rows(enc, params, new_rows, "params")?;
         let new_moment1 = concat_gaussian_rows(enc, &self.moment1, &zeros, "adam.m")?;
         let new_moment2 = concat_gaussian_rows(enc, &self.moment2, &zeros, "adam.v")?;
@@ -243,9 +325,15 @@ impl GaussianOptimizer {
     /// opacities when it resets them.
     pub fn clear_group_moments(&mut self, enc: &mut Encoder, group: usize) -> Result<()> {
         if group >= ATTRIBUTE_NAMES.len() {
-            return Err(Error::InvalidArgument { op: "clear_group_moments", detail: format!("group {group} is not below {}", ATTRIBUTE_NAMES.len()) });
+            return Err(Error::InvalidArgument {
+                op: "clear_group_moments",
+                detail: format!("group {group} is not below {}", ATTRIBUTE_NAMES.len()),
+            });
         }
-        for t in [self.moment1.attributes()[group], self.moment2.attributes()[group]] {
+        for t in [
+            self.moment1.attributes()[group],
+            self.moment2.attributes()[group],
+        ] {
             for page in 0..t.num_pages() {
                 enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
             }
@@ -256,7 +344,10 @@ impl GaussianOptimizer {
 
 /// Checks that two Gaussian sets have the same count, SH size and rows per page.
 fn check_aligned(op: &'static str, a: &GaussianTensors, b: &GaussianTensors) -> Result<()> {
-    if a.len() != b.len() || a.sh_rest_count() != b.sh_rest_count() || a.rows_per_page != b.rows_per_page {
+    if a.len() != b.len()
+        || a.sh_rest_count() != b.sh_rest_count()
+        || a.rows_per_page != b.rows_per_page
+    {
         return Err(Error::Shape {
             op,
             detail: format!(

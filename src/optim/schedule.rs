@@ -29,11 +29,16 @@ impl ExponentialDecay {
         }
         let delay_rate = if self.delay_steps > 0 {
             let progress = (step as f64 / self.delay_steps as f64).clamp(0.0, 1.0);
-            self.delay_mult + (1.0 - self.delay_mult) * (0.5 * std::f64::consts::PI * progress).sin()
+            self.delay_mult
+                + (1.0 - self.delay_mult) * (0.5 * std::f64::consts::PI * progress).sin()
         } else {
             1.0
         };
-        let t = if self.max_steps == 0 { 1.0 } else { (step as f64 / self.max_steps as f64).clamp(0.0, 1.0) };
+        let t = if self.max_steps == 0 {
+            1.0
+        } else {
+            (step as f64 / self.max_steps as f64).clamp(0.0, 1.0)
+        };
         let rate = if self.lr_init > 0.0 && self.lr_final > 0.0 {
             (self.lr_init.ln() * (1.0 - t) + self.lr_final.ln() * t).exp()
         } else {

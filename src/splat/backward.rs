@@ -54,12 +54,25 @@ pub fn record_backward(
 ) -> Result<BackwardOutput> {
     v_image.expect_same_len("record_backward (v_image vs image)", &fwd.image)?;
     v_image.expect_dtype("record_backward", DType::F32)?;
-    if grads.len() != g.len() || grads.sh_rest_count() != g.sh_rest_count() || grads.rows_per_page != g.rows_per_page {
-        return Err(Error::Shape { op: "record_backward", detail: "gradient tensors must be shaped like the parameters (GaussianTensors::zeros_like)".into() });
+    if grads.len() != g.len()
+        || grads.sh_rest_count() != g.sh_rest_count()
+        || grads.rows_per_page != g.rows_per_page
+    {
+        return Err(Error::Shape {
+            op: "record_backward",
+            detail:
+                "gradient tensors must be shaped like the parameters (GaussianTensors::zeros_like)"
+                    .into(),
+        });
     }
     if let Some(s) = stats {
         if s.len() != g.len() * STATS_STRIDE || s.page_elems() != g.rows_per_page * STATS_STRIDE {
-            return Err(Error::Shape { op: "record_backward", detail: format!("stats must be an [N, {STATS_STRIDE}] row tensor with the model's rows per page") });
+            return Err(Error::Shape {
+                op: "record_backward",
+                detail: format!(
+                    "stats must be an [N, {STATS_STRIDE}] row tensor with the model's rows per page"
+                ),
+            });
         }
     }
     let ctx = enc.ctx().clone();
@@ -67,7 +80,13 @@ pub fn record_backward(
     let n = g.len() as usize;
     fits_one_page(&ctx, "splat gradients", v * V_STRIDE)?;
     let u = fwd.uniform;
-    let v_splats = Tensor::zeros(enc, DType::F32, &[v as usize, V_STRIDE as usize], MemoryCategory::FrameScratch, "splat/v_splats")?;
+    let v_splats = Tensor::zeros(
+        enc,
+        DType::F32,
+        &[v as usize, V_STRIDE as usize],
+        MemoryCategory::FrameScratch,
+        "splat/v_splats",
+    )?;
     let [tx, ty] = u.tile_counts();
     let num_tiles = u64::from(tx) * u64::from(ty);
     if v > 0 && fwd.num_intersections > 0 {
@@ -82,14 +101,36 @@ pub fn record_backward(
             v_splats.page_binding(0),
         ];
         let grid = WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
-        enc.dispatch(&kernel, &u.with_count(0, 0, fwd.num_intersections), &bindings, grid)?;
+        enc.dispatch(
+            &kernel,
+            &u.with_count(0, 0, fwd.num_intersections),
+            &bindings,
+            grid,
+        )?;
     }
-    let v_projected = Tensor::uninit_rows(enc, DType::F32, &[n, V_STRIDE as usize], g.rows_per_page, MemoryCategory::FrameScratch, "splat/v_projected")?;
+    let v_projected = Tensor::uninit_rows(
+        enc,
+        DType::F32,
+        &[n, V_STRIDE as usize],
+        g.rows_per_page,
+        MemoryCategory::FrameScratch,
+        "splat/v_projected",
+    )?;
     for page in 0..v_projected.num_pages() {
-        enc.clear(v_projected.page(page).raw(), 0, v_projected.page_len(page) * 4);
+        enc.clear(
+            v_projected.page(page).raw(),
+            0,
+            v_projected.page_len(page) * 4,
+        );
     }
     if v > 0 {
-        ops::gather::scatter_rows(enc, &v_splats, &fwd.global_from_splat, V_STRIDE, &v_projected)?;
+        ops::gather::scatter_rows(
+            enc,
+            &v_splats,
+            &fwd.global_from_splat,
+            V_STRIDE,
+            &v_projected,
+        )?;
     }
     let project = ctx.kernel("project_backward.wgsl", "project_backward")?;
     let sh = ctx.kernel("sh_backward.wgsl", "sh_backward")?;
@@ -111,9 +152,15 @@ pub fn record_backward(
         ];
         enc.dispatch(&project, &pu, &bindings, grid)?;
         let (rest, v_rest) = if g.sh_rest.is_empty() {
-            (f32_placeholder.page_binding(0), f32_placeholder.page_binding(0))
+            (
+                f32_placeholder.page_binding(0),
+                f32_placeholder.page_binding(0),
+            )
         } else {
-            (g.sh_rest.page_binding(page), grads.sh_rest.page_binding(page))
+            (
+                g.sh_rest.page_binding(page),
+                grads.sh_rest.page_binding(page),
+            )
         };
         let bindings = [
             g.means.page_binding(page),
@@ -125,7 +172,8 @@ pub fn record_backward(
             grads.means.page_binding(page),
         ];
         enc.dispatch(&sh, &pu, &bindings, grid)?;
-        let stats_binding = stats.map_or_else(|| f32_placeholder.page_binding(0), |s| s.page_binding(page));
+        let stats_binding =
+            stats.map_or_else(|| f32_placeholder.page_binding(0), |s| s.page_binding(page));
         let bindings = [
             g.opacity_logits.page_binding(page),
             fwd.projected.page_binding(page),
@@ -135,5 +183,8 @@ pub fn record_backward(
         ];
         enc.dispatch(&opacity, &pu, &bindings, grid)?;
     }
-    Ok(BackwardOutput { v_splats, v_projected })
+    Ok(BackwardOutput {
+        v_splats,
+        v_projected,
+    })
 }

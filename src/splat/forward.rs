@@ -81,7 +81,12 @@ fn check_camera(camera: &Camera) -> Result<()> {
         && camera.far > camera.near
         && camera.fx > 0.0
         && camera.fy > 0.0
-        && camera.rotation.iter().flatten().chain(&camera.translation).all(|v| v.is_finite());
+        && camera
+            .rotation
+            .iter()
+            .flatten()
+            .chain(&camera.translation)
+            .all(|v| v.is_finite());
     if ok {
         Ok(())
     } else {
@@ -97,11 +102,22 @@ fn check_camera(camera: &Camera) -> Result<()> {
 
 /// A 1-element tensor standing in for an empty binding.
 pub(crate) fn placeholder(enc: &mut Encoder, dtype: DType) -> Result<Tensor> {
-    Tensor::zeros(enc, dtype, &[1], MemoryCategory::FrameScratch, "splat/placeholder")
+    Tensor::zeros(
+        enc,
+        dtype,
+        &[1],
+        MemoryCategory::FrameScratch,
+        "splat/placeholder",
+    )
 }
 
 /// Records projection and colour of every Gaussian, and the counts V and I.
-pub fn record_projection(enc: &mut Encoder, g: &GaussianTensors, camera: &Camera, options: RenderOptions) -> Result<Projection> {
+pub fn record_projection(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    camera: &Camera,
+    options: RenderOptions,
+) -> Result<Projection> {
     check_camera(camera)?;
     let n = g.len() as usize;
     let degree = options.sh_degree.min(g.max_sh_degree());
@@ -110,7 +126,12 @@ pub fn record_projection(enc: &mut Encoder, g: &GaussianTensors, camera: &Camera
     let scratch = |enc: &mut Encoder, shape: &[usize], dtype, label| {
         Tensor::uninit_rows(enc, dtype, shape, rows, MemoryCategory::FrameScratch, label)
     };
-    let projected = scratch(enc, &[n, SPLAT_STRIDE as usize], DType::F32, "splat/projected")?;
+    let projected = scratch(
+        enc,
+        &[n, SPLAT_STRIDE as usize],
+        DType::F32,
+        "splat/projected",
+    )?;
     let tiles_touched = scratch(enc, &[n], DType::U32, "splat/tiles_touched")?;
     let depth_keys = scratch(enc, &[n], DType::U32, "splat/depth_keys")?;
     let project = enc.ctx().kernel("project_forward.wgsl", "project")?;
@@ -130,15 +151,43 @@ pub fn record_projection(enc: &mut Encoder, g: &GaussianTensors, camera: &Camera
             depth_keys.page_binding(page),
         ];
         enc.dispatch(&project, &u, &bindings, grid)?;
-        let rest = if g.sh_rest.is_empty() { rest_placeholder.page_binding(0) } else { g.sh_rest.page_binding(page) };
-        let bindings = [g.means.page_binding(page), g.sh_dc.page_binding(page), rest, projected.page_binding(page), tiles_touched.page_binding(page)];
+        let rest = if g.sh_rest.is_empty() {
+            rest_placeholder.page_binding(0)
+        } else {
+            g.sh_rest.page_binding(page)
+        };
+        let bindings = [
+            g.means.page_binding(page),
+            g.sh_dc.page_binding(page),
+            rest,
+            projected.page_binding(page),
+            tiles_touched.page_binding(page),
+        ];
         enc.dispatch(&color, &u, &bindings, grid)?;
     }
     let visible = ops::count::count_nonzero(enc, &tiles_touched)?;
-    let total = Tensor::zeros(enc, DType::U32, &[1], MemoryCategory::FrameScratch, "splat/isect_total")?;
-    let offsets = Tensor::uninit(enc, DType::U32, &[n], MemoryCategory::FrameScratch, "splat/count_scan")?;
+    let total = Tensor::zeros(
+        enc,
+        DType::U32,
+        &[1],
+        MemoryCategory::FrameScratch,
+        "splat/isect_total",
+    )?;
+    let offsets = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[n],
+        MemoryCategory::FrameScratch,
+        "splat/count_scan",
+    )?;
     if n > 0 {
-        ops::scan::scan_u32(enc, &tiles_touched, &offsets, ops::scan::ScanKind::Exclusive, Some(&total))?;
+        ops::scan::scan_u32(
+            enc,
+            &tiles_touched,
+            &offsets,
+            ops::scan::ScanKind::Exclusive,
+            Some(&total),
+        )?;
     }
     Ok(Projection {
         uniform,
@@ -165,13 +214,21 @@ impl Projection {
     /// Waits for the counts (submit the encoder holding the projection first).
     pub fn read_counts(mut self, ctx: &GpuContext) -> Result<Counted> {
         let (Some(visible), Some(isects)) = (self.visible.take(), self.intersections.take()) else {
-            return Err(Error::InvalidArgument { op: "read_counts", detail: "the counts were already read".into() });
+            return Err(Error::InvalidArgument {
+                op: "read_counts",
+                detail: "the counts were already read".into(),
+            });
         };
         let visible = visible.wait::<u32>(ctx)?;
         let isects = isects.wait::<u32>(ctx)?;
-        let num_visible = u64::from(visible[0]) | (u64::from(visible.get(1).copied().unwrap_or(0)) << 32);
+        let num_visible =
+            u64::from(visible[0]) | (u64::from(visible.get(1).copied().unwrap_or(0)) << 32);
         let num_intersections = u64::from(isects[0]);
-        Ok(Counted { projection: self, num_visible, num_intersections })
+        Ok(Counted {
+            projection: self,
+            num_visible,
+            num_intersections,
+        })
     }
 }
 
@@ -190,7 +247,11 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
 
 /// Records the second half: compaction, sorts, binning and rasterization.
 pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOutput> {
-    let Counted { projection: p, num_visible: v, num_intersections: isects } = counted;
+    let Counted {
+        projection: p,
+        num_visible: v,
+        num_intersections: isects,
+    } = counted;
     let ctx = enc.ctx().clone();
     let (w, h) = (p.camera.width as u64, p.camera.height as u64);
     fits_one_page(&ctx, "visible splats", v * SPLAT_STRIDE)?;
@@ -205,29 +266,95 @@ pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOu
     let (_, global_from_splat) = ops::radix_sort::sort_pairs(enc, &keys, &visible_ids, 32)?;
     let splats = ops::gather::gather_rows(enc, &p.projected, &global_from_splat, SPLAT_STRIDE)?;
     let counts = ops::gather::gather(enc, &p.tiles_touched, &global_from_splat)?;
-    let offsets = Tensor::uninit(enc, DType::U32, &[v as usize], MemoryCategory::FrameScratch, "splat/isect_offsets")?;
+    let offsets = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[v as usize],
+        MemoryCategory::FrameScratch,
+        "splat/isect_offsets",
+    )?;
     ops::scan::exclusive_scan_u32(enc, &counts, &offsets)?;
 
-    let tile_keys = Tensor::uninit(enc, DType::U32, &[isects as usize], MemoryCategory::FrameScratch, "splat/tile_keys")?;
-    let splat_from_isect_unsorted = Tensor::uninit(enc, DType::U32, &[isects as usize], MemoryCategory::FrameScratch, "splat/isect_splats")?;
+    let tile_keys = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[isects as usize],
+        MemoryCategory::FrameScratch,
+        "splat/tile_keys",
+    )?;
+    let splat_from_isect_unsorted = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[isects as usize],
+        MemoryCategory::FrameScratch,
+        "splat/isect_splats",
+    )?;
     if v > 0 && isects > 0 {
         let emit = ctx.kernel("map_intersections.wgsl", "emit")?;
-        let bindings = [splats.page_binding(0), offsets.page_binding(0), tile_keys.page_binding(0), splat_from_isect_unsorted.page_binding(0)];
-        enc.dispatch(&emit, &u.with_count(v, 0, isects), &bindings, ops::grid(enc, v, emit.threads())?)?;
+        let bindings = [
+            splats.page_binding(0),
+            offsets.page_binding(0),
+            tile_keys.page_binding(0),
+            splat_from_isect_unsorted.page_binding(0),
+        ];
+        enc.dispatch(
+            &emit,
+            &u.with_count(v, 0, isects),
+            &bindings,
+            ops::grid(enc, v, emit.threads())?,
+        )?;
     }
     let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
-    let (sorted_keys, splat_from_isect) = ops::radix_sort::sort_pairs(enc, &tile_keys, &splat_from_isect_unsorted, tile_bits)?;
-    let tile_ranges = Tensor::zeros(enc, DType::U32, &[2 * num_tiles as usize], MemoryCategory::FrameScratch, "splat/tile_ranges")?;
+    let (sorted_keys, splat_from_isect) =
+        ops::radix_sort::sort_pairs(enc, &tile_keys, &splat_from_isect_unsorted, tile_bits)?;
+    let tile_ranges = Tensor::zeros(
+        enc,
+        DType::U32,
+        &[2 * num_tiles as usize],
+        MemoryCategory::FrameScratch,
+        "splat/tile_ranges",
+    )?;
     if isects > 0 {
         let ranges = ctx.kernel("tile_ranges.wgsl", "ranges_from_keys")?;
         let bindings = [sorted_keys.page_binding(0), tile_ranges.page_binding(0)];
-        enc.dispatch(&ranges, &u.with_count(isects, 0, 0), &bindings, ops::grid(enc, isects, ranges.threads())?)?;
+        enc.dispatch(
+            &ranges,
+            &u.with_count(isects, 0, 0),
+            &bindings,
+            ops::grid(enc, isects, ranges.threads())?,
+        )?;
     }
-    let image = Tensor::uninit(enc, DType::F32, &[h as usize, w as usize, 4], MemoryCategory::FrameScratch, "splat/image")?;
-    let depth = Tensor::uninit(enc, DType::F32, &[h as usize, w as usize], MemoryCategory::FrameScratch, "splat/depth")?;
-    let consumed = Tensor::uninit(enc, DType::U32, &[(h * w) as usize], MemoryCategory::FrameScratch, "splat/consumed")?;
-    let splats_b = if v > 0 { splats.clone() } else { placeholder(enc, DType::F32)? };
-    let isect_b = if isects > 0 { splat_from_isect.clone() } else { placeholder(enc, DType::U32)? };
+    let image = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[h as usize, w as usize, 4],
+        MemoryCategory::FrameScratch,
+        "splat/image",
+    )?;
+    let depth = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[h as usize, w as usize],
+        MemoryCategory::FrameScratch,
+        "splat/depth",
+    )?;
+    let consumed = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[(h * w) as usize],
+        MemoryCategory::FrameScratch,
+        "splat/consumed",
+    )?;
+    let splats_b = if v > 0 {
+        splats.clone()
+    } else {
+        placeholder(enc, DType::F32)?
+    };
+    let isect_b = if isects > 0 {
+        splat_from_isect.clone()
+    } else {
+        placeholder(enc, DType::U32)?
+    };
     let raster = ctx.kernel("rasterize.wgsl", "rasterize")?;
     let bindings = [
         splats_b.page_binding(0),
@@ -237,7 +364,8 @@ pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOu
         depth.page_binding(0),
         consumed.page_binding(0),
     ];
-    let grid = crate::gpu::WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
+    let grid =
+        crate::gpu::WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
     enc.dispatch(&raster, &u.with_count(0, 0, isects), &bindings, grid)?;
     Ok(ForwardOutput {
         image,
@@ -257,7 +385,12 @@ pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOu
 
 /// Renders one image: records the projection, submits, reads the counts, records and submits the
 /// rasterization. The returned tensors are ready to read.
-pub fn render(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera, options: RenderOptions) -> Result<ForwardOutput> {
+pub fn render(
+    ctx: &GpuContext,
+    g: &GaussianTensors,
+    camera: &Camera,
+    options: RenderOptions,
+) -> Result<ForwardOutput> {
     let mut enc = ctx.encoder("render: projection");
     let projection = record_projection(&mut enc, g, camera, options)?;
     ctx.submit(enc)?;

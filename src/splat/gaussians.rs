@@ -30,18 +30,41 @@ pub struct GaussianTensors {
 }
 
 /// Names of the attributes, in [`GaussianTensors::attributes`] order.
-pub const ATTRIBUTE_NAMES: [&str; 6] = ["means", "log_scales", "quats", "opacity_logits", "sh_dc", "sh_rest"];
+pub const ATTRIBUTE_NAMES: [&str; 6] = [
+    "means",
+    "log_scales",
+    "quats",
+    "opacity_logits",
+    "sh_dc",
+    "sh_rest",
+];
 
 impl GaussianTensors {
     /// Uninitialised tensors for `n` Gaussians with SH up to `max_sh_degree`.
-    pub fn uninit(enc: &mut Encoder, n: usize, max_sh_degree: u32, category: MemoryCategory, label: &str) -> Result<Self> {
+    pub fn uninit(
+        enc: &mut Encoder,
+        n: usize,
+        max_sh_degree: u32,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Self> {
         if max_sh_degree > 3 {
-            return Err(Error::InvalidArgument { op: "GaussianTensors", detail: format!("SH degree {max_sh_degree} is above 3") });
+            return Err(Error::InvalidArgument {
+                op: "GaussianTensors",
+                detail: format!("SH degree {max_sh_degree} is above 3"),
+            });
         }
         let rows = enc.ctx().rows_per_page(MAX_ROW_WIDTH);
         let rest = coefficient_count(max_sh_degree) - 1;
         let mut make = |shape: &[usize], name: &str| {
-            Tensor::uninit_rows(enc, DType::F32, shape, rows, category, &format!("{label}.{name}"))
+            Tensor::uninit_rows(
+                enc,
+                DType::F32,
+                shape,
+                rows,
+                category,
+                &format!("{label}.{name}"),
+            )
         };
         Ok(GaussianTensors {
             means: make(&[n, 3], "means")?,
@@ -55,8 +78,19 @@ impl GaussianTensors {
     }
 
     /// Zero-filled tensors with the same shapes and layout as `other` (gradients, moments).
-    pub fn zeros_like(enc: &mut Encoder, other: &GaussianTensors, category: MemoryCategory, label: &str) -> Result<Self> {
-        let t = Self::uninit(enc, other.len() as usize, other.max_sh_degree(), category, label)?;
+    pub fn zeros_like(
+        enc: &mut Encoder,
+        other: &GaussianTensors,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Self> {
+        let t = Self::uninit(
+            enc,
+            other.len() as usize,
+            other.max_sh_degree(),
+            category,
+            label,
+        )?;
         for tensor in t.attributes() {
             for page in 0..tensor.num_pages() {
                 enc.clear(tensor.page(page).raw(), 0, tensor.page_len(page) * 4);
@@ -66,28 +100,55 @@ impl GaussianTensors {
     }
 
     /// Uploads CPU Gaussians, keeping SH up to `max_sh_degree`.
-    pub fn upload(enc: &mut Encoder, cpu: &CpuGaussians, max_sh_degree: u32, category: MemoryCategory, label: &str) -> Result<Self> {
+    pub fn upload(
+        enc: &mut Encoder,
+        cpu: &CpuGaussians,
+        max_sh_degree: u32,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Self> {
         let n = cpu.means.len();
-        let lengths = [cpu.log_scales.len(), cpu.quats.len(), cpu.opacity_logits.len(), cpu.sh.len()];
+        let lengths = [
+            cpu.log_scales.len(),
+            cpu.quats.len(),
+            cpu.opacity_logits.len(),
+            cpu.sh.len(),
+        ];
         if lengths.iter().any(|&l| l != n) {
-            return Err(Error::Shape { op: "GaussianTensors::upload", detail: format!("{n} means but attribute lengths {lengths:?}") });
+            return Err(Error::Shape {
+                op: "GaussianTensors::upload",
+                detail: format!("{n} means but attribute lengths {lengths:?}"),
+            });
         }
         let t = Self::uninit(enc, n, max_sh_degree, category, label)?;
         let rest = coefficient_count(max_sh_degree) - 1;
         let flat3 = |v: &[[f32; 3]]| v.iter().flatten().copied().collect::<Vec<f32>>();
         t.means.write(enc, &flat3(&cpu.means))?;
         t.log_scales.write(enc, &flat3(&cpu.log_scales))?;
-        t.quats.write(enc, &cpu.quats.iter().flatten().copied().collect::<Vec<f32>>())?;
+        t.quats.write(
+            enc,
+            &cpu.quats.iter().flatten().copied().collect::<Vec<f32>>(),
+        )?;
         t.opacity_logits.write(enc, &cpu.opacity_logits)?;
-        t.sh_dc.write(enc, &cpu.sh.iter().flat_map(|c| c[0]).collect::<Vec<f32>>())?;
-        let rest_data: Vec<f32> = cpu.sh.iter().flat_map(|c| c[1..=rest].iter().flatten().copied()).collect();
+        t.sh_dc
+            .write(enc, &cpu.sh.iter().flat_map(|c| c[0]).collect::<Vec<f32>>())?;
+        let rest_data: Vec<f32> = cpu
+            .sh
+            .iter()
+            .flat_map(|c| c[1..=rest].iter().flatten().copied())
+            .collect();
         t.sh_rest.write(enc, &rest_data)?;
         Ok(t)
     }
 
     /// Reads everything back (SH coefficients past the model's degree are zero).
     pub fn download(&self, ctx: &GpuContext) -> Result<CpuGaussians> {
-        let rows3 = |t: &Tensor| -> Result<Vec<[f32; 3]>> { Ok(t.read::<f32>(ctx)?.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()) };
+        let rows3 = |t: &Tensor| -> Result<Vec<[f32; 3]>> {
+            Ok(t.read::<f32>(ctx)?
+                .chunks_exact(3)
+                .map(|c| [c[0], c[1], c[2]])
+                .collect())
+        };
         let dc = rows3(&self.sh_dc)?;
         let rest = self.sh_rest.read::<f32>(ctx)?;
         let k = self.sh_rest_count() as usize;
@@ -98,7 +159,11 @@ impl GaussianTensors {
                 let mut c = [[0f32; 3]; 16];
                 c[0] = *d;
                 for j in 0..k {
-                    c[j + 1] = [rest[(i * k + j) * 3], rest[(i * k + j) * 3 + 1], rest[(i * k + j) * 3 + 2]];
+                    c[j + 1] = [
+                        rest[(i * k + j) * 3],
+                        rest[(i * k + j) * 3 + 1],
+                        rest[(i * k + j) * 3 + 2],
+                    ];
                 }
                 c
             })
@@ -106,7 +171,12 @@ impl GaussianTensors {
         Ok(CpuGaussians {
             means: rows3(&self.means)?,
             log_scales: rows3(&self.log_scales)?,
-            quats: self.quats.read::<f32>(ctx)?.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect(),
+            quats: self
+                .quats
+                .read::<f32>(ctx)?
+                .chunks_exact(4)
+                .map(|c| [c[0], c[1], c[2], c[3]])
+                .collect(),
             opacity_logits: self.opacity_logits.read::<f32>(ctx)?,
             sh,
         })
@@ -139,12 +209,21 @@ impl GaussianTensors {
 
     /// The six attribute tensors, in [`ATTRIBUTE_NAMES`] order.
     pub fn attributes(&self) -> [&Tensor; 6] {
-        [&self.means, &self.log_scales, &self.quats, &self.opacity_logits, &self.sh_dc, &self.sh_rest]
+        [
+            &self.means,
+            &self.log_scales,
+            &self.quats,
+            &self.opacity_logits,
+            &self.sh_dc,
+            &self.sh_rest,
+        ]
     }
 
     /// Gaussians in page `page` (every attribute has the same count there).
     pub fn page_rows(&self, page: usize) -> u64 {
-        self.len().saturating_sub(page as u64 * self.rows_per_page).min(self.rows_per_page)
+        self.len()
+            .saturating_sub(page as u64 * self.rows_per_page)
+            .min(self.rows_per_page)
     }
 
     /// Number of pages.

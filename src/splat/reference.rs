@@ -51,9 +51,21 @@ pub fn quat_to_matrix(q: [f32; 4]) -> [[f32; 3]; 3] {
     let n = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
     let [w, x, y, z] = q.map(|v| v / n);
     [
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
+        [
+            1.0 - 2.0 * (y * y + z * z),
+            2.0 * (x * y - w * z),
+            2.0 * (x * z + w * y),
+        ],
+        [
+            2.0 * (x * y + w * z),
+            1.0 - 2.0 * (x * x + z * z),
+            2.0 * (y * z - w * x),
+        ],
+        [
+            2.0 * (x * z - w * y),
+            2.0 * (y * z + w * x),
+            1.0 - 2.0 * (x * x + y * y),
+        ],
     ]
 }
 
@@ -74,10 +86,14 @@ pub fn project(g: &CpuGaussians, i: usize, camera: &Camera, sh_degree: u32) -> O
     let s = g.log_scales[i].map(f32::exp);
     // Σ = R S Sᵀ Rᵀ in world space, then into camera space.
     let m: [[f32; 3]; 3] = std::array::from_fn(|r| std::array::from_fn(|c| rot[r][c] * s[c]));
-    let sigma: [[f32; 3]; 3] = std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| m[r][k] * m[c][k]).sum()));
+    let sigma: [[f32; 3]; 3] =
+        std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| m[r][k] * m[c][k]).sum()));
     let w = &camera.rotation;
-    let ws: [[f32; 3]; 3] = std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| w[r][k] * sigma[k][c]).sum()));
-    let sigma_cam: [[f32; 3]; 3] = std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| ws[r][k] * w[c][k]).sum()));
+    let ws: [[f32; 3]; 3] = std::array::from_fn(|r| {
+        std::array::from_fn(|c| (0..3).map(|k| w[r][k] * sigma[k][c]).sum())
+    });
+    let sigma_cam: [[f32; 3]; 3] =
+        std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| ws[r][k] * w[c][k]).sum()));
     let (fx, fy) = (camera.fx, camera.fy);
     let tan_fovx = 0.5 * camera.width as f32 / fx;
     let tan_fovy = 0.5 * camera.height as f32 / fy;
@@ -88,10 +104,20 @@ pub fn project(g: &CpuGaussians, i: usize, camera: &Camera, sh_degree: u32) -> O
     let rz = 1.0 / z;
     let tx = z * (x * rz).clamp(-lim_x_neg, lim_x_pos);
     let ty = z * (y * rz).clamp(-lim_y_neg, lim_y_pos);
-    let j = [[fx * rz, 0.0, -fx * tx * rz * rz], [0.0, fy * rz, -fy * ty * rz * rz]];
-    let js: [[f32; 3]; 2] = std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| j[r][k] * sigma_cam[k][c]).sum()));
-    let cov: [[f32; 2]; 2] = std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| js[r][k] * j[c][k]).sum()));
-    let (a, b, c) = (cov[0][0] + COV2D_DILATION, cov[0][1], cov[1][1] + COV2D_DILATION);
+    let j = [
+        [fx * rz, 0.0, -fx * tx * rz * rz],
+        [0.0, fy * rz, -fy * ty * rz * rz],
+    ];
+    let js: [[f32; 3]; 2] = std::array::from_fn(|r| {
+        std::array::from_fn(|c| (0..3).map(|k| j[r][k] * sigma_cam[k][c]).sum())
+    });
+    let cov: [[f32; 2]; 2] =
+        std::array::from_fn(|r| std::array::from_fn(|c| (0..3).map(|k| js[r][k] * j[c][k]).sum()));
+    let (a, b, c) = (
+        cov[0][0] + COV2D_DILATION,
+        cov[0][1],
+        cov[1][1] + COV2D_DILATION,
+    );
     let det = a * c - b * b;
     if !(det > 0.0) {
         return None;
@@ -100,10 +126,22 @@ pub fn project(g: &CpuGaussians, i: usize, camera: &Camera, sh_degree: u32) -> O
     let conic = [c / det, -b / det, a / det];
     let opacity = sigmoid(g.opacity_logits[i]);
     let position = camera.position();
-    let dir = [mean[0] - position[0], mean[1] - position[1], mean[2] - position[2]];
+    let dir = [
+        mean[0] - position[0],
+        mean[1] - position[1],
+        mean[2] - position[2],
+    ];
     let color = sh::color(sh_degree, &g.sh[i], dir);
-    let finite = xy.iter().chain(&conic).chain(&color).all(|v| v.is_finite()) && opacity.is_finite();
-    finite.then_some(Projected { index: i, xy, conic, depth: z, opacity, color })
+    let finite =
+        xy.iter().chain(&conic).chain(&color).all(|v| v.is_finite()) && opacity.is_finite();
+    finite.then_some(Projected {
+        index: i,
+        xy,
+        conic,
+        depth: z,
+        opacity,
+        color,
+    })
 }
 
 /// An RGBA image, row-major, `[r, g, b, alpha]` per pixel.
@@ -119,7 +157,9 @@ pub struct CpuImage {
 
 /// Renders every pixel by compositing all projected Gaussians in depth order.
 pub fn render(g: &CpuGaussians, camera: &Camera, sh_degree: u32) -> CpuImage {
-    let mut splats: Vec<Projected> = (0..g.means.len()).filter_map(|i| project(g, i, camera, sh_degree)).collect();
+    let mut splats: Vec<Projected> = (0..g.means.len())
+        .filter_map(|i| project(g, i, camera, sh_degree))
+        .collect();
     splats.sort_by(|p, q| p.depth.total_cmp(&q.depth).then(p.index.cmp(&q.index)));
     let mut rgba = Vec::with_capacity((camera.width * camera.height) as usize);
     for py in 0..camera.height {
@@ -129,7 +169,8 @@ pub fn render(g: &CpuGaussians, camera: &Camera, sh_degree: u32) -> CpuImage {
             let mut out = [0f32; 3];
             for s in &splats {
                 let (dx, dy) = (s.xy[0] - cx, s.xy[1] - cy);
-                let power = -0.5 * (s.conic[0] * dx * dx + s.conic[2] * dy * dy) - s.conic[1] * dx * dy;
+                let power =
+                    -0.5 * (s.conic[0] * dx * dx + s.conic[2] * dy * dy) - s.conic[1] * dx * dy;
                 if power > 0.0 {
                     continue;
                 }
@@ -147,8 +188,17 @@ pub fn render(g: &CpuGaussians, camera: &Camera, sh_degree: u32) -> CpuImage {
                 t = next_t;
             }
             let bg = camera.background;
-            rgba.push([out[0] + t * bg[0], out[1] + t * bg[1], out[2] + t * bg[2], 1.0 - t]);
+            rgba.push([
+                out[0] + t * bg[0],
+                out[1] + t * bg[1],
+                out[2] + t * bg[2],
+                1.0 - t,
+            ]);
         }
     }
-    CpuImage { width: camera.width, height: camera.height, rgba }
+    CpuImage {
+        width: camera.width,
+        height: camera.height,
+        rgba,
+    }
 }

@@ -48,7 +48,11 @@ pub fn basis(degree: u32, dir: [f32; 3]) -> [f32; 16] {
 /// `dir` need not be normalised.
 pub fn color(degree: u32, coeffs: &[[f32; 3]], dir: [f32; 3]) -> [f32; 3] {
     let len = (dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]).sqrt();
-    let unit = if len > 0.0 { [dir[0] / len, dir[1] / len, dir[2] / len] } else { [0.0, 0.0, 1.0] };
+    let unit = if len > 0.0 {
+        [dir[0] / len, dir[1] / len, dir[2] / len]
+    } else {
+        [0.0, 0.0, 1.0]
+    };
     let b = basis(degree, unit);
     let mut rgb = [0f32; 3];
     for (k, c) in coeffs.iter().take(coefficient_count(degree)).enumerate() {

@@ -46,7 +46,25 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
         RenderUniform,
         "rasterize.wgsl",
         "RenderUniform",
-        [view_r0, view_r1, view_r2, cam_pos, background, focal, principal, image_size, tile_counts, near, far, sh_degree, count, sh_rest_count, alpha_mode, page_offset, aux]
+        [
+            view_r0,
+            view_r1,
+            view_r2,
+            cam_pos,
+            background,
+            focal,
+            principal,
+            image_size,
+            tile_counts,
+            near,
+            far,
+            sh_degree,
+            count,
+            sh_rest_count,
+            alpha_mode,
+            page_offset,
+            aux
+        ]
     )]
 }
 
@@ -66,7 +84,12 @@ impl RenderUniform {
             view_r1: [r[1][0], r[1][1], r[1][2], t[1]],
             view_r2: [r[2][0], r[2][1], r[2][2], t[2]],
             cam_pos: [pos[0], pos[1], pos[2], 0.0],
-            background: [camera.background[0], camera.background[1], camera.background[2], 0.0],
+            background: [
+                camera.background[0],
+                camera.background[1],
+                camera.background[2],
+                0.0,
+            ],
             focal: [camera.fx, camera.fy],
             principal: [camera.cx, camera.cy],
             image_size: [camera.width, camera.height],

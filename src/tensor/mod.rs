@@ -71,23 +71,38 @@ pub struct Tensor {
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor({:?}, {:?}, {} pages)", self.dtype, self.shape, self.storage.pages.len())
+        write!(
+            f,
+            "Tensor({:?}, {:?}, {} pages)",
+            self.dtype,
+            self.shape,
+            self.storage.pages.len()
+        )
     }
 }
 
 fn element_count(shape: &[usize]) -> Result<u64> {
-    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64)).ok_or_else(|| Error::Overflow {
-        what: format!("tensor of shape {shape:?}"),
-        needed: u64::MAX,
-        max: u64::MAX,
-        hint: "use a smaller shape".into(),
-    })
+    shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+        .ok_or_else(|| Error::Overflow {
+            what: format!("tensor of shape {shape:?}"),
+            needed: u64::MAX,
+            max: u64::MAX,
+            hint: "use a smaller shape".into(),
+        })
 }
 
 impl Tensor {
     /// A tensor whose contents are undefined (poisoned in debug builds), paged with the context's
     /// page size.
-    pub fn uninit(enc: &mut Encoder, dtype: DType, shape: &[usize], category: MemoryCategory, label: &str) -> Result<Tensor> {
+    pub fn uninit(
+        enc: &mut Encoder,
+        dtype: DType,
+        shape: &[usize],
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Tensor> {
         let page_elems = enc.ctx().page_bytes() / dtype.size();
         Self::uninit_with_page_elems(enc, dtype, shape, page_elems, category, label)
     }
@@ -105,10 +120,14 @@ impl Tensor {
         label: &str,
     ) -> Result<Tensor> {
         let width = element_count(shape.get(1..).unwrap_or(&[]))?.max(1);
-        let page_elems = rows_per_page.checked_mul(width).filter(|&e| e > 0 && e * dtype.size() <= enc.ctx().page_bytes());
+        let page_elems = rows_per_page
+            .checked_mul(width)
+            .filter(|&e| e > 0 && e * dtype.size() <= enc.ctx().page_bytes());
         let page_elems = page_elems.ok_or_else(|| Error::Overflow {
             what: format!("a page of {rows_per_page} rows of {width} elements for {label:?}"),
-            needed: rows_per_page.saturating_mul(width).saturating_mul(dtype.size()),
+            needed: rows_per_page
+                .saturating_mul(width)
+                .saturating_mul(dtype.size()),
             max: enc.ctx().page_bytes(),
             hint: "use GpuContext::rows_per_page(width) to choose the rows per page".into(),
         })?;
@@ -132,7 +151,12 @@ impl Tensor {
             start += elems;
         }
         Ok(Tensor {
-            storage: Arc::new(Storage { pages, page_elems, capacity: len, category }),
+            storage: Arc::new(Storage {
+                pages,
+                page_elems,
+                capacity: len,
+                category,
+            }),
             dtype,
             shape: shape.to_vec(),
             len,
@@ -140,7 +164,13 @@ impl Tensor {
     }
 
     /// A tensor of zeros.
-    pub fn zeros(enc: &mut Encoder, dtype: DType, shape: &[usize], category: MemoryCategory, label: &str) -> Result<Tensor> {
+    pub fn zeros(
+        enc: &mut Encoder,
+        dtype: DType,
+        shape: &[usize],
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Tensor> {
         let t = Self::uninit(enc, dtype, shape, category, label)?;
         for page in 0..t.num_pages() {
             let bytes = t.page_len(page) * dtype.size();
@@ -159,7 +189,13 @@ impl Tensor {
     ) -> Result<Tensor> {
         let len = element_count(shape)?;
         if len != data.len() as u64 {
-            return Err(Error::Shape { op: "from_slice", detail: format!("shape {shape:?} holds {len} elements but {} were given", data.len()) });
+            return Err(Error::Shape {
+                op: "from_slice",
+                detail: format!(
+                    "shape {shape:?} holds {len} elements but {} were given",
+                    data.len()
+                ),
+            });
         }
         let t = Self::uninit(enc, T::DTYPE, shape, category, label)?;
         t.write(enc, data)?;
@@ -170,12 +206,23 @@ impl Tensor {
     pub fn write<T: Element>(&self, enc: &mut Encoder, data: &[T]) -> Result<()> {
         self.expect_dtype("write", T::DTYPE)?;
         if data.len() as u64 != self.len {
-            return Err(Error::Shape { op: "write", detail: format!("tensor holds {} elements but {} were given", self.len, data.len()) });
+            return Err(Error::Shape {
+                op: "write",
+                detail: format!(
+                    "tensor holds {} elements but {} were given",
+                    self.len,
+                    data.len()
+                ),
+            });
         }
         for page in 0..self.num_pages() {
             let start = self.page_start(page) as usize;
             let end = start + self.page_len(page) as usize;
-            enc.upload(self.page(page).raw(), 0, bytemuck::cast_slice(&data[start..end]))?;
+            enc.upload(
+                self.page(page).raw(),
+                0,
+                bytemuck::cast_slice(&data[start..end]),
+            )?;
         }
         Ok(())
     }
@@ -227,36 +274,65 @@ impl Tensor {
 
     /// Elements of this tensor in page `index`.
     pub fn page_len(&self, index: usize) -> u64 {
-        self.len.saturating_sub(self.page_start(index)).min(self.storage.page_elems)
+        self.len
+            .saturating_sub(self.page_start(index))
+            .min(self.storage.page_elems)
     }
 
     /// Binding of the whole allocated part of page `index` (the kernel is told the length).
     pub fn page_binding(&self, index: usize) -> wgpu::BufferBinding<'_> {
         let page = &self.storage.pages[index];
-        let elems = self.storage.capacity.saturating_sub(self.page_start(index)).min(self.storage.page_elems);
-        wgpu::BufferBinding { buffer: page.raw(), offset: 0, size: std::num::NonZeroU64::new(elems * self.dtype.size()) }
+        let elems = self
+            .storage
+            .capacity
+            .saturating_sub(self.page_start(index))
+            .min(self.storage.page_elems);
+        wgpu::BufferBinding {
+            buffer: page.raw(),
+            offset: 0,
+            size: std::num::NonZeroU64::new(elems * self.dtype.size()),
+        }
     }
 
     /// The same storage with another shape of equal element count.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         let len = element_count(shape)?;
         if len != self.len {
-            return Err(Error::Shape { op: "reshape", detail: format!("{:?} has {} elements, {shape:?} has {len}", self.shape, self.len) });
+            return Err(Error::Shape {
+                op: "reshape",
+                detail: format!(
+                    "{:?} has {} elements, {shape:?} has {len}",
+                    self.shape, self.len
+                ),
+            });
         }
-        Ok(Tensor { shape: shape.to_vec(), ..self.clone() })
+        Ok(Tensor {
+            shape: shape.to_vec(),
+            ..self.clone()
+        })
     }
 
     /// A 1-D view of the first `len` elements, sharing storage.
     pub fn prefix(&self, len: u64) -> Result<Tensor> {
         if len > self.len {
-            return Err(Error::Shape { op: "prefix", detail: format!("asked for {len} elements of a tensor of {}", self.len) });
+            return Err(Error::Shape {
+                op: "prefix",
+                detail: format!("asked for {len} elements of a tensor of {}", self.len),
+            });
         }
-        Ok(Tensor { shape: vec![len as usize], len, ..self.clone() })
+        Ok(Tensor {
+            shape: vec![len as usize],
+            len,
+            ..self.clone()
+        })
     }
 
     /// The same storage viewed as another 32-bit dtype (bit patterns unchanged).
     pub fn bitcast(&self, dtype: DType) -> Tensor {
-        Tensor { dtype, ..self.clone() }
+        Tensor {
+            dtype,
+            ..self.clone()
+        }
     }
 
     /// Whether two handles share storage.
@@ -267,7 +343,11 @@ impl Tensor {
     /// Checks the element type.
     pub fn expect_dtype(&self, op: &'static str, dtype: DType) -> Result<()> {
         if self.dtype != dtype {
-            return Err(Error::DType { op, expected: format!("{dtype:?}"), got: format!("{:?}", self.dtype) });
+            return Err(Error::DType {
+                op,
+                expected: format!("{dtype:?}"),
+                got: format!("{:?}", self.dtype),
+            });
         }
         Ok(())
     }
@@ -279,7 +359,11 @@ impl Tensor {
         if self.page_elems() != other.page_elems() {
             return Err(Error::Shape {
                 op,
-                detail: format!("page layouts differ ({} vs {} elements per page); create both tensors the same way", self.page_elems(), other.page_elems()),
+                detail: format!(
+                    "page layouts differ ({} vs {} elements per page); create both tensors the same way",
+                    self.page_elems(),
+                    other.page_elems()
+                ),
             });
         }
         Ok(())
@@ -288,7 +372,10 @@ impl Tensor {
     /// Checks that two tensors have the same number of elements.
     pub fn expect_same_len(&self, op: &'static str, other: &Tensor) -> Result<()> {
         if self.len != other.len {
-            return Err(Error::Shape { op, detail: format!("lengths differ: {} vs {}", self.len, other.len) });
+            return Err(Error::Shape {
+                op,
+                detail: format!("lengths differ: {} vs {}", self.len, other.len),
+            });
         }
         Ok(())
     }

@@ -16,7 +16,11 @@ impl TensorReadback {
     /// Blocks until the data is available (submit the encoder first).
     pub fn wait<T: Element>(self, ctx: &GpuContext) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype {
-            return Err(Error::DType { op: "read", expected: format!("{:?}", self.dtype), got: format!("{:?}", T::DTYPE) });
+            return Err(Error::DType {
+                op: "read",
+                expected: format!("{:?}", self.dtype),
+                got: format!("{:?}", T::DTYPE),
+            });
         }
         let mut out: Vec<T> = Vec::new();
         for page in self.pages {
@@ -35,7 +39,10 @@ impl Tensor {
             let bytes = self.page_len(page) * self.dtype.size();
             pages.push(enc.readback(self.page(page).raw(), 0, bytes, "tensor read")?);
         }
-        Ok(TensorReadback { pages, dtype: self.dtype })
+        Ok(TensorReadback {
+            pages,
+            dtype: self.dtype,
+        })
     }
 
     /// Reads the tensor to a `Vec`, submitting a small encoder of its own and waiting for it.

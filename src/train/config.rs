@@ -126,15 +126,27 @@ impl TrainConfig {
 
     /// Checks the values that would make training meaningless.
     pub fn validate(&self) -> Result<()> {
-        let bad = |detail: String| Err(Error::InvalidArgument { op: "train config", detail });
+        let bad = |detail: String| {
+            Err(Error::InvalidArgument {
+                op: "train config",
+                detail,
+            })
+        };
         if self.sh_degree > 3 {
             return bad(format!("sh_degree {} is above 3", self.sh_degree));
         }
         if !(0.0..=1.0).contains(&self.ssim_weight) {
-            return bad(format!("ssim_weight {} is outside [0, 1]", self.ssim_weight));
+            return bad(format!(
+                "ssim_weight {} is outside [0, 1]",
+                self.ssim_weight
+            ));
         }
-        if self.loss_readback_every == 0 || self.densify_every == 0 || self.sh_degree_interval == 0 {
-            return bad("loss_readback_every, densify_every and sh_degree_interval must be at least 1".into());
+        if self.loss_readback_every == 0 || self.densify_every == 0 || self.sh_degree_interval == 0
+        {
+            return bad(
+                "loss_readback_every, densify_every and sh_degree_interval must be at least 1"
+                    .into(),
+            );
         }
         Ok(())
     }

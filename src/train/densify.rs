@@ -44,8 +44,27 @@ struct SplitParams {
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     vec![
-        mirror!(DensifyParams, "densify_classify.wgsl", "DensifyParams", [count, prune_big, grad_threshold, scale_threshold, prune_opacity, max_screen_radius, max_world_scale, _pad0]),
-        mirror!(SplitParams, "densify_split.wgsl", "SplitParams", [count, seed, scale_divisor_log, _pad0]),
+        mirror!(
+            DensifyParams,
+            "densify_classify.wgsl",
+            "DensifyParams",
+            [
+                count,
+                prune_big,
+                grad_threshold,
+                scale_threshold,
+                prune_opacity,
+                max_screen_radius,
+                max_world_scale,
+                _pad0
+            ]
+        ),
+        mirror!(
+            SplitParams,
+            "densify_split.wgsl",
+            "SplitParams",
+            [count, seed, scale_divisor_log, _pad0]
+        ),
     ]
 }
 
@@ -65,7 +84,12 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     }
     if it < c.densify_until && c.opacity_reset_every > 0 && it % c.opacity_reset_every == 0 {
         let mut enc = t.ctx.encoder("opacity reset");
-        ops::clamp_inplace(&mut enc, &t.params.opacity_logits, f32::NEG_INFINITY, RESET_LOGIT)?;
+        ops::clamp_inplace(
+            &mut enc,
+            &t.params.opacity_logits,
+            f32::NEG_INFINITY,
+            RESET_LOGIT,
+        )?;
         t.optimizer.clear_group_moments(&mut enc, 3)?;
         t.ctx.submit(enc)?;
     }
@@ -73,7 +97,14 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
 }
 
 fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> {
-    Tensor::uninit_rows(enc, DType::U32, &[n], rows, crate::gpu::MemoryCategory::FrameScratch, label)
+    Tensor::uninit_rows(
+        enc,
+        DType::U32,
+        &[n],
+        rows,
+        crate::gpu::MemoryCategory::FrameScratch,
+        label,
+    )
 }
 
 /// One densify-and-prune step.
@@ -107,12 +138,21 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
             clone.page_binding(page),
             split.page_binding(page),
         ];
-        enc.dispatch(&kernel, &params, &bindings, ops::grid(&enc, count, kernel.threads())?)?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &bindings,
+            ops::grid(&enc, count, kernel.threads())?,
+        )?;
     }
     let kept = ops::compact::compact_indices(&mut enc, &keep)?;
     let cloned = ops::compact::compact_indices(&mut enc, &clone)?;
     let split_ids = ops::compact::compact_indices(&mut enc, &split)?;
-    let reads = [kept.count.record_read(&mut enc)?, cloned.count.record_read(&mut enc)?, split_ids.count.record_read(&mut enc)?];
+    let reads = [
+        kept.count.record_read(&mut enc)?,
+        cloned.count.record_read(&mut enc)?,
+        split_ids.count.record_read(&mut enc)?,
+    ];
     ctx.submit(enc)?;
     let mut counts = [0u64; 3];
     for (slot, pending) in counts.iter_mut().zip(reads) {
@@ -132,7 +172,12 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
     let mut enc = ctx.encoder("densify: apply");
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
-        new_rows = Some(select_gaussian_rows(&mut enc, &t.params, &cloned.values.prefix(c)?, "densify/clones")?);
+        new_rows = Some(select_gaussian_rows(
+            &mut enc,
+            &t.params,
+            &cloned.values.prefix(c)?,
+            "densify/clones",
+        )?);
     }
     if s > 0 {
         let ids = split_ids.values.prefix(s)?;
@@ -141,7 +186,12 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
         let kernel = ctx.kernel("densify_split.wgsl", "split")?;
         for page in 0..a.num_pages() {
             let count = a.page_rows(page);
-            let params = SplitParams { count: count as u32, seed: (t.rng_state as u32) ^ (t.iteration as u32).wrapping_mul(2_654_435_761), scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(), _pad0: 0 };
+            let params = SplitParams {
+                count: count as u32,
+                seed: (t.rng_state as u32) ^ (t.iteration as u32).wrapping_mul(2_654_435_761),
+                scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(),
+                _pad0: 0,
+            };
             let bindings = [
                 b.log_scales.page_binding(page),
                 a.quats.page_binding(page),
@@ -149,7 +199,12 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
                 b.means.page_binding(page),
                 a.log_scales.page_binding(page),
             ];
-            enc.dispatch(&kernel, &params, &bindings, ops::grid(&enc, count, kernel.threads())?)?;
+            enc.dispatch(
+                &kernel,
+                &params,
+                &bindings,
+                ops::grid(&enc, count, kernel.threads())?,
+            )?;
         }
         ops::add_scalar_inplace(&mut enc, &b.log_scales, -SPLIT_SCALE_DIVISOR.ln())?;
         let children = concat_gaussian_rows(&mut enc, &a, &b, "densify/children")?;
@@ -158,12 +213,18 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
             None => children,
         });
     }
-    t.optimizer.select_rows(&mut enc, &mut t.params, &kept.values.prefix(k)?)?;
+    t.optimizer
+        .select_rows(&mut enc, &mut t.params, &kept.values.prefix(k)?)?;
     if let Some(rows) = &new_rows {
         t.optimizer.append_rows(&mut enc, &mut t.params, rows)?;
     }
     drop(new_rows);
-    t.grads = GaussianTensors::zeros_like(&mut enc, &t.params, crate::gpu::MemoryCategory::Gradients, "grads")?;
+    t.grads = GaussianTensors::zeros_like(
+        &mut enc,
+        &t.params,
+        crate::gpu::MemoryCategory::Gradients,
+        "grads",
+    )?;
     t.stats = new_stats(&mut enc, &t.params)?;
     ctx.submit(enc)?;
     Ok(())

@@ -9,23 +9,39 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
 
 /// Builds and uploads the initial model.
-pub fn initial_gaussians(ctx: &GpuContext, dataset: &Dataset, config: &TrainConfig) -> Result<GaussianTensors> {
+pub fn initial_gaussians(
+    ctx: &GpuContext,
+    dataset: &Dataset,
+    config: &TrainConfig,
+) -> Result<GaussianTensors> {
     let points = match &dataset.points {
         Some(points) if !points.is_empty() => points.clone(),
         _ => {
             let half = 1.3 * dataset.extent.max(1e-3) / 1.1;
-            let bounds = RandomBox { center: dataset.center, half_size: [half; 3] };
+            let bounds = RandomBox {
+                center: dataset.center,
+                half_size: [half; 3],
+            };
             random_points(config.random_init_points, bounds, config.seed)
         }
     };
     if points.is_empty() {
-        return Err(Error::InvalidArgument { op: "initial_gaussians", detail: "no points to start from; set random_init_points above 0".into() });
+        return Err(Error::InvalidArgument {
+            op: "initial_gaussians",
+            detail: "no points to start from; set random_init_points above 0".into(),
+        });
     }
     let mut cpu = gaussians_from_points(&points);
     let mean_sq = crate::knn::mean_sq_dist_3nn_of_slice(ctx, &points.positions)?;
     fill_log_scales(&mut cpu, &mean_sq)?;
     let mut enc = ctx.encoder("initial upload");
-    let params = GaussianTensors::upload(&mut enc, &cpu, config.sh_degree, MemoryCategory::Parameters, "params")?;
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &cpu,
+        config.sh_degree,
+        MemoryCategory::Parameters,
+        "params",
+    )?;
     ctx.submit(enc)?;
     Ok(params)
 }

@@ -40,13 +40,23 @@ pub struct Trainer {
 
 /// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
 pub fn pack_rgba8(pixels: &[u8]) -> Vec<u32> {
-    pixels.chunks_exact(4).map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]])).collect()
+    pixels
+        .chunks_exact(4)
+        .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
+        .collect()
 }
 
 /// A zeroed `[N, 4]` statistics tensor paged like `params`.
 pub(crate) fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors) -> Result<Tensor> {
     let n = params.len() as usize;
-    let t = Tensor::uninit_rows(enc, DType::F32, &[n, STATS_STRIDE as usize], params.rows_per_page, MemoryCategory::OptimizerState, "densify/stats")?;
+    let t = Tensor::uninit_rows(
+        enc,
+        DType::F32,
+        &[n, STATS_STRIDE as usize],
+        params.rows_per_page,
+        MemoryCategory::OptimizerState,
+        "densify/stats",
+    )?;
     for page in 0..t.num_pages() {
         enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
     }
@@ -55,20 +65,42 @@ pub(crate) fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors)
 
 impl Trainer {
     /// A trainer over `dataset`, starting from `params` (see [`super::init::initial_gaussians`]).
-    pub fn new(ctx: &GpuContext, dataset: Dataset, params: GaussianTensors, config: TrainConfig) -> Result<Self> {
+    pub fn new(
+        ctx: &GpuContext,
+        dataset: Dataset,
+        params: GaussianTensors,
+        config: TrainConfig,
+    ) -> Result<Self> {
         config.validate()?;
         if dataset.train.is_empty() {
-            return Err(Error::InvalidArgument { op: "train", detail: "the dataset has no training views".into() });
+            return Err(Error::InvalidArgument {
+                op: "train",
+                detail: "the dataset has no training views".into(),
+            });
         }
         let mut enc = ctx.encoder("trainer setup");
         let mut train_images = Vec::with_capacity(dataset.train.len());
         for view in &dataset.train {
             let (w, h) = (view.image.width as usize, view.image.height as usize);
             let packed = pack_rgba8(&view.image.pixels);
-            train_images.push(Tensor::from_slice(&mut enc, &packed, &[h, w], MemoryCategory::Other, "dataset/train_images")?);
+            train_images.push(Tensor::from_slice(
+                &mut enc,
+                &packed,
+                &[h, w],
+                MemoryCategory::Other,
+                "dataset/train_images",
+            )?);
         }
-        let grads = GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "grads")?;
-        let optimizer = GaussianOptimizer::new(&mut enc, &params, AdamConfig { eps: config.adam_eps, ..AdamConfig::default() })?;
+        let grads =
+            GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "grads")?;
+        let optimizer = GaussianOptimizer::new(
+            &mut enc,
+            &params,
+            AdamConfig {
+                eps: config.adam_eps,
+                ..AdamConfig::default()
+            },
+        )?;
         let stats = new_stats(&mut enc, &params)?;
         ctx.submit(enc)?;
         let extent = f64::from(dataset.extent);
@@ -128,7 +160,9 @@ impl Trainer {
 
     /// The SH degree in use at the current iteration.
     pub fn active_sh_degree(&self) -> u32 {
-        ((self.iteration / self.config.sh_degree_interval) as u32).min(self.config.sh_degree).min(self.params.max_sh_degree())
+        ((self.iteration / self.config.sh_degree_interval) as u32)
+            .min(self.config.sh_degree)
+            .min(self.params.max_sh_degree())
     }
 
     /// The random stream of one iteration: a pure function of the seed and the iteration, so a
@@ -143,7 +177,11 @@ impl Trainer {
         let n = self.dataset.train.len();
         let epoch = iteration / n as u64;
         let mut order: Vec<usize> = (0..n).collect();
-        let mut rng = TestRng::new(self.config.seed.wrapping_add(epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)));
+        let mut rng = TestRng::new(
+            self.config
+                .seed
+                .wrapping_add(epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)),
+        );
         for i in (1..n).rev() {
             let j = (rng.next_u64() % (i as u64 + 1)) as usize;
             order.swap(i, j);
@@ -168,18 +206,46 @@ impl Trainer {
         self.rng_state = rng.next_u64();
         let mut camera: Camera = self.dataset.train[view_index].camera.clone();
         camera.background = background;
-        let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree: self.active_sh_degree(), ..Default::default() })?;
+        let fwd = render(
+            &self.ctx,
+            &self.params,
+            &camera,
+            RenderOptions {
+                sh_degree: self.active_sh_degree(),
+                ..Default::default()
+            },
+        )?;
         let mut enc = self.ctx.encoder("train step");
-        let loss_options = LossOptions { ssim_weight: self.config.ssim_weight, background: Some(background), ..Default::default() };
-        let loss = loss_and_grad(&mut enc, &fwd.image, &self.train_images[view_index], &loss_options)?;
+        let loss_options = LossOptions {
+            ssim_weight: self.config.ssim_weight,
+            background: Some(background),
+            ..Default::default()
+        };
+        let loss = loss_and_grad(
+            &mut enc,
+            &fwd.image,
+            &self.train_images[view_index],
+            &loss_options,
+        )?;
         let densifying = self.iteration < self.config.densify_until;
         let stats = densifying.then_some(&self.stats);
-        record_backward(&mut enc, &self.params, &fwd, &loss.grad, &self.grads, stats, BackwardOptions::default())?;
+        record_backward(
+            &mut enc,
+            &self.params,
+            &fwd,
+            &loss.grad,
+            &self.grads,
+            stats,
+            BackwardOptions::default(),
+        )?;
         let lrs = self.schedule.at(self.iteration);
-        self.optimizer.step(&mut enc, &self.params, &self.grads, &lrs)?;
+        self.optimizer
+            .step(&mut enc, &self.params, &self.grads, &lrs)?;
         self.iteration += 1;
         let mut report = None;
-        if self.iteration % self.config.loss_readback_every == 0 || self.iteration == self.config.iterations {
+        if self.iteration % self.config.loss_readback_every == 0
+            || self.iteration == self.config.iterations
+        {
             self.pending_loss = Some((self.iteration, loss.stats.record_read(&mut enc)?));
         }
         self.ctx.submit(enc)?;
@@ -189,10 +255,16 @@ impl Trainer {
             if !loss_value.is_finite() {
                 return Err(Error::InvalidArgument {
                     op: "train",
-                    detail: format!("the loss became {loss_value} at iteration {iteration}; lower the learning rates or check the data (the last checkpoint is kept)"),
+                    detail: format!(
+                        "the loss became {loss_value} at iteration {iteration}; lower the learning rates or check the data (the last checkpoint is kept)"
+                    ),
                 });
             }
-            let psnr = if mse > 0.0 { -10.0 * mse.log10() } else { f32::INFINITY };
+            let psnr = if mse > 0.0 {
+                -10.0 * mse.log10()
+            } else {
+                f32::INFINITY
+            };
             report = Some((iteration, loss_value, psnr));
         }
         densify::after_step(self)?;
@@ -211,17 +283,43 @@ impl Trainer {
     }
 
     fn evaluate_with_degree(&self, sh_degree: u32) -> Result<(f64, f64)> {
-        let views = if self.dataset.test.is_empty() { &self.dataset.train } else { &self.dataset.test };
+        let views = if self.dataset.test.is_empty() {
+            &self.dataset.train
+        } else {
+            &self.dataset.test
+        };
         let (mut psnr, mut ssim) = (0.0, 0.0);
         for view in views {
             let mut camera = view.camera.clone();
             camera.background = [0.0; 3];
-            let fwd = render(&self.ctx, &self.params, &camera, RenderOptions { sh_degree, ..Default::default() })?;
+            let fwd = render(
+                &self.ctx,
+                &self.params,
+                &camera,
+                RenderOptions {
+                    sh_degree,
+                    ..Default::default()
+                },
+            )?;
             let mut enc = self.ctx.encoder("eval upload");
             let (w, h) = (view.image.width as usize, view.image.height as usize);
-            let gt = Tensor::from_slice(&mut enc, &pack_rgba8(&view.image.pixels), &[h, w], MemoryCategory::FrameScratch, "eval/gt")?;
+            let gt = Tensor::from_slice(
+                &mut enc,
+                &pack_rgba8(&view.image.pixels),
+                &[h, w],
+                MemoryCategory::FrameScratch,
+                "eval/gt",
+            )?;
             self.ctx.submit(enc)?;
-            let metrics = evaluate_metrics(&self.ctx, &fwd.image, &gt, &LossOptions { background: Some([0.0; 3]), ..Default::default() })?;
+            let metrics = evaluate_metrics(
+                &self.ctx,
+                &fwd.image,
+                &gt,
+                &LossOptions {
+                    background: Some([0.0; 3]),
+                    ..Default::default()
+                },
+            )?;
             psnr += metrics.psnr;
             ssim += metrics.ssim;
         }
@@ -231,27 +329,52 @@ impl Trainer {
 
     /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
     pub fn run(&mut self, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
-        sink(TrainEvent::Started { iterations: self.config.iterations, gaussians: self.params.len(), adapter: self.ctx.info().name.clone() });
+        sink(TrainEvent::Started {
+            iterations: self.config.iterations,
+            gaussians: self.params.len(),
+            adapter: self.ctx.info().name.clone(),
+        });
         self.run_until(self.config.iterations, sink, stop)
     }
 
     /// Runs until `target` iterations are done (or `stop` says so), reporting through `sink`.
-    pub fn run_until(&mut self, target: u64, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
+    pub fn run_until(
+        &mut self,
+        target: u64,
+        sink: &mut dyn FnMut(TrainEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<()> {
         let start = std::time::Instant::now();
         let first = self.iteration;
         while self.iteration < target.min(self.config.iterations) && !stop() {
             let before = self.params.len();
             if let Some((iteration, loss, train_psnr)) = self.step()? {
-                let rate = (self.iteration - first) as f64 / start.elapsed().as_secs_f64().max(1e-9);
+                let rate =
+                    (self.iteration - first) as f64 / start.elapsed().as_secs_f64().max(1e-9);
                 let gpu_bytes = self.ctx.memory_report().total.live_bytes;
-                sink(TrainEvent::Progress { iteration, loss, train_psnr, gaussians: self.params.len(), iterations_per_second: rate, gpu_bytes });
+                sink(TrainEvent::Progress {
+                    iteration,
+                    loss,
+                    train_psnr,
+                    gaussians: self.params.len(),
+                    iterations_per_second: rate,
+                    gpu_bytes,
+                });
             }
             if self.params.len() != before {
-                sink(TrainEvent::Densified { iteration: self.iteration, before, after: self.params.len() });
+                sink(TrainEvent::Densified {
+                    iteration: self.iteration,
+                    before,
+                    after: self.params.len(),
+                });
             }
             if self.config.eval_every > 0 && self.iteration % self.config.eval_every == 0 {
                 let (psnr, ssim) = self.evaluate()?;
-                sink(TrainEvent::Evaluated { iteration: self.iteration, psnr, ssim });
+                sink(TrainEvent::Evaluated {
+                    iteration: self.iteration,
+                    psnr,
+                    ssim,
+                });
             }
         }
         Ok(())
@@ -270,8 +393,19 @@ impl Trainer {
     /// A trainer continuing from a checkpoint. The densification statistics restart from zero,
     /// so a resume is bit-exact only between densification steps' accumulation windows (and
     /// always once densification has ended).
-    pub fn resume(ctx: &GpuContext, dataset: Dataset, checkpoint: crate::io::checkpoint::Checkpoint, config: TrainConfig) -> Result<Self> {
-        let crate::io::checkpoint::Checkpoint { params, optimizer, iteration, rng_state, .. } = checkpoint;
+    pub fn resume(
+        ctx: &GpuContext,
+        dataset: Dataset,
+        checkpoint: crate::io::checkpoint::Checkpoint,
+        config: TrainConfig,
+    ) -> Result<Self> {
+        let crate::io::checkpoint::Checkpoint {
+            params,
+            optimizer,
+            iteration,
+            rng_state,
+            ..
+        } = checkpoint;
         let mut trainer = Trainer::new(ctx, dataset, params, config)?;
         trainer.optimizer = optimizer;
         trainer.iteration = iteration;

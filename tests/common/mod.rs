@@ -15,24 +15,45 @@ pub struct PeerCase {
 
 impl PeerCase {
     pub fn load(name: &'static str) -> Option<PeerCase> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-cases/gsplat").join(name);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/peer-cases/gsplat")
+            .join(name);
         let bytes = std::fs::read(&path).ok()?;
-        let mut case = PeerCase { name, gaussians: CpuGaussians::default(), bytes };
+        let mut case = PeerCase {
+            name,
+            gaussians: CpuGaussians::default(),
+            bytes,
+        };
         let means = case.tensor("means");
         let n = means.len() / 3;
         let coeffs = case.tensor("coeffs");
         case.gaussians = CpuGaussians {
             means: means.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
-            log_scales: case.tensor("scales").chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
-            quats: case.tensor("quats").chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect(),
+            log_scales: case
+                .tensor("scales")
+                .chunks_exact(3)
+                .map(|c| [c[0], c[1], c[2]])
+                .collect(),
+            quats: case
+                .tensor("quats")
+                .chunks_exact(4)
+                .map(|c| [c[0], c[1], c[2], c[3]])
+                .collect(),
             opacity_logits: case.tensor("opacities"),
-            sh: (0..n).map(|i| std::array::from_fn(|k| std::array::from_fn(|ch| coeffs[i * 48 + k * 3 + ch]))).collect(),
+            sh: (0..n)
+                .map(|i| {
+                    std::array::from_fn(|k| std::array::from_fn(|ch| coeffs[i * 48 + k * 3 + ch]))
+                })
+                .collect(),
         };
         Some(case)
     }
 
     pub fn all() -> Vec<PeerCase> {
-        let cases: Vec<PeerCase> = ["tiny_case.safetensors", "basic_case.safetensors"].into_iter().filter_map(PeerCase::load).collect();
+        let cases: Vec<PeerCase> = ["tiny_case.safetensors", "basic_case.safetensors"]
+            .into_iter()
+            .filter_map(PeerCase::load)
+            .collect();
         if cases.is_empty() {
             eprintln!("skipping peer cases: ../shared/peer-cases/gsplat is not present");
         }
@@ -41,8 +62,13 @@ impl PeerCase {
 
     pub fn tensor(&self, name: &str) -> Vec<f32> {
         let st = safetensors::SafeTensors::deserialize(&self.bytes).expect("valid safetensors");
-        let view = st.tensor(name).unwrap_or_else(|e| panic!("{}: {name}: {e}", self.name));
-        view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        let view = st
+            .tensor(name)
+            .unwrap_or_else(|e| panic!("{}: {name}: {e}", self.name));
+        view.data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
     }
 
     /// The camera the peer cases were rendered with.
@@ -87,15 +113,32 @@ pub fn random_gaussians(seed: u64, n: usize, extent: f32, scale: f32) -> CpuGaus
     let mut rng = TestRng::new(seed);
     let mut g = CpuGaussians::default();
     for _ in 0..n {
-        g.means.push([rng.range(-extent, extent), rng.range(-extent, extent), rng.range(-extent, extent)]);
+        g.means.push([
+            rng.range(-extent, extent),
+            rng.range(-extent, extent),
+            rng.range(-extent, extent),
+        ]);
         let s = scale.ln();
-        g.log_scales.push([s + rng.range(-1.0, 0.5), s + rng.range(-1.0, 0.5), s + rng.range(-1.0, 0.5)]);
-        g.quats.push([rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)]);
+        g.log_scales.push([
+            s + rng.range(-1.0, 0.5),
+            s + rng.range(-1.0, 0.5),
+            s + rng.range(-1.0, 0.5),
+        ]);
+        g.quats.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
         g.opacity_logits.push(rng.range(-2.0, 3.0));
         let mut sh = [[0f32; 3]; 16];
         for (k, c) in sh.iter_mut().enumerate() {
             let amp = if k == 0 { 1.0 } else { 0.3 };
-            *c = [rng.range(-amp, amp), rng.range(-amp, amp), rng.range(-amp, amp)];
+            *c = [
+                rng.range(-amp, amp),
+                rng.range(-amp, amp),
+                rng.range(-amp, amp),
+            ];
         }
         g.sh.push(sh);
     }

@@ -3,6 +3,9 @@
 
 fn main() -> anyhow::Result<()> {
     let ctx = wgsplat::gpu::GpuContext::from_env()?;
-    println!("wgsplat-viewer: the interactive viewer is not built yet; adapter: {}", ctx.info().name);
+    println!(
+        "wgsplat-viewer: the interactive viewer is not built yet; adapter: {}",
+        ctx.info().name
+    );
     Ok(())
 }

@@ -40,7 +40,13 @@ struct GpuRun {
 fn gpu_run(ctx: &GpuContext, points: &[[f32; 3]], runs: usize) -> anyhow::Result<GpuRun> {
     let mut enc = ctx.encoder("bench knn input");
     let flat: &[f32] = bytemuck::cast_slice(points);
-    let input = Tensor::from_slice(&mut enc, flat, &[points.len(), 3], MemoryCategory::Other, "bench knn points")?;
+    let input = Tensor::from_slice(
+        &mut enc,
+        flat,
+        &[points.len(), 3],
+        MemoryCategory::Other,
+        "bench knn points",
+    )?;
     ctx.submit(enc)?;
     ctx.wait_idle()?;
     let mut samples = Vec::new();
@@ -60,7 +66,12 @@ fn gpu_run(ctx: &GpuContext, points: &[[f32; 3]], runs: usize) -> anyhow::Result
         result = out.read::<f32>(ctx)?;
     }
     let seconds = super::median_ms(&mut samples);
-    Ok(GpuRun { seconds, peak_bytes, peak_above_input_bytes, result })
+    Ok(GpuRun {
+        seconds,
+        peak_bytes,
+        peak_above_input_bytes,
+        result,
+    })
 }
 
 /// Seconds of the sorting part alone: one `sort_pairs` per word of the op's sort key
@@ -68,8 +79,20 @@ fn gpu_run(ctx: &GpuContext, points: &[[f32; 3]], runs: usize) -> anyhow::Result
 fn gpu_sort_seconds(ctx: &GpuContext, n: usize) -> anyhow::Result<f64> {
     let mut rng = TestRng::new(13);
     let mut enc = ctx.encoder("bench knn sort input");
-    let keys = Tensor::from_slice(&mut enc, &rng.vec_u32(n, 0), &[n], MemoryCategory::Other, "bench keys")?;
-    let values = Tensor::uninit(&mut enc, wgsplat::DType::U32, &[n], MemoryCategory::Other, "bench values")?;
+    let keys = Tensor::from_slice(
+        &mut enc,
+        &rng.vec_u32(n, 0),
+        &[n],
+        MemoryCategory::Other,
+        "bench keys",
+    )?;
+    let values = Tensor::uninit(
+        &mut enc,
+        wgsplat::DType::U32,
+        &[n],
+        MemoryCategory::Other,
+        "bench values",
+    )?;
     wgsplat::ops::arange(&mut enc, &values, 0u32, 1)?;
     ctx.submit(enc)?;
     ctx.wait_idle()?;
@@ -88,13 +111,23 @@ fn gpu_sort_seconds(ctx: &GpuContext, n: usize) -> anyhow::Result<f64> {
 /// (the point itself is one of them), then average the 3 others. Returns (seconds, result).
 fn cpu_run(points: &[[f32; 3]]) -> anyhow::Result<(f64, Vec<f32>)> {
     let start = Instant::now();
-    let tree: ImmutableKdTree<f32, 3> = ImmutableKdTree::new_from_slice(points).map_err(|e| anyhow::anyhow!("kiddo: {e:?}"))?;
+    let tree: ImmutableKdTree<f32, 3> =
+        ImmutableKdTree::new_from_slice(points).map_err(|e| anyhow::anyhow!("kiddo: {e:?}"))?;
     let four = NonZeroUsize::new(knn::NEIGHBOURS + 1).context("neighbour count")?;
-    let found = tree.query_batch(points).nearest_n::<SquaredEuclidean<f32>>(four).with_executor(&Executor::parallel()).execute();
+    let found = tree
+        .query_batch(points)
+        .nearest_n::<SquaredEuclidean<f32>>(four)
+        .with_executor(&Executor::parallel())
+        .execute();
     let mut result = Vec::with_capacity(points.len());
     for i in 0..points.len() {
         let items = found.get(i).context("kiddo result")?;
-        let mut d: Vec<f32> = items.iter().filter(|r| r.item as usize != i).take(knn::NEIGHBOURS).map(|r| r.distance).collect();
+        let mut d: Vec<f32> = items
+            .iter()
+            .filter(|r| r.item as usize != i)
+            .take(knn::NEIGHBOURS)
+            .map(|r| r.distance)
+            .collect();
         d.sort_by(f32::total_cmp);
         result.push(knn::mean_of_nearest(&d));
     }
@@ -102,7 +135,10 @@ fn cpu_run(points: &[[f32; 3]]) -> anyhow::Result<(f64, Vec<f32>)> {
 }
 
 fn max_relative_difference(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(&x, &y)| (f64::from(x) - f64::from(y)).abs() / f64::from(y).abs().max(1e-30)).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (f64::from(x) - f64::from(y)).abs() / f64::from(y).abs().max(1e-30))
+        .fold(0.0, f64::max)
 }
 
 /// Runs the benchmark on one context (the portable path with `--portable`).
@@ -111,15 +147,31 @@ pub fn run(args: KnnArgs, portable: bool) -> anyhow::Result<()> {
     let ctx = GpuContext::new(options).context("opening the GPU")?;
     let adapter = ctx.info().name.clone();
     let path = ctx.info().kernel_path();
-    println!("adapter: {adapter}; path: {path}; runs per figure: {} (median)", args.runs);
+    println!(
+        "adapter: {adapter}; path: {path}; runs per figure: {} (median)",
+        args.runs
+    );
     // Compile every pipeline before timing.
     let mut rng = TestRng::new(11);
-    let warm: Vec<[f32; 3]> = (0..4096).map(|_| [rng.unit(), rng.unit(), rng.unit()]).collect();
+    let warm: Vec<[f32; 3]> = (0..4096)
+        .map(|_| [rng.unit(), rng.unit(), rng.unit()])
+        .collect();
     gpu_run(&ctx, &warm, 1)?;
-    println!("{:>10} {:>10} {:>12} {:>12} {:>14} {:>10} {:>8} {:>10}", "n", "gpu s", "(sorts s)", "gpu peak", "peak-input", "kiddo s", "ratio", "max rel");
+    println!(
+        "{:>10} {:>10} {:>12} {:>12} {:>14} {:>10} {:>8} {:>10}",
+        "n", "gpu s", "(sorts s)", "gpu peak", "peak-input", "kiddo s", "ratio", "max rel"
+    );
     let mut rows = Vec::new();
     for &n in &args.sizes {
-        let points: Vec<[f32; 3]> = (0..n).map(|_| [rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)]).collect();
+        let points: Vec<[f32; 3]> = (0..n)
+            .map(|_| {
+                [
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                ]
+            })
+            .collect();
         let gpu = gpu_run(&ctx, &points, args.runs)?;
         let sort_seconds = gpu_sort_seconds(&ctx, n as usize)?;
         ctx.trim();

@@ -34,16 +34,31 @@ pub struct LossArgs {
 }
 
 fn parse_dims(text: &str) -> Result<(usize, usize), String> {
-    let (w, h) = text.trim().split_once(['x', 'X']).ok_or_else(|| format!("expected WIDTHxHEIGHT, got {text:?}"))?;
-    let parse = |s: &str| s.parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(|| format!("bad size {text:?}"));
+    let (w, h) = text
+        .trim()
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("expected WIDTHxHEIGHT, got {text:?}"))?;
+    let parse = |s: &str| {
+        s.parse::<usize>()
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("bad size {text:?}"))
+    };
     Ok((parse(w)?, parse(h)?))
 }
 
 /// Peak bytes of the scratch categories above what was live before the op.
 fn scratch_peak(ctx: &GpuContext, before: &wgsplat::MemoryReport) -> (u64, u64) {
     let after = ctx.memory_report();
-    let grow = |c: MemoryCategory| after.by_category[&c].peak_bytes.saturating_sub(before.by_category[&c].live_bytes);
-    (grow(MemoryCategory::FrameScratch), grow(MemoryCategory::Other))
+    let grow = |c: MemoryCategory| {
+        after.by_category[&c]
+            .peak_bytes
+            .saturating_sub(before.by_category[&c].live_bytes)
+    };
+    (
+        grow(MemoryCategory::FrameScratch),
+        grow(MemoryCategory::Other),
+    )
 }
 
 struct Inputs {
@@ -51,14 +66,38 @@ struct Inputs {
     gt: Tensor,
 }
 
-fn inputs(ctx: &GpuContext, width: usize, height: usize, rgba8: bool, rng: &mut TestRng) -> anyhow::Result<Inputs> {
+fn inputs(
+    ctx: &GpuContext,
+    width: usize,
+    height: usize,
+    rgba8: bool,
+    rng: &mut TestRng,
+) -> anyhow::Result<Inputs> {
     let mut enc = ctx.encoder("bench loss inputs");
     let pixels = width * height;
-    let rendered = Tensor::from_slice(&mut enc, &rng.vec_f32(4 * pixels, 0.0, 1.0), &[height, width, 4], MemoryCategory::Other, "bench rendered")?;
+    let rendered = Tensor::from_slice(
+        &mut enc,
+        &rng.vec_f32(4 * pixels, 0.0, 1.0),
+        &[height, width, 4],
+        MemoryCategory::Other,
+        "bench rendered",
+    )?;
     let gt = if rgba8 {
-        Tensor::from_slice(&mut enc, &rng.vec_u32(pixels, 0), &[height, width], MemoryCategory::Other, "bench gt")?
+        Tensor::from_slice(
+            &mut enc,
+            &rng.vec_u32(pixels, 0),
+            &[height, width],
+            MemoryCategory::Other,
+            "bench gt",
+        )?
     } else {
-        Tensor::from_slice(&mut enc, &rng.vec_f32(4 * pixels, 0.0, 1.0), &[height, width, 4], MemoryCategory::Other, "bench gt")?
+        Tensor::from_slice(
+            &mut enc,
+            &rng.vec_f32(4 * pixels, 0.0, 1.0),
+            &[height, width, 4],
+            MemoryCategory::Other,
+            "bench gt",
+        )?
     };
     ctx.submit(enc)?;
     ctx.wait_idle()?;
@@ -73,8 +112,15 @@ pub fn run(args: LossArgs, portable_only: bool) -> anyhow::Result<()> {
     let adapter = ctx.info().name.clone();
     let path = ctx.info().kernel_path();
     let loss_options = LossOptions::default();
-    println!("adapter: {adapter}; path: {path}; runs per figure: {} (median); gt: {}", args.runs, if args.rgba8_gt { "rgba8" } else { "f32" });
-    println!("{:>11} {:>12} {:>12} {:>16} {:>14}", "size", "fwd+bwd ms", "fwd ms", "scratch bytes", "grad bytes");
+    println!(
+        "adapter: {adapter}; path: {path}; runs per figure: {} (median); gt: {}",
+        args.runs,
+        if args.rgba8_gt { "rgba8" } else { "f32" }
+    );
+    println!(
+        "{:>11} {:>12} {:>12} {:>16} {:>14}",
+        "size", "fwd+bwd ms", "fwd ms", "scratch bytes", "grad bytes"
+    );
     let mut rng = TestRng::new(5);
     let mut rows = Vec::new();
     let mut gpu_at_cpu_size = None;
@@ -101,7 +147,14 @@ pub fn run(args: LossArgs, portable_only: bool) -> anyhow::Result<()> {
         })?;
         let grad_bytes = (width * height * 4 * 4) as u64;
         let scratch = frame_scratch + other;
-        println!("{:>11} {:>12.2} {:>12.2} {:>16} {:>14}", format!("{width}x{height}"), fused_ms, forward_ms, scratch, grad_bytes);
+        println!(
+            "{:>11} {:>12.2} {:>12.2} {:>16} {:>14}",
+            format!("{width}x{height}"),
+            fused_ms,
+            forward_ms,
+            scratch,
+            grad_bytes
+        );
         if (width, height) == (args.cpu_size, args.cpu_size) {
             gpu_at_cpu_size = Some(fused_ms);
         }
@@ -115,7 +168,14 @@ pub fn run(args: LossArgs, portable_only: bool) -> anyhow::Result<()> {
     let rendered = rng.vec_f32(4 * n * n, 0.0, 1.0);
     let gt = rng.vec_f32(4 * n * n, 0.0, 1.0);
     let start = Instant::now();
-    let cpu = reference::reference_loss(&rendered, ReferenceGt::Rgba32F(&gt), n, n, &loss_options, true);
+    let cpu = reference::reference_loss(
+        &rendered,
+        ReferenceGt::Rgba32F(&gt),
+        n,
+        n,
+        &loss_options,
+        true,
+    );
     let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
     std::hint::black_box(&cpu);
     let gpu_ms = match gpu_at_cpu_size {
@@ -132,7 +192,10 @@ pub fn run(args: LossArgs, portable_only: bool) -> anyhow::Result<()> {
             })?
         }
     };
-    println!("CPU reference (f64, single thread) forward+backward at {n}x{n}: {cpu_ms:.1} ms; GPU {gpu_ms:.2} ms; speedup {:.1}x", cpu_ms / gpu_ms);
+    println!(
+        "CPU reference (f64, single thread) forward+backward at {n}x{n}: {cpu_ms:.1} ms; GPU {gpu_ms:.2} ms; speedup {:.1}x",
+        cpu_ms / gpu_ms
+    );
     let report = json!({
         "benchmark": "loss", "adapter": adapter, "path": path, "runs": args.runs, "statistic": "median",
         "ground_truth": if args.rgba8_gt { "rgba8" } else { "f32" }, "ssim_weight": loss_options.ssim_weight, "results": rows,

@@ -1,9 +1,9 @@
 //! `wgsplat bench ...`: benchmarks that print a table and write JSON under `target/bench/`.
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
-mod render;
-mod loss;
 mod knn;
+mod loss;
+mod render;
 mod runtime;
 
 use anyhow::Context as _;
@@ -61,7 +61,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     if let Some(exp) = t.strip_prefix("2^") {
         let e: u32 = exp.parse().map_err(|_| format!("bad exponent in {t:?}"))?;
-        return 1u64.checked_shl(e).filter(|_| e < 63).ok_or_else(|| format!("{t:?} is too large"));
+        return 1u64
+            .checked_shl(e)
+            .filter(|_| e < 63)
+            .ok_or_else(|| format!("{t:?} is too large"));
     }
     let (digits, scale) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
@@ -69,13 +72,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Some('g' | 'G') => (&t[..t.len() - 1], 1u64 << 30),
         _ => (t, 1),
     };
-    let n: u64 = digits.parse().map_err(|_| format!("expected a size like 1M, 65536 or 2^24, got {t:?}"))?;
-    n.checked_mul(scale).ok_or_else(|| format!("{t:?} is too large"))
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("expected a size like 1M, 65536 or 2^24, got {t:?}"))?;
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("{t:?} is too large"))
 }
 
 /// Where benchmark JSON goes: `target/bench/NAME.json` below the current directory.
 pub fn default_json_path(name: &str) -> PathBuf {
-    Path::new("target").join("bench").join(format!("{name}.json"))
+    Path::new("target")
+        .join("bench")
+        .join(format!("{name}.json"))
 }
 
 /// Writes `value` as pretty JSON through a temporary file and a rename, so a crash never leaves a
@@ -85,8 +93,10 @@ pub fn write_json_atomic(path: &Path, value: &serde_json::Value) -> anyhow::Resu
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(value)?).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    std::fs::write(&tmp, serde_json::to_string_pretty(value)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }
 

@@ -34,7 +34,9 @@ pub struct RenderArgs {
 }
 
 fn parse_resolution(text: &str) -> anyhow::Result<(u32, u32)> {
-    let (w, h) = text.split_once('x').with_context(|| format!("resolution {text:?} must look like 512x512"))?;
+    let (w, h) = text
+        .split_once('x')
+        .with_context(|| format!("resolution {text:?} must look like 512x512"))?;
     Ok((w.trim().parse()?, h.trim().parse()?))
 }
 
@@ -45,13 +47,30 @@ fn scene(n: usize, seed: u64) -> CpuGaussians {
     let mut g = CpuGaussians::default();
     let scale = (0.02f32 * (10_000.0 / n as f32).cbrt().max(0.2)).ln();
     for _ in 0..n {
-        g.means.push([rng.range(-1.5, 1.5), rng.range(-1.5, 1.5), rng.range(-1.5, 1.5)]);
-        g.log_scales.push([scale + rng.range(-0.5, 0.5), scale + rng.range(-0.5, 0.5), scale + rng.range(-0.5, 0.5)]);
-        g.quats.push([rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)]);
+        g.means.push([
+            rng.range(-1.5, 1.5),
+            rng.range(-1.5, 1.5),
+            rng.range(-1.5, 1.5),
+        ]);
+        g.log_scales.push([
+            scale + rng.range(-0.5, 0.5),
+            scale + rng.range(-0.5, 0.5),
+            scale + rng.range(-0.5, 0.5),
+        ]);
+        g.quats.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
         g.opacity_logits.push(rng.range(-1.0, 2.0));
         let mut sh = [[0f32; 3]; 16];
         for c in sh.iter_mut() {
-            *c = [rng.range(-0.5, 0.5), rng.range(-0.5, 0.5), rng.range(-0.5, 0.5)];
+            *c = [
+                rng.range(-0.5, 0.5),
+                rng.range(-0.5, 0.5),
+                rng.range(-0.5, 0.5),
+            ];
         }
         g.sh.push(sh);
     }
@@ -77,42 +96,78 @@ fn camera(width: u32, height: u32) -> Camera {
 
 /// Runs the benchmark.
 pub fn run(args: RenderArgs, portable: bool) -> anyhow::Result<()> {
-    let ctx = GpuContext::new(wgsplat::ContextOptions::from_env()?.with_portable(portable)).context("opening the GPU")?;
+    let ctx = GpuContext::new(wgsplat::ContextOptions::from_env()?.with_portable(portable))
+        .context("opening the GPU")?;
     let path = ctx.info().kernel_path();
-    println!("adapter: {}; kernel path: {path}; runs per figure: {} (median)", ctx.info().name, args.runs);
-    println!("{:>9} {:>11} {:>11} {:>11} {:>12} {:>14} {:>12}", "gaussians", "resolution", "fwd ms", "bwd ms", "isects", "Misects/s fwd", "scratch B/G");
+    println!(
+        "adapter: {}; kernel path: {path}; runs per figure: {} (median)",
+        ctx.info().name,
+        args.runs
+    );
+    println!(
+        "{:>9} {:>11} {:>11} {:>11} {:>12} {:>14} {:>12}",
+        "gaussians", "resolution", "fwd ms", "bwd ms", "isects", "Misects/s fwd", "scratch B/G"
+    );
     let mut rows = Vec::new();
     let mut over_budget = false;
     for &n in &args.gaussians {
         let cpu = scene(n as usize, 42);
         let mut enc = ctx.encoder("bench upload");
-        let params = GaussianTensors::upload(&mut enc, &cpu, 3, MemoryCategory::Parameters, "bench")?;
-        let grads = GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "bench.grad")?;
+        let params =
+            GaussianTensors::upload(&mut enc, &cpu, 3, MemoryCategory::Parameters, "bench")?;
+        let grads = GaussianTensors::zeros_like(
+            &mut enc,
+            &params,
+            MemoryCategory::Gradients,
+            "bench.grad",
+        )?;
         ctx.submit(enc)?;
         drop(cpu);
         for res in &args.resolutions {
             if over_budget {
-                println!("{n:>9} {res:>11} skipped (a smaller configuration exceeded --max-seconds)");
+                println!(
+                    "{n:>9} {res:>11} skipped (a smaller configuration exceeded --max-seconds)"
+                );
                 rows.push(json!({ "gaussians": n, "resolution": res, "skipped": true }));
                 continue;
             }
             let (w, h) = parse_resolution(res)?;
             let cam = camera(w, h);
-            let options = RenderOptions { sh_degree: 3, ..Default::default() };
+            let options = RenderOptions {
+                sh_degree: 3,
+                ..Default::default()
+            };
             let started = Instant::now();
             ctx.allocator().reset_peaks();
-            let scratch_before = ctx.memory_report().live(MemoryCategory::FrameScratch) + ctx.memory_report().live(MemoryCategory::SortScratch);
+            let scratch_before = ctx.memory_report().live(MemoryCategory::FrameScratch)
+                + ctx.memory_report().live(MemoryCategory::SortScratch);
             let fwd = render(&ctx, &params, &cam, options)?;
             let mut enc = ctx.encoder("bench v_image");
-            let v_image = Tensor::uninit(&mut enc, DType::F32, fwd.image.shape(), MemoryCategory::FrameScratch, "bench v_image")?;
+            let v_image = Tensor::uninit(
+                &mut enc,
+                DType::F32,
+                fwd.image.shape(),
+                MemoryCategory::FrameScratch,
+                "bench v_image",
+            )?;
             ops::fill(&mut enc, &v_image, 1e-3f32)?;
             ctx.submit(enc)?;
             let mut enc = ctx.encoder("bench backward");
-            record_backward(&mut enc, &params, &fwd, &v_image, &grads, None, BackwardOptions::default())?;
+            record_backward(
+                &mut enc,
+                &params,
+                &fwd,
+                &v_image,
+                &grads,
+                None,
+                BackwardOptions::default(),
+            )?;
             ctx.submit(enc)?;
             ctx.wait_idle()?;
             let report = ctx.memory_report();
-            let scratch_peak = report.peak(MemoryCategory::FrameScratch) + report.peak(MemoryCategory::SortScratch) - scratch_before;
+            let scratch_peak = report.peak(MemoryCategory::FrameScratch)
+                + report.peak(MemoryCategory::SortScratch)
+                - scratch_before;
             let isects = fwd.num_intersections;
             drop(fwd);
             if started.elapsed().as_secs_f64() > args.max_seconds {
@@ -126,14 +181,24 @@ pub fn run(args: RenderArgs, portable: bool) -> anyhow::Result<()> {
             let fwd = render(&ctx, &params, &cam, options)?;
             let bwd_ms = time_median(args.runs, || {
                 let mut enc = ctx.encoder("bench backward");
-                record_backward(&mut enc, &params, &fwd, &v_image, &grads, None, BackwardOptions::default())?;
+                record_backward(
+                    &mut enc,
+                    &params,
+                    &fwd,
+                    &v_image,
+                    &grads,
+                    None,
+                    BackwardOptions::default(),
+                )?;
                 ctx.submit(enc)?;
                 ctx.wait_idle()?;
                 Ok(())
             })?;
             let per_gaussian = scratch_peak as f64 / n as f64;
             let rate = isects as f64 / (fwd_ms * 1e-3) / 1e6;
-            println!("{n:>9} {res:>11} {fwd_ms:>11.2} {bwd_ms:>11.2} {isects:>12} {rate:>14.2} {per_gaussian:>12.1}");
+            println!(
+                "{n:>9} {res:>11} {fwd_ms:>11.2} {bwd_ms:>11.2} {isects:>12} {rate:>14.2} {per_gaussian:>12.1}"
+            );
             rows.push(json!({
                 "gaussians": n, "resolution": res, "forward_ms": fwd_ms, "backward_ms": bwd_ms,
                 "intersections": isects, "visible": fwd.num_visible, "intersections_per_s": isects as f64 / (fwd_ms * 1e-3),
@@ -142,7 +207,10 @@ pub fn run(args: RenderArgs, portable: bool) -> anyhow::Result<()> {
         }
     }
     let out = args.json.unwrap_or_else(|| default_json_path("render"));
-    write_json_atomic(&out, &json!({ "benchmark": "render", "adapter": ctx.info().name, "kernel_path": path, "runs": args.runs, "results": rows }))?;
+    write_json_atomic(
+        &out,
+        &json!({ "benchmark": "render", "adapter": ctx.info().name, "kernel_path": path, "runs": args.runs, "results": rows }),
+    )?;
     println!("wrote {}", out.display());
     Ok(())
 }

@@ -53,7 +53,13 @@ fn gpu_sort_ms(ctx: &GpuContext, keys: &[u32], runs: usize) -> anyhow::Result<f6
     let n = keys.len();
     let mut enc = ctx.encoder("bench sort input");
     let k = Tensor::from_slice(&mut enc, keys, &[n], MemoryCategory::Other, "bench keys")?;
-    let v = Tensor::uninit(&mut enc, wgsplat::DType::U32, &[n], MemoryCategory::Other, "bench values")?;
+    let v = Tensor::uninit(
+        &mut enc,
+        wgsplat::DType::U32,
+        &[n],
+        MemoryCategory::Other,
+        "bench values",
+    )?;
     ops::arange(&mut enc, &v, 0u32, 1)?;
     ctx.submit(enc)?;
     ctx.wait_idle()?;
@@ -70,9 +76,21 @@ fn gpu_sort_ms(ctx: &GpuContext, keys: &[u32], runs: usize) -> anyhow::Result<f6
 
 fn gpu_scan_ms(ctx: &GpuContext, n: usize, runs: usize) -> anyhow::Result<f64> {
     let mut enc = ctx.encoder("bench scan input");
-    let input = Tensor::uninit(&mut enc, wgsplat::DType::U32, &[n], MemoryCategory::Other, "bench scan in")?;
+    let input = Tensor::uninit(
+        &mut enc,
+        wgsplat::DType::U32,
+        &[n],
+        MemoryCategory::Other,
+        "bench scan in",
+    )?;
     ops::fill(&mut enc, &input, 3u32)?;
-    let output = Tensor::uninit(&mut enc, wgsplat::DType::U32, &[n], MemoryCategory::Other, "bench scan out")?;
+    let output = Tensor::uninit(
+        &mut enc,
+        wgsplat::DType::U32,
+        &[n],
+        MemoryCategory::Other,
+        "bench scan out",
+    )?;
     ctx.submit(enc)?;
     ctx.wait_idle()?;
     time_median(runs, || {
@@ -89,12 +107,20 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
     let mut contexts = Vec::new();
     let options = wgsplat::ContextOptions::from_env()?;
     if !portable_only {
-        contexts.push(GpuContext::new(options.clone().with_portable(false)).context("opening the GPU")?);
+        contexts.push(
+            GpuContext::new(options.clone().with_portable(false)).context("opening the GPU")?,
+        );
     }
     contexts.push(GpuContext::new(options.with_portable(true)).context("opening the GPU")?);
     let adapter = contexts[0].info().name.clone();
-    println!("adapter: {adapter}; runs per figure: {} (median)", args.runs);
-    println!("{:<6} {:>10} {:<34} {:>10} {:>10} {:>12} {:>12}", "op", "n", "path", "gpu ms", "Melem/s", "cpu std ms", "cpu rdst ms");
+    println!(
+        "adapter: {adapter}; runs per figure: {} (median)",
+        args.runs
+    );
+    println!(
+        "{:<6} {:>10} {:<34} {:>10} {:>10} {:>12} {:>12}",
+        "op", "n", "path", "gpu ms", "Melem/s", "cpu std ms", "cpu rdst ms"
+    );
     let mut rows = Vec::new();
     let mut rng = TestRng::new(7);
     let mut sort_sizes = args.sizes.clone();
@@ -102,10 +128,21 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
     if args.only.as_deref() == Some("scan") {
         sort_sizes.clear();
     }
-    let scan_sizes = if args.only.as_deref() == Some("sort") { Vec::new() } else { args.sizes.clone() };
+    let scan_sizes = if args.only.as_deref() == Some("sort") {
+        Vec::new()
+    } else {
+        args.sizes.clone()
+    };
     for &n in &sort_sizes {
         let keys = rng.vec_u32(n as usize, 0);
-        let mut pairs: Vec<Pair> = keys.iter().enumerate().map(|(i, &key)| Pair { key, value: i as u32 }).collect();
+        let mut pairs: Vec<Pair> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &key)| Pair {
+                key,
+                value: i as u32,
+            })
+            .collect();
         let cpu_std = time_median(args.runs.min(3), || {
             let mut p = pairs.clone();
             p.sort_unstable_by_key(|x| x.key);
@@ -124,11 +161,23 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
             Ok(())
         })?;
         pairs.clear();
-        let (cpu_std, cpu_rdst) = ((cpu_std - clone_ms).max(1e-3), (cpu_rdst - clone_ms).max(1e-3));
+        let (cpu_std, cpu_rdst) = (
+            (cpu_std - clone_ms).max(1e-3),
+            (cpu_rdst - clone_ms).max(1e-3),
+        );
         for ctx in &contexts {
             let ms = gpu_sort_ms(ctx, &keys, args.runs)?;
             let path = ctx.info().kernel_path();
-            println!("{:<6} {:>10} {:<34} {:>10.2} {:>10.1} {:>12.2} {:>12.2}", "sort", n, path, ms, melem_per_s(n, ms), cpu_std, cpu_rdst);
+            println!(
+                "{:<6} {:>10} {:<34} {:>10.2} {:>10.1} {:>12.2} {:>12.2}",
+                "sort",
+                n,
+                path,
+                ms,
+                melem_per_s(n, ms),
+                cpu_std,
+                cpu_rdst
+            );
             rows.push(json!({
                 "op": "radix_sort_pairs_32bit", "n": n, "path": path, "gpu_ms": ms, "gpu_melem_per_s": melem_per_s(n, ms),
                 "cpu_sort_unstable_ms": cpu_std, "cpu_rdst_ms": cpu_rdst,
@@ -151,7 +200,16 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
         for ctx in &contexts {
             let ms = gpu_scan_ms(ctx, n as usize, args.runs)?;
             let path = ctx.info().kernel_path();
-            println!("{:<6} {:>10} {:<34} {:>10.2} {:>10.1} {:>12.2} {:>12}", "scan", n, path, ms, melem_per_s(n, ms), cpu, "-");
+            println!(
+                "{:<6} {:>10} {:<34} {:>10.2} {:>10.1} {:>12.2} {:>12}",
+                "scan",
+                n,
+                path,
+                ms,
+                melem_per_s(n, ms),
+                cpu,
+                "-"
+            );
             rows.push(json!({
                 "op": "exclusive_scan_u32", "n": n, "path": path, "gpu_ms": ms, "gpu_melem_per_s": melem_per_s(n, ms),
                 "cpu_sequential_ms": cpu, "speedup_vs_cpu": cpu / ms,
