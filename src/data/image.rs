@@ -222,21 +222,9 @@ pub(crate) fn read_view_image(
     Ok((image.resized_area(width, height), scaled))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so readers
-/// never see a half-written file.
+/// Writes `bytes` to `path` atomically, through the shared [`crate::io::write_atomically`].
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes)
-        .map_err(|e| dataset_error(&temporary, format!("could not write: {e}")))?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        dataset_error(
-            path,
-            format!("could not move the finished file into place: {e}"),
-        )
+    crate::io::write_atomically(path, |w| {
+        std::io::Write::write_all(w, bytes).map_err(|e| crate::io::io_error(path, "write", e))
     })
 }

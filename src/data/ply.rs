@@ -6,77 +6,7 @@ use std::path::Path;
 use super::image::write_atomically;
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
-
-/// Scalar property types of PLY with their sizes in bytes.
-#[derive(Clone, Copy, Debug)]
-enum Scalar {
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    F32,
-    F64,
-}
-
-impl Scalar {
-    fn parse(name: &str) -> Option<Scalar> {
-        Some(match name {
-            "char" | "int8" => Scalar::I8,
-            "uchar" | "uint8" => Scalar::U8,
-            "short" | "int16" => Scalar::I16,
-            "ushort" | "uint16" => Scalar::U16,
-            "int" | "int32" => Scalar::I32,
-            "uint" | "uint32" => Scalar::U32,
-            "float" | "float32" => Scalar::F32,
-            "double" | "float64" => Scalar::F64,
-            _ => return None,
-        })
-    }
-
-    fn size(self) -> usize {
-        match self {
-            Scalar::I8 | Scalar::U8 => 1,
-            Scalar::I16 | Scalar::U16 => 2,
-            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-            Scalar::F64 => 8,
-        }
-    }
-
-    /// Multiplier mapping a colour stored in this type to [0, 1].
-    fn colour_scale(self) -> f64 {
-        match self {
-            Scalar::U8 | Scalar::I8 => 1.0 / 255.0,
-            Scalar::U16 | Scalar::I16 => 1.0 / 65535.0,
-            _ => 1.0,
-        }
-    }
-
-    fn decode(self, b: &[u8], little: bool) -> f64 {
-        macro_rules! num {
-            ($t:ty, $n:expr) => {{
-                let mut a = [0u8; $n];
-                a.copy_from_slice(&b[..$n]);
-                (if little {
-                    <$t>::from_le_bytes(a)
-                } else {
-                    <$t>::from_be_bytes(a)
-                }) as f64
-            }};
-        }
-        match self {
-            Scalar::I8 => b[0] as i8 as f64,
-            Scalar::U8 => b[0] as f64,
-            Scalar::I16 => num!(i16, 2),
-            Scalar::U16 => num!(u16, 2),
-            Scalar::I32 => num!(i32, 4),
-            Scalar::U32 => num!(u32, 4),
-            Scalar::F32 => num!(f32, 4),
-            Scalar::F64 => num!(f64, 8),
-        }
-    }
-}
+use crate::io::ply_scalar::Scalar;
 
 /// One element declaration of the header.
 struct Element {
@@ -210,7 +140,7 @@ pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
                         .properties
                         .iter()
                         .map(|(_, s)| {
-                            let v = s.decode(&bytes[at..], little);
+                            let v = s.decode(&bytes[at..at + s.size()], !little);
                             at += s.size();
                             v
                         })

@@ -4,6 +4,7 @@
 
 pub mod checkpoint;
 pub mod ply;
+pub(crate) mod ply_scalar;
 
 pub use checkpoint::{Checkpoint, load_checkpoint, save_checkpoint};
 pub use ply::{PlyModel, read_ply, write_ply};
@@ -13,7 +14,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// An [`Error::Io`] naming `path`.
-pub(crate) fn io_error(path: &Path, action: &str, err: std::io::Error) -> Error {
+pub fn io_error(path: &Path, action: &str, err: std::io::Error) -> Error {
     Error::Io {
         path: path.display().to_string(),
         action: action.into(),
@@ -31,7 +32,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// Writes a file atomically: `fill` writes the contents into a buffered writer on `<path>.tmp`,
 /// which is then synced and renamed onto `path`. On any failure the temporary file is removed and
 /// `path` is left as it was.
-pub(crate) fn write_atomically(
+pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {

@@ -43,7 +43,6 @@ pub struct Projection {
     pub depth_keys: Tensor,
     visible: Option<TensorReadback>,
     intersections: Option<TensorReadback>,
-    _scratch: Tensor,
 }
 
 /// Everything the forward pass produced; the backward pass reads it.
@@ -136,7 +135,11 @@ pub fn record_projection(
     let depth_keys = scratch(enc, &[n], DType::U32, "splat/depth_keys")?;
     let project = enc.ctx().kernel("project_forward.wgsl", "project")?;
     let color = enc.ctx().kernel("sh_forward.wgsl", "color")?;
-    let rest_placeholder = placeholder(enc, DType::F32)?;
+    let rest_placeholder = if g.sh_rest.is_empty() {
+        Some(placeholder(enc, DType::F32)?)
+    } else {
+        None
+    };
     for page in 0..g.num_pages() {
         let count = g.page_rows(page);
         let u = uniform.with_count(count, page as u64 * rows, 0);
@@ -151,10 +154,9 @@ pub fn record_projection(
             depth_keys.page_binding(page),
         ];
         enc.dispatch(&project, &u, &bindings, grid)?;
-        let rest = if g.sh_rest.is_empty() {
-            rest_placeholder.page_binding(0)
-        } else {
-            g.sh_rest.page_binding(page)
+        let rest = match &rest_placeholder {
+            Some(placeholder) => placeholder.page_binding(0),
+            None => g.sh_rest.page_binding(page),
         };
         let bindings = [
             g.means.page_binding(page),
@@ -166,29 +168,8 @@ pub fn record_projection(
         enc.dispatch(&color, &u, &bindings, grid)?;
     }
     let visible = ops::count::count_nonzero(enc, &tiles_touched)?;
-    let total = Tensor::zeros(
-        enc,
-        DType::U32,
-        &[1],
-        MemoryCategory::FrameScratch,
-        "splat/isect_total",
-    )?;
-    let offsets = Tensor::uninit(
-        enc,
-        DType::U32,
-        &[n],
-        MemoryCategory::FrameScratch,
-        "splat/count_scan",
-    )?;
-    if n > 0 {
-        ops::scan::scan_u32(
-            enc,
-            &tiles_touched,
-            &offsets,
-            ops::scan::ScanKind::Exclusive,
-            Some(&total),
-        )?;
-    }
+    // I is the sum of the tile counts; the offsets themselves are scanned later, in depth order.
+    let total = ops::reduce::reduce(enc, &tiles_touched, ops::reduce::ReduceOp::Sum)?;
     Ok(Projection {
         uniform,
         camera: camera.clone(),
@@ -197,7 +178,6 @@ pub fn record_projection(
         projected,
         tiles_touched,
         depth_keys,
-        _scratch: offsets,
     })
 }
 

@@ -89,22 +89,9 @@ impl PeerCase {
     }
 }
 
-/// A camera at distance `distance` on the -z axis looking at the origin, 60 degree horizontal FOV.
+/// The test camera: 5 units down the -z axis, looking at the origin (see `Camera::facing_origin`).
 pub fn camera(width: u32, height: u32, background: [f32; 3]) -> Camera {
-    let fx = 0.5 * width as f32 / (30f32.to_radians()).tan();
-    Camera {
-        rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        translation: [0.0, 0.0, 5.0],
-        fx,
-        fy: fx,
-        cx: 0.5 * width as f32,
-        cy: 0.5 * height as f32,
-        width,
-        height,
-        near: 0.01,
-        far: 100.0,
-        background,
-    }
+    Camera::facing_origin(width, height, 5.0, background)
 }
 
 /// `n` random Gaussians in a cube of half-size `extent` around the origin, with small scales,

@@ -92,11 +92,11 @@ pub fn write_json_atomic(path: &Path, value: &serde_json::Value) -> anyhow::Resu
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(value)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    let text = serde_json::to_string_pretty(value)?;
+    wgsplat::io::write_atomically(path, |w| {
+        std::io::Write::write_all(w, text.as_bytes())
+            .map_err(|e| wgsplat::io::io_error(path, "write", e))
+    })?;
     Ok(())
 }
 

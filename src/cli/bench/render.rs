@@ -77,23 +77,6 @@ fn scene(n: usize, seed: u64) -> CpuGaussians {
     g
 }
 
-fn camera(width: u32, height: u32) -> Camera {
-    let fx = 0.5 * width as f32 / (30f32.to_radians()).tan();
-    Camera {
-        rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        translation: [0.0, 0.0, 4.0],
-        fx,
-        fy: fx,
-        cx: 0.5 * width as f32,
-        cy: 0.5 * height as f32,
-        width,
-        height,
-        near: 0.01,
-        far: 100.0,
-        background: [0.0; 3],
-    }
-}
-
 /// Runs the benchmark.
 pub fn run(args: RenderArgs, portable: bool) -> anyhow::Result<()> {
     let ctx = GpuContext::new(wgsplat::ContextOptions::from_env()?.with_portable(portable))
@@ -132,7 +115,7 @@ pub fn run(args: RenderArgs, portable: bool) -> anyhow::Result<()> {
                 continue;
             }
             let (w, h) = parse_resolution(res)?;
-            let cam = camera(w, h);
+            let cam = Camera::facing_origin(w, h, 4.0, [0.0; 3]);
             let options = RenderOptions {
                 sh_degree: 3,
                 ..Default::default()
