@@ -211,7 +211,6 @@ pub fn loss_and_grad(
         height,
         options,
     };
-    let norm = kernels::normalisers(enc, &images)?;
     let grad = Tensor::uninit(
         enc,
         DType::F32,
@@ -219,8 +218,26 @@ pub fn loss_and_grad(
         MemoryCategory::FrameScratch,
         "loss/grad",
     )?;
-    let (records, count) =
-        kernels::tiled_pass(enc, &images, Pass::Backward, Some(&norm), Some(&grad))?;
+    let stats = tiled_stats(enc, &images, Pass::Backward, Some(&grad))?;
+    Ok(LossOutput {
+        loss: stats.prefix(1)?,
+        stats,
+        grad,
+    })
+}
+
+/// The normalisers, one tiled pass (writing `grad` on the backward pass) and the reduction into
+/// `[loss, L1 mean, SSIM mean, MSE]`.
+fn tiled_stats(
+    enc: &mut Encoder,
+    images: &Images<'_>,
+    pass: Pass,
+    grad: Option<&Tensor>,
+) -> Result<Tensor> {
+    let norm = kernels::normalisers(enc, images)?;
+    // Only the backward kernel reads the normalisers; the forward one is reduced by `finalize`.
+    let pass_norm = (pass == Pass::Backward).then_some(&norm);
+    let (records, count) = kernels::tiled_pass(enc, images, pass, pass_norm, grad)?;
     let stats = Tensor::uninit(
         enc,
         DType::F32,
@@ -233,14 +250,10 @@ pub fn loss_and_grad(
         &records,
         count,
         Some(&norm),
-        options.ssim_weight,
+        images.options.ssim_weight,
         stats.page(0),
     )?;
-    Ok(LossOutput {
-        loss: stats.prefix(1)?,
-        stats,
-        grad,
-    })
+    Ok(stats)
 }
 
 /// Records the loss without the gradient; returns `[loss, L1 mean, SSIM mean, MSE]` on the GPU.
@@ -258,23 +271,7 @@ pub fn loss_stats(
         height,
         options,
     };
-    let norm = kernels::normalisers(enc, &images)?;
-    let (records, count) = kernels::tiled_pass(enc, &images, Pass::Forward, None, None)?;
-    let stats = Tensor::uninit(
-        enc,
-        DType::F32,
-        &[4],
-        MemoryCategory::FrameScratch,
-        "loss/stats",
-    )?;
-    kernels::finalize(
-        enc,
-        &records,
-        count,
-        Some(&norm),
-        options.ssim_weight,
-        stats.page(0),
-    )?;
+    let stats = tiled_stats(enc, &images, Pass::Forward, None)?;
     Ok(stats)
 }
 
