@@ -1,10 +1,15 @@
 // Backward of the tile rasterizer. One 16x16 workgroup per tile walks the tile's splats back to
 // front, reconstructing each pixel's transmittance from its final value, and computes every
 // pixel's gradient with respect to each splat's mean (x, y), conic (a, b, c), opacity and colour.
-// Those are summed over the tile's pixels in workgroup memory (subgroup sums on the fast path) and
-// added to the splat's row of `v_splats` once per tile: with f32 atomics on the fast path, with a
-// compare-and-swap loop on the u32 bit pattern on the portable path. Columns 9 and 10 accumulate
-// |v_x| and |v_y| per pixel (gsplat's "absgrad").
+// Those are summed over the tile's pixels and added to the splat's row of `v_splats` once per tile:
+// with f32 atomics where available, else with a compare-and-swap loop on the u32 bit pattern.
+// Columns 9 and 10 accumulate |v_x| and |v_y| per pixel (gsplat's "absgrad").
+//
+// The per-tile sum: with subgroups, each subgroup sums a splat's values with subgroupAdd and lane 0
+// adds them into a per-batch accumulator in workgroup memory (a u32 compare-and-swap, since
+// workgroup f32 atomics do not exist), so no barrier is needed per splat; the accumulators are
+// flushed once per batch. Without subgroups, a barrier-synchronised tree reduction runs per splat.
+// Batches behind every pixel's last contributor are skipped.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
@@ -31,7 +36,13 @@ var<workgroup> s_xy: array<vec2<f32>, BATCH>;
 var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
 var<workgroup> s_color: array<vec4<f32>, BATCH>;
 var<workgroup> s_index: array<u32, BATCH>;
+#if SUBGROUPS
+var<workgroup> acc: array<atomic<u32>, 2816>; // BATCH * GRADS
+#else
 var<workgroup> partial: array<array<f32, GRADS>, BATCH>;
+#endif
+var<workgroup> max_limit: atomic<u32>;
+var<workgroup> max_limit_snapshot: u32;
 
 fn add_grad(index: u32, value: f32) {
     if value == 0.0 {
@@ -52,6 +63,20 @@ fn add_grad(index: u32, value: f32) {
 #endif
 }
 
+#if SUBGROUPS
+fn acc_add(index: u32, value: f32) {
+    var old = atomicLoad(&acc[index]);
+    loop {
+        let next = bitcast<u32>(bitcast<f32>(old) + value);
+        let result = atomicCompareExchangeWeak(&acc[index], old, next);
+        if result.exchanged {
+            break;
+        }
+        old = result.old_value;
+    }
+}
+#endif
+
 // One-dimensional workgroup (256 = 16x16 pixels): naga allows subgroup ids only in 1D workgroups.
 @compute @workgroup_size(256)
 fn rasterize_backward(
@@ -60,8 +85,6 @@ fn rasterize_backward(
     @builtin(local_invocation_index) lid: u32,
 #if SUBGROUPS
     @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(num_subgroups) subgroups: u32,
 #endif
 ) {
     let tile = workgroup_index(wid, nwg);
@@ -82,11 +105,27 @@ fn rasterize_backward(
     var transmittance = t_final;
     var behind = vec3<f32>(0.0);
 
-    var batch_end = end;
+    // Intersections past every pixel's last contributor change nothing: start at the largest limit.
+    if lid == 0u {
+        atomicStore(&max_limit, start);
+    }
+    workgroupBarrier();
+    atomicMax(&max_limit, limit);
+    workgroupBarrier();
+    if lid == 0u {
+        max_limit_snapshot = atomicLoad(&max_limit);
+    }
+    let last = workgroupUniformLoad(&max_limit_snapshot);
+    var batch_end = min(end, last);
     while batch_end > start {
         let batch_start = select(start, batch_end - BATCH, batch_end - start > BATCH);
         let n = batch_end - batch_start;
         workgroupBarrier();
+#if SUBGROUPS
+        for (var e = lid; e < BATCH * GRADS; e += BATCH) {
+            atomicStore(&acc[e], 0u);
+        }
+#endif
         if lid < n {
             let splat = splat_from_isect[batch_start + lid];
             let s = splat * SPLAT_STRIDE;
@@ -102,6 +141,7 @@ fn rasterize_backward(
             for (var k = 0u; k < GRADS; k++) {
                 g[k] = 0.0;
             }
+            var contributes = false;
             if batch_start + j < limit {
                 let co = s_conic_opacity[j];
                 let d = s_xy[j] - pixel;
@@ -131,26 +171,23 @@ fn rasterize_backward(
                     g[7] = fac * v_out.y;
                     g[8] = fac * v_out.z;
                     behind += color * fac;
+                    contributes = true;
                 }
             }
-            // Sum over the tile's pixels, then one atomic add per value.
+            // Sum over the tile's pixels.
 #if SUBGROUPS
-            var sums: array<f32, GRADS>;
-            for (var k = 0u; k < GRADS; k++) {
-                sums[k] = subgroupAdd(g[k]);
-            }
-            if lane == 0u {
+            if subgroupAny(contributes) {
+                var sums: array<f32, GRADS>;
                 for (var k = 0u; k < GRADS; k++) {
-                    partial[subgroup][k] = sums[k];
+                    sums[k] = subgroupAdd(g[k]);
                 }
-            }
-            workgroupBarrier();
-            if lid < GRADS {
-                var total = 0.0;
-                for (var i = 0u; i < subgroups; i++) {
-                    total += partial[i][lid];
+                if lane == 0u {
+                    for (var k = 0u; k < GRADS; k++) {
+                        if sums[k] != 0.0 {
+                            acc_add(j * GRADS + k, sums[k]);
+                        }
+                    }
                 }
-                add_grad(s_index[j] * V_STRIDE + lid, total);
             }
 #else
             for (var k = 0u; k < GRADS; k++) {
@@ -168,9 +205,15 @@ fn rasterize_backward(
             if lid < GRADS {
                 add_grad(s_index[j] * V_STRIDE + lid, partial[0][lid]);
             }
-#endif
             workgroupBarrier();
+#endif
         }
+#if SUBGROUPS
+        workgroupBarrier();
+        for (var e = lid; e < n * GRADS; e += BATCH) {
+            add_grad(s_index[e / GRADS] * V_STRIDE + e % GRADS, bitcast<f32>(atomicLoad(&acc[e])));
+        }
+#endif
         batch_end = batch_start;
     }
 }

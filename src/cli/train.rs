@@ -19,7 +19,7 @@ use wgsplat::{GpuContext, MemoryCategory};
 
 /// Where the data comes from and how it is read.
 #[derive(clap::Args, Clone)]
-pub struct DataArgs {
+pub(crate) struct DataArgs {
     /// Downscale images by 1, 2, 4 or 8.
     #[arg(short = 'r', long, default_value_t = 1)]
     resolution: u32,
@@ -74,7 +74,7 @@ pub struct TrainArgs {
     resume: bool,
 }
 
-fn load_dataset(
+pub(crate) fn load_dataset(
     data: Option<&Path>,
     args: &DataArgs,
     background: [f32; 3],

@@ -225,8 +225,26 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
     Ok(())
 }
 
+/// The sorted and binned splats of one view, ready to rasterize.
+pub struct Binned {
+    projection: Projection,
+    splats: Tensor,
+    global_from_splat: Tensor,
+    splat_from_isect: Tensor,
+    tile_ranges: Tensor,
+    num_visible: u64,
+    num_intersections: u64,
+}
+
 /// Records the second half: compaction, sorts, binning and rasterization.
 pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOutput> {
+    let binned = record_binning(enc, counted)?;
+    record_raster(enc, binned)
+}
+
+/// Records compaction of the visible splats, the depth sort, intersection emission, the tile sort
+/// and the tile ranges.
+pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     let Counted {
         projection: p,
         num_visible: v,
@@ -304,6 +322,32 @@ pub fn record_rasterize(enc: &mut Encoder, counted: Counted) -> Result<ForwardOu
             ops::grid(enc, isects, ranges.threads())?,
         )?;
     }
+    Ok(Binned {
+        projection: p,
+        splats,
+        global_from_splat,
+        splat_from_isect,
+        tile_ranges,
+        num_visible: v,
+        num_intersections: isects,
+    })
+}
+
+/// Records the tile rasterizer over binned splats.
+pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput> {
+    let Binned {
+        projection: p,
+        splats,
+        global_from_splat,
+        splat_from_isect,
+        tile_ranges,
+        num_visible: v,
+        num_intersections: isects,
+    } = binned;
+    let ctx = enc.ctx().clone();
+    let (w, h) = (p.camera.width as u64, p.camera.height as u64);
+    let u = p.uniform;
+    let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
     let image = Tensor::uninit(
         enc,
         DType::F32,

@@ -17,11 +17,9 @@ pub fn initial_gaussians(
     let points = match &dataset.points {
         Some(points) if !points.is_empty() => points.clone(),
         _ => {
-            let half = 1.3 * dataset.extent.max(1e-3) / 1.1;
-            let bounds = RandomBox {
-                center: dataset.center,
-                half_size: [half; 3],
-            };
+            let cameras: Vec<_> = dataset.train.iter().map(|v| &v.camera).collect();
+            let bounds =
+                RandomBox::viewed_by(&cameras, dataset.center, dataset.extent.max(1e-3) / 1.1);
             random_points(config.random_init_points, bounds, config.seed)
         }
     };

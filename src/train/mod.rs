@@ -5,6 +5,7 @@ pub mod config;
 pub mod densify;
 pub mod events;
 pub mod init;
+pub mod profile;
 pub mod trainer;
 
 pub use config::{Background, TrainConfig};

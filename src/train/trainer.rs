@@ -17,7 +17,9 @@ use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
-use crate::splat::forward::{RenderOptions, render};
+use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster, render};
+use super::profile::{Stage, StageProfile};
+use crate::gpu::Encoder;
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
 use crate::testing::TestRng;
@@ -36,6 +38,7 @@ pub struct Trainer {
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
     pending_loss: Option<(u64, TensorReadback)>,
+    profile: Option<StageProfile>,
 }
 
 /// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
@@ -130,6 +133,7 @@ impl Trainer {
             schedule,
             iteration: 0,
             pending_loss: None,
+            profile: None,
         })
     }
 
@@ -198,7 +202,36 @@ impl Trainer {
         }
     }
 
+    /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
+    /// charge the time to that stage (see [`StageProfile`]).
+    pub fn enable_profiling(&mut self) {
+        self.profile = Some(StageProfile::default());
+    }
+
+    /// The stage timings collected since [`Trainer::enable_profiling`].
+    pub fn profile(&self) -> Option<&StageProfile> {
+        self.profile.as_ref()
+    }
+
+    /// With a profiler, submits `enc` and charges the time to `stage`; otherwise returns `enc`.
+    fn boundary(&mut self, enc: Encoder, stage: Stage) -> Result<Encoder> {
+        match &mut self.profile {
+            Some(profile) => profile.boundary(enc, stage),
+            None => Ok(enc),
+        }
+    }
+
+    fn lap(&mut self, stage: Stage) -> Result<()> {
+        match &mut self.profile {
+            Some(profile) => profile.lap(&self.ctx, stage),
+            None => Ok(()),
+        }
+    }
+
     /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed.
+    ///
+    /// Two submissions: the projection (whose 8-byte count readback sizes everything after it),
+    /// then binning, rasterization, loss, backward and Adam in one encoder.
     pub fn step(&mut self) -> Result<Option<(u64, f32, f32)>> {
         let view_index = self.view_for(self.iteration);
         let mut rng = self.iteration_rng(self.iteration);
@@ -206,8 +239,12 @@ impl Trainer {
         self.rng_state = rng.next_u64();
         let mut camera: Camera = self.dataset.train[view_index].camera.clone();
         camera.background = background;
-        let fwd = render(
-            &self.ctx,
+        if let Some(profile) = &mut self.profile {
+            profile.begin(&self.ctx)?;
+        }
+        let mut enc = self.ctx.encoder("train: projection");
+        let projection = record_projection(
+            &mut enc,
             &self.params,
             &camera,
             RenderOptions {
@@ -215,7 +252,17 @@ impl Trainer {
                 ..Default::default()
             },
         )?;
+        self.ctx.submit(enc)?;
+        let counted = projection.read_counts(&self.ctx)?;
+        if let Some(profile) = &mut self.profile {
+            profile.count(counted.num_visible, counted.num_intersections);
+        }
+        self.lap(Stage::Project)?;
         let mut enc = self.ctx.encoder("train step");
+        let binned = record_binning(&mut enc, counted)?;
+        let mut enc = self.boundary(enc, Stage::Sort)?;
+        let fwd = record_raster(&mut enc, binned)?;
+        let mut enc = self.boundary(enc, Stage::Raster)?;
         let loss_options = LossOptions {
             ssim_weight: self.config.ssim_weight,
             background: Some(background),
@@ -227,6 +274,7 @@ impl Trainer {
             &self.train_images[view_index],
             &loss_options,
         )?;
+        let mut enc = self.boundary(enc, Stage::Loss)?;
         let densifying = self.iteration < self.config.densify_until;
         let stats = densifying.then_some(&self.stats);
         record_backward(
@@ -238,6 +286,8 @@ impl Trainer {
             stats,
             BackwardOptions::default(),
         )?;
+        drop(fwd);
+        let mut enc = self.boundary(enc, Stage::Backward)?;
         let lrs = self.schedule.at(self.iteration);
         self.optimizer
             .step(&mut enc, &self.params, &self.grads, &lrs)?;
@@ -249,15 +299,14 @@ impl Trainer {
             self.pending_loss = Some((self.iteration, loss.stats.record_read(&mut enc)?));
         }
         self.ctx.submit(enc)?;
+        self.lap(Stage::Adam)?;
         if let Some((iteration, pending)) = self.pending_loss.take() {
             let values = pending.wait::<f32>(&self.ctx)?;
             let (loss_value, mse) = (values[0], values[3]);
             if !loss_value.is_finite() {
-                return Err(Error::InvalidArgument {
-                    op: "train",
-                    detail: format!(
-                        "the loss became {loss_value} at iteration {iteration}; lower the learning rates or check the data (the last checkpoint is kept)"
-                    ),
+                return Err(Error::NonFinite {
+                    what: format!("the training loss at iteration {iteration}"),
+                    value: loss_value,
                 });
             }
             let psnr = if mse > 0.0 {
@@ -268,6 +317,7 @@ impl Trainer {
             report = Some((iteration, loss_value, psnr));
         }
         densify::after_step(self)?;
+        self.lap(Stage::Densify)?;
         Ok(report)
     }
 
@@ -378,6 +428,13 @@ impl Trainer {
             }
         }
         Ok(())
+    }
+
+    /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks
+    /// and front ends; training runs it on the configured schedule).
+    pub fn densify_now(&mut self) -> Result<()> {
+        let prune_big = self.iteration > self.config.opacity_reset_every;
+        densify::densify(self, prune_big)
     }
 
     /// The optimizer.

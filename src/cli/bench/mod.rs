@@ -5,6 +5,7 @@ mod knn;
 mod loss;
 mod render;
 mod runtime;
+mod train;
 
 use anyhow::Context as _;
 use clap::Subcommand;
@@ -22,6 +23,8 @@ pub enum BenchCommand {
     Loss(loss::LossArgs),
     /// Exact k-NN initialisation (mean squared distance to the 3 nearest points) against a CPU k-d tree.
     Knn(knn::KnnArgs),
+    /// Training iterations per second and milliseconds per stage, fast path against portable.
+    Train(train::TrainBenchArgs),
 }
 
 /// Runs one benchmark.
@@ -31,6 +34,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Render(args) => render::run(args, portable_only),
         BenchCommand::Loss(args) => loss::run(args, portable_only),
         BenchCommand::Knn(args) => knn::run(args, portable_only),
+        BenchCommand::Train(args) => train::run(args, portable_only),
     }
 }
 
