@@ -183,7 +183,9 @@ pub enum Error {
         message: String,
     },
     /// Training diverged: a value that must be finite was NaN or infinite.
-    #[error("{what} became {value}: training diverged. The run stopped and no output written before this point was replaced; lower the learning rates (--config), check the images, or --resume from the last checkpoint")]
+    #[error(
+        "{what} became {value}: training diverged. The run stopped and no output written before this point was replaced; lower the learning rates (--config), check the images, or --resume from the last checkpoint"
+    )]
     NonFinite {
         /// What went non-finite.
         what: String,

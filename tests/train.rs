@@ -73,3 +73,61 @@ fn nerf_duck_improves_clearly() {
         "test PSNR went from {before:.2} to {after:.2} dB"
     );
 }
+
+/// A NaN in the model is caught at the next loss readback, and a checkpoint of the broken model
+/// is refused, so the last good checkpoint stays on disk untouched.
+#[test]
+fn nan_stops_training_and_keeps_the_last_good_checkpoint() {
+    let dataset = generate(&BuiltinOptions {
+        resolution: 24,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let ctx = fresh_context(false);
+    let config = TrainConfig {
+        iterations: 50,
+        loss_readback_every: 2,
+        densify_from: 1_000,
+        densify_until: 1_000,
+        ..TrainConfig::default()
+    };
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+    for _ in 0..2 {
+        trainer.step().unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("wgsplat-nan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("checkpoint.bin");
+    trainer
+        .save_checkpoint(&path, &serde_json::Value::Null)
+        .unwrap();
+    let good = std::fs::read(&path).unwrap();
+
+    let sh_dc = &trainer.params().sh_dc;
+    let mut enc = ctx.encoder("poison");
+    sh_dc
+        .write(&mut enc, &vec![f32::NAN; sh_dc.len() as usize])
+        .unwrap();
+    ctx.submit(enc).unwrap();
+    let error = (0..4)
+        .find_map(|_| trainer.step().err())
+        .expect("the NaN loss was not detected within two readbacks");
+    let text = error.to_string();
+    assert!(
+        matches!(error, wgsplat::Error::NonFinite { .. }) && text.contains("sh_dc"),
+        "{text}"
+    );
+    let refused = trainer.save_checkpoint(&path, &serde_json::Value::Null);
+    assert!(
+        matches!(refused, Err(wgsplat::Error::NonFinite { .. })),
+        "a NaN model was saved: {refused:?}"
+    );
+    assert!(
+        std::fs::read(&path).unwrap() == good,
+        "the good checkpoint changed"
+    );
+    let entries = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(entries, 1, "a temporary file was left behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -9,7 +9,7 @@ use std::time::Instant;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::data::{Dataset, LoadOptions, Resolution, Split};
 use wgsplat::gpu::memory::format_bytes;
-use wgsplat::io::checkpoint::{load_checkpoint, save_checkpoint};
+use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::ply::{read_ply, write_ply};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
@@ -72,6 +72,10 @@ pub struct TrainArgs {
     /// Continue from OUT/checkpoint.bin.
     #[arg(long)]
     resume: bool,
+    /// Stop after this iteration (writing the outputs as usual) while keeping the schedules of
+    /// --iterations; continue later with --resume.
+    #[arg(long)]
+    stop_at: Option<u64>,
 }
 
 pub(crate) fn load_dataset(
@@ -243,23 +247,37 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         _ => {}
     };
     let save_every = config.save_every;
-    while trainer.iteration() < config.iterations {
+    let last = args
+        .stop_at
+        .unwrap_or(config.iterations)
+        .min(config.iterations);
+    while trainer.iteration() < last {
         let chunk_end = if save_every > 0 {
             (trainer.iteration() / save_every + 1) * save_every
         } else {
-            config.iterations
+            last
         };
-        trainer.run_until(chunk_end.min(config.iterations), &mut sink, &|| false)?;
+        if let Err(err) = trainer.run_until(chunk_end.min(last), &mut sink, &|| false) {
+            bar.finish_and_clear();
+            let kept = if checkpoint_path.exists() {
+                format!(
+                    "the last good checkpoint, {}, is kept (continue with --resume)",
+                    checkpoint_path.display()
+                )
+            } else {
+                "no checkpoint was written yet (use --save-every N to keep one)".to_owned()
+            };
+            return Err(anyhow::Error::new(err).context(format!(
+                "training stopped at iteration {}; {kept}",
+                trainer.iteration()
+            )));
+        }
         if save_every > 0 && trainer.iteration() % save_every == 0 {
-            save_checkpoint(
-                ctx,
-                &checkpoint_path,
-                trainer.params(),
-                trainer.optimizer(),
-                trainer.iteration(),
-                trainer.rng_state(),
-                &json!({}),
-            )?;
+            trainer
+                .save_checkpoint(&checkpoint_path, &json!({}))
+                .with_context(|| {
+                    format!("saving the checkpoint at iteration {}", trainer.iteration())
+                })?;
         }
     }
     bar.finish_and_clear();

@@ -3,8 +3,8 @@
 //! to the nearest neighbours (computed elsewhere, e.g. by the GPU k-NN).
 
 use super::{Dataset, PointCloud};
-use crate::splat::Camera;
 use crate::error::{Error, Result};
+use crate::splat::Camera;
 use crate::splat::reference::CpuGaussians;
 
 /// The zeroth-order real spherical harmonic, `1 / (2 √π)`.
@@ -129,7 +129,10 @@ impl RandomBox {
             .iter()
             .map(|cam| {
                 let o = cam.position().map(f64::from);
-                let dist = (0..3).map(|k| (o[k] - center[k]).powi(2)).sum::<f64>().sqrt();
+                let dist = (0..3)
+                    .map(|k| (o[k] - center[k]).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
                 let tan_x = 0.5 * f64::from(cam.width) / f64::from(cam.fx);
                 let tan_y = 0.5 * f64::from(cam.height) / f64::from(cam.fy);
                 dist * tan_x.max(tan_y)

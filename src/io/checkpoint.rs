@@ -28,6 +28,7 @@ use crate::optim::{AdamConfig, GaussianOptimizer};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::ATTRIBUTE_NAMES;
 use crate::splat::sh::coefficient_count;
+use crate::tensor::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
@@ -63,6 +64,9 @@ pub struct CheckpointHeader {
     pub tensors: Vec<TensorEntry>,
     /// The caller's JSON value.
     pub extra: serde_json::Value,
+    /// Whether the densification statistics (`densify.stats`, `[N, 4]`) follow the model.
+    #[serde(default)]
+    pub has_densify_stats: bool,
 }
 
 /// Adam's hyper-parameters in a header: readable values and the exact f64 bits that are used.
@@ -103,7 +107,25 @@ pub struct Checkpoint {
     pub rng_state: u64,
     /// The caller's JSON value.
     pub extra: serde_json::Value,
+    /// The densification statistics `[N, 4]`, when they were saved.
+    pub densify_stats: Option<Tensor>,
 }
+
+/// What a checkpoint holds besides the model and the optimizer.
+#[derive(Clone, Copy, Debug)]
+pub struct TrainerState<'a> {
+    /// The trainer's iteration.
+    pub iteration: u64,
+    /// The trainer's RNG state.
+    pub rng_state: u64,
+    /// Densification statistics `[N, 4]` accumulated since the last densify step.
+    pub densify_stats: Option<&'a Tensor>,
+    /// The caller's JSON value.
+    pub extra: &'a serde_json::Value,
+}
+
+/// Columns of the densification statistics.
+const STATS_COLUMNS: u64 = 4;
 
 /// The three tensor sets of a checkpoint, with their name prefixes.
 const SETS: [&str; 3] = ["params", "adam.m", "adam.v"];
@@ -117,7 +139,7 @@ fn format_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// The tensor list a checkpoint of `n` Gaussians with `rest` SH coefficients past DC must hold.
-fn expected_tensors(n: u64, rest: u64) -> Vec<TensorEntry> {
+fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntry> {
     let shapes: [Vec<u64>; 6] = [
         vec![n, 3],
         vec![n, 3],
@@ -138,6 +160,12 @@ fn expected_tensors(n: u64, rest: u64) -> Vec<TensorEntry> {
                     dtype: "f32".into(),
                 })
         })
+        .chain(stats.then(|| TensorEntry {
+            name: "densify.stats".into(),
+            shape: vec![n, STATS_COLUMNS],
+            dtype: "f32".into(),
+            bytes: n * STATS_COLUMNS * 4,
+        }))
         .collect()
 }
 
@@ -168,6 +196,49 @@ pub fn save_checkpoint(
     rng_state: u64,
     extra: &serde_json::Value,
 ) -> Result<()> {
+    save_trainer_checkpoint(
+        ctx,
+        path,
+        params,
+        optimizer,
+        TrainerState {
+            iteration,
+            rng_state,
+            densify_stats: None,
+            extra,
+        },
+    )
+}
+
+/// [`save_checkpoint`] with the trainer's densification statistics, so a resume in the middle of
+/// a densification window continues exactly. A parameter that is NaN or infinite is an
+/// [`Error::NonFinite`] and nothing is written: the previous checkpoint at `path` stays intact.
+pub fn save_trainer_checkpoint(
+    ctx: &GpuContext,
+    path: &Path,
+    params: &GaussianTensors,
+    optimizer: &GaussianOptimizer,
+    state: TrainerState<'_>,
+) -> Result<()> {
+    let TrainerState {
+        iteration,
+        rng_state,
+        densify_stats,
+        extra,
+    } = state;
+    if let Some(stats) = densify_stats
+        && stats.len() != params.len() * STATS_COLUMNS
+    {
+        return Err(Error::Shape {
+            op: "save_checkpoint",
+            detail: format!(
+                "densification statistics hold {} values for {} Gaussians; expected {} per Gaussian",
+                stats.len(),
+                params.len(),
+                STATS_COLUMNS
+            ),
+        });
+    }
     let sets = [params, optimizer.moment1(), optimizer.moment2()];
     if sets
         .iter()
@@ -201,8 +272,13 @@ pub fn save_checkpoint(
                 config.eps.to_bits(),
             ],
         },
-        tensors: expected_tensors(params.len(), u64::from(params.sh_rest_count())),
+        tensors: expected_tensors(
+            params.len(),
+            u64::from(params.sh_rest_count()),
+            densify_stats.is_some(),
+        ),
         extra: extra.clone(),
+        has_densify_stats: densify_stats.is_some(),
     };
     let json = serde_json::to_vec(&header).map_err(|e| Error::InvalidArgument {
         op: "save_checkpoint",
@@ -223,12 +299,25 @@ pub fn save_checkpoint(
         put(w, &FORMAT_VERSION.to_le_bytes())?;
         put(w, &json_len.to_le_bytes())?;
         put(w, &json)?;
-        for set in sets {
-            for tensor in set.attributes() {
+        for (set_index, set) in sets.into_iter().enumerate() {
+            for (tensor, name) in set.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
                 let values = tensor.read::<f32>(ctx)?;
+                if set_index == 0
+                    && let Some(bad) = values.iter().find(|v| !v.is_finite())
+                {
+                    return Err(Error::NonFinite {
+                        what: format!("parameter {name} (not saved to {})", path.display()),
+                        value: *bad,
+                    });
+                }
                 let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
                 put(w, &bytes)?;
             }
+        }
+        if let Some(stats) = densify_stats {
+            let values = stats.read::<f32>(ctx)?;
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            put(w, &bytes)?;
         }
         let digest = hash.0.to_le_bytes();
         w.write_all(&digest)
@@ -317,7 +406,7 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         ));
     }
     if header.gaussians > u64::from(u32::MAX)
-        || header.tensors != expected_tensors(header.gaussians, rest)
+        || header.tensors != expected_tensors(header.gaussians, rest, header.has_densify_stats)
     {
         return Err(format_error(
             path,
@@ -376,6 +465,34 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         ctx.submit(enc)?;
         loaded.push(tensors);
     }
+    let densify_stats = if header.has_densify_stats {
+        let mut enc = ctx.encoder("load_checkpoint stats");
+        let stats = Tensor::uninit_rows(
+            &mut enc,
+            DType::F32,
+            &[n, STATS_COLUMNS as usize],
+            loaded[0].rows_per_page,
+            MemoryCategory::OptimizerState,
+            "densify/stats",
+        )?;
+        let mut bytes = vec![0u8; stats.len() as usize * 4];
+        read_hashed(
+            path,
+            &mut reader,
+            &mut hash,
+            &mut bytes,
+            "tensor densify.stats",
+        )?;
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        stats.write(&mut enc, &values)?;
+        ctx.submit(enc)?;
+        Some(stats)
+    } else {
+        None
+    };
     let digest = hash.0;
     let mut stored = [0u8; 8];
     read_hashed(
@@ -403,5 +520,6 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         iteration: header.iteration,
         rng_state: header.rng_state,
         extra: header.extra,
+        densify_stats,
     })
 }

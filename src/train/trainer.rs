@@ -10,16 +10,18 @@
 use super::config::{Background, TrainConfig};
 use super::densify;
 use super::events::TrainEvent;
+use super::profile::{Stage, StageProfile};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
-use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster, render};
-use super::profile::{Stage, StageProfile};
-use crate::gpu::Encoder;
+use crate::splat::forward::{
+    RenderOptions, record_binning, record_projection, record_raster, render,
+};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
 use crate::testing::TestRng;
@@ -37,8 +39,17 @@ pub struct Trainer {
     schedule: LearningRateSchedule,
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
-    pending_loss: Option<(u64, TensorReadback)>,
+    pending_loss: Option<PendingCheck>,
     profile: Option<StageProfile>,
+}
+
+/// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
+/// an attribute makes its sum non-finite, so the model's health is checked with the loss for a
+/// few bytes of readback.
+struct PendingCheck {
+    iteration: u64,
+    loss: TensorReadback,
+    attribute_sums: Vec<TensorReadback>,
 }
 
 /// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
@@ -296,13 +307,40 @@ impl Trainer {
         if self.iteration % self.config.loss_readback_every == 0
             || self.iteration == self.config.iterations
         {
-            self.pending_loss = Some((self.iteration, loss.stats.record_read(&mut enc)?));
+            let mut attribute_sums = Vec::with_capacity(6);
+            for attribute in self.params.attributes() {
+                let sum = crate::ops::reduce::reduce(
+                    &mut enc,
+                    attribute,
+                    crate::ops::reduce::ReduceOp::Sum,
+                )?;
+                attribute_sums.push(sum.record_read(&mut enc)?);
+            }
+            self.pending_loss = Some(PendingCheck {
+                iteration: self.iteration,
+                loss: loss.stats.record_read(&mut enc)?,
+                attribute_sums,
+            });
         }
         self.ctx.submit(enc)?;
         self.lap(Stage::Adam)?;
-        if let Some((iteration, pending)) = self.pending_loss.take() {
-            let values = pending.wait::<f32>(&self.ctx)?;
+        if let Some(pending) = self.pending_loss.take() {
+            let iteration = pending.iteration;
+            let values = pending.loss.wait::<f32>(&self.ctx)?;
             let (loss_value, mse) = (values[0], values[3]);
+            for (sum, name) in pending
+                .attribute_sums
+                .into_iter()
+                .zip(crate::splat::gaussians::ATTRIBUTE_NAMES)
+            {
+                let value = sum.wait::<f32>(&self.ctx)?[0];
+                if !value.is_finite() {
+                    return Err(Error::NonFinite {
+                        what: format!("the sum of parameter {name} at iteration {iteration}"),
+                        value,
+                    });
+                }
+            }
             if !loss_value.is_finite() {
                 return Err(Error::NonFinite {
                     what: format!("the training loss at iteration {iteration}"),
@@ -447,9 +485,27 @@ impl Trainer {
         self.rng_state
     }
 
-    /// A trainer continuing from a checkpoint. The densification statistics restart from zero,
-    /// so a resume is bit-exact only between densification steps' accumulation windows (and
-    /// always once densification has ended).
+    /// Writes a checkpoint of everything a resume needs (parameters, Adam state, densification
+    /// statistics, iteration, RNG), atomically; non-finite parameters are refused, leaving the
+    /// previous file in place.
+    pub fn save_checkpoint(&self, path: &std::path::Path, extra: &serde_json::Value) -> Result<()> {
+        crate::io::checkpoint::save_trainer_checkpoint(
+            &self.ctx,
+            path,
+            &self.params,
+            &self.optimizer,
+            crate::io::checkpoint::TrainerState {
+                iteration: self.iteration,
+                rng_state: self.rng_state,
+                densify_stats: Some(&self.stats),
+                extra,
+            },
+        )
+    }
+
+    /// A trainer continuing from a checkpoint. With the densification statistics in the
+    /// checkpoint (as [`Trainer::save_checkpoint`] writes them) it continues exactly as the
+    /// uninterrupted run would, wherever the kernels themselves are deterministic.
     pub fn resume(
         ctx: &GpuContext,
         dataset: Dataset,
@@ -461,10 +517,14 @@ impl Trainer {
             optimizer,
             iteration,
             rng_state,
+            densify_stats,
             ..
         } = checkpoint;
         let mut trainer = Trainer::new(ctx, dataset, params, config)?;
         trainer.optimizer = optimizer;
+        if let Some(stats) = densify_stats {
+            trainer.stats = stats;
+        }
         trainer.iteration = iteration;
         trainer.rng_state = rng_state;
         Ok(trainer)

@@ -78,10 +78,7 @@ fn run_path(args: &TrainBenchArgs, portable: bool) -> anyhow::Result<serde_json:
     for _ in 0..args.iterations {
         trainer.step()?;
     }
-    let stages = trainer
-        .profile()
-        .map(|p| p.mean_ms())
-        .unwrap_or_default();
+    let stages = trainer.profile().map(|p| p.mean_ms()).unwrap_or_default();
     let (visible, intersections) = trainer
         .profile()
         .map(|p| p.mean_counts())
@@ -150,7 +147,10 @@ pub fn run(args: TrainBenchArgs, portable_only: bool) -> anyhow::Result<()> {
     rows.push(portable.clone());
     if let Some(fast) = &fast {
         let ratio = fast["iterations_per_second"].as_f64().unwrap_or(0.0)
-            / portable["iterations_per_second"].as_f64().unwrap_or(1.0).max(1e-12);
+            / portable["iterations_per_second"]
+                .as_f64()
+                .unwrap_or(1.0)
+                .max(1e-12);
         println!("fast path / portable path speed: {ratio:.2}x");
     }
     let json_path = args

@@ -1,0 +1,203 @@
+//! The `wgsplat` binary end to end: a resumed training run equals an uninterrupted one bit for bit,
+//! and bad inputs give errors that name the file and the fix while losing nothing already written.
+//!
+//! The resume test runs lavapipe with one worker thread (`LP_NUM_THREADS=1`): the rasterizer's
+//! backward pass accumulates gradients with float atomics, whose order (and so the last bits of
+//! the sums) varies between runs wherever workgroups run concurrently. On one thread the kernels
+//! are deterministic, so any difference would come from state the checkpoint failed to carry.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wgsplat-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn wgsplat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(args)
+        .env("LP_NUM_THREADS", "1")
+        .output()
+        .unwrap()
+}
+
+fn expect_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs a failing command and returns its stderr.
+fn expect_failure(args: &[&str]) -> String {
+    let out = wgsplat(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail; stderr:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    err
+}
+
+/// A short schedule whose densification windows straddle the checkpoint at iteration 10.
+fn write_config(dir: &Path) -> PathBuf {
+    let path = dir.join("config.json");
+    std::fs::write(
+        &path,
+        r#"{ "densify_from": 3, "densify_every": 4, "densify_until": 19,
+             "opacity_reset_every": 100000, "sh_degree_interval": 6,
+             "loss_readback_every": 5, "eval_every": 0 }"#,
+    )
+    .unwrap();
+    path
+}
+
+fn train_args<'a>(out: &'a str, config: &'a str, iterations: &'a str) -> Vec<&'a str> {
+    vec![
+        "train",
+        "--builtin-resolution",
+        "32",
+        "--out",
+        out,
+        "--config",
+        config,
+        "--iterations",
+        iterations,
+        "--save-every",
+        "10",
+    ]
+}
+
+#[test]
+fn resumed_training_equals_uninterrupted_bit_for_bit() {
+    let dir = temp_dir("resume");
+    let config = write_config(&dir);
+    let config = config.to_str().unwrap();
+    let straight = dir.join("straight");
+    let resumed = dir.join("resumed");
+    let (straight, resumed) = (straight.to_str().unwrap(), resumed.to_str().unwrap());
+
+    expect_success(&wgsplat(&train_args(straight, config, "20")));
+    let mut args = train_args(resumed, config, "20");
+    args.extend(["--stop-at", "10"]);
+    expect_success(&wgsplat(&args));
+    let first_half = std::fs::read(Path::new(resumed).join("point_cloud.ply")).unwrap();
+    let mut args = train_args(resumed, config, "20");
+    args.push("--resume");
+    expect_success(&wgsplat(&args));
+
+    let a = std::fs::read(Path::new(straight).join("point_cloud.ply")).unwrap();
+    let b = std::fs::read(Path::new(resumed).join("point_cloud.ply")).unwrap();
+    assert_ne!(first_half, b, "the resumed run did not train");
+    assert_eq!(a.len(), b.len(), "Gaussian counts differ after resume");
+    if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {
+        panic!("the resumed model differs from the uninterrupted one at byte {i}");
+    }
+    let a = std::fs::read(Path::new(straight).join("checkpoint.bin")).unwrap();
+    let b = std::fs::read(Path::new(resumed).join("checkpoint.bin")).unwrap();
+    assert!(
+        a == b,
+        "the final checkpoints (optimizer state included) differ"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_inputs_name_the_file_and_lose_nothing() {
+    let dir = temp_dir("errors");
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    // A good run first: its outputs must survive every failure below.
+    expect_success(&wgsplat(&[
+        "train",
+        "--builtin-resolution",
+        "24",
+        "--iterations",
+        "3",
+        "--save-every",
+        "3",
+        "--out",
+        out_s,
+    ]));
+    let ply = out.join("point_cloud.ply");
+    let checkpoint = out.join("checkpoint.bin");
+    let good_ply = std::fs::read(&ply).unwrap();
+    let good_checkpoint = std::fs::read(&checkpoint).unwrap();
+
+    let missing = dir.join("no-such-dataset");
+    let err = expect_failure(&["train", missing.to_str().unwrap(), "--out", out_s]);
+    assert!(err.contains("no-such-dataset"), "{err}");
+
+    let not_a_dataset = dir.join("empty-folder");
+    std::fs::create_dir_all(&not_a_dataset).unwrap();
+    let err = expect_failure(&["train", not_a_dataset.to_str().unwrap(), "--out", out_s]);
+    assert!(err.contains("empty-folder"), "{err}");
+
+    let err = expect_failure(&["train", "--background", "plaid", "--out", out_s]);
+    assert!(err.contains("plaid") && err.contains("black"), "{err}");
+
+    let corrupt = dir.join("corrupt.ply");
+    std::fs::write(&corrupt, b"ply\nformat ascii 1.0\nend_header\n").unwrap();
+    let err = expect_failure(&["render", corrupt.to_str().unwrap(), "--out", out_s]);
+    assert!(err.contains("corrupt.ply"), "{err}");
+
+    let truncated = dir.join("truncated.ply");
+    std::fs::write(&truncated, &good_ply[..good_ply.len() - 100]).unwrap();
+    let err = expect_failure(&["eval", truncated.to_str().unwrap()]);
+    assert!(err.contains("truncated.ply"), "{err}");
+
+    // A truncated checkpoint: --resume reports it and leaves it for inspection.
+    let cut = dir.join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    std::fs::write(
+        cut.join("checkpoint.bin"),
+        &good_checkpoint[..good_checkpoint.len() / 2],
+    )
+    .unwrap();
+    let err = expect_failure(&[
+        "train",
+        "--builtin-resolution",
+        "24",
+        "--resume",
+        "--out",
+        cut.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("checkpoint.bin") && err.contains("truncated"),
+        "{err}"
+    );
+
+    let bad_config = dir.join("bad.json");
+    std::fs::write(&bad_config, r#"{ "iterations": 5, "learning_rate": 1 }"#).unwrap();
+    let err = expect_failure(&[
+        "train",
+        "--config",
+        bad_config.to_str().unwrap(),
+        "--out",
+        out_s,
+    ]);
+    assert!(
+        err.contains("bad.json") && err.contains("learning_rate"),
+        "{err}"
+    );
+
+    assert!(std::fs::read(&ply).unwrap() == good_ply, "the PLY changed");
+    assert!(
+        std::fs::read(&checkpoint).unwrap() == good_checkpoint,
+        "the checkpoint changed"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
