@@ -31,6 +31,8 @@ fn expect_success(out: &Output) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("still alive at exit"), "leak warning:\n{err}");
 }
 
 /// Runs a failing command and returns its stderr.

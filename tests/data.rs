@@ -627,6 +627,30 @@ fn init_from_points_and_random() {
     assert_eq!(init::initial_points(&with_points, 10, bounds, 7), points);
 }
 
+/// Random initialisation fills the region the cameras look at: on the duck (cameras at radius 4
+/// aimed at the origin, 39.6° FOV) a cube of about ±1.44 around the origin, like 3DGS's ±1.3.
+#[test]
+fn random_init_box_is_the_viewed_region() {
+    let Some(duck) = nerf_duck() else {
+        return;
+    };
+    let cameras: Vec<_> = duck.train.iter().map(|v| &v.camera).collect();
+    let b = RandomBox::viewed_by(&cameras, [9.0; 3], 9.0);
+    assert!(b.center.iter().all(|c| c.abs() < 1e-3), "{b:?}");
+    let expected = 4.0 * (0.691_111_2f32 / 2.0).tan();
+    assert!(
+        (b.half_size[0] - expected).abs() < 1e-3,
+        "{b:?} vs {expected}"
+    );
+    // Parallel optical axes have no intersection: the fallback is used.
+    let one = &duck.train[0].camera;
+    let mut shifted = one.clone();
+    shifted.translation[0] += 1.0;
+    let parallel = RandomBox::viewed_by(&[one, &shifted], [9.0; 3], 2.0);
+    assert_eq!(parallel.center, [9.0; 3]);
+    assert_eq!(parallel.half_size, [2.0; 3]);
+}
+
 // ---- The built-in scene ----
 
 #[test]

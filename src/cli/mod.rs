@@ -51,11 +51,9 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Info { json } => info(cli.portable, json),
         Command::Bench(command) => bench::run(command, cli.portable),
-        Command::Train(args) => context(cli.portable).and_then(|ctx| train::train(&ctx, *args)),
-        Command::Render(args) => {
-            context(cli.portable).and_then(|ctx| train::render_ply(&ctx, args))
-        }
-        Command::Eval(args) => context(cli.portable).and_then(|ctx| train::eval_ply(&ctx, args)),
+        Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
+        Command::Render(args) => with_leak_check(cli.portable, |ctx| train::render_ply(ctx, args)),
+        Command::Eval(args) => with_leak_check(cli.portable, |ctx| train::eval_ply(ctx, args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -64,6 +62,40 @@ pub fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs `command` on a fresh context, then checks that it gave back every GPU buffer. Nothing is
+/// printed when none leaked; otherwise a warning lists them by label, and debug builds fail.
+fn with_leak_check(
+    portable: bool,
+    command: impl FnOnce(&wgsplat::GpuContext) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let ctx = context(portable)?;
+    let result = command(&ctx);
+    let _ = ctx.wait_idle();
+    let leaks = ctx.leak_check();
+    if leaks.is_empty() {
+        return result;
+    }
+    let total: u64 = leaks.iter().map(|b| b.bytes).sum();
+    eprintln!(
+        "warning: {} GPU buffers ({}) were still alive at exit:",
+        leaks.len(),
+        wgsplat::gpu::memory::format_bytes(total)
+    );
+    for leak in leaks.iter().take(20) {
+        eprintln!(
+            "  {} ({}, {})",
+            leak.label,
+            leak.category.name(),
+            wgsplat::gpu::memory::format_bytes(leak.bytes)
+        );
+    }
+    result?;
+    if cfg!(debug_assertions) {
+        anyhow::bail!("GPU memory leaked (debug builds treat this as an error)");
+    }
+    Ok(())
 }
 
 fn info(portable: bool, json: bool) -> anyhow::Result<()> {

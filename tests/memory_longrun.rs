@@ -1,0 +1,123 @@
+//! Memory over long runs: after warm-up a training iteration allocates nothing new and leaves the
+//! live bytes exactly where they were, and complete trainings in one process give every byte back.
+
+use wgsplat::data::Dataset;
+use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::testing::fresh_context;
+use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::{TrainConfig, Trainer};
+use wgsplat::{GpuContext, MemoryCategory};
+
+/// The built-in scene at a tiny resolution with its point cloud thinned to `points` points.
+fn small_scene(resolution: u32, points: usize) -> Dataset {
+    let mut dataset = generate(&BuiltinOptions {
+        resolution,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    if let Some(cloud) = &mut dataset.points {
+        let stride = (cloud.positions.len() / points).max(1);
+        cloud.positions = cloud.positions.iter().step_by(stride).copied().collect();
+        cloud.colors = cloud.colors.iter().step_by(stride).copied().collect();
+    }
+    dataset
+}
+
+fn trainer(ctx: &GpuContext, dataset: Dataset, config: TrainConfig) -> Trainer {
+    let params = initial_gaussians(ctx, &dataset, &config).unwrap();
+    Trainer::new(ctx, dataset, params, config).unwrap()
+}
+
+/// 2,000 iterations, densifying only during the first 150: afterwards the live bytes are identical
+/// after every iteration, and no buffer is created.
+#[test]
+fn two_thousand_iterations_hold_memory_flat() {
+    let ctx = fresh_context(false);
+    let config = TrainConfig {
+        iterations: 2_000,
+        densify_from: 20,
+        densify_every: 30,
+        densify_until: 150,
+        opacity_reset_every: 100_000,
+        sh_degree_interval: 50,
+        loss_readback_every: 10,
+        ..TrainConfig::default()
+    };
+    let mut t = trainer(&ctx, small_scene(16, 400), config);
+    let warmup = 300;
+    t.run_until(warmup, &mut |_| {}, &|| false).unwrap();
+    ctx.wait_idle().unwrap();
+    let settled = ctx.memory_report();
+    let live = settled.total.live_bytes;
+    let buffers = settled.total.live_buffers;
+    let gaussians = t.params().len();
+    while t.iteration() < 2_000 {
+        t.step().unwrap();
+        let now = ctx.memory_report();
+        assert_eq!(
+            now.total.live_bytes,
+            live,
+            "live bytes moved at iteration {}: {:?}",
+            t.iteration(),
+            now.by_label
+        );
+        assert_eq!(now.total.live_buffers, buffers, "at {}", t.iteration());
+    }
+    let end = ctx.memory_report();
+    assert_eq!(t.params().len(), gaussians);
+    assert_eq!(
+        end.buffers_created,
+        settled.buffers_created,
+        "{} buffers were created after warm-up",
+        end.buffers_created - settled.buffers_created
+    );
+    assert!(end.pooled_bytes <= end.pool_limit_bytes);
+    // One gradient buffer per parameter, owned with it: equal bytes.
+    assert_eq!(
+        end.live(MemoryCategory::Gradients),
+        end.live(MemoryCategory::Parameters)
+    );
+}
+
+/// Three complete trainings in one process: each gives back every byte it allocated, the pool
+/// stays within its documented bound (`WGSPLAT_POOL_LIMIT_MIB`, 512 MiB by default), and
+/// trimming empties it.
+#[test]
+fn three_trainings_give_every_byte_back() {
+    let ctx = fresh_context(false);
+    ctx.wait_idle().unwrap();
+    let baseline = ctx.leak_check();
+    assert!(baseline.is_empty(), "a fresh context holds {baseline:?}");
+    for run in 0..3u64 {
+        let config = TrainConfig {
+            iterations: 40,
+            densify_from: 10,
+            densify_every: 10,
+            densify_until: 35,
+            opacity_reset_every: 100_000,
+            loss_readback_every: 10,
+            seed: run,
+            ..TrainConfig::default()
+        };
+        let mut t = trainer(&ctx, small_scene(16, 300), config);
+        t.run(&mut |_| {}, &|| false).unwrap();
+        let (psnr, _) = t.evaluate().unwrap();
+        assert!(psnr.is_finite());
+        drop(t);
+        ctx.wait_idle().unwrap();
+        let leaks = ctx.leak_check();
+        assert!(leaks.is_empty(), "run {run} leaked {leaks:?}");
+        let report = ctx.memory_report();
+        assert_eq!(report.total.live_bytes, 0, "run {run}");
+        assert!(
+            report.pooled_bytes <= report.pool_limit_bytes,
+            "run {run}: the pool holds {} above its limit {}",
+            report.pooled_bytes,
+            report.pool_limit_bytes
+        );
+    }
+    ctx.trim();
+    let report = ctx.memory_report();
+    assert_eq!(report.pooled_bytes, 0);
+    assert_eq!(report.pooled_buffers, 0);
+}
