@@ -92,10 +92,12 @@ fn compact_into(
         }
         None => (DType::U32, flags.category()),
     };
-    let positions = Tensor::uninit(
+    // The positions share the flags' page layout (model tensors are paged by rows).
+    let positions = Tensor::uninit_rows(
         enc,
         DType::U32,
         &[n],
+        flags.page_elems(),
         MemoryCategory::SortScratch,
         "wgsplat/compact-positions",
     )?;
@@ -114,7 +116,10 @@ fn compact_into(
         let grid = super::grid(enc, len, kernel.threads())?;
         // Indices need no values; the flags stand in for the unused binding.
         let values_binding = source.unwrap_or(flags).page_binding(source_page);
-        for dest_page in 0..=source_page {
+        // Kept elements of this source page land below its end, so only output pages starting
+        // there can receive any (the output may be paged differently from the flags).
+        let source_end = flags.page_start(source_page) + len;
+        for dest_page in (0..out.num_pages()).take_while(|&p| out.page_start(p) < source_end) {
             let params = CompactParams {
                 n: len as u32,
                 source_start: flags.page_start(source_page) as u32,

@@ -287,6 +287,7 @@ fn check_out_of_place(
     }
     output.expect_dtype(op, DType::U32)?;
     input.expect_same_len(op, output)?;
+    input.expect_same_layout(op, output)?;
     if input.shares_storage_with(output) {
         return Err(Error::InvalidArgument {
             op,
@@ -355,10 +356,11 @@ pub fn scan_with_total(
 }
 
 fn allocate_like(enc: &mut Encoder, input: &Tensor, label: &str) -> Result<Tensor> {
-    Tensor::uninit(
+    Tensor::uninit_rows(
         enc,
         DType::U32,
         &[input.len() as usize],
+        input.page_elems(),
         input.category(),
         label,
     )

@@ -2,7 +2,7 @@
 //! moments and the parameter in place, and [`GaussianOptimizer`], which holds the moments of all
 //! six Gaussian attributes and keeps them aligned with the parameters through densification.
 
-use super::rows::{concat_gaussian_rows, select_gaussian_rows};
+use super::rows::{append_rows_in_place, keep_rows_in_place};
 use crate::error::{Error, Result};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::mirror;
@@ -289,13 +289,9 @@ impl GaussianOptimizer {
         index: &Tensor,
     ) -> Result<()> {
         check_aligned("GaussianOptimizer::select_rows", params, &self.moment1)?;
-        let new_params = select_gaussian_rows(enc, params, index, "params")?;
-        let new_moment1 = select_gaussian_rows(enc, &self.moment1, index, "adam.m")?;
-        let new_moment2 = select_gaussian_rows(enc, &self.moment2, index, "adam.v")?;
-        *params = new_params;
-        self.moment1 = new_moment1;
-        self.moment2 = new_moment2;
-        Ok(())
+        keep_rows_in_place(enc, params, index)?;
+        keep_rows_in_place(enc, &mut self.moment1, index)?;
+        keep_rows_in_place(enc, &mut self.moment2, index)
     }
 
     /// Appends the Gaussians `new_rows` to `params` and zero rows to both moments.
@@ -306,19 +302,9 @@ impl GaussianOptimizer {
         new_rows: &GaussianTensors,
     ) -> Result<()> {
         check_aligned("GaussianOptimizer::append_rows", params, &self.moment1)?;
-        let zeros = GaussianTensors::zeros_like(
-            enc,
-            new_rows,
-            MemoryCategory::OptimizerState,
-            "adam.zero-rows",
-        )?;
-        let new_params = concat_gaussian_rows(enc, params, new_rows, "params")?;
-        let new_moment1 = concat_gaussian_rows(enc, &self.moment1, &zeros, "adam.m")?;
-        let new_moment2 = concat_gaussian_rows(enc, &self.moment2, &zeros, "adam.v")?;
-        *params = new_params;
-        self.moment1 = new_moment1;
-        self.moment2 = new_moment2;
-        Ok(())
+        append_rows_in_place(enc, params, Some(new_rows), 0)?;
+        append_rows_in_place(enc, &mut self.moment1, None, new_rows.len())?;
+        append_rows_in_place(enc, &mut self.moment2, None, new_rows.len())
     }
 
     /// Zeroes both moments of one group (index into [`ATTRIBUTE_NAMES`]), as 3DGS does for the

@@ -1,11 +1,17 @@
 //! Row surgery on [`GaussianTensors`]: keeping rows by index and concatenating sets, always into
 //! row-paged tensors with the same rows per page, so the results stay aligned with the other
 //! tensors of the model (gradients, moments).
+//!
+//! The in-place forms ([`keep_rows_in_place`], [`append_rows_in_place`]) replace one attribute
+//! tensor at a time and drop the old one at once, so the transient memory of a model-wide row
+//! change is one attribute tensor (SH rest at most: 180 of the 944 persistent bytes per
+//! Gaussian at SH degree 3), not a second copy of the model.
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
 use crate::ops::{copy_range, gather_rows_into};
 use crate::splat::GaussianTensors;
+use crate::splat::gaussians::ATTRIBUTE_NAMES;
 use crate::tensor::{DType, Tensor};
 
 /// Elements per row (per Gaussian) of an attribute tensor: the product of its trailing
@@ -81,6 +87,94 @@ pub fn concat_gaussian_rows(
         copy_range(enc, second, 0, to, first.len(), second.len())?;
     }
     Ok(out)
+}
+
+/// Replaces every attribute of `set` by its rows `index[i]`, one attribute at a time.
+pub fn keep_rows_in_place(
+    enc: &mut Encoder,
+    set: &mut GaussianTensors,
+    index: &Tensor,
+) -> Result<()> {
+    index.expect_dtype("keep_rows_in_place", DType::U32)?;
+    let rows = set.rows_per_page;
+    let k = index.len() as usize;
+    for (attr, name) in set.attributes_mut().into_iter().zip(ATTRIBUTE_NAMES) {
+        let mut shape = attr.shape().to_vec();
+        shape[0] = k;
+        let label = format!("{}.{name}", category_label(attr.category()));
+        let kept = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &label)?;
+        let width = row_width(attr);
+        if width > 0 && k > 0 {
+            gather_rows_into(enc, attr, index, width, &kept)?;
+        }
+        *attr = kept;
+    }
+    Ok(())
+}
+
+/// Appends `new_rows` to every attribute of `set` (or `zero_rows` zero rows when `new_rows` is
+/// `None`), one attribute at a time.
+pub fn append_rows_in_place(
+    enc: &mut Encoder,
+    set: &mut GaussianTensors,
+    new_rows: Option<&GaussianTensors>,
+    zero_rows: u64,
+) -> Result<()> {
+    if let Some(new) = new_rows
+        && new.sh_rest_count() != set.sh_rest_count()
+    {
+        return Err(Error::Shape {
+            op: "append_rows_in_place",
+            detail: format!(
+                "SH rest coefficients differ: {} vs {}",
+                set.sh_rest_count(),
+                new.sh_rest_count()
+            ),
+        });
+    }
+    let extra = new_rows.map_or(zero_rows, GaussianTensors::len);
+    let sources = new_rows.map(|n| n.attributes());
+    let rows = set.rows_per_page;
+    for (i, (attr, name)) in set
+        .attributes_mut()
+        .into_iter()
+        .zip(ATTRIBUTE_NAMES)
+        .enumerate()
+    {
+        let mut shape = attr.shape().to_vec();
+        shape[0] += extra as usize;
+        let label = format!("{}.{name}", category_label(attr.category()));
+        let grown = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &label)?;
+        copy_range(enc, attr, 0, &grown, 0, attr.len())?;
+        let tail = grown.len() - attr.len();
+        match &sources {
+            Some(src) => copy_range(enc, src[i], 0, &grown, attr.len(), tail)?,
+            None => zero_range(enc, &grown, attr.len(), tail),
+        }
+        *attr = grown;
+    }
+    Ok(())
+}
+
+/// Zeroes elements `start..start + len` of `t`, page by page.
+fn zero_range(enc: &mut Encoder, t: &Tensor, start: u64, len: u64) {
+    let elem = t.dtype().size();
+    for page in 0..t.num_pages() {
+        let (p0, p1) = (t.page_start(page), t.page_start(page) + t.page_len(page));
+        let (a, b) = (start.max(p0), (start + len).min(p1));
+        if a < b {
+            enc.clear(t.page(page).raw(), (a - p0) * elem, (b - a) * elem);
+        }
+    }
+}
+
+fn category_label(category: crate::gpu::MemoryCategory) -> &'static str {
+    match category {
+        crate::gpu::MemoryCategory::Parameters => "params",
+        crate::gpu::MemoryCategory::Gradients => "grads",
+        crate::gpu::MemoryCategory::OptimizerState => "adam",
+        _ => "rows",
+    }
 }
 
 /// The SH size must survive the round trip through `max_sh_degree` (it does for 0, 3, 8, 15).

@@ -207,6 +207,19 @@ impl GaussianTensors {
         }
     }
 
+    /// The six attribute tensors, mutably, in [`ATTRIBUTE_NAMES`] order (row surgery replaces
+    /// them one at a time; keep their lengths equal).
+    pub fn attributes_mut(&mut self) -> [&mut Tensor; 6] {
+        [
+            &mut self.means,
+            &mut self.log_scales,
+            &mut self.quats,
+            &mut self.opacity_logits,
+            &mut self.sh_dc,
+            &mut self.sh_rest,
+        ]
+    }
+
     /// The six attribute tensors, in [`ATTRIBUTE_NAMES`] order.
     pub fn attributes(&self) -> [&Tensor; 6] {
         [

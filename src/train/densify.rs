@@ -169,20 +169,59 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
         }
         k = k.min(cap);
     }
+    let keep = kept.values.prefix(k)?;
+    let clone = cloned.values.prefix(c)?;
+    let split = split_ids.values.prefix(s)?;
+    drop((kept.count, cloned.count, split_ids.count));
+    apply_row_changes(t, &keep, &clone, &split)
+}
+
+/// Applies a densification decision: keeps rows `keep` (u32 indices, in order), then appends a
+/// copy of every row in `clone` and two children sampled from the Gaussian of every row in
+/// `split` (scales / 1.6). Adam's moments move with their rows and start at zero for new rows;
+/// gradients and densification statistics are rebuilt at the new size.
+///
+/// Memory: the gradients and statistics are released first, and the parameters and moments are
+/// rebuilt one attribute tensor at a time, so the transient peak above the larger of the
+/// before and after models is the new rows' parameters plus one attribute tensor.
+pub fn apply_row_changes(
+    t: &mut Trainer,
+    keep: &Tensor,
+    clone: &Tensor,
+    split: &Tensor,
+) -> Result<()> {
+    let ctx = t.ctx.clone();
+    let (c, s) = (clone.len(), split.len());
     let mut enc = ctx.encoder("densify: apply");
+    let degree = t.params.max_sh_degree();
+    t.grads = GaussianTensors::uninit(
+        &mut enc,
+        0,
+        degree,
+        crate::gpu::MemoryCategory::Gradients,
+        "grads",
+    )?;
+    let empty = GaussianTensors::uninit(
+        &mut enc,
+        0,
+        degree,
+        crate::gpu::MemoryCategory::Other,
+        "empty",
+    )?;
+    t.stats = new_stats(&mut enc, &empty)?;
+    drop(empty);
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
         new_rows = Some(select_gaussian_rows(
             &mut enc,
             &t.params,
-            &cloned.values.prefix(c)?,
+            clone,
             "densify/clones",
         )?);
     }
     if s > 0 {
-        let ids = split_ids.values.prefix(s)?;
-        let a = select_gaussian_rows(&mut enc, &t.params, &ids, "densify/children")?;
-        let b = select_gaussian_rows(&mut enc, &t.params, &ids, "densify/children")?;
+        let a = select_gaussian_rows(&mut enc, &t.params, split, "densify/children")?;
+        let b = select_gaussian_rows(&mut enc, &t.params, split, "densify/children")?;
         let kernel = ctx.kernel("densify_split.wgsl", "split")?;
         for page in 0..a.num_pages() {
             let count = a.page_rows(page);
@@ -213,8 +252,7 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
             None => children,
         });
     }
-    t.optimizer
-        .select_rows(&mut enc, &mut t.params, &kept.values.prefix(k)?)?;
+    t.optimizer.select_rows(&mut enc, &mut t.params, keep)?;
     if let Some(rows) = &new_rows {
         t.optimizer.append_rows(&mut enc, &mut t.params, rows)?;
     }

@@ -3,6 +3,7 @@
 
 mod knn;
 mod loss;
+mod memory;
 mod render;
 mod runtime;
 mod train;
@@ -23,6 +24,8 @@ pub enum BenchCommand {
     Loss(loss::LossArgs),
     /// Exact k-NN initialisation (mean squared distance to the 3 nearest points) against a CPU k-d tree.
     Knn(knn::KnnArgs),
+    /// Persistent bytes per Gaussian and transient peaks of a training step, a 50% split and a 30% prune.
+    Memory(memory::MemoryArgs),
     /// Training iterations per second and milliseconds per stage, fast path against portable.
     Train(train::TrainBenchArgs),
 }
@@ -35,6 +38,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Loss(args) => loss::run(args, portable_only),
         BenchCommand::Knn(args) => knn::run(args, portable_only),
         BenchCommand::Train(args) => train::run(args, portable_only),
+        BenchCommand::Memory(args) => memory::run(args, portable_only),
     }
 }
 
