@@ -50,7 +50,6 @@ enum Model {
 
 /// The viewer.
 pub struct ViewerApp {
-    ctx: GpuContext,
     args: Args,
     outcome: Outcome,
     model: Model,
@@ -63,6 +62,8 @@ pub struct ViewerApp {
     log: Vec<(Level, String)>,
     ply_path: String,
     sidecar: Sidecar,
+    /// Last, so every GPU resource above is released before the context.
+    ctx: GpuContext,
 }
 
 impl ViewerApp {

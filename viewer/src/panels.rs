@@ -3,7 +3,7 @@
 
 use crate::training::{Command, Level, Shared, TrainingHandle};
 use eframe::egui;
-use egui_plot::{Bar, BarChart, Legend, Line, Plot};
+use egui_plot::{Bar, BarChart, Line, Plot};
 use std::path::PathBuf;
 use wgsplat::MemoryCategory;
 use wgsplat::gpu::MemoryReport;
@@ -99,7 +99,7 @@ pub fn training(ui: &mut egui::Ui, handle: &TrainingHandle, ply_path: &mut Strin
     loss_rect
 }
 
-/// Live and peak GPU bytes by category, as stacked bars.
+/// Live and peak GPU bytes by category: a table and stacked bars (live below, peak above).
 pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
     ui.heading("Memory");
     ui.label(format!(
@@ -108,9 +108,9 @@ pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
         format_bytes(report.total.peak_bytes),
         format_bytes(report.pooled_bytes)
     ));
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let mut charts: Vec<BarChart> = Vec::new();
     for (index, category) in MemoryCategory::ALL.into_iter().enumerate() {
-        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         let bars = vec![
             Bar::new(0.0, mib(report.live(category))).name("live"),
             Bar::new(1.0, mib(report.peak(category))).name("peak"),
@@ -119,25 +119,37 @@ pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
             .color(CATEGORY_COLORS[index])
             .width(0.7)
             .horizontal();
-        let stacked = {
-            let below: Vec<&BarChart> = charts.iter().collect();
-            chart.stack_on(&below)
-        };
+        let below: Vec<&BarChart> = charts.iter().collect();
+        let stacked = chart.stack_on(&below);
         charts.push(stacked);
     }
-    Plot::new("memory")
-        .height(ui.available_height().max(60.0))
-        .legend(Legend::default())
-        .allow_drag(false)
-        .allow_zoom(false)
-        .allow_scroll(false)
-        .y_axis_label("0 = live, 1 = peak")
-        .x_axis_label("MiB")
-        .show(ui, |plot| {
-            for chart in charts {
-                plot.bar_chart(chart);
+    ui.horizontal_top(|ui| {
+        egui::Grid::new("memory-table").num_columns(3).spacing([8.0, 0.0]).show(ui, |ui| {
+            ui.small("");
+            ui.small("live");
+            ui.small("peak");
+            ui.end_row();
+            for (index, category) in MemoryCategory::ALL.into_iter().enumerate() {
+                ui.colored_label(CATEGORY_COLORS[index], egui::RichText::new(category.name()).small());
+                ui.small(format_bytes(report.live(category)));
+                ui.small(format_bytes(report.peak(category)));
+                ui.end_row();
             }
         });
+        Plot::new("memory")
+            .height(ui.available_height().max(60.0))
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .show_y(false)
+            .y_axis_label("live | peak")
+            .x_axis_label("MiB")
+            .show(ui, |plot| {
+                for chart in charts {
+                    plot.bar_chart(chart);
+                }
+            });
+    });
 }
 
 /// The log, newest last.
