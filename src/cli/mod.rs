@@ -38,7 +38,7 @@ enum Command {
     /// Open the interactive viewer (`wgsplat-viewer`, built next to this binary); every argument
     /// is passed through, e.g. `wgsplat view model.ply` or `wgsplat view DATASET`.
     View {
-        /// Arguments for wgsplat-viewer (see `wgsplat view --help`).
+        /// Arguments for wgsplat-viewer (see `wgsplat-viewer --help`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
@@ -102,7 +102,12 @@ fn view(portable: bool, mut args: Vec<std::ffi::OsString>) -> ExitCode {
     }
     match std::process::Command::new(&viewer).args(&args).status() {
         Ok(status) if status.success() => ExitCode::SUCCESS,
-        Ok(status) => ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
+        Ok(status) => ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        ),
         Err(err) => {
             eprintln!("error: running {}: {err}", viewer.display());
             ExitCode::FAILURE

@@ -85,7 +85,10 @@ pub(crate) fn load_dataset(
         builtin_resolution: args.builtin_resolution,
         background,
     };
-    let what = data.map_or_else(|| "the built-in scene".to_owned(), |p| format!("the dataset at {}", p.display()));
+    let what = data.map_or_else(
+        || "the built-in scene".to_owned(),
+        |p| format!("the dataset at {}", p.display()),
+    );
     setup::load_dataset(data, &options).with_context(|| format!("loading {what}"))
 }
 

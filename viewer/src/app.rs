@@ -168,14 +168,21 @@ impl ViewerApp {
         let ppp = ui.ctx().pixels_per_point();
         self.camera.handle_input(ui, &response, self.views.extent);
         let Some((params, _)) = self.current_params().filter(|(p, _)| !p.is_empty()) else {
-            ui.painter().text(area.center(), egui::Align2::CENTER_CENTER, "waiting for the model...", egui::FontId::proportional(16.0), ui.visuals().text_color());
+            ui.painter().text(
+                area.center(),
+                egui::Align2::CENTER_CENTER,
+                "waiting for the model...",
+                egui::FontId::proportional(16.0),
+                ui.visuals().text_color(),
+            );
             return (false, None);
         };
         let Some(render_state) = frame.wgpu_render_state() else {
             return (false, None);
         };
         let comparing = self.panel.comparison_view(&self.views, &self.camera);
-        let columns = 1 + u32::from(comparing.is_some() && self.panel.show_truth)
+        let columns = 1
+            + u32::from(comparing.is_some() && self.panel.show_truth)
             + u32::from(comparing.is_some() && self.panel.show_difference);
         let (width, height) = match self.panel.exact {
             Some(size) => size,
@@ -191,7 +198,15 @@ impl ViewerApp {
         let truth = comparing.map(|v| (v.label.as_str(), v.image.pixels.as_slice()));
         let drawn = {
             let mut egui_renderer = render_state.renderer.write();
-            self.renderer.draw(&self.ctx, &mut egui_renderer, &params, &camera, &self.display, truth, self.panel.show_difference)
+            self.renderer.draw(
+                &self.ctx,
+                &mut egui_renderer,
+                &params,
+                &camera,
+                &self.display,
+                truth,
+                self.panel.show_difference,
+            )
         };
         let (id, difference) = match drawn {
             Ok(ids) => ids,
@@ -207,8 +222,15 @@ impl ViewerApp {
         };
         // 1:1 pixels when the image fits; otherwise scaled down to fit.
         let natural = egui::vec2(width as f32, height as f32) / ppp;
-        let fit = (area.width() / (natural.x * columns as f32)).min(area.height() / natural.y).min(1.0);
-        let size = natural * if self.panel.exact.is_some() { fit } else { 1.0 / self.panel.render_scale };
+        let fit = (area.width() / (natural.x * columns as f32))
+            .min(area.height() / natural.y)
+            .min(1.0);
+        let size = natural
+            * if self.panel.exact.is_some() {
+                fit
+            } else {
+                1.0 / self.panel.render_scale
+            };
         let origin = (area.min * ppp).round() / ppp;
         let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
         let scene_rect = egui::Rect::from_min_size(origin, size);
@@ -233,34 +255,51 @@ impl eframe::App for ViewerApp {
         self.open_dropped(&egui_ctx);
         let ppp = egui_ctx.pixels_per_point();
         let mut regions = Vec::new();
-        let left = egui::Panel::left("view").default_size(230.0).show(ui, |ui| {
-            self.panel.show(ui, &self.views, &mut self.camera, &mut self.display);
-        });
+        let left = egui::Panel::left("view")
+            .default_size(230.0)
+            .show(ui, |ui| {
+                self.panel
+                    .show(ui, &self.views, &mut self.camera, &mut self.display);
+            });
         regions.push(Region::new("view", left.response.rect, ppp));
         let (mut loss_rect, mut loss_points, mut iteration, mut gaussians, mut training_done) =
             (None, 0, 0, 0, true);
-        let right = egui::Panel::right("training").default_size(300.0).show(ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| match &self.model {
-                Model::Training(handle) => {
-                    loss_rect = panels::training(ui, handle, &mut self.ply_path);
-                    let shared = handle.shared();
-                    (loss_points, iteration, gaussians, training_done) =
-                        (shared.loss.len(), shared.iteration, shared.gaussians, shared.finished);
-                }
-                Model::Fixed { params, label } => {
-                    ui.heading("Model");
-                    ui.label(label.as_str());
-                    ui.label(format!("{} Gaussians, SH degree {}", params.len(), params.max_sh_degree()));
-                    gaussians = params.len();
-                }
-                Model::Empty => {
-                    ui.heading("Model");
-                    ui.label("drop a PLY file or a dataset folder here");
-                }
+        let right = egui::Panel::right("training")
+            .default_size(300.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| match &self.model {
+                    Model::Training(handle) => {
+                        loss_rect = panels::training(ui, handle, &mut self.ply_path);
+                        let shared = handle.shared();
+                        (loss_points, iteration, gaussians, training_done) = (
+                            shared.loss.len(),
+                            shared.iteration,
+                            shared.gaussians,
+                            shared.finished,
+                        );
+                    }
+                    Model::Fixed { params, label } => {
+                        ui.heading("Model");
+                        ui.label(label.as_str());
+                        ui.label(format!(
+                            "{} Gaussians, SH degree {}",
+                            params.len(),
+                            params.max_sh_degree()
+                        ));
+                        gaussians = params.len();
+                    }
+                    Model::Empty => {
+                        ui.heading("Model");
+                        ui.label("drop a PLY file or a dataset folder here");
+                    }
+                });
             });
-        });
         regions.push(Region::new(
-            if matches!(self.model, Model::Training(_)) { "training" } else { "model" },
+            if matches!(self.model, Model::Training(_)) {
+                "training"
+            } else {
+                "model"
+            },
             right.response.rect,
             ppp,
         ));
@@ -269,13 +308,18 @@ impl eframe::App for ViewerApp {
         if let Model::Training(handle) = &self.model {
             lines.extend(handle.shared().log.iter().cloned());
         }
-        let bottom = egui::Panel::bottom("status").default_size(170.0).show(ui, |ui| {
-            ui.columns(2, |columns| {
-                let memory = columns[0].scope(|ui| panels::memory(ui, &report)).response.rect;
-                let log = columns[1].scope(|ui| panels::log(ui, &lines)).response.rect;
-                (memory, log)
-            })
-        });
+        let bottom = egui::Panel::bottom("status")
+            .default_size(170.0)
+            .show(ui, |ui| {
+                ui.columns(2, |columns| {
+                    let memory = columns[0]
+                        .scope(|ui| panels::memory(ui, &report))
+                        .response
+                        .rect;
+                    let log = columns[1].scope(|ui| panels::log(ui, &lines)).response.rect;
+                    (memory, log)
+                })
+            });
         let (memory_rect, log_rect) = bottom.inner;
         regions.push(Region::new("memory", memory_rect, ppp));
         regions.push(Region::new("log", log_rect, ppp));
@@ -305,7 +349,9 @@ impl eframe::App for ViewerApp {
                 }
             }
         } else if matches!(self.model, Model::Training(_)) {
-            egui_ctx.request_repaint_after(Duration::from_secs_f64(1.0 / self.panel.refresh_hz.max(0.1)));
+            egui_ctx.request_repaint_after(Duration::from_secs_f64(
+                1.0 / self.panel.refresh_hz.max(0.1),
+            ));
         }
     }
 
@@ -313,10 +359,11 @@ impl eframe::App for ViewerApp {
         if let Model::Training(handle) = &mut self.model {
             handle.stop_and_join();
         }
-        if let Some(script) = &self.script {
-            if !script.done {
-                self.outcome.fail("the window closed before the screenshot was taken".into());
-            }
+        if let Some(script) = &self.script
+            && !script.done
+        {
+            self.outcome
+                .fail("the window closed before the screenshot was taken".into());
         }
         if !self.renderer.frame_ms.is_empty() {
             println!(

@@ -24,7 +24,8 @@ fn eta(shared: &Shared) -> String {
     if shared.finished || shared.iterations_per_second <= 0.0 {
         return "-".to_owned();
     }
-    let seconds = shared.target.saturating_sub(shared.iteration) as f64 / shared.iterations_per_second;
+    let seconds =
+        shared.target.saturating_sub(shared.iteration) as f64 / shared.iterations_per_second;
     if seconds >= 3600.0 {
         format!("{:.1} h", seconds / 3600.0)
     } else if seconds >= 60.0 {
@@ -35,26 +36,37 @@ fn eta(shared: &Shared) -> String {
 }
 
 /// Status, controls and plots of a training run; returns the loss plot's rectangle.
-pub fn training(ui: &mut egui::Ui, handle: &TrainingHandle, ply_path: &mut String) -> Option<egui::Rect> {
+pub fn training(
+    ui: &mut egui::Ui,
+    handle: &TrainingHandle,
+    ply_path: &mut String,
+) -> Option<egui::Rect> {
     let shared = handle.shared();
     ui.heading("Training");
-    egui::Grid::new("training-status").num_columns(2).show(ui, |ui| {
-        ui.label("iteration");
-        ui.label(format!("{} / {}", shared.iteration, shared.target));
-        ui.end_row();
-        ui.label("it/s");
-        ui.label(format!("{:.2}", shared.iterations_per_second));
-        ui.end_row();
-        ui.label("ETA");
-        ui.label(eta(&shared));
-        ui.end_row();
-        ui.label("Gaussians");
-        ui.label(shared.gaussians.to_string());
-        ui.end_row();
-        ui.label("loss");
-        ui.label(shared.loss.last().map_or("-".to_owned(), |p| format!("{:.4}", p[1])));
-        ui.end_row();
-    });
+    egui::Grid::new("training-status")
+        .num_columns(2)
+        .show(ui, |ui| {
+            ui.label("iteration");
+            ui.label(format!("{} / {}", shared.iteration, shared.target));
+            ui.end_row();
+            ui.label("it/s");
+            ui.label(format!("{:.2}", shared.iterations_per_second));
+            ui.end_row();
+            ui.label("ETA");
+            ui.label(eta(&shared));
+            ui.end_row();
+            ui.label("Gaussians");
+            ui.label(shared.gaussians.to_string());
+            ui.end_row();
+            ui.label("loss");
+            ui.label(
+                shared
+                    .loss
+                    .last()
+                    .map_or("-".to_owned(), |p| format!("{:.4}", p[1])),
+            );
+            ui.end_row();
+        });
     let (paused, finished) = (shared.paused, shared.finished);
     let series = [
         ("loss", shared.loss.clone()),
@@ -68,10 +80,16 @@ pub fn training(ui: &mut egui::Ui, handle: &TrainingHandle, ply_path: &mut Strin
             if ui.button("Resume").clicked() {
                 handle.send(Command::Resume);
             }
-        } else if ui.add_enabled(!finished, egui::Button::new("Pause")).clicked() {
+        } else if ui
+            .add_enabled(!finished, egui::Button::new("Pause"))
+            .clicked()
+        {
             handle.send(Command::Pause);
         }
-        if ui.add_enabled(!finished, egui::Button::new("Stop")).clicked() {
+        if ui
+            .add_enabled(!finished, egui::Button::new("Stop"))
+            .clicked()
+        {
             handle.send(Command::Stop);
         }
     });
@@ -124,18 +142,24 @@ pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
         charts.push(stacked);
     }
     ui.horizontal_top(|ui| {
-        egui::Grid::new("memory-table").num_columns(3).spacing([8.0, 0.0]).show(ui, |ui| {
-            ui.small("");
-            ui.small("live");
-            ui.small("peak");
-            ui.end_row();
-            for (index, category) in MemoryCategory::ALL.into_iter().enumerate() {
-                ui.colored_label(CATEGORY_COLORS[index], egui::RichText::new(category.name()).small());
-                ui.small(format_bytes(report.live(category)));
-                ui.small(format_bytes(report.peak(category)));
+        egui::Grid::new("memory-table")
+            .num_columns(3)
+            .spacing([8.0, 0.0])
+            .show(ui, |ui| {
+                ui.small("");
+                ui.small("live");
+                ui.small("peak");
                 ui.end_row();
-            }
-        });
+                for (index, category) in MemoryCategory::ALL.into_iter().enumerate() {
+                    ui.colored_label(
+                        CATEGORY_COLORS[index],
+                        egui::RichText::new(category.name()).small(),
+                    );
+                    ui.small(format_bytes(report.live(category)));
+                    ui.small(format_bytes(report.peak(category)));
+                    ui.end_row();
+                }
+            });
         Plot::new("memory")
             .height(ui.available_height().max(60.0))
             .allow_drag(false)

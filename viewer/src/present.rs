@@ -29,7 +29,16 @@ pub fn mirror() -> wgsplat::gpu::mirror::Mirror {
         PresentParams,
         FILE,
         "PresentParams",
-        [width, height, row_stride, first_pixel, page_pixels, difference_gain, _pad0, _pad1]
+        [
+            width,
+            height,
+            row_stride,
+            first_pixel,
+            page_pixels,
+            difference_gain,
+            _pad0,
+            _pad1
+        ]
     )
 }
 
@@ -134,7 +143,12 @@ impl PresentTarget {
             match reference {
                 Some((truth, _)) => {
                     let truth = truth.raw().as_entire_buffer_binding();
-                    enc.dispatch(&kernel, &params, &[image.page_binding(page), out, truth], grid)?
+                    enc.dispatch(
+                        &kernel,
+                        &params,
+                        &[image.page_binding(page), out, truth],
+                        grid,
+                    )?
                 }
                 None => enc.dispatch(&kernel, &params, &[image.page_binding(page), out], grid)?,
             }

@@ -131,7 +131,10 @@ impl ViewCamera {
     /// Flies along the camera axes: `motion` is (right, up, forward) in scene units.
     pub fn fly(&mut self, motion: Vec3) {
         let step = add(
-            add(scale(self.axes[0], motion[0]), scale(self.axes[1], -motion[1])),
+            add(
+                scale(self.axes[0], motion[0]),
+                scale(self.axes[1], -motion[1]),
+            ),
             scale(self.axes[2], motion[2]),
         );
         self.eye = add(self.eye, step);
@@ -179,13 +182,14 @@ impl ViewCamera {
 
     /// The wgsplat camera for a `width` x `height` image.
     pub fn camera(&self, width: u32, height: u32, background: Vec3) -> Camera {
-        if let Some(exact) = &self.exact {
-            if exact.width == width && exact.height == height {
-                return Camera {
-                    background,
-                    ..exact.clone()
-                };
-            }
+        if let Some(exact) = &self.exact
+            && exact.width == width
+            && exact.height == height
+        {
+            return Camera {
+                background,
+                ..exact.clone()
+            };
         }
         let f = 0.5 * height as f32 / (0.5 * self.fov_y_degrees.to_radians()).tan();
         let rotation = self.axes;
@@ -223,10 +227,16 @@ mod tests {
         view.orbit(egui::vec2(40.0, -25.0));
         let moved = view.target();
         for k in 0..3 {
-            assert!((centre[k] - moved[k]).abs() < 1e-4, "{centre:?} vs {moved:?}");
+            assert!(
+                (centre[k] - moved[k]).abs() < 1e-4,
+                "{centre:?} vs {moved:?}"
+            );
         }
         let c = view.camera(64, 48, [0.0; 3]);
         let p = c.to_camera(centre);
-        assert!(p[0].abs() < 1e-4 && p[1].abs() < 1e-4 && (p[2] - 4.0).abs() < 1e-3, "{p:?}");
+        assert!(
+            p[0].abs() < 1e-4 && p[1].abs() < 1e-4 && (p[2] - 4.0).abs() < 1e-3,
+            "{p:?}"
+        );
     }
 }

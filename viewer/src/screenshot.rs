@@ -21,7 +21,12 @@ impl Region {
         let p = pixels_per_point;
         Region {
             name: name.to_owned(),
-            rect: [rect.min.x * p, rect.min.y * p, rect.max.x * p, rect.max.y * p],
+            rect: [
+                rect.min.x * p,
+                rect.min.y * p,
+                rect.max.x * p,
+                rect.max.y * p,
+            ],
         }
     }
 }
@@ -79,7 +84,13 @@ impl Script {
 
     /// Called once per frame with whether a model was drawn and the iteration reached; asks for
     /// the screenshot when everything is ready.
-    pub fn frame(&mut self, ctx: &egui::Context, drew_model: bool, iteration: u64, training_done: bool) {
+    pub fn frame(
+        &mut self,
+        ctx: &egui::Context,
+        drew_model: bool,
+        iteration: u64,
+        training_done: bool,
+    ) {
         if drew_model {
             self.frames_seen += 1;
         }

@@ -46,7 +46,11 @@ fn data_options(args: &Args, background: [f32; 3]) -> DataOptions {
 }
 
 /// Loads a dataset folder, or the built-in scene for `None`, with the command line's options.
-fn load_dataset(folder: Option<&Path>, args: &Args, background: [f32; 3]) -> anyhow::Result<Dataset> {
+fn load_dataset(
+    folder: Option<&Path>,
+    args: &Args,
+    background: [f32; 3],
+) -> anyhow::Result<Dataset> {
     let what = folder.map_or_else(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
@@ -97,13 +101,21 @@ fn bounds(points: &[[f32; 3]]) -> ([f32; 3], f32) {
     }
     let spread: f64 = points
         .iter()
-        .map(|p| (0..3).map(|k| (f64::from(p[k]) - center[k]).powi(2)).sum::<f64>() / n)
+        .map(|p| {
+            (0..3)
+                .map(|k| (f64::from(p[k]) - center[k]).powi(2))
+                .sum::<f64>()
+                / n
+        })
         .sum();
     (center.map(|c| c as f32), spread.sqrt().max(1e-3) as f32)
 }
 
 /// Reads a PLY and uploads it; also returns the centre and radius of its means.
-pub fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
+pub fn load_model(
+    ctx: &GpuContext,
+    path: &Path,
+) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
     let model = read_ply(path).with_context(|| format!("reading {}", path.display()))?;
     let bounds = bounds(&model.gaussians.means);
     let mut enc = ctx.encoder("viewer: upload model");
@@ -130,7 +142,11 @@ impl Source {
     }
 
     /// A PLY file, a dataset folder, or (for `None`) the built-in scene.
-    pub fn open_path(ctx: &GpuContext, input: Option<&Path>, args: &Args) -> anyhow::Result<Source> {
+    pub fn open_path(
+        ctx: &GpuContext,
+        input: Option<&Path>,
+        args: &Args,
+    ) -> anyhow::Result<Source> {
         match input {
             Some(path) if path.is_file() || is_ply(path) => {
                 if !is_ply(path) {
@@ -155,7 +171,11 @@ impl Source {
             }
             folder => {
                 if let Some(f) = folder {
-                    anyhow::ensure!(f.is_dir(), "{} is neither a PLY file nor a folder", f.display());
+                    anyhow::ensure!(
+                        f.is_dir(),
+                        "{} is neither a PLY file nor a folder",
+                        f.display()
+                    );
                 }
                 let config = train_config(args, folder.is_none())?;
                 let background = setup::background_color(config.background);
@@ -189,7 +209,9 @@ impl Source {
     pub fn describe(&self) -> String {
         match self {
             Source::Model { path, .. } => format!("model {}", path.display()),
-            Source::Training { folder: Some(f), .. } => format!("training on {}", f.display()),
+            Source::Training {
+                folder: Some(f), ..
+            } => format!("training on {}", f.display()),
             Source::Training { folder: None, .. } => "training the built-in scene".to_owned(),
         }
     }

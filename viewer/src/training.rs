@@ -94,12 +94,26 @@ impl Shared {
                 self.iterations_per_second = iterations_per_second;
                 self.gaussians = gaussians;
             }
-            TrainEvent::Evaluated { iteration, psnr, ssim } => {
+            TrainEvent::Evaluated {
+                iteration,
+                psnr,
+                ssim,
+            } => {
                 self.test_psnr.push([iteration as f64, psnr]);
-                self.note(Level::Info, format!("it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}"));
+                self.note(
+                    Level::Info,
+                    format!("it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}"),
+                );
             }
-            TrainEvent::Densified { iteration, before, after } => {
-                self.note(Level::Info, format!("it {iteration}: densified {before} -> {after} Gaussians"));
+            TrainEvent::Densified {
+                iteration,
+                before,
+                after,
+            } => {
+                self.note(
+                    Level::Info,
+                    format!("it {iteration}: densified {before} -> {after} Gaussians"),
+                );
             }
             TrainEvent::Log { message } => self.note(Level::Warning, message),
             TrainEvent::Saved { path } => self.note(Level::Info, format!("wrote {path}")),
@@ -136,7 +150,10 @@ impl TrainingHandle {
     pub fn spawn(job: TrainingJob, repaint: egui::Context) -> anyhow::Result<TrainingHandle> {
         let (commands, inbox) = channel();
         let shared = Arc::new(Mutex::new(Shared {
-            target: job.stop_at.unwrap_or(job.config.iterations).min(job.config.iterations),
+            target: job
+                .stop_at
+                .unwrap_or(job.config.iterations)
+                .min(job.config.iterations),
             ..Shared::default()
         }));
         let state = shared.clone();
@@ -210,7 +227,11 @@ fn snapshot(ctx: &GpuContext, params: &GaussianTensors) -> anyhow::Result<Gaussi
     Ok(out)
 }
 
-fn save_ply(ctx: &GpuContext, params: &GaussianTensors, path: &std::path::Path) -> anyhow::Result<()> {
+fn save_ply(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
     let cpu = params.download(ctx)?;
     write_ply(path, &cpu, params.max_sh_degree())?;
     Ok(())
@@ -291,7 +312,11 @@ fn train_loop(
         )?;
         let ply = out.join("point_cloud.ply");
         save_ply(&ctx, trainer.params(), &ply)?;
-        println!("wrote {} and {}", out.join("checkpoint.bin").display(), ply.display());
+        println!(
+            "wrote {} and {}",
+            out.join("checkpoint.bin").display(),
+            ply.display()
+        );
     }
     Ok(())
 }

@@ -130,7 +130,13 @@ impl Default for ViewPanel {
 
 impl ViewPanel {
     /// Moves `camera` to dataset view `index`; `one_to_one` also draws at its resolution.
-    pub fn snap(&mut self, views: &DatasetViews, index: usize, camera: &mut ViewCamera, one_to_one: bool) {
+    pub fn snap(
+        &mut self,
+        views: &DatasetViews,
+        index: usize,
+        camera: &mut ViewCamera,
+        one_to_one: bool,
+    ) {
         if let Some(v) = views.views.get(index) {
             *camera = ViewCamera::from_camera(&v.camera, views.orbit_distance(&v.camera));
             self.selected = index;
@@ -141,26 +147,43 @@ impl ViewPanel {
     }
 
     /// The dataset view the camera sits exactly at (so images can be compared), if any.
-    pub fn comparison_view<'a>(&self, views: &'a DatasetViews, camera: &ViewCamera) -> Option<&'a DatasetView> {
+    pub fn comparison_view<'a>(
+        &self,
+        views: &'a DatasetViews,
+        camera: &ViewCamera,
+    ) -> Option<&'a DatasetView> {
         let view = views.views.get(self.selected)?;
         let exact = camera.exact.as_ref()?;
-        let same = exact.rotation == view.camera.rotation && exact.translation == view.camera.translation;
+        let same =
+            exact.rotation == view.camera.rotation && exact.translation == view.camera.translation;
         (same && self.exact == Some((view.camera.width, view.camera.height))).then_some(view)
     }
 
     /// The egui texture of a dataset image (uploaded once per view).
     pub fn truth_texture(&mut self, ctx: &egui::Context, view: &DatasetView) -> egui::TextureId {
-        if self.truth_texture.as_ref().is_none_or(|(k, _)| *k != view.label) {
+        if self
+            .truth_texture
+            .as_ref()
+            .is_none_or(|(k, _)| *k != view.label)
+        {
             let size = [view.image.width as usize, view.image.height as usize];
             let image = egui::ColorImage::from_rgba_unmultiplied(size, &view.image.pixels);
             let handle = ctx.load_texture(&view.label, image, egui::TextureOptions::NEAREST);
             self.truth_texture = Some((view.label.clone(), handle));
         }
-        self.truth_texture.as_ref().map_or(egui::TextureId::default(), |(_, h)| h.id())
+        self.truth_texture
+            .as_ref()
+            .map_or(egui::TextureId::default(), |(_, h)| h.id())
     }
 
     /// Shows the panel's controls.
-    pub fn show(&mut self, ui: &mut egui::Ui, views: &DatasetViews, camera: &mut ViewCamera, display: &mut DisplayOptions) {
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        views: &DatasetViews,
+        camera: &mut ViewCamera,
+        display: &mut DisplayOptions,
+    ) {
         ui.heading("View");
         ui.label("left drag: orbit, right drag: pan, wheel: zoom, WASD/QE: fly");
         if !views.views.is_empty() {
@@ -185,7 +208,10 @@ impl ViewPanel {
             *camera = views.default_camera();
         }
         let mut one_to_one = self.exact.is_some();
-        if ui.checkbox(&mut one_to_one, "dataset resolution, 1:1").changed() {
+        if ui
+            .checkbox(&mut one_to_one, "dataset resolution, 1:1")
+            .changed()
+        {
             self.exact = match (one_to_one, views.views.get(self.selected)) {
                 (true, Some(v)) => Some((v.camera.width, v.camera.height)),
                 _ => None,
@@ -194,22 +220,33 @@ impl ViewPanel {
         if self.exact.is_none() {
             ui.add(egui::Slider::new(&mut self.render_scale, 0.25..=1.0).text("render scale"));
         }
-        if ui.add(egui::Slider::new(&mut camera.fov_y_degrees, 10.0..=120.0).text("field of view")).changed() {
+        if ui
+            .add(egui::Slider::new(&mut camera.fov_y_degrees, 10.0..=120.0).text("field of view"))
+            .changed()
+        {
             camera.exact = None;
         }
         ui.horizontal(|ui| {
             ui.color_edit_button_rgb(&mut display.background);
             ui.label("background");
         });
-        ui.add(egui::Slider::new(&mut display.splat_scale, 0.05..=2.0).logarithmic(true).text("splat scale"));
+        ui.add(
+            egui::Slider::new(&mut display.splat_scale, 0.05..=2.0)
+                .logarithmic(true)
+                .text("splat scale"),
+        );
         ui.add(egui::Slider::new(&mut display.sh_degree, 0..=3).text("SH degree"));
         ui.add(egui::Slider::new(&mut self.refresh_hz, 1.0..=60.0).text("refresh Hz"));
         ui.checkbox(&mut self.show_truth, "show dataset image");
         ui.checkbox(&mut self.show_difference, "show difference");
         if self.show_difference {
-            ui.add(egui::Slider::new(&mut display.difference_gain, 1.0..=16.0).text("difference gain"));
+            ui.add(
+                egui::Slider::new(&mut display.difference_gain, 1.0..=16.0).text("difference gain"),
+            );
         }
-        if (self.show_truth || self.show_difference) && self.comparison_view(views, camera).is_none() {
+        if (self.show_truth || self.show_difference)
+            && self.comparison_view(views, camera).is_none()
+        {
             ui.weak("snap to a dataset camera (1:1) to compare");
         }
     }

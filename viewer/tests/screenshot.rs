@@ -51,10 +51,18 @@ fn run_viewer(dir: &Path, args: &[&str]) -> (image::RgbaImage, Value) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "the viewer failed ({}):\n{log}", output.status);
-    let png = image::open(&shot).unwrap_or_else(|e| panic!("reading {}: {e}\n{log}", shot.display()));
+    assert!(
+        output.status.success(),
+        "the viewer failed ({}):\n{log}",
+        output.status
+    );
+    let png =
+        image::open(&shot).unwrap_or_else(|e| panic!("reading {}: {e}\n{log}", shot.display()));
     let json = std::fs::read_to_string(shot.with_extension("json")).expect("reading the sidecar");
-    (png.to_rgba8(), serde_json::from_str(&json).expect("parsing the sidecar"))
+    (
+        png.to_rgba8(),
+        serde_json::from_str(&json).expect("parsing the sidecar"),
+    )
 }
 
 fn rect_of(region: &Value) -> [u32; 4] {
@@ -97,7 +105,9 @@ fn trained_model(ctx: &GpuContext, dir: &Path) -> PathBuf {
     config.iterations = 30;
     let params = initial_gaussians(ctx, &dataset, &config).expect("initial Gaussians");
     let mut trainer = Trainer::new(ctx, dataset, params, config).expect("a trainer");
-    trainer.run_until(30, &mut |_| {}, &|| false).expect("training");
+    trainer
+        .run_until(30, &mut |_| {}, &|| false)
+        .expect("training");
     let path = dir.join("model.ply");
     let cpu = trainer.params().download(ctx).expect("download");
     write_ply(&path, &cpu, trainer.params().max_sh_degree()).expect("writing the PLY");
@@ -125,10 +135,21 @@ fn ply_at_a_test_camera_matches_the_library_render() {
             "5",
         ],
     );
-    check_panels(&shot, &sidecar, &["view", "model", "memory", "log", "scene"]);
-    assert_eq!(sidecar["image_size"], serde_json::json!([RESOLUTION, RESOLUTION]));
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "model", "memory", "log", "scene"],
+    );
+    assert_eq!(
+        sidecar["image_size"],
+        serde_json::json!([RESOLUTION, RESOLUTION])
+    );
     let [x0, y0, x1, y1] = rect_of(&sidecar["scene"]);
-    assert_eq!((x1 - x0, y1 - y0), (RESOLUTION, RESOLUTION), "the scene must be drawn 1:1");
+    assert_eq!(
+        (x1 - x0, y1 - y0),
+        (RESOLUTION, RESOLUTION),
+        "the scene must be drawn 1:1"
+    );
 
     // The library's render of the same model and camera.
     let dataset = generate(&BuiltinOptions {
@@ -138,8 +159,14 @@ fn ply_at_a_test_camera_matches_the_library_render() {
     .expect("the built-in scene");
     let model = read_ply(&ply).expect("reading the PLY back");
     let mut enc = ctx.encoder("test upload");
-    let params = GaussianTensors::upload(&mut enc, &model.gaussians, model.sh_degree, MemoryCategory::Parameters, "test")
-        .expect("upload");
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        "test",
+    )
+    .expect("upload");
     ctx.submit(enc).expect("submit");
     let mut camera = dataset.test[0].camera.clone();
     camera.background = [0.0; 3];
@@ -157,7 +184,8 @@ fn ply_at_a_test_camera_matches_the_library_render() {
         for x in 0..RESOLUTION {
             let shown = shot.get_pixel(x0 + x, y0 + y).0;
             for c in 0..3 {
-                let expected = rgba[((y * RESOLUTION + x) * 4 + c) as usize].clamp(0.0, 1.0) * 255.0;
+                let expected =
+                    rgba[((y * RESOLUTION + x) * 4 + c) as usize].clamp(0.0, 1.0) * 255.0;
                 let diff = (f64::from(shown[c as usize]) - f64::from(expected)).abs();
                 total[c as usize] += diff;
                 if diff > worst {
@@ -168,8 +196,14 @@ fn ply_at_a_test_camera_matches_the_library_render() {
     }
     let mean = total.map(|t| t / f64::from(RESOLUTION * RESOLUTION));
     println!("mean abs difference per channel {mean:?} (of 255), worst {worst:.1} at {worst_at:?}");
-    assert!(mean.iter().all(|m| *m < 3.0), "mean abs difference {mean:?}; worst {worst} at {worst_at:?}");
-    assert!(distinct_colors(&shot, [x0, y0, x1, y1]) > 10, "the scene is blank");
+    assert!(
+        mean.iter().all(|m| *m < 3.0),
+        "mean abs difference {mean:?}; worst {worst} at {worst_at:?}"
+    );
+    assert!(
+        distinct_colors(&shot, [x0, y0, x1, y1]) > 10,
+        "the scene is blank"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -180,12 +214,29 @@ fn live_training_fills_the_loss_plot() {
     let resolution = RESOLUTION.to_string();
     let (shot, sidecar) = run_viewer(
         &dir,
-        &["--builtin-resolution", &resolution, "--train-iters", "20", "--frames", "3"],
+        &[
+            "--builtin-resolution",
+            &resolution,
+            "--train-iters",
+            "20",
+            "--frames",
+            "3",
+        ],
     );
-    check_panels(&shot, &sidecar, &["view", "training", "memory", "log", "scene"]);
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "training", "memory", "log", "scene"],
+    );
     assert!(sidecar["gaussians"].as_u64().unwrap_or(0) > 0, "{sidecar}");
-    assert!(sidecar["iteration"].as_u64().unwrap_or(0) >= 20, "{sidecar}");
-    assert!(sidecar["loss_points"].as_u64().unwrap_or(0) > 0, "{sidecar}");
+    assert!(
+        sidecar["iteration"].as_u64().unwrap_or(0) >= 20,
+        "{sidecar}"
+    );
+    assert!(
+        sidecar["loss_points"].as_u64().unwrap_or(0) > 0,
+        "{sidecar}"
+    );
     let plot = rect_of(&sidecar["loss_plot"]);
     assert!(distinct_colors(&shot, plot) > 3, "the loss plot is empty");
     let _ = std::fs::remove_dir_all(&dir);
