@@ -105,6 +105,8 @@ impl ViewerApp {
             let index = app.views.find(&spec)?;
             app.panel.snap(&app.views, index, &mut app.camera, true);
         }
+        app.panel.show_truth = app.args.compare;
+        app.panel.show_difference = app.args.compare;
         Ok(app)
     }
 

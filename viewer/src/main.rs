@@ -68,6 +68,9 @@ pub struct Args {
     /// Start at a dataset camera, `test:K` or `train:K`, drawn 1:1 at its resolution.
     #[arg(long)]
     pub camera: Option<String>,
+    /// Show the dataset image and the difference beside the render (with `--camera`).
+    #[arg(long)]
+    pub compare: bool,
     /// Scripted mode: save a PNG of the window here (and a `.json` beside it), then exit.
     #[arg(long)]
     pub screenshot: Option<PathBuf>,
