@@ -35,6 +35,13 @@ enum Command {
     /// Benchmarks; each prints a table and writes JSON under target/bench/.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Open the interactive viewer (`wgsplat-viewer`, built next to this binary); every argument
+    /// is passed through, e.g. `wgsplat view model.ply` or `wgsplat view DATASET`.
+    View {
+        /// Arguments for wgsplat-viewer (see `wgsplat-viewer --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn context(portable: bool) -> anyhow::Result<wgsplat::GpuContext> {
@@ -54,6 +61,7 @@ pub fn run() -> ExitCode {
         Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
         Command::Render(args) => with_leak_check(cli.portable, |ctx| train::render_ply(ctx, args)),
         Command::Eval(args) => with_leak_check(cli.portable, |ctx| train::eval_ply(ctx, args)),
+        Command::View { args } => return view(cli.portable, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -106,4 +114,35 @@ fn info(portable: bool, json: bool) -> anyhow::Result<()> {
         println!("{}", ctx.info());
     }
     Ok(())
+}
+
+/// Runs `wgsplat-viewer` from this executable's folder with `args`, returning its exit status.
+fn view(portable: bool, mut args: Vec<std::ffi::OsString>) -> ExitCode {
+    let viewer = std::env::current_exe().ok().and_then(|exe| {
+        exe.parent()
+            .map(|dir| dir.join(format!("wgsplat-viewer{}", std::env::consts::EXE_SUFFIX)))
+    });
+    let Some(viewer) = viewer.filter(|p| p.is_file()) else {
+        eprintln!(
+            "error: the viewer is not built: `wgsplat view` runs wgsplat-viewer from the folder of \
+             this executable; build it with `cargo build -p wgsplat-viewer` (add --release to match a release build)"
+        );
+        return ExitCode::FAILURE;
+    };
+    if portable {
+        args.push("--portable".into());
+    }
+    match std::process::Command::new(&viewer).args(&args).status() {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        ),
+        Err(err) => {
+            eprintln!("error: running {}: {err}", viewer.display());
+            ExitCode::FAILURE
+        }
+    }
 }

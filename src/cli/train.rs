@@ -6,15 +6,15 @@ use serde_json::json;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use wgsplat::data::builtin::{BuiltinOptions, generate};
-use wgsplat::data::{Dataset, LoadOptions, Resolution, Split};
+use wgsplat::data::Dataset;
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::ply::{read_ply, write_ply};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::init::initial_gaussians;
-use wgsplat::train::{Background, TrainConfig, TrainEvent, Trainer};
+use wgsplat::train::setup::{self, DataOptions};
+use wgsplat::train::{TrainConfig, TrainEvent, Trainer};
 use wgsplat::{GpuContext, MemoryCategory};
 
 /// Where the data comes from and how it is read.
@@ -83,42 +83,17 @@ pub(crate) fn load_dataset(
     args: &DataArgs,
     background: [f32; 3],
 ) -> anyhow::Result<Dataset> {
-    match data {
-        None => Ok(generate(&BuiltinOptions {
-            resolution: args.builtin_resolution,
-            background,
-            ..BuiltinOptions::default()
-        })?),
-        Some(path) => {
-            let resolution = if args.resolution <= 1 {
-                Resolution::Full
-            } else {
-                Resolution::Factor(args.resolution)
-            };
-            let split = if args.eval {
-                Split::Default
-            } else {
-                Split::AllTrain
-            };
-            let options = LoadOptions {
-                resolution,
-                split,
-                background,
-                ..LoadOptions::default()
-            };
-            Dataset::load(path, &options)
-                .with_context(|| format!("loading the dataset at {}", path.display()))
-        }
-    }
-}
-
-fn parse_background(text: &str) -> anyhow::Result<Background> {
-    Ok(match text {
-        "black" => Background::Black,
-        "white" => Background::White,
-        "random" => Background::Random,
-        other => anyhow::bail!("unknown background {other:?}: use black, white or random"),
-    })
+    let options = DataOptions {
+        resolution: args.resolution,
+        eval: args.eval,
+        builtin_resolution: args.builtin_resolution,
+        background,
+    };
+    let what = data.map_or_else(
+        || "the built-in scene".to_owned(),
+        |p| format!("the dataset at {}", p.display()),
+    );
+    setup::load_dataset(data, &options).with_context(|| format!("loading {what}"))
 }
 
 fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
@@ -127,21 +102,13 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         None => TrainConfig::default(),
     };
     if args.data.is_none() && args.config.is_none() {
-        // The built-in scene is small: a short run (about 5 minutes on a 2-core software
-        // adapter) with densification scaled down to match.
-        config.iterations = 300;
-        config.densify_from = 100;
-        config.densify_every = 50;
-        config.densify_until = 250;
-        config.opacity_reset_every = 100_000;
-        config.sh_degree_interval = 100;
-        config.eval_every = 0;
+        setup::apply_builtin_recipe(&mut config);
     }
     if let Some(v) = args.iterations {
         config.iterations = v;
     }
     if let Some(v) = &args.background {
-        config.background = parse_background(v)?;
+        config.background = setup::parse_background(v)?;
     }
     if let Some(v) = args.sh_degree {
         config.sh_degree = v;
@@ -171,11 +138,7 @@ fn download_ply(ctx: &GpuContext, params: &GaussianTensors, path: &Path) -> anyh
 /// Runs `wgsplat train`.
 pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let config = config_from(&args)?;
-    let background = match config.background {
-        Background::White => [1.0; 3],
-        Background::Color(c) => c,
-        _ => [0.0; 3],
-    };
+    let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the output folder {}", args.out.display()))?;

@@ -136,7 +136,8 @@ pub(crate) struct ContextInner {
     pub(crate) poison_source: Mutex<Option<GpuBuffer>>,
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
     pub(crate) lost: Arc<Mutex<Option<String>>>,
-    _adapter: wgpu::Adapter,
+    adapter: wgpu::Adapter,
+    instance: wgpu::Instance,
 }
 
 /// A GPU context. Cheap to clone; the device closes when the last clone and every tensor are gone.
@@ -186,7 +187,7 @@ impl GpuContext {
                 found: found.clone(),
                 hint: NO_ADAPTER_HINT.to_owned(),
             })?;
-        Self::from_adapter(adapter, options)
+        Self::from_adapter(instance, adapter, options)
     }
 
     /// Opens a context with options from the environment.
@@ -194,7 +195,11 @@ impl GpuContext {
         Self::new(ContextOptions::from_env()?)
     }
 
-    fn from_adapter(adapter: wgpu::Adapter, options: ContextOptions) -> Result<Self> {
+    fn from_adapter(
+        instance: wgpu::Instance,
+        adapter: wgpu::Adapter,
+        options: ContextOptions,
+    ) -> Result<Self> {
         let available = adapter.features();
         let limits = adapter.limits();
         let adapter_info = adapter.get_info();
@@ -298,7 +303,8 @@ impl GpuContext {
                 poison_source: Mutex::new(poison_source),
                 errors,
                 lost,
-                _adapter: adapter,
+                adapter,
+                instance,
             }),
         })
     }
@@ -311,6 +317,16 @@ impl GpuContext {
     /// The wgpu queue.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
+    }
+
+    /// The wgpu instance the adapter came from (front ends create their window surface with it).
+    pub fn instance(&self) -> &wgpu::Instance {
+        &self.inner.instance
+    }
+
+    /// The wgpu adapter the device was opened on.
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.inner.adapter
     }
 
     /// Adapter, features and limits in use.

@@ -6,6 +6,7 @@ pub mod densify;
 pub mod events;
 pub mod init;
 pub mod profile;
+pub mod setup;
 pub mod trainer;
 
 pub use config::{Background, TrainConfig};

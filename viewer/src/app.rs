@@ -1,0 +1,378 @@
+//! The egui application: the panels around the scene view, the model being shown (a PLY or a
+//! live training run), dataset cameras, drag-and-drop and the scripted screenshot mode.
+
+use crate::Args;
+use crate::panels;
+use crate::render::{DisplayOptions, SceneRenderer};
+use crate::scene::ViewCamera;
+use crate::screenshot::{Region, Script, Sidecar};
+use crate::source::Source;
+use crate::training::{Level, TrainingHandle, TrainingJob};
+use crate::views::{DatasetViews, ViewPanel};
+use eframe::egui;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wgsplat::GpuContext;
+use wgsplat::splat::GaussianTensors;
+
+/// How a run ended, for the exit status (scripted runs must fail loudly).
+#[derive(Clone, Default)]
+pub struct Outcome(Arc<Mutex<Option<String>>>);
+
+impl Outcome {
+    fn fail(&self, message: String) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.get_or_insert(message);
+        }
+    }
+
+    /// `Err` if the app recorded a failure.
+    pub fn result(&self) -> anyhow::Result<()> {
+        match self.0.lock().ok().and_then(|s| s.clone()) {
+            Some(message) => Err(anyhow::anyhow!(message)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The model on screen.
+enum Model {
+    /// Nothing loaded yet.
+    Empty,
+    /// A fixed model.
+    Fixed {
+        params: Arc<GaussianTensors>,
+        label: String,
+    },
+    /// A model being trained.
+    Training(TrainingHandle),
+}
+
+/// The viewer.
+pub struct ViewerApp {
+    args: Args,
+    outcome: Outcome,
+    model: Model,
+    views: DatasetViews,
+    panel: ViewPanel,
+    camera: ViewCamera,
+    display: DisplayOptions,
+    renderer: SceneRenderer,
+    script: Option<Script>,
+    log: Vec<(Level, String)>,
+    ply_path: String,
+    sidecar: Sidecar,
+    /// Last, so every GPU resource above is released before the context.
+    ctx: GpuContext,
+}
+
+impl ViewerApp {
+    /// Builds the app from what the command line opened.
+    pub fn new(
+        cc: &eframe::CreationContext<'_>,
+        ctx: GpuContext,
+        source: Source,
+        args: Args,
+        outcome: Outcome,
+    ) -> anyhow::Result<ViewerApp> {
+        anyhow::ensure!(
+            cc.wgpu_render_state.is_some(),
+            "eframe did not start its wgpu renderer"
+        );
+        let script = args
+            .screenshot
+            .clone()
+            .map(|p| Script::new(p, args.frames, args.train_iters));
+        let mut renderer = SceneRenderer::default();
+        renderer.synchronous = script.is_some();
+        let mut app = ViewerApp {
+            model: Model::Empty,
+            views: DatasetViews::default(),
+            panel: ViewPanel::default(),
+            camera: ViewCamera::looking_at([0.0; 3], 1.0),
+            display: DisplayOptions::default(),
+            renderer,
+            script,
+            log: Vec::new(),
+            ply_path: "viewer_snapshot.ply".to_owned(),
+            sidecar: Sidecar::default(),
+            ctx,
+            args,
+            outcome,
+        };
+        app.show_source(source, &cc.egui_ctx)?;
+        if let Some(spec) = app.args.camera.clone() {
+            let index = app.views.find(&spec)?;
+            app.panel.snap(&app.views, index, &mut app.camera, true);
+        }
+        app.panel.show_truth = app.args.compare;
+        app.panel.show_difference = app.args.compare;
+        Ok(app)
+    }
+
+    /// Replaces the model with `source` (stopping any training run).
+    fn show_source(&mut self, source: Source, egui_ctx: &egui::Context) -> anyhow::Result<()> {
+        let label = source.describe();
+        self.views = DatasetViews::new(source.dataset(), source.bounds());
+        self.camera = self.views.default_camera();
+        self.panel = ViewPanel::default();
+        self.model = match source {
+            Source::Model { params, .. } => Model::Fixed {
+                params,
+                label: label.clone(),
+            },
+            Source::Training {
+                dataset, config, ..
+            } => Model::Training(TrainingHandle::spawn(
+                TrainingJob {
+                    ctx: self.ctx.clone(),
+                    dataset,
+                    config,
+                    stop_at: self.args.train_iters,
+                    out: self.args.out.clone(),
+                    refresh: Duration::from_secs_f64(1.0 / self.args.refresh_hz.clamp(0.1, 120.0)),
+                },
+                egui_ctx.clone(),
+            )?),
+        };
+        self.log.push((Level::Info, format!("opened {label}")));
+        Ok(())
+    }
+
+    fn open_dropped(&mut self, egui_ctx: &egui::Context) {
+        let dropped: Vec<_> = egui_ctx.input(|i| i.raw.dropped_files.clone());
+        if let Some(file) = dropped.first() {
+            let path = file.path().to_owned();
+            match Source::open_path(&self.ctx, Some(&path), &self.args) {
+                Ok(source) => {
+                    if let Err(e) = self.show_source(source, egui_ctx) {
+                        self.log.push((Level::Error, format!("{e:#}")));
+                    }
+                }
+                Err(e) => self.log.push((Level::Error, format!("{e:#}"))),
+            }
+        }
+    }
+
+    /// The parameters to draw now and their iteration.
+    fn current_params(&self) -> Option<(Arc<GaussianTensors>, u64)> {
+        match &self.model {
+            Model::Empty => None,
+            Model::Fixed { params, .. } => Some((params.clone(), 0)),
+            Model::Training(handle) => handle.shared().snapshot.clone(),
+        }
+    }
+
+    /// Draws the scene into `ui`; returns (drew a model, the image's rectangle).
+    fn scene(&mut self, ui: &mut egui::Ui, frame: &eframe::Frame) -> (bool, Option<egui::Rect>) {
+        let area = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(area, egui::Sense::click_and_drag());
+        let ppp = ui.ctx().pixels_per_point();
+        self.camera.handle_input(ui, &response, self.views.extent);
+        let Some((params, _)) = self.current_params().filter(|(p, _)| !p.is_empty()) else {
+            ui.painter().text(
+                area.center(),
+                egui::Align2::CENTER_CENTER,
+                "waiting for the model...",
+                egui::FontId::proportional(16.0),
+                ui.visuals().text_color(),
+            );
+            return (false, None);
+        };
+        let Some(render_state) = frame.wgpu_render_state() else {
+            return (false, None);
+        };
+        let comparing = self.panel.comparison_view(&self.views, &self.camera);
+        let columns = 1
+            + u32::from(comparing.is_some() && self.panel.show_truth)
+            + u32::from(comparing.is_some() && self.panel.show_difference);
+        let (width, height) = match self.panel.exact {
+            Some(size) => size,
+            None => {
+                let scale = self.panel.render_scale * ppp;
+                (
+                    ((area.width() / columns as f32) * scale).max(8.0) as u32,
+                    (area.height() * scale).max(8.0) as u32,
+                )
+            }
+        };
+        let camera = self.camera.camera(width, height, self.display.background);
+        let truth = comparing.map(|v| (v.label.as_str(), v.image.pixels.as_slice()));
+        let drawn = {
+            let mut egui_renderer = render_state.renderer.write();
+            self.renderer.draw(
+                &self.ctx,
+                &mut egui_renderer,
+                &params,
+                &camera,
+                &self.display,
+                truth,
+                self.panel.show_difference,
+            )
+        };
+        let (id, difference) = match drawn {
+            Ok(ids) => ids,
+            Err(e) => {
+                let message = format!("rendering failed: {e:#}");
+                if self.script.is_some() {
+                    self.outcome.fail(message.clone());
+                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+                }
+                self.log.push((Level::Error, message));
+                return (false, None);
+            }
+        };
+        // 1:1 pixels when the image fits; otherwise scaled down to fit.
+        let natural = egui::vec2(width as f32, height as f32) / ppp;
+        let fit = (area.width() / (natural.x * columns as f32))
+            .min(area.height() / natural.y)
+            .min(1.0);
+        let size = natural
+            * if self.panel.exact.is_some() {
+                fit
+            } else {
+                1.0 / self.panel.render_scale
+            };
+        let origin = (area.min * ppp).round() / ppp;
+        let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+        let scene_rect = egui::Rect::from_min_size(origin, size);
+        let painter = ui.painter_at(area);
+        painter.image(id, scene_rect, uv, egui::Color32::WHITE);
+        let mut next = scene_rect.translate(egui::vec2(size.x, 0.0));
+        if let (Some(view), true) = (comparing, self.panel.show_truth) {
+            let texture = self.panel.truth_texture(ui.ctx(), view);
+            painter.image(texture, next, uv, egui::Color32::WHITE);
+            next = next.translate(egui::vec2(size.x, 0.0));
+        }
+        if let Some(diff) = difference {
+            painter.image(diff, next, uv, egui::Color32::WHITE);
+        }
+        (true, Some(scene_rect))
+    }
+}
+
+impl eframe::App for ViewerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        let egui_ctx = ui.ctx().clone();
+        self.open_dropped(&egui_ctx);
+        let ppp = egui_ctx.pixels_per_point();
+        let mut regions = Vec::new();
+        let left = egui::Panel::left("view")
+            .default_size(230.0)
+            .show(ui, |ui| {
+                self.panel
+                    .show(ui, &self.views, &mut self.camera, &mut self.display);
+            });
+        regions.push(Region::new("view", left.response.rect, ppp));
+        let (mut loss_rect, mut loss_points, mut iteration, mut gaussians, mut training_done) =
+            (None, 0, 0, 0, true);
+        let right = egui::Panel::right("training")
+            .default_size(300.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| match &self.model {
+                    Model::Training(handle) => {
+                        loss_rect = panels::training(ui, handle, &mut self.ply_path);
+                        let shared = handle.shared();
+                        (loss_points, iteration, gaussians, training_done) = (
+                            shared.loss.len(),
+                            shared.iteration,
+                            shared.gaussians,
+                            shared.finished,
+                        );
+                    }
+                    Model::Fixed { params, label } => {
+                        ui.heading("Model");
+                        ui.label(label.as_str());
+                        ui.label(format!(
+                            "{} Gaussians, SH degree {}",
+                            params.len(),
+                            params.max_sh_degree()
+                        ));
+                        gaussians = params.len();
+                    }
+                    Model::Empty => {
+                        ui.heading("Model");
+                        ui.label("drop a PLY file or a dataset folder here");
+                    }
+                });
+            });
+        regions.push(Region::new(
+            if matches!(self.model, Model::Training(_)) {
+                "training"
+            } else {
+                "model"
+            },
+            right.response.rect,
+            ppp,
+        ));
+        let report = self.ctx.memory_report();
+        let mut lines = self.log.clone();
+        if let Model::Training(handle) = &self.model {
+            lines.extend(handle.shared().log.iter().cloned());
+        }
+        let bottom = egui::Panel::bottom("status")
+            .default_size(170.0)
+            .show(ui, |ui| {
+                ui.columns(2, |columns| {
+                    let memory = columns[0]
+                        .scope(|ui| panels::memory(ui, &report))
+                        .response
+                        .rect;
+                    let log = columns[1].scope(|ui| panels::log(ui, &lines)).response.rect;
+                    (memory, log)
+                })
+            });
+        let (memory_rect, log_rect) = bottom.inner;
+        regions.push(Region::new("memory", memory_rect, ppp));
+        regions.push(Region::new("log", log_rect, ppp));
+        let central = egui::CentralPanel::default().show(ui, |ui| self.scene(ui, frame));
+        let (drew, scene_rect) = central.inner;
+        regions.push(Region::new("scene", central.response.rect, ppp));
+        if let Some(script) = &mut self.script {
+            self.sidecar = Sidecar {
+                scene: scene_rect.map(|r| Region::new("scene image", r, ppp)),
+                panels: regions,
+                loss_plot: loss_rect.map(|r| Region::new("loss plot", r, ppp)),
+                loss_points,
+                gaussians,
+                iteration,
+                mean_frame_ms: self.renderer.mean_frame_ms(),
+                frames: self.renderer.frame_ms.len(),
+                image_size: self.renderer.size(),
+                pixels_per_point: ppp,
+            };
+            script.frame(&egui_ctx, drew, iteration, training_done);
+            match script.finish(&self.sidecar) {
+                Ok(true) => egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close),
+                Ok(false) => {}
+                Err(e) => {
+                    self.outcome.fail(format!("{e:#}"));
+                    egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                }
+            }
+        } else if matches!(self.model, Model::Training(_)) {
+            egui_ctx.request_repaint_after(Duration::from_secs_f64(
+                1.0 / self.panel.refresh_hz.max(0.1),
+            ));
+        }
+    }
+
+    fn on_exit(&mut self) {
+        if let Model::Training(handle) = &mut self.model {
+            handle.stop_and_join();
+        }
+        if let Some(script) = &self.script
+            && !script.done
+        {
+            self.outcome
+                .fail("the window closed before the screenshot was taken".into());
+        }
+        if !self.renderer.frame_ms.is_empty() {
+            println!(
+                "mean scene render time: {:.2} ms per frame over {} frames",
+                self.renderer.mean_frame_ms(),
+                self.renderer.frame_ms.len()
+            );
+        }
+    }
+}

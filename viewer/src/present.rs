@@ -1,0 +1,199 @@
+//! Getting a rendered image onto the screen without a CPU round trip: `shaders/viewer_present.wgsl`
+//! packs the rasterizer's f32 RGBA tensor into 8-bit pixels in a GPU buffer, a buffer-to-texture
+//! copy moves them into an `Rgba8Unorm` texture, and egui draws that texture as a native one.
+
+use wgsplat::gpu::{GpuBuffer, WorkgroupGrid};
+use wgsplat::tensor::Tensor;
+use wgsplat::{GpuContext, MemoryCategory};
+
+const FILE: &str = "viewer_present.wgsl";
+
+/// Uniform parameters of `viewer_present.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PresentParams {
+    width: u32,
+    height: u32,
+    row_stride: u32,
+    first_pixel: u32,
+    page_pixels: u32,
+    difference_gain: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+/// The mirror of [`PresentParams`] against its WGSL struct (checked by the viewer's tests).
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn mirror() -> wgsplat::gpu::mirror::Mirror {
+    wgsplat::mirror!(
+        PresentParams,
+        FILE,
+        "PresentParams",
+        [
+            width,
+            height,
+            row_stride,
+            first_pixel,
+            page_pixels,
+            difference_gain,
+            _pad0,
+            _pad1
+        ]
+    )
+}
+
+/// Pixels per texture row in the staging buffer: copies need rows aligned to 256 bytes.
+fn row_stride(width: u32) -> u32 {
+    width.div_ceil(64) * 64
+}
+
+/// An egui texture fed from the GPU, with its staging buffer.
+pub struct PresentTarget {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The texture id egui draws.
+    pub id: eframe::egui::TextureId,
+    texture: wgpu::Texture,
+    staging: GpuBuffer,
+}
+
+impl PresentTarget {
+    /// A `width` x `height` texture registered with egui's renderer.
+    pub fn new(
+        ctx: &GpuContext,
+        renderer: &mut egui_wgpu::Renderer,
+        width: u32,
+        height: u32,
+    ) -> anyhow::Result<Self> {
+        let texture = ctx.device().create_texture(&wgpu::TextureDescriptor {
+            label: Some("viewer/scene"),
+            size: wgpu::Extent3d {
+                width,
+                height,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
+        });
+        let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
+        let id = renderer.register_native_texture(ctx.device(), &view, wgpu::FilterMode::Nearest);
+        let bytes = u64::from(row_stride(width)) * u64::from(height) * 4;
+        let mut enc = ctx.encoder("viewer: staging");
+        let staging = enc.alloc(bytes, MemoryCategory::Staging, "viewer/present")?;
+        ctx.submit(enc)?;
+        Ok(PresentTarget {
+            width,
+            height,
+            id,
+            texture,
+            staging,
+        })
+    }
+
+    /// Unregisters the texture from egui.
+    pub fn release(self, renderer: &mut egui_wgpu::Renderer) {
+        renderer.free_texture(&self.id);
+    }
+
+    /// Converts `image` (`[height, width, 4]` f32) into the texture; with `reference` (packed 8-bit
+    /// RGBA, `width * height` words), shows `|image - reference| * gain` instead.
+    pub fn present(
+        &self,
+        ctx: &GpuContext,
+        image: &Tensor,
+        reference: Option<(&GpuBuffer, f32)>,
+    ) -> anyhow::Result<()> {
+        let pixels = u64::from(self.width) * u64::from(self.height);
+        anyhow::ensure!(
+            image.len() == pixels * 4,
+            "the render has {} values, the view {} pixels",
+            image.len(),
+            pixels
+        );
+        let entry = if reference.is_some() {
+            "present_difference"
+        } else {
+            "present"
+        };
+        let kernel = ctx.kernel(FILE, entry)?;
+        let mut enc = ctx.encoder("viewer: present");
+        for page in 0..image.num_pages() {
+            let page_pixels = image.page_len(page) / 4;
+            let params = PresentParams {
+                width: self.width,
+                height: self.height,
+                row_stride: row_stride(self.width),
+                first_pixel: u32::try_from(image.page_start(page) / 4)?,
+                page_pixels: u32::try_from(page_pixels)?,
+                difference_gain: reference.map_or(1.0, |(_, gain)| gain),
+                ..Default::default()
+            };
+            let grid = WorkgroupGrid::for_items(
+                page_pixels,
+                kernel.threads(),
+                ctx.max_workgroups_per_dimension(),
+            )?;
+            let out = self.staging.raw().as_entire_buffer_binding();
+            match reference {
+                Some((truth, _)) => {
+                    let truth = truth.raw().as_entire_buffer_binding();
+                    enc.dispatch(
+                        &kernel,
+                        &params,
+                        &[image.page_binding(page), out, truth],
+                        grid,
+                    )?
+                }
+                None => enc.dispatch(&kernel, &params, &[image.page_binding(page), out], grid)?,
+            }
+        }
+        enc.raw().copy_buffer_to_texture(
+            wgpu::TexelCopyBufferInfo {
+                buffer: self.staging.raw(),
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row_stride(self.width) * 4),
+                    rows_per_image: Some(self.height),
+                },
+            },
+            self.texture.as_image_copy(),
+            wgpu::Extent3d {
+                width: self.width,
+                height: self.height,
+                depth_or_array_layers: 1,
+            },
+        );
+        ctx.submit(enc)?;
+        Ok(())
+    }
+}
+
+/// Uploads 8-bit RGBA pixels as one packed word each (the reference of a difference view).
+pub fn upload_reference(ctx: &GpuContext, pixels: &[u8]) -> anyhow::Result<GpuBuffer> {
+    let packed = wgsplat::train::trainer::pack_rgba8(pixels);
+    let mut enc = ctx.encoder("viewer: reference image");
+    let buffer = enc.alloc(
+        (packed.len().max(1) * 4) as u64,
+        MemoryCategory::Other,
+        "viewer/reference",
+    )?;
+    enc.upload(buffer.raw(), 0, bytemuck::cast_slice(&packed))?;
+    ctx.submit(enc)?;
+    Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn present_params_mirror_the_wgsl_struct() {
+        if let Err(e) = super::mirror().check() {
+            panic!("{e}");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The scene view's camera: orbit, pan, zoom and fly controls over a pinhole camera in wgsplat's
+//! conventions (OpenCV axes: x right, y down, z forward), and snapping to dataset cameras.
+
+use eframe::egui;
+use wgsplat::splat::Camera;
+
+type Vec3 = [f32; 3];
+
+fn add(a: Vec3, b: Vec3) -> Vec3 {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+fn scale(a: Vec3, s: f32) -> Vec3 {
+    [a[0] * s, a[1] * s, a[2] * s]
+}
+
+fn dot(a: Vec3, b: Vec3) -> f32 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn cross(a: Vec3, b: Vec3) -> Vec3 {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn normalize(a: Vec3) -> Vec3 {
+    let n = dot(a, a).sqrt();
+    if n > 1e-12 { scale(a, 1.0 / n) } else { a }
+}
+
+/// Rotates `v` by `angle` radians about the unit `axis` (Rodrigues).
+fn rotate(v: Vec3, axis: Vec3, angle: f32) -> Vec3 {
+    let (s, c) = angle.sin_cos();
+    add(
+        add(scale(v, c), scale(cross(axis, v), s)),
+        scale(axis, dot(axis, v) * (1.0 - c)),
+    )
+}
+
+/// An interactive camera: a pose, an orbit centre in front of it and a vertical field of view.
+#[derive(Clone, Debug)]
+pub struct ViewCamera {
+    /// Camera centre in world space.
+    pub eye: Vec3,
+    /// World-space unit axes of the camera: right, down, forward.
+    pub axes: [Vec3; 3],
+    /// Distance from the eye to the orbit centre along the forward axis.
+    pub distance: f32,
+    /// World direction orbiting turns about.
+    pub up: Vec3,
+    /// Vertical field of view in degrees.
+    pub fov_y_degrees: f32,
+    /// A dataset camera shown exactly (its intrinsics and resolution) until the view moves.
+    pub exact: Option<Camera>,
+}
+
+impl ViewCamera {
+    /// A view from a dataset camera, orbiting a centre `distance` in front of it.
+    pub fn from_camera(camera: &Camera, distance: f32) -> ViewCamera {
+        let r = camera.rotation;
+        let axes = [r[0], r[1], r[2]];
+        ViewCamera {
+            eye: camera.position(),
+            axes,
+            distance: distance.max(1e-3),
+            up: scale(axes[1], -1.0),
+            fov_y_degrees: 2.0 * (0.5 * camera.height as f32 / camera.fy).atan().to_degrees(),
+            exact: Some(camera.clone()),
+        }
+    }
+
+    /// A default view of a scene around `center` with radius `extent`, looking along +y.
+    pub fn looking_at(center: Vec3, extent: f32) -> ViewCamera {
+        let distance = (2.5 * extent).max(1e-3);
+        let axes = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]];
+        ViewCamera {
+            eye: add(center, scale(axes[2], -distance)),
+            axes,
+            distance,
+            up: [0.0, 0.0, 1.0],
+            fov_y_degrees: 50.0,
+            exact: None,
+        }
+    }
+
+    fn target(&self) -> Vec3 {
+        add(self.eye, scale(self.axes[2], self.distance))
+    }
+
+    fn moved(&mut self) {
+        self.exact = None;
+    }
+
+    /// Turns about the orbit centre by pixel deltas of a drag.
+    pub fn orbit(&mut self, delta: egui::Vec2) {
+        let target = self.target();
+        let yaw = -delta.x * 0.006;
+        let pitch = delta.y * 0.006;
+        let up = normalize(self.up);
+        let mut axes = self.axes.map(|a| rotate(a, up, yaw));
+        let right = normalize(axes[0]);
+        axes = axes.map(|a| rotate(a, right, pitch));
+        self.axes = axes.map(normalize);
+        self.eye = add(target, scale(self.axes[2], -self.distance));
+        self.moved();
+    }
+
+    /// Slides the camera and orbit centre in the image plane by pixel deltas.
+    pub fn pan(&mut self, delta: egui::Vec2, view_height: f32) {
+        let per_pixel = 2.0 * self.distance * (0.5 * self.fov_y_degrees.to_radians()).tan()
+            / view_height.max(1.0);
+        let shift = add(
+            scale(self.axes[0], -delta.x * per_pixel),
+            scale(self.axes[1], -delta.y * per_pixel),
+        );
+        self.eye = add(self.eye, shift);
+        self.moved();
+    }
+
+    /// Moves toward (positive) or away from the orbit centre by wheel steps.
+    pub fn zoom(&mut self, steps: f32) {
+        let target = self.target();
+        self.distance = (self.distance * (-steps * 0.1).exp()).clamp(1e-3, 1e5);
+        self.eye = add(target, scale(self.axes[2], -self.distance));
+        self.moved();
+    }
+
+    /// Flies along the camera axes: `motion` is (right, up, forward) in scene units.
+    pub fn fly(&mut self, motion: Vec3) {
+        let step = add(
+            add(
+                scale(self.axes[0], motion[0]),
+                scale(self.axes[1], -motion[1]),
+            ),
+            scale(self.axes[2], motion[2]),
+        );
+        self.eye = add(self.eye, step);
+        self.moved();
+    }
+
+    /// Reads mouse and keyboard input over the scene's `response`; returns whether the view moved.
+    pub fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, extent: f32) -> bool {
+        let mut moved = false;
+        if response.dragged_by(egui::PointerButton::Primary) {
+            self.orbit(response.drag_delta());
+            moved = true;
+        }
+        if response.dragged_by(egui::PointerButton::Secondary)
+            || response.dragged_by(egui::PointerButton::Middle)
+        {
+            self.pan(response.drag_delta(), response.rect.height());
+            moved = true;
+        }
+        if response.hovered() {
+            let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+            if scroll != 0.0 {
+                self.zoom(scroll / 50.0);
+                moved = true;
+            }
+        }
+        if !ui.ctx().egui_wants_keyboard_input() {
+            let (dt, keys) = ui.input(|i| {
+                let key = |k| if i.key_down(k) { 1.0f32 } else { 0.0 };
+                let keys = [
+                    key(egui::Key::D) - key(egui::Key::A),
+                    key(egui::Key::E) - key(egui::Key::Q),
+                    key(egui::Key::W) - key(egui::Key::S),
+                ];
+                (i.stable_dt.min(0.1), keys)
+            });
+            if keys.iter().any(|k| *k != 0.0) {
+                let speed = 0.5 * extent.max(1e-3) * dt;
+                self.fly(scale(keys, speed));
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// The wgsplat camera for a `width` x `height` image.
+    pub fn camera(&self, width: u32, height: u32, background: Vec3) -> Camera {
+        if let Some(exact) = &self.exact
+            && exact.width == width
+            && exact.height == height
+        {
+            return Camera {
+                background,
+                ..exact.clone()
+            };
+        }
+        let f = 0.5 * height as f32 / (0.5 * self.fov_y_degrees.to_radians()).tan();
+        let rotation = self.axes;
+        let translation = [
+            -dot(rotation[0], self.eye),
+            -dot(rotation[1], self.eye),
+            -dot(rotation[2], self.eye),
+        ];
+        Camera {
+            rotation,
+            translation,
+            fx: f,
+            fy: f,
+            cx: 0.5 * width as f32,
+            cy: 0.5 * height as f32,
+            width,
+            height,
+            near: 0.01,
+            far: 1000.0,
+            background,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapped_camera_round_trips_and_orbiting_keeps_the_centre() {
+        let camera = Camera::facing_origin(64, 48, 4.0, [0.0; 3]);
+        let mut view = ViewCamera::from_camera(&camera, 4.0);
+        assert_eq!(view.camera(64, 48, [0.0; 3]), camera);
+        let centre = view.target();
+        view.orbit(egui::vec2(40.0, -25.0));
+        let moved = view.target();
+        for k in 0..3 {
+            assert!(
+                (centre[k] - moved[k]).abs() < 1e-4,
+                "{centre:?} vs {moved:?}"
+            );
+        }
+        let c = view.camera(64, 48, [0.0; 3]);
+        let p = c.to_camera(centre);
+        assert!(
+            p[0].abs() < 1e-4 && p[1].abs() < 1e-4 && (p[2] - 4.0).abs() < 1e-3,
+            "{p:?}"
+        );
+    }
+}

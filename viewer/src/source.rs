@@ -1,0 +1,218 @@
+//! What the viewer shows: a PLY opened for inspection, or a dataset trained live. Both come with
+//! the dataset's views (cameras and images) when there is one.
+
+use crate::Args;
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wgsplat::data::Dataset;
+use wgsplat::io::ply::read_ply;
+use wgsplat::splat::GaussianTensors;
+use wgsplat::train::TrainConfig;
+use wgsplat::train::setup::{self, DataOptions};
+use wgsplat::{GpuContext, MemoryCategory};
+
+/// The model to show and where it comes from.
+pub enum Source {
+    /// A fixed model read from a PLY file.
+    Model {
+        /// The PLY's path.
+        path: PathBuf,
+        /// The Gaussians on the GPU.
+        params: Arc<GaussianTensors>,
+        /// Centre and radius of the Gaussians' means.
+        bounds: ([f32; 3], f32),
+        /// Cameras and images to snap to (from `--dataset`).
+        dataset: Option<Dataset>,
+    },
+    /// A dataset to train live.
+    Training {
+        /// Its folder; `None` for the built-in scene.
+        folder: Option<PathBuf>,
+        /// The data.
+        dataset: Dataset,
+        /// The training settings.
+        config: TrainConfig,
+    },
+}
+
+fn data_options(args: &Args, background: [f32; 3]) -> DataOptions {
+    DataOptions {
+        resolution: args.resolution,
+        eval: args.eval,
+        builtin_resolution: args.builtin_resolution,
+        background,
+    }
+}
+
+/// Loads a dataset folder, or the built-in scene for `None`, with the command line's options.
+fn load_dataset(
+    folder: Option<&Path>,
+    args: &Args,
+    background: [f32; 3],
+) -> anyhow::Result<Dataset> {
+    let what = folder.map_or_else(
+        || "the built-in scene".to_owned(),
+        |p| format!("the dataset at {}", p.display()),
+    );
+    setup::load_dataset(folder, &data_options(args, background))
+        .with_context(|| format!("loading {what}"))
+}
+
+/// The training settings from `--config` and the command-line overrides.
+fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
+    let mut config = match &args.config {
+        Some(path) => TrainConfig::from_json_file(path)?,
+        None => TrainConfig::default(),
+    };
+    if builtin && args.config.is_none() {
+        setup::apply_builtin_recipe(&mut config);
+    }
+    if let Some(v) = args.iterations {
+        config.iterations = v;
+    }
+    if let Some(v) = &args.background {
+        config.background = setup::parse_background(v)?;
+    }
+    if let Some(v) = args.sh_degree {
+        config.sh_degree = v;
+    }
+    if let Some(v) = args.max_gaussians {
+        config.max_gaussians = v;
+    }
+    if let Some(v) = args.eval_every {
+        config.eval_every = v;
+    }
+    if let Some(v) = args.seed {
+        config.seed = v;
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// Centre and RMS radius of a point set.
+fn bounds(points: &[[f32; 3]]) -> ([f32; 3], f32) {
+    let n = points.len().max(1) as f64;
+    let mut center = [0.0f64; 3];
+    for p in points {
+        for k in 0..3 {
+            center[k] += f64::from(p[k]) / n;
+        }
+    }
+    let spread: f64 = points
+        .iter()
+        .map(|p| {
+            (0..3)
+                .map(|k| (f64::from(p[k]) - center[k]).powi(2))
+                .sum::<f64>()
+                / n
+        })
+        .sum();
+    (center.map(|c| c as f32), spread.sqrt().max(1e-3) as f32)
+}
+
+/// Reads a PLY and uploads it; also returns the centre and radius of its means.
+pub fn load_model(
+    ctx: &GpuContext,
+    path: &Path,
+) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
+    let model = read_ply(path).with_context(|| format!("reading {}", path.display()))?;
+    let bounds = bounds(&model.gaussians.means);
+    let mut enc = ctx.encoder("viewer: upload model");
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        "viewer/model",
+    )?;
+    ctx.submit(enc)?;
+    Ok((params, bounds))
+}
+
+fn is_ply(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.to_string_lossy().eq_ignore_ascii_case("ply"))
+}
+
+impl Source {
+    /// What the command line asks for.
+    pub fn open(ctx: &GpuContext, args: &Args) -> anyhow::Result<Source> {
+        Self::open_path(ctx, args.input.as_deref(), args)
+    }
+
+    /// A PLY file, a dataset folder, or (for `None`) the built-in scene.
+    pub fn open_path(
+        ctx: &GpuContext,
+        input: Option<&Path>,
+        args: &Args,
+    ) -> anyhow::Result<Source> {
+        match input {
+            Some(path) if path.is_file() || is_ply(path) => {
+                if !is_ply(path) {
+                    anyhow::bail!(
+                        "{} is not a .ply file; give a PLY, a dataset folder, or nothing for the built-in scene",
+                        path.display()
+                    );
+                }
+                let (params, bounds) = load_model(ctx, path)?;
+                let params = Arc::new(params);
+                let dataset = match args.dataset.as_deref() {
+                    None => None,
+                    Some("builtin") => Some(load_dataset(None, args, [0.0; 3])?),
+                    Some(folder) => Some(load_dataset(Some(Path::new(folder)), args, [0.0; 3])?),
+                };
+                Ok(Source::Model {
+                    path: path.to_owned(),
+                    params,
+                    bounds,
+                    dataset,
+                })
+            }
+            folder => {
+                if let Some(f) = folder {
+                    anyhow::ensure!(
+                        f.is_dir(),
+                        "{} is neither a PLY file nor a folder",
+                        f.display()
+                    );
+                }
+                let config = train_config(args, folder.is_none())?;
+                let background = setup::background_color(config.background);
+                let dataset = load_dataset(folder, args, background)?;
+                Ok(Source::Training {
+                    folder: folder.map(Path::to_owned),
+                    dataset,
+                    config,
+                })
+            }
+        }
+    }
+
+    /// The dataset, if any.
+    pub fn dataset(&self) -> Option<&Dataset> {
+        match self {
+            Source::Model { dataset, .. } => dataset.as_ref(),
+            Source::Training { dataset, .. } => Some(dataset),
+        }
+    }
+
+    /// Centre and radius of the scene.
+    pub fn bounds(&self) -> ([f32; 3], f32) {
+        match self {
+            Source::Model { bounds, .. } => *bounds,
+            Source::Training { dataset, .. } => (dataset.center, dataset.extent),
+        }
+    }
+
+    /// A short description for the title bar and log.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Model { path, .. } => format!("model {}", path.display()),
+            Source::Training {
+                folder: Some(f), ..
+            } => format!("training on {}", f.display()),
+            Source::Training { folder: None, .. } => "training the built-in scene".to_owned(),
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! End-to-end checks of the viewer under a virtual X server (xvfb): the scene view of a PLY at a
+//! dataset camera matches the library's own render pixel for pixel, the panels are drawn, and a
+//! live training run fills the loss plot.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::io::ply::{read_ply, write_ply};
+use wgsplat::splat::GaussianTensors;
+use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::setup::apply_builtin_recipe;
+use wgsplat::train::{TrainConfig, Trainer};
+use wgsplat::{GpuContext, MemoryCategory};
+
+/// Both tests start a viewer; on two cores they run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const RESOLUTION: u32 = 64;
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wgsplat-viewer-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating a scratch folder");
+    dir
+}
+
+/// Runs the viewer under xvfb with `args`; returns the screenshot and its JSON sidecar.
+fn run_viewer(dir: &Path, args: &[&str]) -> (image::RgbaImage, Value) {
+    let have_xvfb = Command::new("xvfb-run").arg("--help").output().is_ok();
+    assert!(
+        have_xvfb,
+        "xvfb-run is missing: the viewer tests need a virtual X server. Install it with \
+         `sudo apt-get install -y xvfb xauth libx11-6 libxcursor1 libxrandr2 libxi6 libxkbcommon0 libxkbcommon-x11-0`"
+    );
+    let shot = dir.join("shot.png");
+    let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into());
+    let output = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x800x24"])
+        .arg(env!("CARGO_BIN_EXE_wgsplat-viewer"))
+        .args(args)
+        .arg("--screenshot")
+        .arg(&shot)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .output()
+        .expect("starting xvfb-run");
+    let log = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "the viewer failed ({}):\n{log}",
+        output.status
+    );
+    let png =
+        image::open(&shot).unwrap_or_else(|e| panic!("reading {}: {e}\n{log}", shot.display()));
+    let json = std::fs::read_to_string(shot.with_extension("json")).expect("reading the sidecar");
+    (
+        png.to_rgba8(),
+        serde_json::from_str(&json).expect("parsing the sidecar"),
+    )
+}
+
+fn rect_of(region: &Value) -> [u32; 4] {
+    let r = &region["rect"];
+    let at = |k: usize| r[k].as_f64().expect("a rect coordinate").round().max(0.0) as u32;
+    [at(0), at(1), at(2), at(3)]
+}
+
+/// Distinct colours in a rectangle of the screenshot (uniform background has one).
+fn distinct_colors(shot: &image::RgbaImage, [x0, y0, x1, y1]: [u32; 4]) -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    for y in y0..y1.min(shot.height()) {
+        for x in x0..x1.min(shot.width()) {
+            seen.insert(shot.get_pixel(x, y).0);
+        }
+    }
+    seen.len()
+}
+
+fn check_panels(shot: &image::RgbaImage, sidecar: &Value, expected: &[&str]) {
+    let panels = sidecar["panels"].as_array().expect("a panel list");
+    for name in expected {
+        let panel = panels
+            .iter()
+            .find(|p| p["name"] == *name)
+            .unwrap_or_else(|| panic!("no panel {name} in {panels:?}"));
+        let colors = distinct_colors(shot, rect_of(panel));
+        assert!(colors > 2, "panel {name} looks empty ({colors} colours)");
+    }
+}
+
+fn trained_model(ctx: &GpuContext, dir: &Path) -> PathBuf {
+    let dataset = generate(&BuiltinOptions {
+        resolution: RESOLUTION,
+        ..BuiltinOptions::default()
+    })
+    .expect("the built-in scene");
+    let mut config = TrainConfig::default();
+    apply_builtin_recipe(&mut config);
+    config.iterations = 30;
+    let params = initial_gaussians(ctx, &dataset, &config).expect("initial Gaussians");
+    let mut trainer = Trainer::new(ctx, dataset, params, config).expect("a trainer");
+    trainer
+        .run_until(30, &mut |_| {}, &|| false)
+        .expect("training");
+    let path = dir.join("model.ply");
+    let cpu = trainer.params().download(ctx).expect("download");
+    write_ply(&path, &cpu, trainer.params().max_sh_degree()).expect("writing the PLY");
+    path
+}
+
+#[test]
+fn ply_at_a_test_camera_matches_the_library_render() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = GpuContext::from_env().expect("a GPU");
+    let dir = scratch_dir("ply");
+    let ply = trained_model(&ctx, &dir);
+    let resolution = RESOLUTION.to_string();
+    let (shot, sidecar) = run_viewer(
+        &dir,
+        &[
+            ply.to_str().expect("a UTF-8 path"),
+            "--dataset",
+            "builtin",
+            "--builtin-resolution",
+            &resolution,
+            "--camera",
+            "test:0",
+            "--frames",
+            "5",
+        ],
+    );
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "model", "memory", "log", "scene"],
+    );
+    assert_eq!(
+        sidecar["image_size"],
+        serde_json::json!([RESOLUTION, RESOLUTION])
+    );
+    let [x0, y0, x1, y1] = rect_of(&sidecar["scene"]);
+    assert_eq!(
+        (x1 - x0, y1 - y0),
+        (RESOLUTION, RESOLUTION),
+        "the scene must be drawn 1:1"
+    );
+
+    // The library's render of the same model and camera.
+    let dataset = generate(&BuiltinOptions {
+        resolution: RESOLUTION,
+        ..BuiltinOptions::default()
+    })
+    .expect("the built-in scene");
+    let model = read_ply(&ply).expect("reading the PLY back");
+    let mut enc = ctx.encoder("test upload");
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        "test",
+    )
+    .expect("upload");
+    ctx.submit(enc).expect("submit");
+    let mut camera = dataset.test[0].camera.clone();
+    camera.background = [0.0; 3];
+    let options = RenderOptions {
+        sh_degree: 3,
+        ..Default::default()
+    };
+    let rgba = render(&ctx, &params, &camera, options)
+        .expect("render")
+        .image
+        .read::<f32>(&ctx)
+        .expect("readback");
+    let (mut total, mut worst, mut worst_at) = ([0.0f64; 3], 0.0f64, (0, 0));
+    for y in 0..RESOLUTION {
+        for x in 0..RESOLUTION {
+            let shown = shot.get_pixel(x0 + x, y0 + y).0;
+            for c in 0..3 {
+                let expected =
+                    rgba[((y * RESOLUTION + x) * 4 + c) as usize].clamp(0.0, 1.0) * 255.0;
+                let diff = (f64::from(shown[c as usize]) - f64::from(expected)).abs();
+                total[c as usize] += diff;
+                if diff > worst {
+                    (worst, worst_at) = (diff, (x, y));
+                }
+            }
+        }
+    }
+    let mean = total.map(|t| t / f64::from(RESOLUTION * RESOLUTION));
+    println!("mean abs difference per channel {mean:?} (of 255), worst {worst:.1} at {worst_at:?}");
+    assert!(
+        mean.iter().all(|m| *m < 3.0),
+        "mean abs difference {mean:?}; worst {worst} at {worst_at:?}"
+    );
+    assert!(
+        distinct_colors(&shot, [x0, y0, x1, y1]) > 10,
+        "the scene is blank"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn live_training_fills_the_loss_plot() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = scratch_dir("train");
+    let resolution = RESOLUTION.to_string();
+    let (shot, sidecar) = run_viewer(
+        &dir,
+        &[
+            "--builtin-resolution",
+            &resolution,
+            "--train-iters",
+            "20",
+            "--frames",
+            "3",
+        ],
+    );
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "training", "memory", "log", "scene"],
+    );
+    assert!(sidecar["gaussians"].as_u64().unwrap_or(0) > 0, "{sidecar}");
+    assert!(
+        sidecar["iteration"].as_u64().unwrap_or(0) >= 20,
+        "{sidecar}"
+    );
+    assert!(
+        sidecar["loss_points"].as_u64().unwrap_or(0) > 0,
+        "{sidecar}"
+    );
+    let plot = rect_of(&sidecar["loss_plot"]);
+    assert!(distinct_colors(&shot, plot) > 3, "the loss plot is empty");
+    let _ = std::fs::remove_dir_all(&dir);
+}
