@@ -122,6 +122,9 @@ pub struct TrainerState<'a> {
     pub densify_stats: Option<&'a Tensor>,
     /// The caller's JSON value.
     pub extra: &'a serde_json::Value,
+    /// Refuse to write when a parameter is NaN or infinite (training does; a plain
+    /// [`save_checkpoint`] stores any bit pattern faithfully).
+    pub require_finite: bool,
 }
 
 /// Columns of the densification statistics.
@@ -206,13 +209,15 @@ pub fn save_checkpoint(
             rng_state,
             densify_stats: None,
             extra,
+            require_finite: false,
         },
     )
 }
 
 /// [`save_checkpoint`] with the trainer's densification statistics, so a resume in the middle of
-/// a densification window continues exactly. A parameter that is NaN or infinite is an
-/// [`Error::NonFinite`] and nothing is written: the previous checkpoint at `path` stays intact.
+/// a densification window continues exactly. With `require_finite`, a parameter that is NaN or
+/// infinite is an [`Error::NonFinite`] and nothing is written: the previous checkpoint at `path`
+/// stays intact.
 pub fn save_trainer_checkpoint(
     ctx: &GpuContext,
     path: &Path,
@@ -225,6 +230,7 @@ pub fn save_trainer_checkpoint(
         rng_state,
         densify_stats,
         extra,
+        require_finite,
     } = state;
     if let Some(stats) = densify_stats
         && stats.len() != params.len() * STATS_COLUMNS
@@ -303,6 +309,7 @@ pub fn save_trainer_checkpoint(
             for (tensor, name) in set.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
                 let values = tensor.read::<f32>(ctx)?;
                 if set_index == 0
+                    && require_finite
                     && let Some(bad) = values.iter().find(|v| !v.is_finite())
                 {
                     return Err(Error::NonFinite {

@@ -499,6 +499,7 @@ impl Trainer {
                 rng_state: self.rng_state,
                 densify_stats: Some(&self.stats),
                 extra,
+                require_finite: true,
             },
         )
     }
