@@ -88,6 +88,8 @@ fn three_trainings_give_every_byte_back() {
     ctx.wait_idle().unwrap();
     let baseline = ctx.leak_check();
     assert!(baseline.is_empty(), "a fresh context holds {baseline:?}");
+    // Debug builds keep one poison source buffer alive for the context's lifetime.
+    let baseline_bytes = ctx.memory_report().total.live_bytes;
     for run in 0..3u64 {
         let config = TrainConfig {
             iterations: 40,
@@ -108,7 +110,7 @@ fn three_trainings_give_every_byte_back() {
         let leaks = ctx.leak_check();
         assert!(leaks.is_empty(), "run {run} leaked {leaks:?}");
         let report = ctx.memory_report();
-        assert_eq!(report.total.live_bytes, 0, "run {run}");
+        assert_eq!(report.total.live_bytes, baseline_bytes, "run {run}");
         assert!(
             report.pooled_bytes <= report.pool_limit_bytes,
             "run {run}: the pool holds {} above its limit {}",
