@@ -6,16 +6,16 @@ use serde_json::json;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
-use wgsplat::io::ply::{read_ply, write_ply};
+use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{self, DataOptions};
 use wgsplat::train::{TrainConfig, TrainEvent, Trainer};
-use wgsplat::{GpuContext, MemoryCategory};
 
 /// Where the data comes from and how it is read.
 #[derive(clap::Args, Clone)]
@@ -97,42 +97,20 @@ pub(crate) fn load_dataset(
 }
 
 fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
-    let mut config = match &args.config {
-        Some(path) => TrainConfig::from_json_file(path)?,
-        None => TrainConfig::default(),
+    let overrides = setup::ConfigOverrides {
+        iterations: args.iterations,
+        background: args.background.clone(),
+        sh_degree: args.sh_degree,
+        max_gaussians: args.max_gaussians,
+        save_every: args.save_every,
+        eval_every: args.eval_every,
+        seed: args.seed,
     };
-    if args.data.is_none() && args.config.is_none() {
-        setup::apply_builtin_recipe(&mut config);
-    }
-    if let Some(v) = args.iterations {
-        config.iterations = v;
-    }
-    if let Some(v) = &args.background {
-        config.background = setup::parse_background(v)?;
-    }
-    if let Some(v) = args.sh_degree {
-        config.sh_degree = v;
-    }
-    if let Some(v) = args.max_gaussians {
-        config.max_gaussians = v;
-    }
-    if let Some(v) = args.save_every {
-        config.save_every = v;
-    }
-    if let Some(v) = args.eval_every {
-        config.eval_every = v;
-    }
-    if let Some(v) = args.seed {
-        config.seed = v;
-    }
-    config.validate()?;
-    Ok(config)
-}
-
-fn download_ply(ctx: &GpuContext, params: &GaussianTensors, path: &Path) -> anyhow::Result<()> {
-    let cpu = params.download(ctx)?;
-    write_ply(path, &cpu, params.max_sh_degree())?;
-    Ok(())
+    Ok(setup::build_config(
+        args.config.as_deref(),
+        args.data.is_none(),
+        &overrides,
+    )?)
 }
 
 /// Runs `wgsplat train`.
@@ -246,7 +224,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
-    download_ply(ctx, trainer.params(), &ply)?;
+    save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
     let (psnr, ssim) = trainer.evaluate()?;
     if args.save_renders {
         save_renders(
@@ -343,17 +321,7 @@ pub struct RenderArgs {
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
-    let model = read_ply(path)?;
-    let mut enc = ctx.encoder("upload model");
-    let params = GaussianTensors::upload(
-        &mut enc,
-        &model.gaussians,
-        model.sh_degree,
-        MemoryCategory::Parameters,
-        "model",
-    )?;
-    ctx.submit(enc)?;
-    Ok(params)
+    Ok(load_ply_to_gpu(ctx, path, "model")?.0)
 }
 
 /// Runs `wgsplat render`.

@@ -317,14 +317,11 @@ pub fn save_trainer_checkpoint(
                         value: *bad,
                     });
                 }
-                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-                put(w, &bytes)?;
+                put(w, &le_bytes(&values))?;
             }
         }
         if let Some(stats) = densify_stats {
-            let values = stats.read::<f32>(ctx)?;
-            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            put(w, &bytes)?;
+            put(w, &le_bytes(&stats.read::<f32>(ctx)?))?;
         }
         let digest = hash.0.to_le_bytes();
         w.write_all(&digest)
@@ -349,6 +346,29 @@ fn read_hashed(
     })?;
     hash.update(buf);
     Ok(())
+}
+
+/// The little-endian bytes of `values`, as the file stores them.
+fn le_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Reads the f32 values of `tensor` (little endian, hashed) and records their upload.
+fn read_tensor(
+    path: &Path,
+    reader: &mut impl Read,
+    hash: &mut Fnv1a,
+    enc: &mut crate::gpu::Encoder,
+    tensor: &Tensor,
+    what: &str,
+) -> Result<()> {
+    let mut bytes = vec![0u8; tensor.len() as usize * 4];
+    read_hashed(path, reader, hash, &mut bytes, what)?;
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    tensor.write(enc, &values)
 }
 
 /// Loads a checkpoint written by [`save_checkpoint`], uploading the tensors through `ctx` (their
@@ -455,19 +475,8 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         let mut enc = ctx.encoder("load_checkpoint");
         let tensors = GaussianTensors::uninit(&mut enc, n, header.sh_degree, category, set)?;
         for (tensor, name) in tensors.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
-            let mut bytes = vec![0u8; tensor.len() as usize * 4];
-            read_hashed(
-                path,
-                &mut reader,
-                &mut hash,
-                &mut bytes,
-                &format!("tensor {set}.{name}"),
-            )?;
-            let values: Vec<f32> = bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            tensor.write(&mut enc, &values)?;
+            let what = format!("tensor {set}.{name}");
+            read_tensor(path, &mut reader, &mut hash, &mut enc, tensor, &what)?;
         }
         ctx.submit(enc)?;
         loaded.push(tensors);
@@ -482,19 +491,8 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
             MemoryCategory::OptimizerState,
             "densify/stats",
         )?;
-        let mut bytes = vec![0u8; stats.len() as usize * 4];
-        read_hashed(
-            path,
-            &mut reader,
-            &mut hash,
-            &mut bytes,
-            "tensor densify.stats",
-        )?;
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        stats.write(&mut enc, &values)?;
+        let what = "tensor densify.stats";
+        read_tensor(path, &mut reader, &mut hash, &mut enc, &stats, what)?;
         ctx.submit(enc)?;
         Some(stats)
     } else {

@@ -289,9 +289,9 @@ impl GaussianOptimizer {
         index: &Tensor,
     ) -> Result<()> {
         check_aligned("GaussianOptimizer::select_rows", params, &self.moment1)?;
-        keep_rows_in_place(enc, params, index)?;
-        keep_rows_in_place(enc, &mut self.moment1, index)?;
-        keep_rows_in_place(enc, &mut self.moment2, index)
+        keep_rows_in_place(enc, params, index, "params")?;
+        keep_rows_in_place(enc, &mut self.moment1, index, "adam.m")?;
+        keep_rows_in_place(enc, &mut self.moment2, index, "adam.v")
     }
 
     /// Appends the Gaussians `new_rows` to `params` and zero rows to both moments.
@@ -302,9 +302,9 @@ impl GaussianOptimizer {
         new_rows: &GaussianTensors,
     ) -> Result<()> {
         check_aligned("GaussianOptimizer::append_rows", params, &self.moment1)?;
-        append_rows_in_place(enc, params, Some(new_rows), 0)?;
-        append_rows_in_place(enc, &mut self.moment1, None, new_rows.len())?;
-        append_rows_in_place(enc, &mut self.moment2, None, new_rows.len())
+        append_rows_in_place(enc, params, Some(new_rows), 0, "params")?;
+        append_rows_in_place(enc, &mut self.moment1, None, new_rows.len(), "adam.m")?;
+        append_rows_in_place(enc, &mut self.moment2, None, new_rows.len(), "adam.v")
     }
 
     /// Zeroes both moments of one group (index into [`ATTRIBUTE_NAMES`]), as 3DGS does for the

@@ -89,11 +89,13 @@ pub fn concat_gaussian_rows(
     Ok(out)
 }
 
-/// Replaces every attribute of `set` by its rows `index[i]`, one attribute at a time.
+/// Replaces every attribute of `set` by its rows `index[i]`, one attribute at a time; the new
+/// tensors are labelled `{label}.{attribute}`.
 pub fn keep_rows_in_place(
     enc: &mut Encoder,
     set: &mut GaussianTensors,
     index: &Tensor,
+    label: &str,
 ) -> Result<()> {
     index.expect_dtype("keep_rows_in_place", DType::U32)?;
     let rows = set.rows_per_page;
@@ -101,8 +103,8 @@ pub fn keep_rows_in_place(
     for (attr, name) in set.attributes_mut().into_iter().zip(ATTRIBUTE_NAMES) {
         let mut shape = attr.shape().to_vec();
         shape[0] = k;
-        let label = format!("{}.{name}", category_label(attr.category()));
-        let kept = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &label)?;
+        let name = format!("{label}.{name}");
+        let kept = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
         let width = row_width(attr);
         if width > 0 && k > 0 {
             gather_rows_into(enc, attr, index, width, &kept)?;
@@ -113,12 +115,13 @@ pub fn keep_rows_in_place(
 }
 
 /// Appends `new_rows` to every attribute of `set` (or `zero_rows` zero rows when `new_rows` is
-/// `None`), one attribute at a time.
+/// `None`), one attribute at a time; the new tensors are labelled `{label}.{attribute}`.
 pub fn append_rows_in_place(
     enc: &mut Encoder,
     set: &mut GaussianTensors,
     new_rows: Option<&GaussianTensors>,
     zero_rows: u64,
+    label: &str,
 ) -> Result<()> {
     if let Some(new) = new_rows
         && new.sh_rest_count() != set.sh_rest_count()
@@ -143,8 +146,8 @@ pub fn append_rows_in_place(
     {
         let mut shape = attr.shape().to_vec();
         shape[0] += extra as usize;
-        let label = format!("{}.{name}", category_label(attr.category()));
-        let grown = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &label)?;
+        let name = format!("{label}.{name}");
+        let grown = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
         copy_range(enc, attr, 0, &grown, 0, attr.len())?;
         let tail = grown.len() - attr.len();
         match &sources {
@@ -165,15 +168,6 @@ fn zero_range(enc: &mut Encoder, t: &Tensor, start: u64, len: u64) {
         if a < b {
             enc.clear(t.page(page).raw(), (a - p0) * elem, (b - a) * elem);
         }
-    }
-}
-
-fn category_label(category: crate::gpu::MemoryCategory) -> &'static str {
-    match category {
-        crate::gpu::MemoryCategory::Parameters => "params",
-        crate::gpu::MemoryCategory::Gradients => "grads",
-        crate::gpu::MemoryCategory::OptimizerState => "adam",
-        _ => "rows",
     }
 }
 

@@ -124,6 +124,17 @@ impl TrainConfig {
         })
     }
 
+    /// This configuration with scheduled densification and opacity resets switched off while the
+    /// densification statistics keep accumulating (benchmarks run explicit densify steps).
+    pub fn with_statistics_only(self) -> Self {
+        TrainConfig {
+            densify_every: u64::MAX / 4,
+            densify_until: u64::MAX / 2,
+            opacity_reset_every: u64::MAX / 4,
+            ..self
+        }
+    }
+
     /// Checks the values that would make training meaningless.
     pub fn validate(&self) -> Result<()> {
         let bad = |detail: String| {

@@ -201,15 +201,7 @@ pub fn apply_row_changes(
         crate::gpu::MemoryCategory::Gradients,
         "grads",
     )?;
-    let empty = GaussianTensors::uninit(
-        &mut enc,
-        0,
-        degree,
-        crate::gpu::MemoryCategory::Other,
-        "empty",
-    )?;
-    t.stats = new_stats(&mut enc, &empty)?;
-    drop(empty);
+    t.stats = new_stats(&mut enc, &t.grads)?;
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
         new_rows = Some(select_gaussian_rows(

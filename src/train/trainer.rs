@@ -39,7 +39,6 @@ pub struct Trainer {
     schedule: LearningRateSchedule,
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
-    pending_loss: Option<PendingCheck>,
     profile: Option<StageProfile>,
 }
 
@@ -49,7 +48,8 @@ pub struct Trainer {
 struct PendingCheck {
     iteration: u64,
     loss: TensorReadback,
-    attribute_sums: Vec<TensorReadback>,
+    /// The six attribute sums, in [`ATTRIBUTE_NAMES`](crate::splat::gaussians::ATTRIBUTE_NAMES) order.
+    attribute_sums: TensorReadback,
 }
 
 /// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
@@ -143,7 +143,6 @@ impl Trainer {
             stats,
             schedule,
             iteration: 0,
-            pending_loss: None,
             profile: None,
         })
     }
@@ -304,36 +303,39 @@ impl Trainer {
             .step(&mut enc, &self.params, &self.grads, &lrs)?;
         self.iteration += 1;
         let mut report = None;
+        let mut check = None;
         if self.iteration % self.config.loss_readback_every == 0
             || self.iteration == self.config.iterations
         {
-            let mut attribute_sums = Vec::with_capacity(6);
-            for attribute in self.params.attributes() {
+            let sums = Tensor::uninit(
+                &mut enc,
+                DType::F32,
+                &[6],
+                MemoryCategory::Other,
+                "train/attribute_sums",
+            )?;
+            for (i, attribute) in self.params.attributes().into_iter().enumerate() {
                 let sum = crate::ops::reduce::reduce(
                     &mut enc,
                     attribute,
                     crate::ops::reduce::ReduceOp::Sum,
                 )?;
-                attribute_sums.push(sum.record_read(&mut enc)?);
+                crate::ops::copy_range(&mut enc, &sum, 0, &sums, i as u64, 1)?;
             }
-            self.pending_loss = Some(PendingCheck {
+            check = Some(PendingCheck {
                 iteration: self.iteration,
                 loss: loss.stats.record_read(&mut enc)?,
-                attribute_sums,
+                attribute_sums: sums.record_read(&mut enc)?,
             });
         }
         self.ctx.submit(enc)?;
         self.lap(Stage::Adam)?;
-        if let Some(pending) = self.pending_loss.take() {
+        if let Some(pending) = check {
             let iteration = pending.iteration;
             let values = pending.loss.wait::<f32>(&self.ctx)?;
             let (loss_value, mse) = (values[0], values[3]);
-            for (sum, name) in pending
-                .attribute_sums
-                .into_iter()
-                .zip(crate::splat::gaussians::ATTRIBUTE_NAMES)
-            {
-                let value = sum.wait::<f32>(&self.ctx)?[0];
+            let sums = pending.attribute_sums.wait::<f32>(&self.ctx)?;
+            for (&value, name) in sums.iter().zip(crate::splat::gaussians::ATTRIBUTE_NAMES) {
                 if !value.is_finite() {
                     return Err(Error::NonFinite {
                         what: format!("the sum of parameter {name} at iteration {iteration}"),

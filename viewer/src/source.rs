@@ -5,12 +5,12 @@ use crate::Args;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
-use wgsplat::io::ply::read_ply;
+use wgsplat::io::model::load_ply_to_gpu;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::TrainConfig;
 use wgsplat::train::setup::{self, DataOptions};
-use wgsplat::{GpuContext, MemoryCategory};
 
 /// The model to show and where it comes from.
 pub enum Source {
@@ -61,33 +61,20 @@ fn load_dataset(
 
 /// The training settings from `--config` and the command-line overrides.
 fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
-    let mut config = match &args.config {
-        Some(path) => TrainConfig::from_json_file(path)?,
-        None => TrainConfig::default(),
+    let overrides = setup::ConfigOverrides {
+        iterations: args.iterations,
+        background: args.background.clone(),
+        sh_degree: args.sh_degree,
+        max_gaussians: args.max_gaussians,
+        eval_every: args.eval_every,
+        seed: args.seed,
+        save_every: None,
     };
-    if builtin && args.config.is_none() {
-        setup::apply_builtin_recipe(&mut config);
-    }
-    if let Some(v) = args.iterations {
-        config.iterations = v;
-    }
-    if let Some(v) = &args.background {
-        config.background = setup::parse_background(v)?;
-    }
-    if let Some(v) = args.sh_degree {
-        config.sh_degree = v;
-    }
-    if let Some(v) = args.max_gaussians {
-        config.max_gaussians = v;
-    }
-    if let Some(v) = args.eval_every {
-        config.eval_every = v;
-    }
-    if let Some(v) = args.seed {
-        config.seed = v;
-    }
-    config.validate()?;
-    Ok(config)
+    Ok(setup::build_config(
+        args.config.as_deref(),
+        builtin,
+        &overrides,
+    )?)
 }
 
 /// Centre and RMS radius of a point set.
@@ -116,18 +103,9 @@ pub fn load_model(
     ctx: &GpuContext,
     path: &Path,
 ) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
-    let model = read_ply(path).with_context(|| format!("reading {}", path.display()))?;
-    let bounds = bounds(&model.gaussians.means);
-    let mut enc = ctx.encoder("viewer: upload model");
-    let params = GaussianTensors::upload(
-        &mut enc,
-        &model.gaussians,
-        model.sh_degree,
-        MemoryCategory::Parameters,
-        "viewer/model",
-    )?;
-    ctx.submit(enc)?;
-    Ok((params, bounds))
+    let (params, model) = load_ply_to_gpu(ctx, path, "viewer/model")
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok((params, bounds(&model.gaussians.means)))
 }
 
 fn is_ply(path: &Path) -> bool {

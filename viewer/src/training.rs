@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wgsplat::data::Dataset;
-use wgsplat::io::checkpoint::save_checkpoint;
-use wgsplat::io::ply::write_ply;
+use wgsplat::io::model::save_gpu_model_as_ply;
 use wgsplat::ops::elementwise::copy;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::init::initial_gaussians;
@@ -227,16 +226,6 @@ fn snapshot(ctx: &GpuContext, params: &GaussianTensors) -> anyhow::Result<Gaussi
     Ok(out)
 }
 
-fn save_ply(
-    ctx: &GpuContext,
-    params: &GaussianTensors,
-    path: &std::path::Path,
-) -> anyhow::Result<()> {
-    let cpu = params.download(ctx)?;
-    write_ply(path, &cpu, params.max_sh_degree())?;
-    Ok(())
-}
-
 fn train_loop(
     job: TrainingJob,
     inbox: &Receiver<Command>,
@@ -277,7 +266,7 @@ fn train_loop(
             Some(Command::Pause) => paused = true,
             Some(Command::Resume) => paused = false,
             Some(Command::SavePly(path)) => {
-                let result = save_ply(&ctx, trainer.params(), &path);
+                let result = save_gpu_model_as_ply(&ctx, trainer.params(), &path);
                 let mut s = lock(state);
                 match result {
                     Ok(()) => s.note(Level::Info, format!("wrote {}", path.display())),
@@ -301,17 +290,12 @@ fn train_loop(
     lock(state).finished = true;
     if let Some(out) = &job.out {
         std::fs::create_dir_all(out)?;
-        save_checkpoint(
-            &ctx,
+        trainer.save_checkpoint(
             &out.join("checkpoint.bin"),
-            trainer.params(),
-            trainer.optimizer(),
-            trainer.iteration(),
-            trainer.rng_state(),
             &serde_json::json!({ "written_by": "wgsplat-viewer" }),
         )?;
         let ply = out.join("point_cloud.ply");
-        save_ply(&ctx, trainer.params(), &ply)?;
+        save_gpu_model_as_ply(&ctx, trainer.params(), &ply)?;
         println!(
             "wrote {} and {}",
             out.join("checkpoint.bin").display(),

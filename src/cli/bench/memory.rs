@@ -136,12 +136,7 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     let params = GaussianTensors::upload(&mut enc, &cpu, 3, MemoryCategory::Parameters, "params")?;
     ctx.submit(enc)?;
     drop(cpu);
-    let config = TrainConfig {
-        densify_every: u64::MAX / 4,
-        densify_until: u64::MAX / 2,
-        opacity_reset_every: u64::MAX / 4,
-        ..TrainConfig::default()
-    };
+    let config = TrainConfig::default().with_statistics_only();
     let mut trainer = Trainer::new(ctx, dataset, params, config)?;
     ctx.wait_idle()?;
     let per_gaussian = model_bytes(ctx) as f64 / n as f64;

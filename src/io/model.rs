@@ -1,0 +1,38 @@
+//! 3DGS PLY files to and from GPU models: the read-upload and download-write pairs every front
+//! end needs.
+
+use super::ply::{PlyModel, read_ply, write_ply};
+use crate::error::Result;
+use crate::gpu::{GpuContext, MemoryCategory};
+use crate::splat::GaussianTensors;
+use std::path::Path;
+
+/// Reads the PLY at `path` and uploads it as model parameters labelled `label`. The CPU copy is
+/// returned too, for callers that need the means (bounds, statistics); drop it otherwise.
+pub fn load_ply_to_gpu(
+    ctx: &GpuContext,
+    path: &Path,
+    label: &str,
+) -> Result<(GaussianTensors, PlyModel)> {
+    let model = read_ply(path)?;
+    let mut enc = ctx.encoder("upload PLY model");
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        label,
+    )?;
+    ctx.submit(enc)?;
+    Ok((params, model))
+}
+
+/// Downloads `params` and writes them to `path` as a 3DGS PLY, atomically.
+pub fn save_gpu_model_as_ply(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    path: &Path,
+) -> Result<()> {
+    let cpu = params.download(ctx)?;
+    write_ply(path, &cpu, params.max_sh_degree())
+}
