@@ -4,6 +4,7 @@
 // Random numbers come from a counter-based hash, so the result depends only on the seed and index.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/random.wgsl"
 
 struct SplitParams {
     count: u32,
@@ -18,23 +19,6 @@ struct SplitParams {
 @group(0) @binding(3) var<storage, read_write> means_a: array<f32>;
 @group(0) @binding(4) var<storage, read_write> means_b: array<f32>;
 @group(0) @binding(5) var<storage, read_write> log_scales_a: array<f32>;
-
-fn pcg(v: u32) -> u32 {
-    let state = v * 747796405u + 2891336453u;
-    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-    return (word >> 22u) ^ word;
-}
-
-fn uniform01(key: u32) -> f32 {
-    // 24 random bits, never exactly 0 (Box-Muller takes a log).
-    return (f32(pcg(key) >> 8u) + 0.5) / 16777216.0;
-}
-
-fn normal(key: u32) -> f32 {
-    let u1 = uniform01(key);
-    let u2 = uniform01(key ^ 0x9e3779b9u);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 @compute @workgroup_size(256)
 fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

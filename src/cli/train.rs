@@ -13,6 +13,7 @@ use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::train::budget::apply_memory_budget;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{self, DataOptions};
 use wgsplat::train::{TrainConfig, TrainEvent, Trainer};
@@ -57,6 +58,13 @@ pub struct TrainArgs {
     /// Cap on the number of Gaussians.
     #[arg(long)]
     max_gaussians: Option<u64>,
+    /// Largest memory training may use (8GiB, 512MiB, or a fraction of the adapter's memory such
+    /// as 0.5): the largest Gaussian count that fits becomes the cap.
+    #[arg(long)]
+    memory_budget: Option<String>,
+    /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
+    #[arg(long)]
+    strategy: Option<String>,
     /// Save a checkpoint every N iterations.
     #[arg(long)]
     save_every: Option<u64>,
@@ -102,6 +110,7 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         background: args.background.clone(),
         sh_degree: args.sh_degree,
         max_gaussians: args.max_gaussians,
+        strategy: args.strategy.clone(),
         save_every: args.save_every,
         eval_every: args.eval_every,
         seed: args.seed,
@@ -113,6 +122,26 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
     )?)
 }
 
+/// Applies `--memory-budget` (when given) to `config` and prints the plan.
+fn apply_budget(
+    ctx: &GpuContext,
+    args: &TrainArgs,
+    dataset: &Dataset,
+    initial: u64,
+    config: &mut TrainConfig,
+) -> anyhow::Result<()> {
+    let Some(text) = &args.memory_budget else {
+        return Ok(());
+    };
+    let plan = apply_memory_budget(text, ctx.info(), dataset, initial, config)
+        .with_context(|| format!("applying --memory-budget {text}"))?;
+    println!(
+        "memory budget {} bytes: {} fixed (images, per-pixel scratch) + {} per Gaussian; cap {} Gaussians",
+        plan.budget, plan.fixed, plan.per_gaussian, config.max_gaussians
+    );
+    Ok(())
+}
+
 /// Runs `wgsplat train`.
 pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let config = config_from(&args)?;
@@ -121,13 +150,16 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the output folder {}", args.out.display()))?;
     let checkpoint_path = args.out.join("checkpoint.bin");
+    let mut config = config;
     let mut trainer = if args.resume {
         let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(
             || "--resume needs OUT/checkpoint.bin from an earlier run with --save-every",
         )?;
+        apply_budget(ctx, &args, &dataset, checkpoint.params.len(), &mut config)?;
         Trainer::resume(ctx, dataset, checkpoint, config.clone())?
     } else {
         let params = initial_gaussians(ctx, &dataset, &config)?;
+        apply_budget(ctx, &args, &dataset, params.len(), &mut config)?;
         Trainer::new(ctx, dataset, params, config.clone())?
     };
     println!(

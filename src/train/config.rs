@@ -18,6 +18,34 @@ pub enum Background {
     Color([f32; 3]),
 }
 
+/// How the Gaussian set changes during training.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// 3DGS's adaptive density control: clone, split, prune and opacity resets.
+    #[default]
+    Default,
+    /// 3DGS-MCMC: dead Gaussians are relocated onto live ones, the set grows by `mcmc_growth` per
+    /// refinement up to `max_gaussians` (required), the means get opacity-gated noise, and the
+    /// opacity and scale regularisers are added to the loss.
+    Mcmc,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "default" | "3dgs" => Ok(Strategy::Default),
+            "mcmc" => Ok(Strategy::Mcmc),
+            other => Err(Error::InvalidArgument {
+                op: "strategy",
+                detail: format!("unknown strategy {other:?}: use default or mcmc"),
+            }),
+        }
+    }
+}
+
 /// Every training setting. Field defaults are the 3DGS reference recipe.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -62,8 +90,21 @@ pub struct TrainConfig {
     pub prune_opacity: f32,
     /// Reset opacities every this many iterations.
     pub opacity_reset_every: u64,
-    /// Upper bound on the number of Gaussians (0 = none).
+    /// Upper bound on the number of Gaussians (0 = none; MCMC needs one).
     pub max_gaussians: u64,
+    /// Densification strategy.
+    pub strategy: Strategy,
+    /// MCMC: refinements (relocation and growth) run every `densify_every` iterations from
+    /// `densify_from` until this iteration.
+    pub mcmc_refine_until: u64,
+    /// MCMC: growth per refinement, as a fraction of the current count.
+    pub mcmc_growth: f64,
+    /// MCMC: position noise, times the position learning rate.
+    pub mcmc_noise_lr: f64,
+    /// MCMC: weight of the mean-opacity regulariser.
+    pub mcmc_opacity_reg: f32,
+    /// MCMC: weight of the mean-scale regulariser.
+    pub mcmc_scale_reg: f32,
     /// Read the loss back every this many iterations (the only per-iteration CPU round trip).
     pub loss_readback_every: u64,
     /// Evaluate on the test views every this many iterations (0 = only at the end).
@@ -100,6 +141,12 @@ impl Default for TrainConfig {
             prune_opacity: 0.005,
             opacity_reset_every: 3000,
             max_gaussians: 0,
+            strategy: Strategy::Default,
+            mcmc_refine_until: 25_000,
+            mcmc_growth: 0.05,
+            mcmc_noise_lr: 5e5,
+            mcmc_opacity_reg: 0.01,
+            mcmc_scale_reg: 0.01,
             loss_readback_every: 10,
             eval_every: 0,
             save_every: 0,
@@ -135,6 +182,20 @@ impl TrainConfig {
         }
     }
 
+    /// [`TrainConfig::validate`], plus what only a trainer needs: MCMC needs a cap (front ends
+    /// may derive it from a memory budget after validating the rest).
+    pub fn validate_for_training(&self) -> Result<()> {
+        self.validate()?;
+        if self.strategy == Strategy::Mcmc && self.max_gaussians == 0 {
+            return Err(Error::InvalidArgument {
+                op: "train config",
+                detail: "the mcmc strategy needs a cap: pass --max-gaussians N or --memory-budget"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks the values that would make training meaningless.
     pub fn validate(&self) -> Result<()> {
         let bad = |detail: String| {
@@ -158,6 +219,12 @@ impl TrainConfig {
                 "loss_readback_every, densify_every and sh_degree_interval must be at least 1"
                     .into(),
             );
+        }
+        if !(0.0..=1.0).contains(&self.mcmc_growth) {
+            return bad(format!(
+                "mcmc_growth {} is outside [0, 1]",
+                self.mcmc_growth
+            ));
         }
         Ok(())
     }

@@ -1,14 +1,16 @@
 //! Layer 4, training: configuration, the trainer, 3DGS densification, initialisation and the
 //! message stream the front ends consume.
 
+pub mod budget;
 pub mod config;
 pub mod densify;
 pub mod events;
 pub mod init;
+pub mod mcmc;
 pub mod profile;
 pub mod setup;
 pub mod trainer;
 
-pub use config::{Background, TrainConfig};
+pub use config::{Background, Strategy, TrainConfig};
 pub use events::TrainEvent;
 pub use trainer::Trainer;

@@ -86,6 +86,8 @@ pub struct ConfigOverrides {
     pub sh_degree: Option<u32>,
     /// Cap on the Gaussian count.
     pub max_gaussians: Option<u64>,
+    /// Densification strategy name (default, mcmc).
+    pub strategy: Option<String>,
     /// Checkpoint interval.
     pub save_every: Option<u64>,
     /// Evaluation interval.
@@ -115,6 +117,9 @@ pub fn build_config(
     config.iterations = o.iterations.unwrap_or(config.iterations);
     config.sh_degree = o.sh_degree.unwrap_or(config.sh_degree);
     config.max_gaussians = o.max_gaussians.unwrap_or(config.max_gaussians);
+    if let Some(v) = &o.strategy {
+        config.strategy = v.parse()?;
+    }
     config.save_every = o.save_every.unwrap_or(config.save_every);
     config.eval_every = o.eval_every.unwrap_or(config.eval_every);
     config.seed = o.seed.unwrap_or(config.seed);

@@ -7,9 +7,10 @@
 //! The only CPU round trips are the forward pass's 8-byte size readback and, every
 //! `loss_readback_every` iterations, the loss.
 
-use super::config::{Background, TrainConfig};
+use super::config::{Background, Strategy, TrainConfig};
 use super::densify;
 use super::events::TrainEvent;
+use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -85,7 +86,7 @@ impl Trainer {
         params: GaussianTensors,
         config: TrainConfig,
     ) -> Result<Self> {
-        config.validate()?;
+        config.validate_for_training()?;
         if dataset.train.is_empty() {
             return Err(Error::InvalidArgument {
                 op: "train",
@@ -285,7 +286,8 @@ impl Trainer {
             &loss_options,
         )?;
         let mut enc = self.boundary(enc, Stage::Loss)?;
-        let densifying = self.iteration < self.config.densify_until;
+        let mcmc = self.config.strategy == Strategy::Mcmc;
+        let densifying = !mcmc && self.iteration < self.config.densify_until;
         let stats = densifying.then_some(&self.stats);
         record_backward(
             &mut enc,
@@ -297,10 +299,24 @@ impl Trainer {
             BackwardOptions::default(),
         )?;
         drop(fwd);
+        if mcmc {
+            mcmc::record_regularizers(
+                &mut enc,
+                &self.params,
+                &self.grads,
+                self.config.mcmc_opacity_reg,
+                self.config.mcmc_scale_reg,
+            )?;
+        }
         let mut enc = self.boundary(enc, Stage::Backward)?;
         let lrs = self.schedule.at(self.iteration);
         self.optimizer
             .step(&mut enc, &self.params, &self.grads, &lrs)?;
+        if mcmc {
+            let noise_scale = (self.config.mcmc_noise_lr * f64::from(lrs.means)) as f32;
+            let seed = (self.rng_state >> 32) as u32;
+            mcmc::record_noise(&mut enc, &self.params, noise_scale, seed)?;
+        }
         self.iteration += 1;
         let mut report = None;
         let mut check = None;
@@ -356,7 +372,10 @@ impl Trainer {
             };
             report = Some((iteration, loss_value, psnr));
         }
-        densify::after_step(self)?;
+        match self.config.strategy {
+            Strategy::Default => densify::after_step(self)?,
+            Strategy::Mcmc => mcmc::after_step(self)?,
+        }
         self.lap(Stage::Densify)?;
         Ok(report)
     }

@@ -50,6 +50,9 @@ pub struct Args {
     /// Cap on the number of Gaussians.
     #[arg(long)]
     pub max_gaussians: Option<u64>,
+    /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians).
+    #[arg(long)]
+    pub strategy: Option<String>,
     /// Evaluate on the test views every N iterations.
     #[arg(long)]
     pub eval_every: Option<u64>,

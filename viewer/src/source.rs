@@ -66,6 +66,7 @@ fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
         background: args.background.clone(),
         sh_degree: args.sh_degree,
         max_gaussians: args.max_gaussians,
+        strategy: args.strategy.clone(),
         eval_every: args.eval_every,
         seed: args.seed,
         save_every: None,

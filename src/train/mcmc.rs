@@ -1,0 +1,438 @@
+//! The 3DGS-MCMC strategy (Kheradmand et al., 2024) on the GPU.
+//!
+//! Every `densify_every` iterations between `densify_from` and `mcmc_refine_until`:
+//! 1. **Relocation.** Dead Gaussians (opacity ≤ `prune_opacity`) are overwritten by copies of live
+//!    ones drawn in proportion to opacity. Each drawn source, drawn d times, and its d copies get
+//!    the paper's correction (opacity 1 - (1 - o)^(1/(d+1)) and scales from the binomial table), so
+//!    together they render like the source alone. Moments restart on every touched row.
+//! 2. **Growth.** min(cap, ⌊(1 + `mcmc_growth`) N⌋) - N new Gaussians are drawn the same way from
+//!    all Gaussians and appended (zero moments); their sources are corrected.
+//!
+//! Every iteration, the opacity and scale regularisers are added to the gradients before Adam,
+//! and after Adam the means get noise shaped by each Gaussian's covariance and gated by its
+//! opacity ([`record_noise`]).
+//!
+//! Draws use systematic resampling over an integer CDF of quantised opacities (see
+//! `shaders/shared/mcmc.wgsl`): the multiplicities sum to exactly K by construction, and nothing
+//! larger than a counter is read back (the dead count, once per relocation).
+
+use super::config::Strategy;
+use super::trainer::{Trainer, new_stats};
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, MemoryCategory};
+use crate::mirror;
+use crate::ops;
+use crate::ops::scan::ScanKind;
+use crate::optim::GaussianOptimizer;
+use crate::optim::rows::{row_width, select_gaussian_rows};
+use crate::splat::GaussianTensors;
+use crate::tensor::{DType, Tensor};
+
+/// Uniform of the `mcmc_*.wgsl` sampling stages (`shaders/shared/mcmc.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct McmcParams {
+    count: u32,
+    page_offset: u32,
+    samples: u32,
+    mode: u32,
+    weight_scale: f32,
+    min_opacity: f32,
+    offset: f32,
+    width: u32,
+}
+
+/// Uniform of `mcmc_regularize.wgsl` and `mcmc_perturb.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct NoiseParams {
+    count: u32,
+    page_offset: u32,
+    seed: u32,
+    _pad0: u32,
+    noise_scale: f32,
+    opacity_reg: f32,
+    scale_reg: f32,
+    _pad1: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    let sampling = [
+        "mcmc_weigh.wgsl",
+        "mcmc_draws.wgsl",
+        "mcmc_expand.wgsl",
+        "mcmc_correct.wgsl",
+        "mcmc_clear_rows.wgsl",
+    ];
+    let mut all: Vec<_> = sampling
+        .into_iter()
+        .map(|file| {
+            mirror!(
+                McmcParams,
+                file,
+                "McmcParams",
+                [
+                    count,
+                    page_offset,
+                    samples,
+                    mode,
+                    weight_scale,
+                    min_opacity,
+                    offset,
+                    width
+                ]
+            )
+        })
+        .collect();
+    for file in ["mcmc_regularize.wgsl", "mcmc_perturb.wgsl"] {
+        all.push(mirror!(
+            NoiseParams,
+            file,
+            "NoiseParams",
+            [
+                count,
+                page_offset,
+                seed,
+                _pad0,
+                noise_scale,
+                opacity_reg,
+                scale_reg,
+                _pad1
+            ]
+        ));
+    }
+    all
+}
+
+/// Draws for relocation: dead Gaussians are not eligible sources.
+const MODE_RELOCATE: u32 = 0;
+/// Draws for growth: every finite Gaussian is eligible.
+const MODE_GROW: u32 = 1;
+
+/// Integer levels that opacity 1 is quantised to for `n` Gaussians: as many as keep the total
+/// weight below 2^31 (so the u32 CDF cannot overflow), at most 2^20.
+pub fn weight_scale(n: u64) -> f32 {
+    ((1u64 << 31) / n.max(1)).clamp(1, 1 << 20) as f32
+}
+
+/// The uniform for page `page` of `g`.
+fn page_params(g: &GaussianTensors, page: usize, base: McmcParams) -> McmcParams {
+    McmcParams {
+        count: g.page_rows(page) as u32,
+        page_offset: (page as u64 * g.rows_per_page) as u32,
+        ..base
+    }
+}
+
+/// A `[N]` u32 scratch tensor paged like the model's rows.
+fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<Tensor> {
+    Tensor::uninit_rows(
+        enc,
+        DType::U32,
+        &[g.len() as usize],
+        g.rows_per_page,
+        MemoryCategory::FrameScratch,
+        label,
+    )
+}
+
+/// Dispatches `entry` of `file` once per page of `g`, binding for each page the tensors
+/// `per_page` names (page-aligned with `g`) after `shared` (bound whole, page 0).
+fn dispatch_pages(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    file: &str,
+    entry: &str,
+    base: McmcParams,
+    per_page: &[&Tensor],
+    shared: Option<&Tensor>,
+) -> Result<()> {
+    let kernel = enc.ctx().kernel(file, entry)?;
+    for page in 0..g.num_pages() {
+        let params = page_params(g, page, base);
+        let mut bindings: Vec<_> = per_page.iter().map(|t| t.page_binding(page)).collect();
+        if let Some(t) = shared {
+            bindings.insert(bindings.len() - 1, t.page_binding(0));
+        }
+        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
+        enc.dispatch(&kernel, &params, &bindings, grid)?;
+    }
+    Ok(())
+}
+
+/// Quantised opacity weights and dead flags of every Gaussian.
+fn weigh(enc: &mut Encoder, g: &GaussianTensors, base: McmcParams) -> Result<(Tensor, Tensor)> {
+    let weights = per_gaussian(enc, g, "mcmc/weights")?;
+    let dead = per_gaussian(enc, g, "mcmc/dead")?;
+    let tensors = [&g.opacity_logits, &weights, &dead];
+    dispatch_pages(enc, g, "mcmc_weigh.wgsl", "weigh", base, &tensors, None)?;
+    Ok((weights, dead))
+}
+
+/// K draws in proportion to `weights`: the draws per Gaussian `[N]` and the drawn Gaussians'
+/// indices `[K]` (each repeated as often as drawn, in index order).
+fn draw(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    weights: &Tensor,
+    base: McmcParams,
+) -> Result<(Tensor, Tensor)> {
+    let k = u64::from(base.samples);
+    if k * 4 > enc.ctx().page_bytes() {
+        return Err(Error::Overflow {
+            what: "MCMC draws in one binding".into(),
+            needed: k * 4,
+            max: enc.ctx().page_bytes(),
+            hint: "lower mcmc_growth or max_gaussians".into(),
+        });
+    }
+    let cdf = per_gaussian(enc, g, "mcmc/cdf")?;
+    let total = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[1],
+        MemoryCategory::FrameScratch,
+        "mcmc/total",
+    )?;
+    ops::scan::scan_with_total(enc, weights, &cdf, ScanKind::Inclusive, &total)?;
+    let draws = per_gaussian(enc, g, "mcmc/draws")?;
+    let tensors = [weights, &cdf, &draws];
+    dispatch_pages(
+        enc,
+        g,
+        "mcmc_draws.wgsl",
+        "multiplicity",
+        base,
+        &tensors,
+        Some(&total),
+    )?;
+    drop((cdf, total));
+    let first_slot = per_gaussian(enc, g, "mcmc/first_slot")?;
+    ops::scan::exclusive_scan_u32(enc, &draws, &first_slot)?;
+    let source_from_draw = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[k as usize],
+        MemoryCategory::FrameScratch,
+        "mcmc/source_from_draw",
+    )?;
+    let kernel = enc.ctx().kernel("mcmc_expand.wgsl", "expand")?;
+    for page in 0..g.num_pages() {
+        let params = page_params(g, page, base);
+        let bindings = [
+            draws.page_binding(page),
+            first_slot.page_binding(page),
+            source_from_draw.page_binding(0),
+        ];
+        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
+        enc.dispatch(&kernel, &params, &bindings, grid)?;
+    }
+    Ok((draws, source_from_draw))
+}
+
+/// Corrects every drawn source in place and returns the rows whose moments restart.
+fn correct(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    draws: &Tensor,
+    base: McmcParams,
+) -> Result<Tensor> {
+    let reset = per_gaussian(enc, g, "mcmc/reset")?;
+    let tensors = [draws, &g.opacity_logits, &g.log_scales, &reset];
+    dispatch_pages(enc, g, "mcmc_correct.wgsl", "correct", base, &tensors, None)?;
+    Ok(reset)
+}
+
+/// Zeroes both Adam moments on the rows flagged in `reset`.
+fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tensor) -> Result<()> {
+    let kernel = enc.ctx().kernel("mcmc_clear_rows.wgsl", "clear_rows")?;
+    for moments in [optimizer.moment1(), optimizer.moment2()] {
+        for attribute in moments.attributes() {
+            let width = row_width(attribute);
+            if width == 0 {
+                continue;
+            }
+            for page in 0..moments.num_pages() {
+                let params = page_params(
+                    moments,
+                    page,
+                    McmcParams {
+                        width: width as u32,
+                        ..Default::default()
+                    },
+                );
+                let bindings = [reset.page_binding(page), attribute.page_binding(page)];
+                let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
+                enc.dispatch(&kernel, &params, &bindings, grid)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sampling uniform shared by a relocation or growth step of `t`.
+fn base_params(t: &Trainer, mode: u32, samples: u64, salt: u64) -> McmcParams {
+    let bits = (t.rng_state ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 40;
+    McmcParams {
+        samples: samples as u32,
+        mode,
+        weight_scale: weight_scale(t.params.len()),
+        min_opacity: t.config.prune_opacity,
+        offset: bits as f32 / (1u64 << 24) as f32,
+        ..Default::default()
+    }
+}
+
+/// Relocates every dead Gaussian onto a live one drawn in proportion to opacity; returns how
+/// many were relocated (0 when none is dead, or none is alive).
+pub fn relocate_dead(t: &mut Trainer) -> Result<u64> {
+    let ctx = t.ctx.clone();
+    let n = t.params.len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut enc = ctx.encoder("mcmc: find dead");
+    let (weights, dead) = weigh(&mut enc, &t.params, base_params(t, MODE_RELOCATE, 0, 1))?;
+    let dead_ids = ops::compact::compact_indices(&mut enc, &dead)?;
+    drop(dead);
+    let pending = dead_ids.count.record_read(&mut enc)?;
+    ctx.submit(enc)?;
+    let k = u64::from(pending.wait::<u32>(&ctx)?[0]);
+    if k == 0 || k >= n {
+        return Ok(0);
+    }
+    let mut enc = ctx.encoder("mcmc: relocate");
+    let base = base_params(t, MODE_RELOCATE, k, 1);
+    let (draws, source_from_draw) = draw(&mut enc, &t.params, &weights, base)?;
+    drop(weights);
+    let reset = correct(&mut enc, &t.params, &draws, base)?;
+    drop(draws);
+    let copies = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/copies")?;
+    drop(source_from_draw);
+    let dead_from_copy = dead_ids.values.prefix(k)?;
+    for (from, to) in copies.attributes().into_iter().zip(t.params.attributes()) {
+        let width = row_width(from);
+        if width > 0 {
+            ops::gather::scatter_rows(&mut enc, from, &dead_from_copy, width, to)?;
+        }
+    }
+    clear_moments(&mut enc, &t.optimizer, &reset)?;
+    ctx.submit(enc)?;
+    Ok(k)
+}
+
+/// Grows the set by `mcmc_growth` (up to `max_gaussians`) with copies of Gaussians drawn in
+/// proportion to opacity; returns how many were added.
+pub fn grow(t: &mut Trainer) -> Result<u64> {
+    let ctx = t.ctx.clone();
+    let n = t.params.len();
+    let target = ((n as f64 * (1.0 + t.config.mcmc_growth)).floor() as u64)
+        .min(t.config.max_gaussians.max(n));
+    let k = target.saturating_sub(n);
+    if n == 0 || k == 0 {
+        return Ok(0);
+    }
+    let mut enc = ctx.encoder("mcmc: grow");
+    let base = base_params(t, MODE_GROW, k, 2);
+    let (weights, _) = weigh(&mut enc, &t.params, base)?;
+    let (draws, source_from_draw) = draw(&mut enc, &t.params, &weights, base)?;
+    drop(weights);
+    let reset = correct(&mut enc, &t.params, &draws, base)?;
+    drop(draws);
+    clear_moments(&mut enc, &t.optimizer, &reset)?;
+    drop(reset);
+    let new_rows = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/new")?;
+    drop(source_from_draw);
+    let degree = t.params.max_sh_degree();
+    t.grads = GaussianTensors::uninit(&mut enc, 0, degree, MemoryCategory::Gradients, "grads")?;
+    t.stats = new_stats(&mut enc, &t.grads)?;
+    t.optimizer
+        .append_rows(&mut enc, &mut t.params, &new_rows)?;
+    drop(new_rows);
+    t.grads = GaussianTensors::zeros_like(&mut enc, &t.params, MemoryCategory::Gradients, "grads")?;
+    t.stats = new_stats(&mut enc, &t.params)?;
+    ctx.submit(enc)?;
+    Ok(k)
+}
+
+/// Runs the refinement due after the iteration just taken (MCMC only).
+pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
+    let c = &t.config;
+    let it = t.iteration;
+    if c.strategy == Strategy::Mcmc
+        && it < c.mcmc_refine_until
+        && it > c.densify_from
+        && it % c.densify_every == 0
+    {
+        relocate_dead(t)?;
+        grow(t)?;
+    }
+    Ok(())
+}
+
+/// The noise uniform for page `page` of `g`.
+fn noise_page(g: &GaussianTensors, page: usize, base: NoiseParams) -> NoiseParams {
+    NoiseParams {
+        count: g.page_rows(page) as u32,
+        page_offset: (page as u64 * g.rows_per_page) as u32,
+        ..base
+    }
+}
+
+/// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·
+/// mean(scale) over all N opacities and 3N scales, added to `grads`.
+pub fn record_regularizers(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    grads: &GaussianTensors,
+    opacity_reg: f32,
+    scale_reg: f32,
+) -> Result<()> {
+    let n = g.len().max(1) as f32;
+    let base = NoiseParams {
+        opacity_reg: opacity_reg / n,
+        scale_reg: scale_reg / (3.0 * n),
+        ..Default::default()
+    };
+    let kernel = enc.ctx().kernel("mcmc_regularize.wgsl", "regularize")?;
+    for page in 0..g.num_pages() {
+        let params = noise_page(g, page, base);
+        let bindings = [
+            g.opacity_logits.page_binding(page),
+            g.log_scales.page_binding(page),
+            grads.opacity_logits.page_binding(page),
+            grads.log_scales.page_binding(page),
+        ];
+        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
+        enc.dispatch(&kernel, &params, &bindings, grid)?;
+    }
+    Ok(())
+}
+
+/// Records MCMC's position noise: each mean moves by Σ ε · gate(opacity) · `noise_scale`
+/// (`mcmc_noise_lr` × the position learning rate), with ε from `seed` and the Gaussian's index.
+pub fn record_noise(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    noise_scale: f32,
+    seed: u32,
+) -> Result<()> {
+    let base = NoiseParams {
+        seed,
+        noise_scale,
+        ..Default::default()
+    };
+    let kernel = enc.ctx().kernel("mcmc_perturb.wgsl", "perturb")?;
+    for page in 0..g.num_pages() {
+        let params = noise_page(g, page, base);
+        let bindings = [
+            g.opacity_logits.page_binding(page),
+            g.log_scales.page_binding(page),
+            g.quats.page_binding(page),
+            g.means.page_binding(page),
+        ];
+        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
+        enc.dispatch(&kernel, &params, &bindings, grid)?;
+    }
+    Ok(())
+}
