@@ -189,6 +189,25 @@ fn bad_inputs_name_the_file_and_lose_nothing() {
         "{err}"
     );
 
+    // A budget too small for the initial points fails before training, with the numbers.
+    let err = expect_failure(&[
+        "train",
+        "--builtin-resolution",
+        "24",
+        "--memory-budget",
+        "1MiB",
+        "--out",
+        out_s,
+    ]);
+    assert!(
+        err.contains("cannot hold the initial") && err.contains("--memory-budget"),
+        "{err}"
+    );
+    let err = expect_failure(&["train", "--memory-budget", "8 parsecs", "--out", out_s]);
+    assert!(err.contains("parsecs") && err.contains("GiB"), "{err}");
+    let err = expect_failure(&["train", "--strategy", "mcmc", "--out", out_s]);
+    assert!(err.contains("--max-gaussians"), "{err}");
+
     assert!(std::fs::read(&ply).unwrap() == good_ply, "the PLY changed");
     assert!(
         std::fs::read(&checkpoint).unwrap() == good_checkpoint,
@@ -202,4 +221,49 @@ fn bad_inputs_name_the_file_and_lose_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_memory_budget_caps_mcmc_growth() {
+    let dir = temp_dir("budget");
+    let out = dir.join("out");
+    let args = [
+        "train",
+        "--builtin-resolution",
+        "24",
+        "--iterations",
+        "210",
+        "--strategy",
+        "mcmc",
+        "--memory-budget",
+        "5.5MiB",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    // Without the test build's 1 MiB poison source, which the budget does not plan for.
+    let run = Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(args)
+        .env("WGSPLAT_POISON", "0")
+        .output()
+        .unwrap();
+    expect_success(&run);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let cap: u64 = stdout
+        .lines()
+        .find_map(|l| l.split("; cap ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no cap printed:\n{stdout}"));
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+    let count = metrics["gaussians"].as_u64().unwrap();
+    assert!(
+        cap > 4000 && count == cap,
+        "{count} Gaussians with a cap of {cap}"
+    );
+    let peak = metrics["peak_gpu_total_bytes"].as_u64().unwrap();
+    assert!(
+        peak <= 5_767_168,
+        "peak {peak} bytes above the 5.5 MiB budget"
+    );
 }
