@@ -1,0 +1,131 @@
+//! Densification within a bound: every step that changes the Gaussian set (a 50% split, a 30%
+//! prune, an MCMC relocation and an MCMC growth) peaks at no more than 1.25 × the steady-state
+//! bytes of the larger of the models before and after, by the allocator's own accounting.
+
+use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::splat::GaussianTensors;
+use wgsplat::splat::reference::CpuGaussians;
+use wgsplat::testing::{TestRng, fresh_context};
+use wgsplat::train::densify::apply_row_changes;
+use wgsplat::train::mcmc::{grow, relocate_dead};
+use wgsplat::train::{TrainConfig, Trainer};
+use wgsplat::{GpuContext, MemoryCategory, Tensor};
+
+const BOUND: f64 = 1.25;
+
+fn model(n: usize) -> CpuGaussians {
+    let mut rng = TestRng::new(5);
+    let mut g = CpuGaussians::default();
+    for i in 0..n {
+        g.means.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
+        g.log_scales.push([(0.01f32).ln(); 3]);
+        g.quats.push([1.0, 0.0, 0.0, 0.0]);
+        g.opacity_logits.push(if i % 10 == 0 {
+            -8.0
+        } else {
+            rng.range(-2.0, 2.0)
+        });
+        let mut sh = [[0f32; 3]; 16];
+        sh[0] = [rng.range(-1.0, 1.0), 0.5, 0.0];
+        g.sh.push(sh);
+    }
+    g
+}
+
+fn indices(ctx: &GpuContext, values: &[u32]) -> Tensor {
+    let mut enc = ctx.encoder("indices");
+    let t = Tensor::from_slice(
+        &mut enc,
+        values,
+        &[values.len()],
+        MemoryCategory::Other,
+        "idx",
+    )
+    .unwrap();
+    ctx.submit(enc).unwrap();
+    t
+}
+
+/// Runs `step` and returns peak / max(before, after) of the allocator's live bytes.
+fn peak_ratio(ctx: &GpuContext, step: impl FnOnce()) -> f64 {
+    ctx.wait_idle().unwrap();
+    ctx.trim();
+    let before = ctx.memory_report().total.live_bytes;
+    ctx.allocator().reset_peaks();
+    step();
+    ctx.wait_idle().unwrap();
+    let report = ctx.memory_report();
+    report.total.peak_bytes as f64 / before.max(report.total.live_bytes) as f64
+}
+
+#[test]
+fn every_densify_step_peaks_within_a_quarter_of_the_steady_state() {
+    let ctx = fresh_context(false);
+    let n = 40_000;
+    let dataset = generate(&BuiltinOptions {
+        resolution: 16,
+        train_views: 2,
+        test_views: 1,
+        points: 100,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let mut enc = ctx.encoder("model");
+    let params =
+        GaussianTensors::upload(&mut enc, &model(n), 3, MemoryCategory::Parameters, "params")
+            .unwrap();
+    ctx.submit(enc).unwrap();
+    let config = TrainConfig {
+        max_gaussians: 4 * n as u64,
+        ..TrainConfig::default().with_statistics_only()
+    };
+    let mut t = Trainer::new(&ctx, dataset, params, config).unwrap();
+    t.step().unwrap();
+    let keep = indices(
+        &ctx,
+        &(0..n as u32).filter(|i| i % 2 == 0).collect::<Vec<_>>(),
+    );
+    let split = indices(
+        &ctx,
+        &(0..n as u32).filter(|i| i % 2 == 1).collect::<Vec<_>>(),
+    );
+    let none = indices(&ctx, &[]);
+    let mut ratios = vec![(
+        "split 50%",
+        peak_ratio(&ctx, || {
+            apply_row_changes(&mut t, &keep, &none, &split).unwrap()
+        }),
+    )];
+    assert_eq!(t.params().len(), 3 * n as u64 / 2);
+    let m = t.params().len() as u32;
+    let keep = indices(&ctx, &(0..m).filter(|i| i % 10 >= 3).collect::<Vec<_>>());
+    ratios.push((
+        "prune 30%",
+        peak_ratio(&ctx, || {
+            apply_row_changes(&mut t, &keep, &none, &none).unwrap()
+        }),
+    ));
+    let mut relocated = 0;
+    ratios.push((
+        "relocate",
+        peak_ratio(&ctx, || relocated = relocate_dead(&mut t).unwrap()),
+    ));
+    assert!(relocated > 0, "nothing was relocated");
+    let before = t.params().len();
+    ratios.push((
+        "grow 5%",
+        peak_ratio(&ctx, || {
+            grow(&mut t).unwrap();
+        }),
+    ));
+    assert_eq!(t.params().len(), before + before / 20);
+    t.step().unwrap();
+    eprintln!("peak ratios: {ratios:?}");
+    for (name, ratio) in ratios {
+        assert!(ratio <= BOUND, "{name}: peak {ratio:.3} × the steady state");
+    }
+}
