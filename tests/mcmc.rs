@@ -293,13 +293,13 @@ fn regularizers_and_noise_match_cpu_ports() {
                 .collect();
             let base = pcg(1234 ^ pcg(i as u32));
             let eps: Vec<f64> = (0..3).map(|k| normal(base + k)).collect();
-            // Σ ε = R S² Rᵀ ε, with R's columns as quat_to_matrix's rows' transpose.
+            // Σ ε = R S² Rᵀ ε (quat_to_matrix is row-major: r[a][b] = R_ab).
             let rt_eps: Vec<f64> = (0..3)
                 .map(|a| (0..3).map(|b| f64::from(r[b][a]) * eps[b]).sum())
                 .collect();
-            for a in 0..3 {
+            for (a, row) in r.iter().enumerate() {
                 let step: f64 = (0..3)
-                    .map(|b| f64::from(r[a][b]) * s[b] * s[b] * rt_eps[b])
+                    .map(|b| f64::from(row[b]) * s[b] * s[b] * rt_eps[b])
                     .sum::<f64>()
                     * gate
                     * 0.5;

@@ -225,8 +225,8 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         .unwrap_or(config.iterations)
         .min(config.iterations);
     while trainer.iteration() < last {
-        let chunk_end = if save_every > 0 {
-            (trainer.iteration() / save_every + 1) * save_every
+        let chunk_end = if let Some(chunks) = trainer.iteration().checked_div(save_every) {
+            (chunks + 1) * save_every
         } else {
             last
         };

@@ -73,10 +73,10 @@ impl ContextOptions {
     /// `WGSPLAT_POISON` and `WGSPLAT_POOL_LIMIT_MIB`.
     pub fn from_env() -> Result<Self> {
         let mut options = ContextOptions::default();
-        if let Ok(filter) = std::env::var("WGSPLAT_ADAPTER") {
-            if !filter.trim().is_empty() {
-                options.adapter_filter = Some(filter.trim().to_owned());
-            }
+        if let Ok(filter) = std::env::var("WGSPLAT_ADAPTER")
+            && !filter.trim().is_empty()
+        {
+            options.adapter_filter = Some(filter.trim().to_owned());
         }
         if let Ok(backend) = std::env::var("WGSPLAT_BACKEND") {
             options.backends = parse_backend(&backend)?;

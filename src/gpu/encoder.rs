@@ -180,7 +180,7 @@ impl Encoder {
 
     /// Records an upload of `data` into `dst` at `dst_offset`. Both must be multiples of 4 bytes.
     pub fn upload(&mut self, dst: &wgpu::Buffer, dst_offset: u64, data: &[u8]) -> Result<()> {
-        if data.len() % 4 != 0 || dst_offset % 4 != 0 {
+        if !data.len().is_multiple_of(4) || !dst_offset.is_multiple_of(4) {
             return Err(Error::InvalidArgument {
                 op: "upload",
                 detail: format!(

@@ -79,10 +79,10 @@ const MAX_SCREEN_RADIUS: f32 = 20.0;
 pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     let c = t.config.clone();
     let it = t.iteration;
-    if it < c.densify_until && it > c.densify_from && it % c.densify_every == 0 {
+    if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
         densify(t, it > c.opacity_reset_every)?;
     }
-    if it < c.densify_until && c.opacity_reset_every > 0 && it % c.opacity_reset_every == 0 {
+    if it < c.densify_until && c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every) {
         let mut enc = t.ctx.encoder("opacity reset");
         ops::clamp_inplace(
             &mut enc,

@@ -362,7 +362,7 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     if c.strategy == Strategy::Mcmc
         && it < c.mcmc_refine_until
         && it > c.densify_from
-        && it % c.densify_every == 0
+        && it.is_multiple_of(c.densify_every)
     {
         relocate_dead(t)?;
         grow(t)?;

@@ -320,7 +320,7 @@ impl Trainer {
         self.iteration += 1;
         let mut report = None;
         let mut check = None;
-        if self.iteration % self.config.loss_readback_every == 0
+        if self.iteration.is_multiple_of(self.config.loss_readback_every)
             || self.iteration == self.config.iterations
         {
             let sums = Tensor::uninit(
@@ -477,7 +477,7 @@ impl Trainer {
                     after: self.params.len(),
                 });
             }
-            if self.config.eval_every > 0 && self.iteration % self.config.eval_every == 0 {
+            if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
                 let (psnr, ssim) = self.evaluate()?;
                 sink(TrainEvent::Evaluated {
                     iteration: self.iteration,
