@@ -1,6 +1,7 @@
 // Emits one (tile, splat) intersection per tile that each visible splat's footprint touches.
 // Splats arrive in depth order, so a later stable sort by tile keeps each tile's list in depth
-// order. `offsets` is the exclusive scan of the tile counts, so writes never collide.
+// order. `offsets` is the exclusive scan of the tile counts (exactly V entries), so writes never
+// collide. One dispatch per page of splats: `count` splats from `page_offset`; `aux` = I.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
@@ -12,18 +13,19 @@
 
 @compute @workgroup_size(256)
 fn emit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let v = workgroup_index(wid, nwg) * 256u + lid;
-    if v >= u.count {
+    let local = workgroup_index(wid, nwg) * 256u + lid;
+    if local >= u.count {
         return;
     }
-    let base = v * SPLAT_STRIDE;
+    let v = u.page_offset + local;
+    let base = local * SPLAT_STRIDE;
     let xy = vec2<f32>(splats[base + SPLAT_X], splats[base + SPLAT_Y]);
     let radius = vec2<f32>(splats[base + SPLAT_RADIUS_X], splats[base + SPLAT_RADIUS_Y]);
     let tiles = vec2<i32>(u.tile_counts);
     let tile_min = clamp(vec2<i32>(floor((xy - radius) / f32(TILE_SIZE))), vec2<i32>(0), tiles);
     let tile_max = clamp(vec2<i32>(ceil((xy + radius) / f32(TILE_SIZE))), vec2<i32>(0), tiles);
     var at = offsets[v];
-    let end = select(offsets[v + 1u], u.aux, v + 1u == u.count);
+    let end = select(offsets[v + 1u], u.aux, v + 1u >= arrayLength(&offsets));
     for (var ty = tile_min.y; ty < tile_max.y; ty++) {
         for (var tx = tile_min.x; tx < tile_max.x; tx++) {
             if at < end {

@@ -2,8 +2,14 @@
 // to back, loading them in batches of 256 through workgroup memory. Per pixel it writes RGB
 // composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
 // intersections it consumed up to its last contributor (the backward pass starts there).
+//
+// It runs once per chunk of splats (shared/chunk.wgsl), `splats` being the chunk's page. Between
+// chunks the outputs hold the running state: `rgba` = (colour so far, transmittance), `depth` =
+// depth so far, `consumed` = consumed count with DONE_BIT set once the pixel has terminated. The
+// first chunk starts from the empty state without reading; the last composites the background.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/chunk.wgsl"
 
 @group(0) @binding(0) var<uniform> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> splats: array<f32>;
@@ -14,6 +20,8 @@
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
 
 const BATCH: u32 = 256u;
+// Set in `consumed` between chunks once a pixel's transmittance ran out.
+const DONE_BIT: u32 = 0x80000000u;
 
 var<workgroup> s_xy: array<vec2<f32>, BATCH>;
 var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
@@ -39,12 +47,28 @@ fn rasterize(
     let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
+    let run = chunk_run(start, end);
+    let first_chunk = chunk_is_first();
+    let last_chunk = chunk_is_last();
+    if run.x == run.y && !first_chunk && !last_chunk {
+        return; // uniform: this chunk leaves the tile's state as it is
+    }
+    let p = select(0u, py * u.image_size.x + px, inside);
 
     var transmittance = 1.0;
     var color = vec3<f32>(0.0);
     var depth_acc = 0.0;
     var used = 0u;
     var done = !inside;
+    if !first_chunk {
+        let state = rgba[p];
+        let carried = consumed[p];
+        color = state.xyz;
+        transmittance = state.w;
+        depth_acc = depth[p];
+        used = carried & ~DONE_BIT;
+        done = done || (carried & DONE_BIT) != 0u;
+    }
     if lid == 0u {
         atomicStore(&done_count, 0u);
     }
@@ -52,7 +76,7 @@ fn rasterize(
     if done {
         atomicAdd(&done_count, 1u);
     }
-    for (var batch = start; batch < end; batch += BATCH) {
+    for (var batch = run.x; batch < run.y; batch += BATCH) {
         workgroupBarrier();
         if lid == 0u {
             done_snapshot = atomicLoad(&done_count);
@@ -61,14 +85,14 @@ fn rasterize(
             break;
         }
         let idx = batch + lid;
-        if idx < end {
-            let s = splat_from_isect[idx] * SPLAT_STRIDE;
+        if idx < run.y {
+            let s = (splat_from_isect[idx] - u.page_offset) * SPLAT_STRIDE;
             s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
             s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
             s_color_depth[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], splats[s + SPLAT_DEPTH]);
         }
         workgroupBarrier();
-        let n = min(BATCH, end - batch);
+        let n = min(BATCH, run.y - batch);
         if !done {
             for (var j = 0u; j < n; j++) {
                 let co = s_conic_opacity[j];
@@ -93,9 +117,13 @@ fn rasterize(
         }
     }
     if inside {
-        let p = py * u.image_size.x + px;
-        rgba[p] = vec4<f32>(color + transmittance * u.background.xyz, 1.0 - transmittance);
         depth[p] = depth_acc;
-        consumed[p] = used;
+        if last_chunk {
+            rgba[p] = vec4<f32>(color + transmittance * u.background.xyz, 1.0 - transmittance);
+            consumed[p] = used;
+        } else {
+            rgba[p] = vec4<f32>(color, transmittance);
+            consumed[p] = used | select(0u, DONE_BIT, done);
+        }
     }
 }

@@ -10,8 +10,14 @@
 // workgroup f32 atomics do not exist), so no barrier is needed per splat; the accumulators are
 // flushed once per batch. Without subgroups, a barrier-synchronised tree reduction runs per splat.
 // Batches behind every pixel's last contributor are skipped.
+//
+// It runs once per chunk of splats (shared/chunk.wgsl), back to front: `splats` and `v_splats` are
+// the chunk's pages, and `carry` passes each pixel's transmittance and colour accumulated behind
+// (T, r, g, b) from one chunk to the chunk in front of it. The backmost chunk starts from the
+// rendered image; the frontmost writes no carry (with one chunk, `carry` is never touched).
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/chunk.wgsl"
 
 @group(0) @binding(0) var<uniform> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> splats: array<f32>;
@@ -25,6 +31,7 @@
 #else
 @group(0) @binding(7) var<storage, read_write> v_splats: array<atomic<u32>>;
 #endif
+@group(0) @binding(8) var<storage, read_write> carry: array<vec4<f32>>;
 
 const BATCH: u32 = 256u;
 // Gradient values per splat row (see src/splat/backward.rs): x, y, conic a, b, c, opacity, r, g,
@@ -98,16 +105,27 @@ fn rasterize_backward(
     let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
+    let run = chunk_run(start, end);
+    let first_chunk = chunk_is_first();
+    let last_chunk = chunk_is_last();
+    if run.x == run.y && !last_chunk {
+        return; // uniform: this chunk leaves the tile's carried state as it is
+    }
 
     let t_final = select(1.0, 1.0 - rgba[p].w, inside);
     let v_out = select(vec4<f32>(0.0), v_rgba[p], inside);
     let limit = select(start, start + consumed[p], inside);
     var transmittance = t_final;
     var behind = vec3<f32>(0.0);
+    if !last_chunk {
+        let carried = carry[p];
+        transmittance = carried.x;
+        behind = carried.yzw;
+    }
 
     // Intersections past every pixel's last contributor change nothing: start at the largest limit.
     if lid == 0u {
-        atomicStore(&max_limit, start);
+        atomicStore(&max_limit, run.x);
     }
     workgroupBarrier();
     atomicMax(&max_limit, limit);
@@ -116,9 +134,9 @@ fn rasterize_backward(
         max_limit_snapshot = atomicLoad(&max_limit);
     }
     let last = workgroupUniformLoad(&max_limit_snapshot);
-    var batch_end = min(end, last);
-    while batch_end > start {
-        let batch_start = select(start, batch_end - BATCH, batch_end - start > BATCH);
+    var batch_end = min(run.y, last);
+    while batch_end > run.x {
+        let batch_start = select(run.x, batch_end - BATCH, batch_end - run.x > BATCH);
         let n = batch_end - batch_start;
         workgroupBarrier();
 #if SUBGROUPS
@@ -127,7 +145,7 @@ fn rasterize_backward(
         }
 #endif
         if lid < n {
-            let splat = splat_from_isect[batch_start + lid];
+            let splat = splat_from_isect[batch_start + lid] - u.page_offset;
             let s = splat * SPLAT_STRIDE;
             s_index[lid] = splat;
             s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
@@ -215,5 +233,8 @@ fn rasterize_backward(
         }
 #endif
         batch_end = batch_start;
+    }
+    if !first_chunk && inside {
+        carry[p] = vec4<f32>(transmittance, behind);
     }
 }

@@ -26,7 +26,7 @@ struct RenderUniform {
     alpha_mode: u32,
     // Index of the first Gaussian of the page being processed.
     page_offset: u32,
-    // Number of intersections (rasterizer) or 0.
+    // Intersections (map_intersections), visible splats V (rasterizers, see chunk.wgsl), or flags.
     aux: u32,
 }
 

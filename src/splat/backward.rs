@@ -2,7 +2,8 @@
 //! parameter, plus the densification statistics.
 //!
 //! 1. `rasterize_backward.wgsl` sums, per visible splat, the gradients of its pixel mean, conic,
-//!    opacity and colour over the pixels it touched (rows of [`V_STRIDE`] floats in depth order).
+//!    opacity and colour over the pixels it touched (rows of [`V_STRIDE`] floats in depth order,
+//!    paged like the splats and computed chunk by chunk, back to front: see [`super::raster`]).
 //!    The portable path accumulates with a compare-and-swap loop on u32 bit patterns; the fast
 //!    path with f32 atomics.
 //! 2. Those rows are scattered back into Gaussian order (zero rows for culled Gaussians).
@@ -12,10 +13,10 @@
 //!
 //! Gradients are written, not accumulated: each parameter has exactly one gradient buffer.
 
-use super::forward::{ForwardOutput, fits_one_page, placeholder};
+use super::forward::{ForwardOutput, placeholder};
 use super::gaussians::GaussianTensors;
 use crate::error::{Error, Result};
-use crate::gpu::{Encoder, MemoryCategory, WorkgroupGrid};
+use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor};
 
@@ -34,7 +35,7 @@ pub struct BackwardOptions {
 
 /// Per-splat and per-Gaussian intermediates, kept for inspection and tests.
 pub struct BackwardOutput {
-    /// Gradient rows in depth order, `[V, 12]`.
+    /// Gradient rows in depth order, `[V, 12]`, paged like `ForwardOutput::splats`.
     pub v_splats: Tensor,
     /// Gradient rows in Gaussian order, `[N, 12]` (zero for culled Gaussians).
     pub v_projected: Tensor,
@@ -78,36 +79,8 @@ pub fn record_backward(
     let ctx = enc.ctx().clone();
     let v = fwd.num_visible;
     let n = g.len() as usize;
-    fits_one_page(&ctx, "splat gradients", v * V_STRIDE)?;
     let u = fwd.uniform;
-    let v_splats = Tensor::zeros(
-        enc,
-        DType::F32,
-        &[v as usize, V_STRIDE as usize],
-        MemoryCategory::FrameScratch,
-        "splat/v_splats",
-    )?;
-    let [tx, ty] = u.tile_counts();
-    let num_tiles = u64::from(tx) * u64::from(ty);
-    if v > 0 && fwd.num_intersections > 0 {
-        let kernel = ctx.kernel("rasterize_backward.wgsl", "rasterize_backward")?;
-        let bindings = [
-            fwd.splats.page_binding(0),
-            fwd.splat_from_isect.page_binding(0),
-            fwd.tile_ranges.page_binding(0),
-            fwd.image.page_binding(0),
-            fwd.consumed.page_binding(0),
-            v_image.page_binding(0),
-            v_splats.page_binding(0),
-        ];
-        let grid = WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
-        enc.dispatch(
-            &kernel,
-            &u.with_count(0, 0, fwd.num_intersections),
-            &bindings,
-            grid,
-        )?;
-    }
+    let v_splats = super::raster::record_raster_backward(enc, fwd, v_image)?;
     let v_projected = Tensor::uninit_rows(
         enc,
         DType::F32,

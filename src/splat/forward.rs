@@ -8,8 +8,11 @@
 //!
 //! Sizes: the number of visible splats V and of intersections I depend on the data. They are
 //! counted on the GPU and read back once (8 bytes) between the two halves of the pass
-//! ([`Projection::read_counts`]), and every later buffer is sized exactly from them; a size that
-//! does not fit one binding is reported as an error, never truncated.
+//! ([`Projection::read_counts`]), and every later buffer is sized exactly from them. The visible
+//! splats are paged by whole rows and rasterized chunk by chunk (see [`super::raster`]), so their
+//! count is not capped by one binding; the u32 lists (V splat indices, I intersections) and the
+//! image must each fit one binding, and a size that does not is reported as an error, never
+//! truncated.
 
 use super::camera::Camera;
 use super::gaussians::GaussianTensors;
@@ -18,6 +21,8 @@ use crate::error::{Error, Result};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor, TensorReadback};
+
+pub use super::raster::record_raster;
 
 /// Floats per projected splat row (see `shaders/shared/splat.wgsl`).
 pub const SPLAT_STRIDE: u64 = 12;
@@ -53,7 +58,8 @@ pub struct ForwardOutput {
     pub depth: Tensor,
     /// Per pixel, how many of its tile's intersections it consumed up to its last contributor.
     pub consumed: Tensor,
-    /// Visible splats in depth order, `[V, 12]`.
+    /// Visible splats in depth order, `[V, 12]`, paged by whole rows: each page is one chunk of the
+    /// rasterizer (see [`super::raster::splat_rows_per_page`]).
     pub splats: Tensor,
     /// For each visible splat, the Gaussian it came from: `[V]`.
     pub global_from_splat: Tensor,
@@ -227,13 +233,20 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
 
 /// The sorted and binned splats of one view, ready to rasterize.
 pub struct Binned {
-    projection: Projection,
-    splats: Tensor,
-    global_from_splat: Tensor,
-    splat_from_isect: Tensor,
-    tile_ranges: Tensor,
-    num_visible: u64,
-    num_intersections: u64,
+    pub(super) projection: Projection,
+    pub(super) splats: Tensor,
+    pub(super) global_from_splat: Tensor,
+    pub(super) splat_from_isect: Tensor,
+    pub(super) tile_ranges: Tensor,
+    pub(super) num_visible: u64,
+    pub(super) num_intersections: u64,
+}
+
+impl ForwardOutput {
+    /// Chunks the rasterizer ran in (pages of [`ForwardOutput::splats`]; at least 1).
+    pub fn num_chunks(&self) -> usize {
+        self.splats.num_pages().max(1)
+    }
 }
 
 /// Records the second half: compaction, sorts, binning and rasterization.
@@ -252,7 +265,7 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     } = counted;
     let ctx = enc.ctx().clone();
     let (w, h) = (p.camera.width as u64, p.camera.height as u64);
-    fits_one_page(&ctx, "visible splats", v * SPLAT_STRIDE)?;
+    fits_one_page(&ctx, "visible splat indices", v)?;
     fits_one_page(&ctx, "tile intersections", isects)?;
     fits_one_page(&ctx, "the image", w * h * 4)?;
     let u = p.uniform;
@@ -262,7 +275,15 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     let visible_ids = compacted.values.prefix(v)?;
     let keys = ops::gather::gather(enc, &p.depth_keys, &visible_ids)?;
     let (_, global_from_splat) = ops::radix_sort::sort_pairs(enc, &keys, &visible_ids, 32)?;
-    let splats = ops::gather::gather_rows(enc, &p.projected, &global_from_splat, SPLAT_STRIDE)?;
+    let splats = Tensor::uninit_rows(
+        enc,
+        DType::F32,
+        &[v as usize, SPLAT_STRIDE as usize],
+        super::raster::splat_rows_per_page(&ctx),
+        MemoryCategory::FrameScratch,
+        "splat/splats",
+    )?;
+    ops::gather::gather_rows_into(enc, &p.projected, &global_from_splat, SPLAT_STRIDE, &splats)?;
     let counts = ops::gather::gather(enc, &p.tiles_touched, &global_from_splat)?;
     let offsets = Tensor::uninit(
         enc,
@@ -289,18 +310,22 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     )?;
     if v > 0 && isects > 0 {
         let emit = ctx.kernel("map_intersections.wgsl", "emit")?;
-        let bindings = [
-            splats.page_binding(0),
-            offsets.page_binding(0),
-            tile_keys.page_binding(0),
-            splat_from_isect_unsorted.page_binding(0),
-        ];
-        enc.dispatch(
-            &emit,
-            &u.with_count(v, 0, isects),
-            &bindings,
-            ops::grid(enc, v, emit.threads())?,
-        )?;
+        let rows = splats.page_elems() / SPLAT_STRIDE;
+        for page in 0..splats.num_pages() {
+            let count = splats.page_len(page) / SPLAT_STRIDE;
+            let bindings = [
+                splats.page_binding(page),
+                offsets.page_binding(0),
+                tile_keys.page_binding(0),
+                splat_from_isect_unsorted.page_binding(0),
+            ];
+            enc.dispatch(
+                &emit,
+                &u.with_count(count, page as u64 * rows, isects),
+                &bindings,
+                ops::grid(enc, count, emit.threads())?,
+            )?;
+        }
     }
     let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
     let (sorted_keys, splat_from_isect) =
@@ -330,80 +355,6 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         tile_ranges,
         num_visible: v,
         num_intersections: isects,
-    })
-}
-
-/// Records the tile rasterizer over binned splats.
-pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput> {
-    let Binned {
-        projection: p,
-        splats,
-        global_from_splat,
-        splat_from_isect,
-        tile_ranges,
-        num_visible: v,
-        num_intersections: isects,
-    } = binned;
-    let ctx = enc.ctx().clone();
-    let (w, h) = (p.camera.width as u64, p.camera.height as u64);
-    let u = p.uniform;
-    let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
-    let image = Tensor::uninit(
-        enc,
-        DType::F32,
-        &[h as usize, w as usize, 4],
-        MemoryCategory::FrameScratch,
-        "splat/image",
-    )?;
-    let depth = Tensor::uninit(
-        enc,
-        DType::F32,
-        &[h as usize, w as usize],
-        MemoryCategory::FrameScratch,
-        "splat/depth",
-    )?;
-    let consumed = Tensor::uninit(
-        enc,
-        DType::U32,
-        &[(h * w) as usize],
-        MemoryCategory::FrameScratch,
-        "splat/consumed",
-    )?;
-    let splats_b = if v > 0 {
-        splats.clone()
-    } else {
-        placeholder(enc, DType::F32)?
-    };
-    let isect_b = if isects > 0 {
-        splat_from_isect.clone()
-    } else {
-        placeholder(enc, DType::U32)?
-    };
-    let raster = ctx.kernel("rasterize.wgsl", "rasterize")?;
-    let bindings = [
-        splats_b.page_binding(0),
-        isect_b.page_binding(0),
-        tile_ranges.page_binding(0),
-        image.page_binding(0),
-        depth.page_binding(0),
-        consumed.page_binding(0),
-    ];
-    let grid =
-        crate::gpu::WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())?;
-    enc.dispatch(&raster, &u.with_count(0, 0, isects), &bindings, grid)?;
-    Ok(ForwardOutput {
-        image,
-        depth,
-        consumed,
-        splats,
-        global_from_splat,
-        splat_from_isect,
-        tile_ranges,
-        tiles_touched: p.tiles_touched,
-        projected: p.projected,
-        num_visible: v,
-        num_intersections: isects,
-        uniform: u,
     })
 }
 

@@ -14,3 +14,4 @@ pub use uniform::{AlphaMode, RenderUniform};
 
 pub mod backward;
 pub mod forward;
+pub mod raster;

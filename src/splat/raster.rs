@@ -1,0 +1,172 @@
+//! The tile rasterizer and its backward, run in chunks of splats.
+//!
+//! The visible splats (`[V, 12]` in depth order) are paged by whole rows, and each page is one
+//! chunk: one dispatch of `rasterize.wgsl` per chunk, front to back, and one of
+//! `rasterize_backward.wgsl` per chunk, back to front. Within a tile's depth-ordered run of
+//! intersections, a chunk's intersections are a contiguous sub-run (found on the GPU by binary
+//! search, `shaders/shared/chunk.wgsl`). Between chunks each pixel's state lives in memory: the
+//! forward keeps it in its own outputs (colour and transmittance in the image, depth, and the
+//! consumed count with a "terminated" bit), the backward in a carry buffer of (transmittance,
+//! colour behind). With one chunk (V up to ~2.8M splats on a 128 MiB binding) each kernel runs
+//! once and never reads state, as a single pass would; the results are the same per pixel either
+//! way, since every pixel composites the same splats in the same order.
+
+use super::backward::V_STRIDE;
+use super::forward::{Binned, ForwardOutput, SPLAT_STRIDE, placeholder};
+use crate::error::Result;
+use crate::gpu::{Encoder, GpuContext, MemoryCategory, WorkgroupGrid};
+use crate::tensor::{DType, Tensor};
+
+/// Splats per chunk (rows per page of the splat and splat-gradient tensors): as many rows of
+/// [`SPLAT_STRIDE`] floats as one page holds.
+pub fn splat_rows_per_page(ctx: &GpuContext) -> u64 {
+    (ctx.page_bytes() / 4 / SPLAT_STRIDE.max(V_STRIDE)).max(1)
+}
+
+/// Splats in chunk `page` of a row tensor paged like [`ForwardOutput::splats`]: (first, count).
+fn chunk_span(splats: &Tensor, page: usize, width: u64) -> (u64, u64) {
+    (
+        splats.page_start(page) / width,
+        splats.page_len(page) / width,
+    )
+}
+
+fn raster_grid(ctx: &GpuContext, num_tiles: u64) -> Result<WorkgroupGrid> {
+    WorkgroupGrid::for_workgroups(num_tiles, ctx.max_workgroups_per_dimension())
+}
+
+/// Records the tile rasterizer over binned splats, one dispatch per chunk in depth order.
+pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput> {
+    let Binned {
+        projection: p,
+        splats,
+        global_from_splat,
+        splat_from_isect,
+        tile_ranges,
+        num_visible: v,
+        num_intersections: isects,
+    } = binned;
+    let ctx = enc.ctx().clone();
+    let (w, h) = (p.camera.width as usize, p.camera.height as usize);
+    let u = p.uniform;
+    let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
+    let frame = |enc: &mut Encoder, dtype, shape: &[usize], label| {
+        Tensor::uninit(enc, dtype, shape, MemoryCategory::FrameScratch, label)
+    };
+    let image = frame(enc, DType::F32, &[h, w, 4], "splat/image")?;
+    let depth = frame(enc, DType::F32, &[h, w], "splat/depth")?;
+    let consumed = frame(enc, DType::U32, &[h * w], "splat/consumed")?;
+    let splat_placeholder = if v > 0 {
+        None
+    } else {
+        Some(placeholder(enc, DType::F32)?)
+    };
+    let isect_b = if isects > 0 {
+        splat_from_isect.clone()
+    } else {
+        placeholder(enc, DType::U32)?
+    };
+    let raster = ctx.kernel("rasterize.wgsl", "rasterize")?;
+    let grid = raster_grid(&ctx, num_tiles)?;
+    // With no visible splats, one dispatch over an empty chunk still writes the background.
+    let chunks = splats.num_pages().max(1);
+    for chunk in 0..chunks {
+        let (first, count) = match &splat_placeholder {
+            Some(_) => (0, 0),
+            None => chunk_span(&splats, chunk, SPLAT_STRIDE),
+        };
+        let splats_b = match &splat_placeholder {
+            Some(placeholder) => placeholder.page_binding(0),
+            None => splats.page_binding(chunk),
+        };
+        let bindings = [
+            splats_b,
+            isect_b.page_binding(0),
+            tile_ranges.page_binding(0),
+            image.page_binding(0),
+            depth.page_binding(0),
+            consumed.page_binding(0),
+        ];
+        enc.dispatch(&raster, &u.with_count(count, first, v), &bindings, grid)?;
+    }
+    Ok(ForwardOutput {
+        image,
+        depth,
+        consumed,
+        splats,
+        global_from_splat,
+        splat_from_isect,
+        tile_ranges,
+        tiles_touched: p.tiles_touched,
+        projected: p.projected,
+        num_visible: v,
+        num_intersections: isects,
+        uniform: u,
+    })
+}
+
+/// Records the rasterizer's backward, one dispatch per chunk from back to front, and returns the
+/// per-splat gradient rows `[V, V_STRIDE]` in depth order, paged like `fwd.splats`.
+pub(crate) fn record_raster_backward(
+    enc: &mut Encoder,
+    fwd: &ForwardOutput,
+    v_image: &Tensor,
+) -> Result<Tensor> {
+    let ctx = enc.ctx().clone();
+    let v = fwd.num_visible;
+    let rows = (fwd.splats.page_elems() / SPLAT_STRIDE).max(1);
+    let v_splats = Tensor::uninit_rows(
+        enc,
+        DType::F32,
+        &[v as usize, V_STRIDE as usize],
+        rows,
+        MemoryCategory::FrameScratch,
+        "splat/v_splats",
+    )?;
+    for page in 0..v_splats.num_pages() {
+        enc.clear(v_splats.page(page).raw(), 0, v_splats.page_len(page) * 4);
+    }
+    if v == 0 || fwd.num_intersections == 0 {
+        return Ok(v_splats);
+    }
+    let u = fwd.uniform;
+    let [tx, ty] = u.tile_counts();
+    let chunks = fwd.splats.num_pages();
+    // (transmittance, colour behind) per pixel, passed from each chunk to the one in front.
+    let carry = if chunks > 1 {
+        let [w, h] = u.image_size();
+        Tensor::uninit(
+            enc,
+            DType::F32,
+            &[h as usize * w as usize * 4],
+            MemoryCategory::FrameScratch,
+            "splat/raster_carry",
+        )?
+    } else {
+        // Never touched with one chunk, but bound as an array of vec4 (16 bytes at least).
+        Tensor::uninit(
+            enc,
+            DType::F32,
+            &[4],
+            MemoryCategory::FrameScratch,
+            "splat/raster_carry",
+        )?
+    };
+    let kernel = ctx.kernel("rasterize_backward.wgsl", "rasterize_backward")?;
+    let grid = raster_grid(&ctx, u64::from(tx) * u64::from(ty))?;
+    for chunk in (0..chunks).rev() {
+        let (first, count) = chunk_span(&fwd.splats, chunk, SPLAT_STRIDE);
+        let bindings = [
+            fwd.splats.page_binding(chunk),
+            fwd.splat_from_isect.page_binding(0),
+            fwd.tile_ranges.page_binding(0),
+            fwd.image.page_binding(0),
+            fwd.consumed.page_binding(0),
+            v_image.page_binding(0),
+            v_splats.page_binding(chunk),
+            carry.page_binding(0),
+        ];
+        enc.dispatch(&kernel, &u.with_count(count, first, v), &bindings, grid)?;
+    }
+    Ok(v_splats)
+}
