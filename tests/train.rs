@@ -131,3 +131,50 @@ fn nan_stops_training_and_keeps_the_last_good_checkpoint() {
     assert_eq!(entries, 1, "a temporary file was left behind");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A model trained on white has white where the views are empty; scoring it on black would count
+/// that as error (the bug that made a white-trained duck score 5 dB). One huge white Gaussian
+/// stands in for such a model: on the training background it matches every empty pixel.
+#[test]
+fn evaluation_uses_the_training_background() {
+    use wgsplat::MemoryCategory;
+    use wgsplat::splat::GaussianTensors;
+    use wgsplat::splat::reference::CpuGaussians;
+    use wgsplat::train::Background;
+    let ctx = fresh_context(false);
+    let dataset = generate(&BuiltinOptions {
+        resolution: 24,
+        train_views: 2,
+        test_views: 2,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let white_dc = 0.5 / 0.282_094_8;
+    let mut sh = [[0f32; 3]; 16];
+    sh[0] = [white_dc; 3];
+    let model = CpuGaussians {
+        means: vec![dataset.center],
+        log_scales: vec![[(20.0f32).ln(); 3]],
+        quats: vec![[1.0, 0.0, 0.0, 0.0]],
+        opacity_logits: vec![8.0],
+        sh: vec![sh],
+    };
+    let score = |background| {
+        let mut enc = ctx.encoder("model");
+        let params =
+            GaussianTensors::upload(&mut enc, &model, 3, MemoryCategory::Parameters, "p").unwrap();
+        ctx.submit(enc).unwrap();
+        let config = TrainConfig {
+            background,
+            ..TrainConfig::default()
+        };
+        let trainer = Trainer::new(&ctx, dataset.clone(), params, config).unwrap();
+        trainer.evaluate().unwrap().0
+    };
+    let (on_white, on_black) = (score(Background::White), score(Background::Black));
+    eprintln!("white model scored on white {on_white:.2} dB, on black {on_black:.2} dB");
+    assert!(
+        on_white > on_black + 5.0,
+        "{on_white:.2} vs {on_black:.2} dB"
+    );
+}

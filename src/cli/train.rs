@@ -351,6 +351,10 @@ pub struct RenderArgs {
     /// Print JSON (eval only).
     #[arg(long)]
     json: bool,
+    /// Background to render and score on: black, white, or the one the model was trained on
+    /// (NeRF-synthetic models trained with `--background white` must be scored on white).
+    #[arg(long, default_value = "black")]
+    background: String,
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
@@ -360,7 +364,8 @@ fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> 
 /// Runs `wgsplat render`.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
-    let mut dataset = load_dataset(args.dataset.as_deref(), &args.data_args, [0.0; 3])?;
+    let background = setup::background_color(setup::parse_background(&args.background)?);
+    let mut dataset = load_dataset(args.dataset.as_deref(), &args.data_args, background)?;
     if args.split == "train" {
         dataset.test = std::mem::take(&mut dataset.train);
     }
@@ -376,7 +381,12 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
 /// Runs `wgsplat eval`.
 pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
-    let dataset = load_dataset(args.dataset.as_deref(), &args.data_args, [0.0; 3])?;
+    let background = setup::parse_background(&args.background)?;
+    let dataset = load_dataset(
+        args.dataset.as_deref(),
+        &args.data_args,
+        setup::background_color(background),
+    )?;
     let views = dataset.test.len();
     let degree = params.max_sh_degree();
     let trainer = Trainer::new(
@@ -386,6 +396,7 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         TrainConfig {
             sh_degree: degree,
             sh_degree_interval: 1,
+            background,
             ..TrainConfig::default()
         },
     )?;

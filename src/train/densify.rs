@@ -82,7 +82,8 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
         densify(t, it > c.opacity_reset_every)?;
     }
-    if it < c.densify_until && c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every) {
+    if it < c.densify_until && c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every)
+    {
         let mut enc = t.ctx.encoder("opacity reset");
         ops::clamp_inplace(
             &mut enc,

@@ -213,6 +213,12 @@ impl Trainer {
         }
     }
 
+    /// The background test views are scored on: the training background, or black when that is
+    /// random.
+    pub fn evaluation_background(&self) -> [f32; 3] {
+        super::setup::background_color(self.config.background)
+    }
+
     /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
     /// charge the time to that stage (see [`StageProfile`]).
     pub fn enable_profiling(&mut self) {
@@ -320,7 +326,9 @@ impl Trainer {
         self.iteration += 1;
         let mut report = None;
         let mut check = None;
-        if self.iteration.is_multiple_of(self.config.loss_readback_every)
+        if self
+            .iteration
+            .is_multiple_of(self.config.loss_readback_every)
             || self.iteration == self.config.iterations
         {
             let sums = Tensor::uninit(
@@ -380,8 +388,10 @@ impl Trainer {
         Ok(report)
     }
 
-    /// Mean PSNR and SSIM over the test views at the current SH degree (black background; RGBA
-    /// ground truth composited on it).
+    /// Mean PSNR and SSIM over the test views at the current SH degree, rendered on the training
+    /// background (black when it is random) with the RGBA ground truth composited on the same.
+    /// A model trained on white has no reason to be transparent where the views are empty, so
+    /// scoring it on black would count its (correct) white background as error.
     pub fn evaluate(&self) -> Result<(f64, f64)> {
         self.evaluate_with_degree(self.active_sh_degree())
     }
@@ -397,10 +407,11 @@ impl Trainer {
         } else {
             &self.dataset.test
         };
+        let background = self.evaluation_background();
         let (mut psnr, mut ssim) = (0.0, 0.0);
         for view in views {
             let mut camera = view.camera.clone();
-            camera.background = [0.0; 3];
+            camera.background = background;
             let fwd = render(
                 &self.ctx,
                 &self.params,
@@ -425,7 +436,7 @@ impl Trainer {
                 &fwd.image,
                 &gt,
                 &LossOptions {
-                    background: Some([0.0; 3]),
+                    background: Some(background),
                     ..Default::default()
                 },
             )?;
