@@ -91,6 +91,18 @@ impl GpuContext {
 }
 
 impl Encoder {
+    /// Submits what is recorded so far, waits for the GPU to finish it, and goes on recording
+    /// into a fresh command buffer. A buffer dropped while its commands are pending stays in
+    /// device memory until they have run; flushing between large in-place rebuilds makes the
+    /// replaced buffers really free before the next ones are allocated, so the true transient
+    /// (not only the allocator's live bytes) stays at one rebuilt tensor.
+    pub fn flush_and_wait(&mut self) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let pending = std::mem::replace(self, ctx.encoder("flushed encoder (continued)"));
+        ctx.submit(pending)?;
+        ctx.wait_idle()
+    }
+
     /// The context this encoder records for.
     pub fn ctx(&self) -> &GpuContext {
         &self.ctx

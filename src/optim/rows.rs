@@ -90,7 +90,8 @@ pub fn concat_gaussian_rows(
 }
 
 /// Replaces every attribute of `set` by its rows `index[i]`, one attribute at a time; the new
-/// tensors are labelled `{label}.{attribute}`.
+/// tensors are labelled `{label}.{attribute}`. The encoder is flushed after each attribute
+/// ([`Encoder::flush_and_wait`]), so the transient is one attribute tensor in device memory too.
 pub fn keep_rows_in_place(
     enc: &mut Encoder,
     set: &mut GaussianTensors,
@@ -110,12 +111,14 @@ pub fn keep_rows_in_place(
             gather_rows_into(enc, attr, index, width, &kept)?;
         }
         *attr = kept;
+        enc.flush_and_wait()?;
     }
     Ok(())
 }
 
 /// Appends `new_rows` to every attribute of `set` (or `zero_rows` zero rows when `new_rows` is
-/// `None`), one attribute at a time; the new tensors are labelled `{label}.{attribute}`.
+/// `None`), one attribute at a time; the new tensors are labelled `{label}.{attribute}`. The
+/// encoder is flushed after each attribute, as in [`keep_rows_in_place`].
 pub fn append_rows_in_place(
     enc: &mut Encoder,
     set: &mut GaussianTensors,
@@ -155,6 +158,7 @@ pub fn append_rows_in_place(
             None => zero_range(enc, &grown, attr.len(), tail),
         }
         *attr = grown;
+        enc.flush_and_wait()?;
     }
     Ok(())
 }

@@ -203,6 +203,7 @@ pub fn apply_row_changes(
         "grads",
     )?;
     t.stats = new_stats(&mut enc, &t.grads)?;
+    enc.flush_and_wait()?; // the old gradients and statistics are really released here
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
         new_rows = Some(select_gaussian_rows(

@@ -346,6 +346,7 @@ pub fn grow(t: &mut Trainer) -> Result<u64> {
     let degree = t.params.max_sh_degree();
     t.grads = GaussianTensors::uninit(&mut enc, 0, degree, MemoryCategory::Gradients, "grads")?;
     t.stats = new_stats(&mut enc, &t.grads)?;
+    enc.flush_and_wait()?; // the old gradients and statistics are really released here
     t.optimizer
         .append_rows(&mut enc, &mut t.params, &new_rows)?;
     drop(new_rows);
