@@ -137,7 +137,8 @@ fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<T
 }
 
 /// Dispatches `entry` of `file` once per page of `g`, binding for each page the tensors
-/// `per_page` names (page-aligned with `g`) after `shared` (bound whole, page 0).
+/// `per_page` names (page-aligned with `g`), with `shared` (a one-page tensor, bound whole)
+/// inserted before the last of them, which is the output in every MCMC stage.
 fn dispatch_pages(
     enc: &mut Encoder,
     g: &GaussianTensors,
