@@ -9,7 +9,7 @@
 //! new rows start at zero). The three counts are read back once per densification step.
 //! `max_gaussians` caps growth by truncating the clone and split lists.
 
-use super::trainer::{Trainer, new_stats};
+use super::trainer::Trainer;
 use crate::error::Result;
 use crate::gpu::Encoder;
 use crate::mirror;
@@ -194,16 +194,7 @@ pub fn apply_row_changes(
     let ctx = t.ctx.clone();
     let (c, s) = (clone.len(), split.len());
     let mut enc = ctx.encoder("densify: apply");
-    let degree = t.params.max_sh_degree();
-    t.grads = GaussianTensors::uninit(
-        &mut enc,
-        0,
-        degree,
-        crate::gpu::MemoryCategory::Gradients,
-        "grads",
-    )?;
-    t.stats = new_stats(&mut enc, &t.grads)?;
-    enc.flush_and_wait()?; // the old gradients and statistics are really released here
+    t.release_gradients(&mut enc)?;
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
         new_rows = Some(select_gaussian_rows(
@@ -251,13 +242,7 @@ pub fn apply_row_changes(
         t.optimizer.append_rows(&mut enc, &mut t.params, rows)?;
     }
     drop(new_rows);
-    t.grads = GaussianTensors::zeros_like(
-        &mut enc,
-        &t.params,
-        crate::gpu::MemoryCategory::Gradients,
-        "grads",
-    )?;
-    t.stats = new_stats(&mut enc, &t.params)?;
+    t.rebuild_gradients(&mut enc)?;
     ctx.submit(enc)?;
     Ok(())
 }

@@ -17,7 +17,7 @@
 //! larger than a counter is read back (the dead count, once per relocation).
 
 use super::config::Strategy;
-use super::trainer::{Trainer, new_stats};
+use super::trainer::Trainer;
 use crate::error::{Error, Result};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::mirror;
@@ -344,15 +344,11 @@ pub fn grow(t: &mut Trainer) -> Result<u64> {
     drop(reset);
     let new_rows = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/new")?;
     drop(source_from_draw);
-    let degree = t.params.max_sh_degree();
-    t.grads = GaussianTensors::uninit(&mut enc, 0, degree, MemoryCategory::Gradients, "grads")?;
-    t.stats = new_stats(&mut enc, &t.grads)?;
-    enc.flush_and_wait()?; // the old gradients and statistics are really released here
+    t.release_gradients(&mut enc)?;
     t.optimizer
         .append_rows(&mut enc, &mut t.params, &new_rows)?;
     drop(new_rows);
-    t.grads = GaussianTensors::zeros_like(&mut enc, &t.params, MemoryCategory::Gradients, "grads")?;
-    t.stats = new_stats(&mut enc, &t.params)?;
+    t.rebuild_gradients(&mut enc)?;
     ctx.submit(enc)?;
     Ok(k)
 }

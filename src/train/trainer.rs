@@ -62,7 +62,7 @@ pub fn pack_rgba8(pixels: &[u8]) -> Vec<u32> {
 }
 
 /// A zeroed `[N, 4]` statistics tensor paged like `params`.
-pub(crate) fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors) -> Result<Tensor> {
+fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors) -> Result<Tensor> {
     let n = params.len() as usize;
     let t = Tensor::uninit_rows(
         enc,
@@ -211,6 +211,24 @@ impl Trainer {
             Background::Color(c) => c,
             Background::Random => [rng.unit(), rng.unit(), rng.unit()],
         }
+    }
+
+    /// Releases the gradients and densification statistics before the Gaussian set changes
+    /// shape, and flushes `enc` so their memory is really free before the rows are rebuilt.
+    pub(crate) fn release_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
+        let degree = self.params.max_sh_degree();
+        self.grads = GaussianTensors::uninit(enc, 0, degree, MemoryCategory::Gradients, "grads")?;
+        self.stats = new_stats(enc, &self.grads)?;
+        enc.flush_and_wait()
+    }
+
+    /// Zeroed gradients and statistics shaped like the current parameters (after a change of
+    /// the Gaussian set).
+    pub(crate) fn rebuild_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
+        self.grads =
+            GaussianTensors::zeros_like(enc, &self.params, MemoryCategory::Gradients, "grads")?;
+        self.stats = new_stats(enc, &self.params)?;
+        Ok(())
     }
 
     /// The background test views are scored on: the training background, or black when that is
