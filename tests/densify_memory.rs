@@ -2,10 +2,12 @@
 //! prune, an MCMC relocation and an MCMC growth) peaks at no more than 1.25 × the steady-state
 //! bytes of the larger of the models before and after, by the allocator's own accounting.
 
+mod common;
+
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
-use wgsplat::testing::{TestRng, fresh_context};
+use wgsplat::testing::fresh_context;
 use wgsplat::train::densify::apply_row_changes;
 use wgsplat::train::mcmc::{grow, relocate_dead};
 use wgsplat::train::{TrainConfig, Trainer};
@@ -13,25 +15,11 @@ use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
 const BOUND: f64 = 1.25;
 
+/// `n` random Gaussians; every tenth one dead, for the relocation step.
 fn model(n: usize) -> CpuGaussians {
-    let mut rng = TestRng::new(5);
-    let mut g = CpuGaussians::default();
-    for i in 0..n {
-        g.means.push([
-            rng.range(-1.0, 1.0),
-            rng.range(-1.0, 1.0),
-            rng.range(-1.0, 1.0),
-        ]);
-        g.log_scales.push([(0.01f32).ln(); 3]);
-        g.quats.push([1.0, 0.0, 0.0, 0.0]);
-        g.opacity_logits.push(if i % 10 == 0 {
-            -8.0
-        } else {
-            rng.range(-2.0, 2.0)
-        });
-        let mut sh = [[0f32; 3]; 16];
-        sh[0] = [rng.range(-1.0, 1.0), 0.5, 0.0];
-        g.sh.push(sh);
+    let mut g = common::random_gaussians(5, n, 1.0, 0.01);
+    for logit in g.opacity_logits.iter_mut().step_by(10) {
+        *logit = -8.0;
     }
     g
 }

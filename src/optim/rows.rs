@@ -51,6 +51,25 @@ pub fn select_gaussian_rows(
     Ok(out)
 }
 
+/// Writes row `i` of `src` over row `index[i]` of `dst`, attribute by attribute (the
+/// counterpart of [`select_gaussian_rows`]; both sets need the same SH size).
+pub fn scatter_gaussian_rows(
+    enc: &mut Encoder,
+    src: &GaussianTensors,
+    index: &Tensor,
+    dst: &GaussianTensors,
+) -> Result<()> {
+    index.expect_dtype("scatter_gaussian_rows", DType::U32)?;
+    check_sh("scatter_gaussian_rows", src, dst)?;
+    for (from, to) in src.attributes().into_iter().zip(dst.attributes()) {
+        let width = row_width(from);
+        if width > 0 {
+            crate::ops::gather::scatter_rows(enc, from, index, width, to)?;
+        }
+    }
+    Ok(())
+}
+
 /// A new set holding the rows of `a` followed by those of `b` (same SH size), in `a`'s memory
 /// category.
 pub fn concat_gaussian_rows(

@@ -24,7 +24,7 @@ use crate::mirror;
 use crate::ops;
 use crate::ops::scan::ScanKind;
 use crate::optim::GaussianOptimizer;
-use crate::optim::rows::{row_width, select_gaussian_rows};
+use crate::optim::rows::{row_width, scatter_gaussian_rows, select_gaussian_rows};
 use crate::splat::GaussianTensors;
 use crate::tensor::{DType, Tensor};
 
@@ -115,15 +115,6 @@ pub fn weight_scale(n: u64) -> f32 {
     ((1u64 << 31) / n.max(1)).clamp(1, 1 << 20) as f32
 }
 
-/// The uniform for page `page` of `g`.
-fn page_params(g: &GaussianTensors, page: usize, base: McmcParams) -> McmcParams {
-    McmcParams {
-        count: g.page_rows(page) as u32,
-        page_offset: (page as u64 * g.rows_per_page) as u32,
-        ..base
-    }
-}
-
 /// A `[N]` u32 scratch tensor paged like the model's rows.
 fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<Tensor> {
     Tensor::uninit_rows(
@@ -136,37 +127,47 @@ fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<T
     )
 }
 
-/// Dispatches `entry` of `file` once per page of `g`, binding for each page the tensors
-/// `per_page` names (page-aligned with `g`), with `shared` (a one-page tensor, bound whole)
-/// inserted before the last of them, which is the output in every MCMC stage.
-fn dispatch_pages(
+/// Dispatches `entry` of `file` once per page of `g` (every MCMC stage works row by row on
+/// tensors paged like the model): `params(count, page_offset)` gives the page's uniform and
+/// `bindings(page)` its storage buffers.
+fn dispatch_pages<'a, P: bytemuck::Pod>(
     enc: &mut Encoder,
     g: &GaussianTensors,
     file: &str,
     entry: &str,
-    base: McmcParams,
-    per_page: &[&Tensor],
-    shared: Option<&Tensor>,
+    params: impl Fn(u32, u32) -> P,
+    bindings: impl Fn(usize) -> Vec<wgpu::BufferBinding<'a>>,
 ) -> Result<()> {
     let kernel = enc.ctx().kernel(file, entry)?;
     for page in 0..g.num_pages() {
-        let params = page_params(g, page, base);
-        let mut bindings: Vec<_> = per_page.iter().map(|t| t.page_binding(page)).collect();
-        if let Some(t) = shared {
-            bindings.insert(bindings.len() - 1, t.page_binding(0));
-        }
-        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
-        enc.dispatch(&kernel, &params, &bindings, grid)?;
+        let count = g.page_rows(page);
+        let uniform = params(count as u32, (page as u64 * g.rows_per_page) as u32);
+        let grid = ops::grid(enc, count, kernel.threads())?;
+        enc.dispatch(&kernel, &uniform, &bindings(page), grid)?;
     }
     Ok(())
+}
+
+/// `base` with the page's count and offset filled in.
+fn paged(base: McmcParams) -> impl Fn(u32, u32) -> McmcParams {
+    move |count, page_offset| McmcParams {
+        count,
+        page_offset,
+        ..base
+    }
 }
 
 /// Quantised opacity weights and dead flags of every Gaussian.
 fn weigh(enc: &mut Encoder, g: &GaussianTensors, base: McmcParams) -> Result<(Tensor, Tensor)> {
     let weights = per_gaussian(enc, g, "mcmc/weights")?;
     let dead = per_gaussian(enc, g, "mcmc/dead")?;
-    let tensors = [&g.opacity_logits, &weights, &dead];
-    dispatch_pages(enc, g, "mcmc_weigh.wgsl", "weigh", base, &tensors, None)?;
+    dispatch_pages(enc, g, "mcmc_weigh.wgsl", "weigh", paged(base), |p| {
+        vec![
+            g.opacity_logits.page_binding(p),
+            weights.page_binding(p),
+            dead.page_binding(p),
+        ]
+    })?;
     Ok((weights, dead))
 }
 
@@ -197,15 +198,20 @@ fn draw(
     )?;
     ops::scan::scan_with_total(enc, weights, &cdf, ScanKind::Inclusive, &total)?;
     let draws = per_gaussian(enc, g, "mcmc/draws")?;
-    let tensors = [weights, &cdf, &draws];
     dispatch_pages(
         enc,
         g,
         "mcmc_draws.wgsl",
         "multiplicity",
-        base,
-        &tensors,
-        Some(&total),
+        paged(base),
+        |p| {
+            vec![
+                weights.page_binding(p),
+                cdf.page_binding(p),
+                total.page_binding(0),
+                draws.page_binding(p),
+            ]
+        },
     )?;
     drop((cdf, total));
     let first_slot = per_gaussian(enc, g, "mcmc/first_slot")?;
@@ -217,17 +223,13 @@ fn draw(
         MemoryCategory::FrameScratch,
         "mcmc/source_from_draw",
     )?;
-    let kernel = enc.ctx().kernel("mcmc_expand.wgsl", "expand")?;
-    for page in 0..g.num_pages() {
-        let params = page_params(g, page, base);
-        let bindings = [
-            draws.page_binding(page),
-            first_slot.page_binding(page),
+    dispatch_pages(enc, g, "mcmc_expand.wgsl", "expand", paged(base), |p| {
+        vec![
+            draws.page_binding(p),
+            first_slot.page_binding(p),
             source_from_draw.page_binding(0),
-        ];
-        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
-        enc.dispatch(&kernel, &params, &bindings, grid)?;
-    }
+        ]
+    })?;
     Ok((draws, source_from_draw))
 }
 
@@ -239,33 +241,37 @@ fn correct(
     base: McmcParams,
 ) -> Result<Tensor> {
     let reset = per_gaussian(enc, g, "mcmc/reset")?;
-    let tensors = [draws, &g.opacity_logits, &g.log_scales, &reset];
-    dispatch_pages(enc, g, "mcmc_correct.wgsl", "correct", base, &tensors, None)?;
+    dispatch_pages(enc, g, "mcmc_correct.wgsl", "correct", paged(base), |p| {
+        vec![
+            draws.page_binding(p),
+            g.opacity_logits.page_binding(p),
+            g.log_scales.page_binding(p),
+            reset.page_binding(p),
+        ]
+    })?;
     Ok(reset)
 }
 
 /// Zeroes both Adam moments on the rows flagged in `reset`.
 fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tensor) -> Result<()> {
-    let kernel = enc.ctx().kernel("mcmc_clear_rows.wgsl", "clear_rows")?;
     for moments in [optimizer.moment1(), optimizer.moment2()] {
         for attribute in moments.attributes() {
-            let width = row_width(attribute);
+            let width = row_width(attribute) as u32;
             if width == 0 {
                 continue;
             }
-            for page in 0..moments.num_pages() {
-                let params = page_params(
-                    moments,
-                    page,
-                    McmcParams {
-                        width: width as u32,
-                        ..Default::default()
-                    },
-                );
-                let bindings = [reset.page_binding(page), attribute.page_binding(page)];
-                let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
-                enc.dispatch(&kernel, &params, &bindings, grid)?;
-            }
+            let base = McmcParams {
+                width,
+                ..Default::default()
+            };
+            dispatch_pages(
+                enc,
+                moments,
+                "mcmc_clear_rows.wgsl",
+                "clear_rows",
+                paged(base),
+                |p| vec![reset.page_binding(p), attribute.page_binding(p)],
+            )?;
         }
     }
     Ok(())
@@ -311,12 +317,7 @@ pub fn relocate_dead(t: &mut Trainer) -> Result<u64> {
     let copies = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/copies")?;
     drop(source_from_draw);
     let dead_from_copy = dead_ids.values.prefix(k)?;
-    for (from, to) in copies.attributes().into_iter().zip(t.params.attributes()) {
-        let width = row_width(from);
-        if width > 0 {
-            ops::gather::scatter_rows(&mut enc, from, &dead_from_copy, width, to)?;
-        }
-    }
+    scatter_gaussian_rows(&mut enc, &copies, &dead_from_copy, &t.params)?;
     clear_moments(&mut enc, &t.optimizer, &reset)?;
     ctx.submit(enc)?;
     Ok(k)
@@ -368,15 +369,6 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     Ok(())
 }
 
-/// The noise uniform for page `page` of `g`.
-fn noise_page(g: &GaussianTensors, page: usize, base: NoiseParams) -> NoiseParams {
-    NoiseParams {
-        count: g.page_rows(page) as u32,
-        page_offset: (page as u64 * g.rows_per_page) as u32,
-        ..base
-    }
-}
-
 /// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·
 /// mean(scale) over all N opacities and 3N scales, added to `grads`.
 pub fn record_regularizers(
@@ -392,18 +384,19 @@ pub fn record_regularizers(
         scale_reg: scale_reg / (3.0 * n),
         ..Default::default()
     };
-    let kernel = enc.ctx().kernel("mcmc_regularize.wgsl", "regularize")?;
-    for page in 0..g.num_pages() {
-        let params = noise_page(g, page, base);
-        let bindings = [
-            g.opacity_logits.page_binding(page),
-            g.log_scales.page_binding(page),
-            grads.opacity_logits.page_binding(page),
-            grads.log_scales.page_binding(page),
-        ];
-        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
-        enc.dispatch(&kernel, &params, &bindings, grid)?;
-    }
+    let params = |count, page_offset| NoiseParams {
+        count,
+        page_offset,
+        ..base
+    };
+    dispatch_pages(enc, g, "mcmc_regularize.wgsl", "regularize", params, |p| {
+        vec![
+            g.opacity_logits.page_binding(p),
+            g.log_scales.page_binding(p),
+            grads.opacity_logits.page_binding(p),
+            grads.log_scales.page_binding(p),
+        ]
+    })?;
     Ok(())
 }
 
@@ -420,17 +413,18 @@ pub fn record_noise(
         noise_scale,
         ..Default::default()
     };
-    let kernel = enc.ctx().kernel("mcmc_perturb.wgsl", "perturb")?;
-    for page in 0..g.num_pages() {
-        let params = noise_page(g, page, base);
-        let bindings = [
-            g.opacity_logits.page_binding(page),
-            g.log_scales.page_binding(page),
-            g.quats.page_binding(page),
-            g.means.page_binding(page),
-        ];
-        let grid = ops::grid(enc, u64::from(params.count), kernel.threads())?;
-        enc.dispatch(&kernel, &params, &bindings, grid)?;
-    }
+    let params = |count, page_offset| NoiseParams {
+        count,
+        page_offset,
+        ..base
+    };
+    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", params, |p| {
+        vec![
+            g.opacity_logits.page_binding(p),
+            g.log_scales.page_binding(p),
+            g.quats.page_binding(p),
+            g.means.page_binding(p),
+        ]
+    })?;
     Ok(())
 }

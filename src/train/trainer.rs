@@ -206,10 +206,8 @@ impl Trainer {
 
     fn background(&self, rng: &mut TestRng) -> [f32; 3] {
         match self.config.background {
-            Background::Black => [0.0; 3],
-            Background::White => [1.0; 3],
-            Background::Color(c) => c,
             Background::Random => [rng.unit(), rng.unit(), rng.unit()],
+            fixed => super::setup::background_color(fixed),
         }
     }
 
