@@ -12,6 +12,7 @@ use wgsplat::data::init::RandomBox;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::TestRng;
+use wgsplat::train::budget::floats_per_gaussian;
 use wgsplat::train::densify::apply_row_changes;
 use wgsplat::train::mcmc::{grow, relocate_dead};
 use wgsplat::train::{TrainConfig, Trainer};
@@ -36,7 +37,9 @@ pub struct MemoryArgs {
 }
 
 /// The fp32 floor per Gaussian at SH degree 3: parameters, gradients and two Adam moments.
-const FLOOR_BYTES: u64 = 236 * 4;
+fn floor_bytes() -> u64 {
+    floats_per_gaussian(3) * 16
+}
 
 /// Peak resident set size of this process (VmHWM) in bytes, after `reset_rss_peak`.
 fn rss_peak() -> Option<u64> {
@@ -153,7 +156,8 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     ctx.wait_idle()?;
     let per_gaussian = model_bytes(ctx) as f64 / n as f64;
     println!(
-        "{n} Gaussians: persistent {per_gaussian:.1} B/Gaussian (fp32 floor {FLOOR_BYTES} B + 16 B densification statistics)"
+        "{n} Gaussians: persistent {per_gaussian:.1} B/Gaussian (fp32 floor {} B + 16 B densification statistics)",
+        floor_bytes()
     );
     println!(
         "{:>14} {:>12} {:>12} {:>12} {:>7} {:>12}",
@@ -191,7 +195,7 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     Ok(json!({
         "gaussians": n,
         "persistent_bytes_per_gaussian": per_gaussian,
-        "fp32_floor_bytes_per_gaussian": FLOOR_BYTES,
+        "fp32_floor_bytes_per_gaussian": floor_bytes(),
         "final_gaussians": trainer.params().len(),
         "steps": steps,
         "relocated": relocated,
