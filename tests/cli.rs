@@ -33,6 +33,12 @@ fn expect_success(out: &Output) {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("still alive at exit"), "leak warning:\n{err}");
+    if cfg!(target_os = "linux") {
+        assert!(
+            err.contains("memory: process peak RSS"),
+            "no peak RSS at exit:\n{err}"
+        );
+    }
 }
 
 /// Runs a failing command and returns its stderr.
@@ -266,4 +272,9 @@ fn a_memory_budget_caps_mcmc_growth() {
         peak <= 5_767_168,
         "peak {peak} bytes above the 5.5 MiB budget"
     );
+    if cfg!(target_os = "linux") {
+        // On lavapipe device memory is host memory: the process's peak holds the allocator's.
+        let rss = metrics["peak_rss_bytes"].as_u64().expect("peak_rss_bytes");
+        assert!(rss > peak, "peak RSS {rss} below the allocator's peak {peak}");
+    }
 }

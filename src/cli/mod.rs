@@ -72,8 +72,9 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// Runs `command` on a fresh context, then checks that it gave back every GPU buffer. Nothing is
-/// printed when none leaked; otherwise a warning lists them by label, and debug builds fail.
+/// Runs `command` on a fresh context, then checks that it gave back every GPU buffer and prints
+/// the process's peak RSS beside the allocator's peak. A leak is listed by label as a warning,
+/// and debug builds fail.
 fn with_leak_check(
     portable: bool,
     command: impl FnOnce(&wgsplat::GpuContext) -> anyhow::Result<()>,
@@ -82,6 +83,7 @@ fn with_leak_check(
     let result = command(&ctx);
     let _ = ctx.wait_idle();
     let leaks = ctx.leak_check();
+    report_peaks(&ctx);
     if leaks.is_empty() {
         return result;
     }
@@ -104,6 +106,21 @@ fn with_leak_check(
         anyhow::bail!("GPU memory leaked (debug builds treat this as an error)");
     }
     Ok(())
+}
+
+/// Prints the process's peak resident memory beside the allocator's peak: on a software adapter
+/// (device memory is host memory) the two together show what wgsplat's own accounting misses.
+fn report_peaks(ctx: &wgsplat::GpuContext) {
+    let gpu_peak = ctx.memory_report().total.peak_bytes;
+    let format = wgsplat::gpu::memory::format_bytes;
+    match wgsplat::gpu::ProcessMemory::sample() {
+        Some(process) => eprintln!(
+            "memory: process peak RSS {}, GPU allocator peak {}",
+            format(process.peak_rss_bytes),
+            format(gpu_peak)
+        ),
+        None => eprintln!("memory: GPU allocator peak {}", format(gpu_peak)),
+    }
 }
 
 fn info(portable: bool, json: bool) -> anyhow::Result<()> {

@@ -41,18 +41,6 @@ fn floor_bytes() -> u64 {
     floats_per_gaussian(3) * 16
 }
 
-/// Peak resident set size of this process (VmHWM) in bytes, after `reset_rss_peak`.
-fn rss_peak() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-fn reset_rss_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
 /// Persistent model bytes: parameters, gradients and optimizer state (densification statistics
 /// included).
 fn model_bytes(ctx: &GpuContext) -> u64 {
@@ -73,14 +61,14 @@ fn measure(
     ctx.trim();
     let before = ctx.memory_report().total.live_bytes;
     ctx.allocator().reset_peaks();
-    reset_rss_peak();
+    wgsplat::gpu::host::reset_peak_rss();
     let result = step();
     ctx.wait_idle()?;
     let report = ctx.memory_report();
     let after = report.total.live_bytes;
     let peak = report.total.peak_bytes;
     let ratio = peak as f64 / before.max(after).max(1) as f64;
-    let rss = rss_peak();
+    let rss = wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes);
     match &result {
         Ok(()) => println!(
             "{name:>14} {:>12} {:>12} {:>12} {ratio:>7.3} {:>12}",

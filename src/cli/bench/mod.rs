@@ -3,6 +3,7 @@
 
 mod knn;
 mod loss;
+mod longrun;
 mod memory;
 mod render;
 mod runtime;
@@ -28,6 +29,9 @@ pub enum BenchCommand {
     Memory(memory::MemoryArgs),
     /// Training iterations per second and milliseconds per stage, fast path against portable.
     Train(train::TrainBenchArgs),
+    /// A long training run sampled every N iterations: process RSS beside the allocator's bytes
+    /// and wgpu's live objects, all flat after warm-up.
+    Longrun(longrun::LongrunArgs),
 }
 
 /// Runs one benchmark.
@@ -39,6 +43,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Knn(args) => knn::run(args, portable_only),
         BenchCommand::Train(args) => train::run(args, portable_only),
         BenchCommand::Memory(args) => memory::run(args, portable_only),
+        BenchCommand::Longrun(args) => longrun::run(args, portable_only),
     }
 }
 
