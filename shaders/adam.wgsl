@@ -20,7 +20,9 @@ struct AdamParams {
     one_minus_beta2: f32,
 }
 
-@group(0) @binding(0) var<uniform> params: AdamParams;
+@group(0) @binding(0) var<uniform> params_uniform: AdamParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: AdamParams;
 @group(0) @binding(1) var<storage, read_write> param: array<f32>;
 @group(0) @binding(2) var<storage, read> grad: array<f32>;
 @group(0) @binding(3) var<storage, read_write> moment1: array<f32>;
@@ -30,6 +32,9 @@ const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn adam_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n {
         return;

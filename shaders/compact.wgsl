@@ -21,7 +21,9 @@ struct CompactParams {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: CompactParams;
+@group(0) @binding(0) var<uniform> params_uniform: CompactParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: CompactParams;
 @group(0) @binding(1) var<storage, read> flags: array<u32>;
 @group(0) @binding(2) var<storage, read> positions: array<u32>;
 @group(0) @binding(3) var<storage, read> values: array<u32>;
@@ -31,6 +33,9 @@ const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn scatter_kept(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n || flags[i] == 0u {
         return;

@@ -16,7 +16,9 @@ struct CountParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: CountParams;
+@group(0) @binding(0) var<uniform> params_uniform: CountParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: CountParams;
 @group(0) @binding(1) var<storage, read> input: array<u32>;
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
 
@@ -57,6 +59,9 @@ fn count_blocks(
     @builtin(subgroup_invocation_id) lane: u32,
 #endif
 ) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     // No early return for the padding workgroups of a 2D grid (CPU drivers slow down every
     // workgroup of a kernel that may return before a barrier): they count nothing, store nothing.
     let blocks = (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK;
@@ -93,6 +98,9 @@ fn reduce_pairs(
     @builtin(subgroup_invocation_id) lane: u32,
 #endif
 ) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     // No early return for the padding workgroups of a 2D grid (CPU drivers slow down every
     // workgroup of a kernel that may return before a barrier): they count nothing, store nothing.
     let blocks = (params.n + COUNT_BLOCK - 1u) / COUNT_BLOCK;

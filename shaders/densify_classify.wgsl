@@ -13,7 +13,9 @@ struct DensifyParams {
     _pad0: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: DensifyParams;
+@group(0) @binding(0) var<uniform> p_uniform: DensifyParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> p: DensifyParams;
 @group(0) @binding(1) var<storage, read> stats: array<f32>;
 @group(0) @binding(2) var<storage, read> log_scales: array<f32>;
 @group(0) @binding(3) var<storage, read> opacity_logits: array<f32>;
@@ -23,6 +25,9 @@ struct DensifyParams {
 
 @compute @workgroup_size(256)
 fn classify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        p = p_uniform;
+    }
     let i = workgroup_index(wid, nwg) * 256u + lid;
     if i >= p.count {
         return;

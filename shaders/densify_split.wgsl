@@ -13,7 +13,9 @@ struct SplitParams {
     _pad0: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: SplitParams;
+@group(0) @binding(0) var<uniform> p_uniform: SplitParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> p: SplitParams;
 @group(0) @binding(1) var<storage, read> log_scales: array<f32>;
 @group(0) @binding(2) var<storage, read> quats: array<f32>;
 @group(0) @binding(3) var<storage, read_write> means_a: array<f32>;
@@ -22,6 +24,9 @@ struct SplitParams {
 
 @compute @workgroup_size(256)
 fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        p = p_uniform;
+    }
     let i = workgroup_index(wid, nwg) * 256u + lid;
     if i >= p.count {
         return;

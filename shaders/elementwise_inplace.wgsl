@@ -4,7 +4,9 @@
 #import "shared/dispatch.wgsl"
 #import "shared/elementwise_ops.wgsl"
 
-@group(0) @binding(0) var<uniform> params: ElementwiseParams;
+@group(0) @binding(0) var<uniform> params_uniform: ElementwiseParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: ElementwiseParams;
 @group(0) @binding(1) var<storage, read_write> values: array<u32>;
 @group(0) @binding(2) var<storage, read> rhs: array<u32>;
 
@@ -12,6 +14,9 @@ const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn map_inplace(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n {
         return;
@@ -27,6 +32,9 @@ fn map_inplace(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 
 @compute @workgroup_size(256)
 fn map_self(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n {
         return;

@@ -18,13 +18,18 @@ struct FillParams {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: FillParams;
+@group(0) @binding(0) var<uniform> params_uniform: FillParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: FillParams;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 
 const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n {
         return;
@@ -34,6 +39,9 @@ fn fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 @compute @workgroup_size(256)
 fn arange(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.n {
         return;

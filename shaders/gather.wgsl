@@ -32,7 +32,9 @@ struct GatherParams {
     zero_out_of_range: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: GatherParams;
+@group(0) @binding(0) var<uniform> params_uniform: GatherParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: GatherParams;
 @group(0) @binding(1) var<storage, read> values_in: array<u32>;
 @group(0) @binding(2) var<storage, read> row_index: array<u32>;
 @group(0) @binding(3) var<storage, read_write> values_out: array<u32>;
@@ -69,6 +71,9 @@ fn partner_offset(l: u32) -> u32 {
 // values_out = the linear page of the output, values_in = the addressed page of the source.
 @compute @workgroup_size(256)
 fn gather_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let l = workgroup_index(wid, nwg) * WG + lid;
     if l >= params.lin_len {
         return;
@@ -86,6 +91,9 @@ fn gather_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 // values_in = the linear page of the source, values_out = the addressed page of the destination.
 @compute @workgroup_size(256)
 fn scatter_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let l = workgroup_index(wid, nwg) * WG + lid;
     if l >= params.lin_len {
         return;

@@ -19,7 +19,9 @@ struct KnnBoxParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: KnnBoxParams;
+@group(0) @binding(0) var<uniform> params_uniform: KnnBoxParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: KnnBoxParams;
 @group(0) @binding(1) var<storage, read> x_from_position: array<f32>;
 @group(0) @binding(2) var<storage, read> y_from_position: array<f32>;
 @group(0) @binding(3) var<storage, read> z_from_position: array<f32>;
@@ -33,6 +35,9 @@ const FANOUT: u32 = 8u;
 
 @compute @workgroup_size(64)
 fn build_boxes(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let node = workgroup_index(wid, nwg) * WG + lid;
     if node >= params.node_count {
         return;

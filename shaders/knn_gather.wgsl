@@ -11,7 +11,9 @@ struct KnnGatherParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: KnnGatherParams;
+@group(0) @binding(0) var<uniform> params_uniform: KnnGatherParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: KnnGatherParams;
 @group(0) @binding(1) var<storage, read> point_from_position: array<u32>;
 @group(0) @binding(2) var<storage, read> x_from_point: array<u32>;
 @group(0) @binding(3) var<storage, read> y_from_point: array<u32>;
@@ -24,6 +26,9 @@ const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn gather_sorted(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.page_len {
         return;

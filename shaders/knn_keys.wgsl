@@ -20,7 +20,9 @@ struct KnnKeyParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: KnnKeyParams;
+@group(0) @binding(0) var<uniform> params_uniform: KnnKeyParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: KnnKeyParams;
 @group(0) @binding(1) var<storage, read> point_from_position: array<u32>;
 @group(0) @binding(2) var<storage, read> x_from_point: array<f32>;
 @group(0) @binding(3) var<storage, read> y_from_point: array<f32>;
@@ -93,6 +95,9 @@ fn coarse_cell(value: f32, axis: u32) -> u32 {
 
 @compute @workgroup_size(256)
 fn sort_key_word(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.page_len {
         return;

@@ -28,7 +28,9 @@ struct KnnSearchParams {
     level_offset: array<vec4<u32>, 4>,
 }
 
-@group(0) @binding(0) var<uniform> params: KnnSearchParams;
+@group(0) @binding(0) var<uniform> params_uniform: KnnSearchParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: KnnSearchParams;
 @group(0) @binding(1) var<storage, read> x_from_position: array<f32>;
 @group(0) @binding(2) var<storage, read> y_from_position: array<f32>;
 @group(0) @binding(3) var<storage, read> z_from_position: array<f32>;
@@ -90,6 +92,9 @@ fn box_distance(index: u32, query: vec3<f32>) -> f32 {
 
 @compute @workgroup_size(64)
 fn search(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let i = workgroup_index(wid, nwg) * WG + lid;
     if i >= params.page_len {
         return;

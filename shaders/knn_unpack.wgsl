@@ -17,7 +17,9 @@ struct KnnUnpackParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: KnnUnpackParams;
+@group(0) @binding(0) var<uniform> params_uniform: KnnUnpackParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: KnnUnpackParams;
 @group(0) @binding(1) var<storage, read> points_page: array<f32>;
 @group(0) @binding(2) var<storage, read_write> x_from_point: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y_from_point: array<f32>;
@@ -35,6 +37,9 @@ fn ordered_bits(bits: u32) -> u32 {
 
 @compute @workgroup_size(256)
 fn unpack_points(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     if lid < 6u {
         atomicStore(&workgroup_bounds[lid], 0u);
     }

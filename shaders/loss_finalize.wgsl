@@ -4,6 +4,7 @@
 //
 // Summation order: invocation i adds records i, i + 256, i + 512, ... in sequence, then the 256
 // invocation sums are combined by a binary tree (depth 8).
+#import "shared/dispatch.wgsl"
 
 struct FinalizeParams {
     // Records to reduce.
@@ -14,7 +15,9 @@ struct FinalizeParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: FinalizeParams;
+@group(0) @binding(0) var<uniform> params_uniform: FinalizeParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: FinalizeParams;
 @group(0) @binding(1) var<storage, read> records: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 // (W_l1, W_ssim, 0, 0); read by finalize_loss only.
@@ -42,7 +45,10 @@ fn column_sums(lid: u32) -> vec4<f32> {
 }
 
 @compute @workgroup_size(256)
-fn finalize_sums(@builtin(local_invocation_index) lid: u32) {
+fn finalize_sums(@builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let total = column_sums(lid);
     if lid == 0u {
         for (var k = 0u; k < 4u; k++) {
@@ -52,7 +58,10 @@ fn finalize_sums(@builtin(local_invocation_index) lid: u32) {
 }
 
 @compute @workgroup_size(256)
-fn finalize_loss(@builtin(local_invocation_index) lid: u32) {
+fn finalize_loss(@builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let total = column_sums(lid);
     if lid == 0u {
         let w_l1 = norm[0];

@@ -6,6 +6,8 @@
 #import "shared/ssim.wgsl"
 
 @group(0) @binding(0) var<uniform> params_uniform: LossParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: LossParams;
 @group(0) @binding(1) var<storage, read> gt: array<u32>;
 @group(0) @binding(2) var<storage, read_write> records: array<vec4<f32>>;
 
@@ -13,7 +15,9 @@ var<workgroup> sums: array<vec2<f32>, WG>;
 
 @compute @workgroup_size(256)
 fn loss_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    load_params(nwg);
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let tile = workgroup_index(wid, nwg);
     if tile * 3u >= job_count() {
         return;

@@ -5,7 +5,9 @@
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
-@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> splats: array<f32>;
 @group(0) @binding(2) var<storage, read> offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> tile_keys: array<u32>;
@@ -13,6 +15,9 @@
 
 @compute @workgroup_size(256)
 fn emit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        u = u_uniform;
+    }
     let local = workgroup_index(wid, nwg) * 256u + lid;
     if local >= u.count {
         return;

@@ -12,7 +12,9 @@
 const MAX_RATIO: u32 = 51u;
 const ONE_MINUS_EPS: f32 = 0.99999988;
 
-@group(0) @binding(0) var<uniform> p: McmcParams;
+@group(0) @binding(0) var<uniform> p_uniform: McmcParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> p: McmcParams;
 @group(0) @binding(1) var<storage, read> draws: array<u32>;
 @group(0) @binding(2) var<storage, read_write> opacity_logits: array<f32>;
 @group(0) @binding(3) var<storage, read_write> log_scales: array<f32>;
@@ -35,6 +37,9 @@ fn correction_denominator(o: f32, n: u32) -> f32 {
 
 @compute @workgroup_size(256)
 fn correct(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        p = p_uniform;
+    }
     let i = mcmc_item(wid, nwg, lid);
     if i >= p.count {
         return;

@@ -4,7 +4,9 @@
 #import "shared/splat.wgsl"
 #import "shared/mcmc_noise.wgsl"
 
-@group(0) @binding(0) var<uniform> p: NoiseParams;
+@group(0) @binding(0) var<uniform> p_uniform: NoiseParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> p: NoiseParams;
 @group(0) @binding(1) var<storage, read> opacity_logits: array<f32>;
 @group(0) @binding(2) var<storage, read> log_scales: array<f32>;
 @group(0) @binding(3) var<storage, read_write> grad_opacity_logits: array<f32>;
@@ -12,6 +14,9 @@
 
 @compute @workgroup_size(256)
 fn regularize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        p = p_uniform;
+    }
     let i = workgroup_index(wid, nwg) * 256u + lid;
     if i >= p.count {
         return;

@@ -6,7 +6,9 @@
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
-@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> means: array<f32>;
 @group(0) @binding(2) var<storage, read> log_scales: array<f32>;
 @group(0) @binding(3) var<storage, read> quats: array<f32>;
@@ -32,6 +34,9 @@ fn write_grads(i: u32, vm: vec3<f32>, vs: vec3<f32>, vq: vec4<f32>) {
 
 @compute @workgroup_size(256)
 fn project_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        u = u_uniform;
+    }
     let i = workgroup_index(wid, nwg) * 256u + lid;
     if i >= u.count {
         return;

@@ -22,7 +22,9 @@ struct RadixPassParams {
     _pad0: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: RadixPassParams;
+@group(0) @binding(0) var<uniform> params_uniform: RadixPassParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: RadixPassParams;
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read_write> block_counts: array<u32>;
 
@@ -30,6 +32,9 @@ var<workgroup> digit_totals: array<atomic<u32>, RADIX>;
 
 @compute @workgroup_size(128)
 fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let block = workgroup_index(wid, nwg);
     if block >= (params.n + BLOCK - 1u) / BLOCK {
         return;

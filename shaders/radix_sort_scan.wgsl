@@ -15,7 +15,9 @@ struct RadixScanParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: RadixScanParams;
+@group(0) @binding(0) var<uniform> params_uniform: RadixScanParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: RadixScanParams;
 // The entries of this level (read by reduce_blocks, scanned in place by scan_blocks).
 @group(0) @binding(1) var<storage, read_write> entries: array<u32>;
 // One entry per scan block: written by reduce_blocks, read (already scanned) by scan_blocks.
@@ -98,6 +100,9 @@ fn workgroup_exclusive_scan(inv: Invocation, slot: u32, value: u32) -> vec2<u32>
 
 @compute @workgroup_size(128)
 fn reduce_blocks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, inv: Invocation) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let block = workgroup_index(wid, nwg);
     if block >= (params.n + BLOCK - 1u) / BLOCK {
         return;
@@ -119,6 +124,9 @@ fn reduce_blocks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 
 @compute @workgroup_size(128)
 fn scan_blocks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, inv: Invocation) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let block = workgroup_index(wid, nwg);
     if block >= (params.n + BLOCK - 1u) / BLOCK {
         return;

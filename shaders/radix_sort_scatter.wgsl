@@ -30,7 +30,9 @@ struct RadixPassParams {
     _pad0: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: RadixPassParams;
+@group(0) @binding(0) var<uniform> params_uniform: RadixPassParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: RadixPassParams;
 @group(0) @binding(1) var<storage, read> keys_in: array<u32>;
 // The digit table after the exclusive scan.
 @group(0) @binding(2) var<storage, read> scanned_counts: array<u32>;
@@ -81,6 +83,9 @@ fn rank_slot(inv: Invocation, slot: u32, block: u32, loaded: SlotKeys) -> DigitC
 
 @compute @workgroup_size(128)
 fn scatter_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, inv: Invocation) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let block = workgroup_index(wid, nwg);
     if block >= (params.n + BLOCK - 1u) / BLOCK {
         return;
@@ -106,6 +111,9 @@ fn scatter_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 
 @compute @workgroup_size(128)
 fn scatter_keys(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, inv: Invocation) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let block = workgroup_index(wid, nwg);
     if block >= (params.n + BLOCK - 1u) / BLOCK {
         return;

@@ -11,7 +11,9 @@
 #import "shared/splat.wgsl"
 #import "shared/chunk.wgsl"
 
-@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> splats: array<f32>;
 @group(0) @binding(2) var<storage, read> splat_from_isect: array<u32>;
 @group(0) @binding(3) var<storage, read> ranges: array<u32>;
@@ -36,6 +38,9 @@ fn rasterize(
     @builtin(local_invocation_id) local: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if uniforms_visible(nwg) {
+        u = u_uniform;
+    }
     let tile = workgroup_index(wid, nwg);
     let num_tiles = u.tile_counts.x * u.tile_counts.y;
     if tile >= num_tiles {

@@ -19,7 +19,9 @@ struct ReduceParams {
     _pad0: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: ReduceParams;
+@group(0) @binding(0) var<uniform> params_uniform: ReduceParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: ReduceParams;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> partials: array<u32>;
 
@@ -117,6 +119,9 @@ fn reduce_pass(
     @builtin(num_subgroups) sg_count: u32,
 #endif
 ) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let wg = workgroup_index(wid, nwg);
     // Past the requested workgroups (2D grid padding): the whole workgroup leaves together.
     if wg * ITEMS_PER_WORKGROUP >= params.n {

@@ -24,7 +24,9 @@ struct ScanParams {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: ScanParams;
+@group(0) @binding(0) var<uniform> params_uniform: ScanParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: ScanParams;
 @group(0) @binding(1) var<storage, read> input: array<u32>;
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
 @group(0) @binding(3) var<storage, read_write> offsets: array<u32>;
@@ -41,6 +43,9 @@ fn scan_store(i: u32, value: u32) {
 
 @compute @workgroup_size(256)
 fn reduce_blocks(inv: ScanInvocation) {
+    if uniforms_visible(inv.nwg) {
+        params = params_uniform;
+    }
     // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
     // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
     let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;
@@ -53,6 +58,9 @@ fn reduce_blocks(inv: ScanInvocation) {
 
 @compute @workgroup_size(256)
 fn scan_blocks(inv: ScanInvocation) {
+    if uniforms_visible(inv.nwg) {
+        params = params_uniform;
+    }
     // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
     // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
     let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;

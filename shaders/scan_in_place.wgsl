@@ -15,7 +15,9 @@ struct ScanInPlaceParams {
     write_total: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: ScanInPlaceParams;
+@group(0) @binding(0) var<uniform> params_uniform: ScanInPlaceParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: ScanInPlaceParams;
 @group(0) @binding(1) var<storage, read_write> data: array<u32>;
 @group(0) @binding(2) var<storage, read_write> offsets: array<u32>;
 
@@ -29,6 +31,9 @@ fn scan_store(i: u32, value: u32) {
 
 @compute @workgroup_size(256)
 fn scan_blocks_in_place(inv: ScanInvocation) {
+    if uniforms_visible(inv.nwg) {
+        params = params_uniform;
+    }
     // No early return for the padding workgroups of a 2D grid: CPU drivers slow down every
     // workgroup of a kernel that may return before a barrier. They load zeros and store nothing.
     let blocks = (params.n + SCAN_BLOCK - 1u) / SCAN_BLOCK;

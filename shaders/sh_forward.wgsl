@@ -5,7 +5,9 @@
 #import "shared/splat.wgsl"
 #import "shared/sh.wgsl"
 
-@group(0) @binding(0) var<uniform> u: RenderUniform;
+@group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> u: RenderUniform;
 @group(0) @binding(1) var<storage, read> means: array<f32>;
 @group(0) @binding(2) var<storage, read> sh_dc: array<f32>;
 @group(0) @binding(3) var<storage, read> sh_rest: array<f32>;
@@ -14,6 +16,9 @@
 
 @compute @workgroup_size(256)
 fn color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        u = u_uniform;
+    }
     let i = workgroup_index(wid, nwg) * 256u + lid;
     if i >= u.count {
         return;

@@ -20,6 +20,8 @@
 #import "shared/ssim.wgsl"
 
 @group(0) @binding(0) var<uniform> params_uniform: LossParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: LossParams;
 @group(0) @binding(1) var<storage, read> rendered: array<f32>;
 @group(0) @binding(2) var<storage, read> gt: array<u32>;
 // (W_l1, W_ssim, 0, 0): the weight sums that normalise the L1 and SSIM means.
@@ -57,7 +59,9 @@ fn inverse_or_zero(total: f32) -> f32 {
 
 @compute @workgroup_size(256)
 fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    load_params(nwg);
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let wg = workgroup_index(wid, nwg);
     if wg >= job_count() {
         return;

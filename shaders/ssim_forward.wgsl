@@ -7,6 +7,8 @@
 #import "shared/ssim.wgsl"
 
 @group(0) @binding(0) var<uniform> params_uniform: LossParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: LossParams;
 @group(0) @binding(1) var<storage, read> rendered: array<f32>;
 @group(0) @binding(2) var<storage, read> gt: array<u32>;
 @group(0) @binding(3) var<storage, read_write> records: array<vec4<f32>>;
@@ -34,7 +36,9 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
 
 @compute @workgroup_size(256)
 fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    load_params(nwg);
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let wg = workgroup_index(wid, nwg);
     if wg >= job_count() {
         return;

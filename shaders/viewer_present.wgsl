@@ -21,7 +21,9 @@ struct PresentParams {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: PresentParams;
+@group(0) @binding(0) var<uniform> params_uniform: PresentParams;
+// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> params: PresentParams;
 @group(0) @binding(1) var<storage, read> image: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
 @group(0) @binding(3) var<storage, read> reference: array<u32>;
@@ -48,6 +50,9 @@ fn render_rgb(local: u32) -> vec3<f32> {
 
 @compute @workgroup_size(256)
 fn present(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let local = workgroup_index(wid, nwg) * WG + lid;
     if local >= params.page_pixels {
         return;
@@ -57,6 +62,9 @@ fn present(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 
 @compute @workgroup_size(256)
 fn present_difference(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
     let local = workgroup_index(wid, nwg) * WG + lid;
     if local >= params.page_pixels {
         return;

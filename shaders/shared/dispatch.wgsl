@@ -4,3 +4,19 @@
 fn workgroup_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
 }
+
+// Whether this dispatch shows its uniform parameters to the kernel: true in every dispatch that
+// runs (none runs with zero workgroups along z), but not known before it runs. Every kernel
+// copies its uniform parameters into a private variable under this condition, first thing in its
+// entry point, and reads only the copy.
+//
+// Why: Mesa's lavapipe (22.x, the software Vulkan driver of Debian 12) "inlines" uniform values
+// that decide branches. When folding them in shrinks a shader by half or more, it clones the
+// shader, folds in the values bound for that dispatch and compiles a new one with LLVM, at every
+// dispatch, and never frees it: the loss kernels cost the process 1.6 MB per training iteration
+// (issue 12; README, "Memory"). Its analysis follows a branch condition back through arithmetic
+// to a uniform load at a constant offset; the copy's value also depends on this condition, so
+// the analysis finds nothing to inline. Elsewhere it costs one compare and select per value.
+fn uniforms_visible(nwg: vec3<u32>) -> bool {
+    return nwg.z != 0u;
+}

@@ -1,7 +1,7 @@
 // Definitions shared by the loss kernels (ssim_forward.wgsl, ssim_backward.wgsl,
-// loss_weights.wgsl). The importer declares `params_uniform: LossParams` (a uniform at binding
-// 0) and `gt: array<u32>` (the ground truth, read-only storage), and calls `load_params(nwg)`
-// first in its entry point. `LossParams` is mirrored by
+// loss_weights.wgsl). The importer declares `params: LossParams` (the private copy of its
+// uniform, see shared/dispatch.wgsl) and
+// `gt: array<u32>` (the ground truth, read-only storage). `LossParams` is mirrored by
 // `LossParams` in src/loss/kernels.rs; see src/loss/mod.rs for the definitions.
 
 struct LossParams {
@@ -27,24 +27,6 @@ struct LossParams {
     _pad0: u32,
     // Background colour for compositing the ground truth (w unused).
     background: vec4<f32>,
-}
-
-// The parameters every function below reads: a private copy of `params_uniform`.
-//
-// Why a copy: Mesa's lavapipe (22.x) "inlines" uniform values that decide branches. When that
-// would shrink a shader by half or more, it clones the shader, folds in the values bound at that
-// dispatch and compiles a new one with LLVM, at *every* dispatch, and never frees it: 1.6 MB and
-// several milliseconds per loss evaluation (README, "Memory"). Its analysis follows a condition
-// back through arithmetic to a constant-offset uniform load. Selecting the copy on a condition it
-// cannot know at compile time (no dispatch runs with zero workgroups along z) hides every value
-// from it; on any other driver this costs one select per field at entry.
-var<private> params: LossParams;
-
-fn load_params(nwg: vec3<u32>) {
-    params = params_uniform;
-    if nwg.z == 0u {
-        params = LossParams();
-    }
 }
 
 // Ground truth is 8-bit RGBA packed one pixel per u32 (r in the low byte); else f32 RGBA.
