@@ -31,12 +31,17 @@ var<workgroup> s_color_depth: array<vec4<f32>, BATCH>;
 var<workgroup> done_count: atomic<u32>;
 var<workgroup> done_snapshot: u32;
 
-@compute @workgroup_size(16, 16)
+// One-dimensional workgroup (256 = 16x16 pixels, row-major): naga allows subgroup builtins only
+// in 1D workgroups.
+@compute @workgroup_size(256)
 fn rasterize(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_id) local: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
+#if SUBGROUPS
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
+#endif
 ) {
     if uniforms_visible(nwg) {
         u = u_uniform;
@@ -46,8 +51,8 @@ fn rasterize(
     if tile >= num_tiles {
         return; // uniform: the whole workgroup leaves together
     }
-    let px = (tile % u.tile_counts.x) * TILE_SIZE + local.x;
-    let py = (tile / u.tile_counts.x) * TILE_SIZE + local.y;
+    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
+    let py = (tile / u.tile_counts.x) * TILE_SIZE + lid / TILE_SIZE;
     let inside = px < u.image_size.x && py < u.image_size.y;
     let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
     let start = ranges[2u * tile];
@@ -98,6 +103,49 @@ fn rasterize(
         }
         workgroupBarrier();
         let n = min(BATCH, run.y - batch);
+#if SUBGROUPS
+        // Each lane reads one splat of every group of `sg_size` from workgroup memory, and the
+        // subgroup sees splat t of the group through shuffles: on lavapipe a workgroup-memory
+        // load is a loop over the lanes and a 32-bit shuffle one vector permute, so one load
+        // serves `sg_size` splats instead of one. Finished lanes keep shuffling for the others;
+        // the subgroup leaves once all of its lanes are done.
+        var group = 0u;
+        loop {
+            if group >= n || subgroupAll(done) {
+                break;
+            }
+            let mine = min(group + lane, n - 1u);
+            let my_xy = s_xy[mine];
+            let my_co = s_conic_opacity[mine];
+            let my_cd = s_color_depth[mine];
+            let count = min(sg_size, n - group);
+            for (var t = 0u; t < count; t++) {
+                let xy = subgroupShuffle(my_xy, t);
+                let co = subgroupShuffle(my_co, t);
+                let cd = subgroupShuffle(my_cd, t);
+                if done {
+                    continue;
+                }
+                let d = xy - pixel;
+                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
+                let alpha = splat_alpha(co.w, power, u.alpha_mode);
+                if alpha <= 0.0 {
+                    continue;
+                }
+                let next_t = transmittance * (1.0 - alpha);
+                if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
+                    done = true;
+                    atomicAdd(&done_count, 1u);
+                    continue;
+                }
+                color += cd.xyz * (alpha * transmittance);
+                depth_acc += cd.w * (alpha * transmittance);
+                transmittance = next_t;
+                used = batch + group + t + 1u - start;
+            }
+            group += sg_size;
+        }
+#else
         if !done {
             for (var j = 0u; j < n; j++) {
                 let co = s_conic_opacity[j];
@@ -120,6 +168,7 @@ fn rasterize(
                 used = batch + j + 1u - start;
             }
         }
+#endif
     }
     if inside {
         depth[p] = depth_acc;

@@ -73,6 +73,17 @@ fn add_grad(index: u32, value: f32) {
 }
 
 #if SUBGROUPS
+// Sum over the subgroup by a butterfly of shuffles; every lane ends with the same total (each
+// step pairs the same operands in every lane). On lavapipe a 32-bit shuffle is one vector
+// permute, where subgroupAdd is a loop over the lanes (../shared/notes/lavapipe-performance.md).
+fn subgroup_sum(value: f32, size: u32) -> f32 {
+    var v = value;
+    for (var mask = 1u; mask < size; mask <<= 1u) {
+        v += subgroupShuffleXor(v, mask);
+    }
+    return v;
+}
+
 fn acc_add(index: u32, value: f32) {
     var old = atomicLoad(&acc[index]);
     loop {
@@ -86,6 +97,55 @@ fn acc_add(index: u32, value: f32) {
 }
 #endif
 
+// One splat's gradient at this pixel, going back to front: un-composites the splat from the
+// pixel's state (transmittance in front of it, colour behind it), writes the gradients of its
+// mean, conic, opacity and colour (and |mean gradient|) into `g` (zeros where it adds nothing)
+// and returns whether it contributed to the pixel.
+fn splat_gradient(
+    xy: vec2<f32>,
+    co: vec4<f32>,
+    color: vec3<f32>,
+    pixel: vec2<f32>,
+    t_final: f32,
+    v_out: vec4<f32>,
+    transmittance: ptr<function, f32>,
+    behind: ptr<function, vec3<f32>>,
+    g: ptr<function, array<f32, GRADS>>,
+) -> bool {
+    for (var k = 0u; k < GRADS; k++) {
+        (*g)[k] = 0.0;
+    }
+    let d = xy - pixel;
+    let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
+    let alpha = splat_alpha(co.w, power, u.alpha_mode);
+    if alpha <= 0.0 {
+        return false;
+    }
+    let vis = exp(power);
+    let ra = 1.0 / (1.0 - alpha);
+    *transmittance *= ra;
+    let fac = alpha * *transmittance;
+    var v_alpha = dot(color * *transmittance - *behind * ra, v_out.xyz);
+    v_alpha += t_final * ra * v_out.w;
+    v_alpha -= t_final * ra * dot(u.background.xyz, v_out.xyz);
+    if co.w * vis <= ALPHA_MAX {
+        let v_sigma = -co.w * vis * v_alpha;
+        (*g)[0] = v_sigma * (co.x * d.x + co.y * d.y);
+        (*g)[1] = v_sigma * (co.y * d.x + co.z * d.y);
+        (*g)[2] = 0.5 * v_sigma * d.x * d.x;
+        (*g)[3] = v_sigma * d.x * d.y;
+        (*g)[4] = 0.5 * v_sigma * d.y * d.y;
+        (*g)[5] = vis * v_alpha;
+        (*g)[9] = abs((*g)[0]);
+        (*g)[10] = abs((*g)[1]);
+    }
+    (*g)[6] = fac * v_out.x;
+    (*g)[7] = fac * v_out.y;
+    (*g)[8] = fac * v_out.z;
+    *behind += color * fac;
+    return true;
+}
+
 // One-dimensional workgroup (256 = 16x16 pixels): naga allows subgroup ids only in 1D workgroups.
 @compute @workgroup_size(256)
 fn rasterize_backward(
@@ -94,6 +154,7 @@ fn rasterize_backward(
     @builtin(local_invocation_index) lid: u32,
 #if SUBGROUPS
     @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
 #endif
 ) {
     if uniforms_visible(nwg) {
@@ -158,61 +219,54 @@ fn rasterize_backward(
             s_color[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], 0.0);
         }
         workgroupBarrier();
-        for (var jj = 0u; jj < n; jj++) {
-            let j = n - 1u - jj;
-            var g: array<f32, GRADS>;
-            for (var k = 0u; k < GRADS; k++) {
-                g[k] = 0.0;
-            }
-            var contributes = false;
-            if batch_start + j < limit {
-                let co = s_conic_opacity[j];
-                let d = s_xy[j] - pixel;
-                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
-                let alpha = splat_alpha(co.w, power, u.alpha_mode);
-                if alpha > 0.0 {
-                    let vis = exp(power);
-                    let ra = 1.0 / (1.0 - alpha);
-                    transmittance *= ra;
-                    let fac = alpha * transmittance;
-                    let color = s_color[j].xyz;
-                    var v_alpha = dot(color * transmittance - behind * ra, v_out.xyz);
-                    v_alpha += t_final * ra * v_out.w;
-                    v_alpha -= t_final * ra * dot(u.background.xyz, v_out.xyz);
-                    if co.w * vis <= ALPHA_MAX {
-                        let v_sigma = -co.w * vis * v_alpha;
-                        g[0] = v_sigma * (co.x * d.x + co.y * d.y);
-                        g[1] = v_sigma * (co.y * d.x + co.z * d.y);
-                        g[2] = 0.5 * v_sigma * d.x * d.x;
-                        g[3] = v_sigma * d.x * d.y;
-                        g[4] = 0.5 * v_sigma * d.y * d.y;
-                        g[5] = vis * v_alpha;
-                        g[9] = abs(g[0]);
-                        g[10] = abs(g[1]);
-                    }
-                    g[6] = fac * v_out.x;
-                    g[7] = fac * v_out.y;
-                    g[8] = fac * v_out.z;
-                    behind += color * fac;
-                    contributes = true;
-                }
-            }
-            // Sum over the tile's pixels.
 #if SUBGROUPS
-            if subgroupAny(contributes) {
-                var sums: array<f32, GRADS>;
-                for (var k = 0u; k < GRADS; k++) {
-                    sums[k] = subgroupAdd(g[k]);
-                }
-                if lane == 0u {
+        // Back to front in groups of `sg_size`: each lane reads one splat of the group from
+        // workgroup memory and the subgroup sees splat t through shuffles (one vector permute on
+        // lavapipe, where every workgroup-memory load is a loop over the lanes).
+        var group_end = n;
+        while group_end > 0u {
+            let group_start = select(0u, group_end - sg_size, group_end > sg_size);
+            let mine = min(group_start + lane, n - 1u);
+            let my_xy = s_xy[mine];
+            let my_co = s_conic_opacity[mine];
+            let my_color = s_color[mine];
+            for (var t = group_end - group_start; t > 0u; t--) {
+                let j = group_start + t - 1u;
+                let xy = subgroupShuffle(my_xy, t - 1u);
+                let co = subgroupShuffle(my_co, t - 1u);
+                let color = subgroupShuffle(my_color, t - 1u);
+                var g: array<f32, GRADS>;
+                let contributes = batch_start + j < limit
+                    && splat_gradient(xy, co, color.xyz, pixel, t_final, v_out, &transmittance, &behind, &g);
+                // Sum over the tile's pixels.
+                if subgroupAny(contributes) {
+                    var sums: array<f32, GRADS>;
                     for (var k = 0u; k < GRADS; k++) {
-                        if sums[k] != 0.0 {
-                            acc_add(j * GRADS + k, sums[k]);
+                        sums[k] = subgroup_sum(g[k], sg_size);
+                    }
+                    if lane == 0u {
+                        for (var k = 0u; k < GRADS; k++) {
+                            if sums[k] != 0.0 {
+                                acc_add(j * GRADS + k, sums[k]);
+                            }
                         }
                     }
                 }
             }
+            group_end = group_start;
+        }
+        workgroupBarrier();
+        for (var e = lid; e < n * GRADS; e += BATCH) {
+            add_grad(s_index[e / GRADS] * V_STRIDE + e % GRADS, bitcast<f32>(atomicLoad(&acc[e])));
+        }
 #else
+        for (var jj = 0u; jj < n; jj++) {
+            let j = n - 1u - jj;
+            var g: array<f32, GRADS>;
+            if batch_start + j < limit {
+                splat_gradient(s_xy[j], s_conic_opacity[j], s_color[j].xyz, pixel, t_final, v_out, &transmittance, &behind, &g);
+            }
+            // Sum over the tile's pixels.
             for (var k = 0u; k < GRADS; k++) {
                 partial[lid][k] = g[k];
             }
@@ -229,12 +283,6 @@ fn rasterize_backward(
                 add_grad(s_index[j] * V_STRIDE + lid, partial[0][lid]);
             }
             workgroupBarrier();
-#endif
-        }
-#if SUBGROUPS
-        workgroupBarrier();
-        for (var e = lid; e < n * GRADS; e += BATCH) {
-            add_grad(s_index[e / GRADS] * V_STRIDE + e % GRADS, bitcast<f32>(atomicLoad(&acc[e])));
         }
 #endif
         batch_end = batch_start;
