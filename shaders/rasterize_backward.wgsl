@@ -49,6 +49,8 @@ var<workgroup> s_index: array<u32, BATCH>;
 var<workgroup> acc: array<atomic<u32>, 2816>; // BATCH * GRADS
 #else
 var<workgroup> partial: array<array<f32, GRADS>, BATCH>;
+// Sums of 16 pixels' gradients each (the first level of the portable path's reduction).
+var<workgroup> partial16: array<array<f32, GRADS>, 16>;
 #endif
 var<workgroup> max_limit: atomic<u32>;
 var<workgroup> max_limit_snapshot: u32;
@@ -266,23 +268,32 @@ fn rasterize_backward(
             if batch_start + j < limit {
                 splat_gradient(s_xy[j], s_conic_opacity[j], s_color[j].xyz, pixel, t_final, v_out, &transmittance, &behind, &g);
             }
-            // Sum over the tile's pixels.
+            // Sum over the tile's pixels in two levels of 16 with two barriers: 176 invocations
+            // each add 16 pixels' value of one gradient, then 11 add the 16 partial sums. The
+            // next splat's writes to `partial` come after every read of it (second barrier), and
+            // its writes to `partial16` after the first barrier, which the readers of
+            // `partial16` reach only once they are done.
             for (var k = 0u; k < GRADS; k++) {
                 partial[lid][k] = g[k];
             }
-            for (var stride = BATCH / 2u; stride > 0u; stride /= 2u) {
-                workgroupBarrier();
-                if lid < stride {
-                    for (var k = 0u; k < GRADS; k++) {
-                        partial[lid][k] += partial[lid + stride][k];
-                    }
+            workgroupBarrier();
+            if lid < 16u * GRADS {
+                let k = lid / 16u;
+                let first = (lid % 16u) * 16u;
+                var sum = 0.0;
+                for (var i = 0u; i < 16u; i++) {
+                    sum += partial[first + i][k];
                 }
+                partial16[lid % 16u][k] = sum;
             }
             workgroupBarrier();
             if lid < GRADS {
-                add_grad(s_index[j] * V_STRIDE + lid, partial[0][lid]);
+                var sum = 0.0;
+                for (var i = 0u; i < 16u; i++) {
+                    sum += partial16[i][lid];
+                }
+                add_grad(s_index[j] * V_STRIDE + lid, sum);
             }
-            workgroupBarrier();
         }
 #endif
         batch_end = batch_start;
