@@ -38,13 +38,13 @@ fn trainer(ctx: &GpuContext, dataset: Dataset, config: TrainConfig) -> Trainer {
 #[test]
 fn thousand_iterations_hold_process_memory_flat() {
     let ctx = fresh_context(false);
-    let warmup = 300;
+    let warmup = 200;
     let iterations = warmup + 1_000;
     let config = TrainConfig {
         iterations,
         densify_from: 20,
         densify_every: 30,
-        densify_until: 150,
+        densify_until: 120,
         opacity_reset_every: 100_000,
         sh_degree_interval: 50,
         loss_readback_every: 10,
