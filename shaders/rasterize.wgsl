@@ -31,6 +31,33 @@ var<workgroup> s_color_depth: array<vec4<f32>, BATCH>;
 var<workgroup> done_count: atomic<u32>;
 var<workgroup> done_snapshot: u32;
 
+// Opacity of the splat at `xy` with (conic a, b, c, opacity) `co` at `pixel`.
+fn alpha_at(xy: vec2<f32>, co: vec4<f32>, pixel: vec2<f32>) -> f32 {
+    let d = xy - pixel;
+    let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
+    return splat_alpha(co.w, power, u.alpha_mode);
+}
+
+// Composites a splat of opacity `alpha` and (colour, depth) `cd` under the pixel's state, front
+// to back. Returns false and leaves the state as it is when the splat would end the pixel
+// (classic mode: transmittance at or below TRANSMITTANCE_MIN).
+fn blend(
+    alpha: f32,
+    cd: vec4<f32>,
+    color: ptr<function, vec3<f32>>,
+    depth_acc: ptr<function, f32>,
+    transmittance: ptr<function, f32>,
+) -> bool {
+    let next_t = *transmittance * (1.0 - alpha);
+    if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
+        return false;
+    }
+    *color += cd.xyz * (alpha * *transmittance);
+    *depth_acc += cd.w * (alpha * *transmittance);
+    *transmittance = next_t;
+    return true;
+}
+
 // One-dimensional workgroup (256 = 16x16 pixels, row-major): naga allows subgroup builtins only
 // in 1D workgroups.
 @compute @workgroup_size(256)
@@ -126,21 +153,15 @@ fn rasterize(
                 if done {
                     continue;
                 }
-                let d = xy - pixel;
-                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
-                let alpha = splat_alpha(co.w, power, u.alpha_mode);
+                let alpha = alpha_at(xy, co, pixel);
                 if alpha <= 0.0 {
                     continue;
                 }
-                let next_t = transmittance * (1.0 - alpha);
-                if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
+                if !blend(alpha, cd, &color, &depth_acc, &transmittance) {
                     done = true;
                     atomicAdd(&done_count, 1u);
                     continue;
                 }
-                color += cd.xyz * (alpha * transmittance);
-                depth_acc += cd.w * (alpha * transmittance);
-                transmittance = next_t;
                 used = batch + group + t + 1u - start;
             }
             group += sg_size;
@@ -148,23 +169,15 @@ fn rasterize(
 #else
         if !done {
             for (var j = 0u; j < n; j++) {
-                let co = s_conic_opacity[j];
-                let d = s_xy[j] - pixel;
-                let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
-                let alpha = splat_alpha(co.w, power, u.alpha_mode);
+                let alpha = alpha_at(s_xy[j], s_conic_opacity[j], pixel);
                 if alpha <= 0.0 {
                     continue;
                 }
-                let next_t = transmittance * (1.0 - alpha);
-                if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
+                if !blend(alpha, s_color_depth[j], &color, &depth_acc, &transmittance) {
                     done = true;
                     atomicAdd(&done_count, 1u);
                     break;
                 }
-                let cd = s_color_depth[j];
-                color += cd.xyz * (alpha * transmittance);
-                depth_acc += cd.w * (alpha * transmittance);
-                transmittance = next_t;
                 used = batch + j + 1u - start;
             }
         }

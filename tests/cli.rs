@@ -275,6 +275,9 @@ fn a_memory_budget_caps_mcmc_growth() {
     if cfg!(target_os = "linux") {
         // On lavapipe device memory is host memory: the process's peak holds the allocator's.
         let rss = metrics["peak_rss_bytes"].as_u64().expect("peak_rss_bytes");
-        assert!(rss > peak, "peak RSS {rss} below the allocator's peak {peak}");
+        assert!(
+            rss > peak,
+            "peak RSS {rss} below the allocator's peak {peak}"
+        );
     }
 }

@@ -3,10 +3,10 @@
 
 use wgsplat::data::Dataset;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::gpu::ProcessMemory;
 use wgsplat::testing::fresh_context;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
-use wgsplat::gpu::ProcessMemory;
 use wgsplat::{GpuContext, MemoryCategory};
 
 /// The built-in scene at a tiny resolution with its point cloud thinned to `points` points.

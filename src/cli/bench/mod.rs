@@ -2,8 +2,8 @@
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
 mod knn;
-mod loss;
 mod longrun;
+mod loss;
 mod memory;
 mod render;
 mod runtime;
