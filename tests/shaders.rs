@@ -139,3 +139,84 @@ fn mirror_check_detects_a_wrong_layout() {
     let bad = wgsplat::mirror!(Wrong, "fill.wgsl", "FillParams", [n, mode]);
     assert!(bad.check().is_err());
 }
+
+/// Where `module` reads a uniform other than through the private copy: a field or element access
+/// on a uniform global anywhere, or an entry point of a module with uniforms that never calls
+/// `uniforms_visible`.
+fn uniform_violations(module: &naga::Module) -> Vec<String> {
+    let uniforms: Vec<_> = module
+        .global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::Uniform)
+        .map(|(h, _)| h)
+        .collect();
+    if uniforms.is_empty() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let functions = module
+        .functions
+        .iter()
+        .map(|(_, f)| f)
+        .chain(module.entry_points.iter().map(|e| &e.function));
+    for function in functions {
+        for (_, expression) in function.expressions.iter() {
+            let base = match expression {
+                naga::Expression::AccessIndex { base, .. }
+                | naga::Expression::Access { base, .. } => *base,
+                _ => continue,
+            };
+            if let naga::Expression::GlobalVariable(global) = function.expressions[base] {
+                if uniforms.contains(&global) {
+                    found.push(format!(
+                        "{} reads a field of the uniform directly",
+                        function.name.as_deref().unwrap_or("?")
+                    ));
+                }
+            }
+        }
+    }
+    for entry in &module.entry_points {
+        let calls_gate = entry.function.body.iter().any(|statement| {
+            matches!(statement, naga::Statement::Call { function, .. }
+                if module.functions[*function].name.as_deref() == Some("uniforms_visible"))
+        });
+        if !calls_gate {
+            found.push(format!(
+                "entry point {} never calls uniforms_visible",
+                entry.name
+            ));
+        }
+    }
+    found
+}
+
+/// Issue 12: lavapipe recompiles (and leaks) a kernel at every dispatch when a branch depends on
+/// a uniform field it can trace, so every kernel reads its parameters only through the private
+/// copy made under `uniforms_visible` (shared/dispatch.wgsl).
+#[test]
+fn kernels_read_uniforms_only_through_the_private_copy() {
+    let mut failures = Vec::new();
+    for file in shader::stage_files() {
+        for variant in Variant::all_for(file).expect("directives parse") {
+            let compiled = shader::compile(file, variant).expect("compiles");
+            for v in uniform_violations(&compiled.module) {
+                failures.push(format!("{file} ({}): {v}", variant.name()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    // The check itself fails on a kernel that branches on a uniform field.
+    let direct = naga::front::wgsl::parse_str(
+        "struct P { n: u32 }
+         @group(0) @binding(0) var<uniform> params: P;
+         @group(0) @binding(1) var<storage, read_write> out: array<u32>;
+         @compute @workgroup_size(64)
+         fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+             if id.x < params.n { out[id.x] = 1u; }
+         }",
+    )
+    .expect("parses");
+    let violations = uniform_violations(&direct);
+    assert_eq!(violations.len(), 2, "{violations:?}");
+}
