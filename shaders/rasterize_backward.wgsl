@@ -5,10 +5,13 @@
 // with f32 atomics where available, else with a compare-and-swap loop on the u32 bit pattern.
 // Columns 9 and 10 accumulate |v_x| and |v_y| per pixel (gsplat's "absgrad").
 //
-// The per-tile sum: with subgroups, each subgroup sums a splat's values with subgroupAdd and lane 0
-// adds them into a per-batch accumulator in workgroup memory (a u32 compare-and-swap, since
-// workgroup f32 atomics do not exist), so no barrier is needed per splat; the accumulators are
-// flushed once per batch. Without subgroups, a barrier-synchronised tree reduction runs per splat.
+// The per-tile sum: with subgroups, the splats reach a subgroup's lanes through shuffles (each
+// lane reads one splat of a group of subgroup-size from workgroup memory), each subgroup sums a
+// splat's values with a butterfly of shuffles and lane 0 adds them into a per-batch accumulator
+// in workgroup memory (a u32 compare-and-swap, since workgroup f32 atomics do not exist), so no
+// barrier is needed per splat; the accumulators are flushed once per batch. Without subgroups,
+// the values go through workgroup memory and a two-level reduction of 16 x 16 (two barriers)
+// runs per splat.
 // Batches behind every pixel's last contributor are skipped.
 //
 // It runs once per chunk of splats (shared/chunk.wgsl), back to front: `splats` and `v_splats` are
