@@ -1,7 +1,10 @@
 // Emits one (tile, splat) intersection per tile that each visible splat's footprint touches.
 // Splats arrive in depth order, so a later stable sort by tile keeps each tile's list in depth
 // order. `offsets` is the exclusive scan of the tile counts (exactly V entries), so writes never
-// collide. One dispatch per page of splats: `count` splats from `page_offset`; `aux` = I.
+// collide. Each intersection's index in this emission order ("orig") goes to `isect_ids`, the
+// values of the tile sort, so that the backward pass can find a splat's intersections after it
+// (index_isects.wgsl). One dispatch per page of splats: `count` splats from `page_offset`;
+// `aux` = I.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
@@ -12,6 +15,7 @@ var<private> u: RenderUniform;
 @group(0) @binding(2) var<storage, read> offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> tile_keys: array<u32>;
 @group(0) @binding(4) var<storage, read_write> splat_from_isect: array<u32>;
+@group(0) @binding(5) var<storage, read_write> isect_ids: array<u32>;
 
 @compute @workgroup_size(256)
 fn emit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -36,6 +40,7 @@ fn emit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             if at < end {
                 tile_keys[at] = u32(ty) * u.tile_counts.x + u32(tx);
                 splat_from_isect[at] = v;
+                isect_ids[at] = at;
             }
             at++;
         }

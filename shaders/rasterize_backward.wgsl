@@ -1,158 +1,149 @@
-// Backward of the tile rasterizer. One 16x16 workgroup per tile walks the tile's splats back to
-// front, reconstructing each pixel's transmittance from its final value, and computes every
-// pixel's gradient with respect to each splat's mean (x, y), conic (a, b, c), opacity and colour.
-// Those are summed over the tile's pixels and added to the splat's row of `v_splats` once per tile:
-// with f32 atomics where available, else with a compare-and-swap loop on the u32 bit pattern.
-// Columns 9 and 10 accumulate |v_x| and |v_y| per pixel (gsplat's "absgrad").
+// Backward of the tile rasterizer. One workgroup of 64 invocations per 16x16 tile; each
+// invocation owns a column of four pixels (x = lid % 16, y = 4 * (lid / 16) + 0..3), held as the
+// components of vec4s. The workgroup walks the tile's splats back to front, reconstructing each
+// pixel's transmittance from its final value, and computes every pixel's gradient with respect to
+// each splat's mean (x, y), conic (a, b, c), opacity and colour, plus |d/dx| and |d/dy| per pixel
+// (gsplat's "absgrad").
 //
-// The per-tile sum: with subgroups, the splats reach a subgroup's lanes through shuffles (each
-// lane reads one splat of a group of subgroup-size from workgroup memory), each subgroup sums a
-// splat's values with a butterfly of shuffles and lane 0 adds them into a per-batch accumulator
-// in workgroup memory (a u32 compare-and-swap, since workgroup f32 atomics do not exist), so no
-// barrier is needed per splat; the accumulators are flushed once per batch. Without subgroups,
-// the values go through workgroup memory and a two-level reduction of 16 x 16 (two barriers)
-// runs per splat.
-// Batches behind every pixel's last contributor are skipped.
+// No atomics: the sums over the tile's pixels go, in a fixed order, to one row of ROW_GRADS
+// floats per intersection (`rows`, indexed by tile-sorted position within the dispatch's window),
+// and rasterize_backward_sum.wgsl adds each splat's rows in emission order. Both paths therefore
+// give the same bits on every run, however the workgroups are scheduled.
+// - Subgroups: splats reach the lanes through shuffles, in groups of the subgroup size (each lane
+//   reads one splat of the group from workgroup memory), so one workgroup-memory load serves a
+//   whole group; a lane first sums its four pixels in registers, then the subgroup sums its lanes
+//   with a butterfly of shuffles, and lane t keeps the group's splat t. After each group the
+//   subgroups' sums are added in subgroup order through workgroup memory (one barrier per group,
+//   double-buffered).
+// - Portable: groups of four splats; each invocation stores its four-pixel sums in workgroup
+//   memory and two levels (4 invocations, then 16 partial sums) add them, two barriers per group.
+// Batches behind every pixel's last contributor are skipped (their rows stay zero).
 //
-// It runs once per chunk of splats (shared/chunk.wgsl), back to front: `splats` and `v_splats` are
-// the chunk's pages, and `carry` passes each pixel's transmittance and colour accumulated behind
-// (T, r, g, b) from one chunk to the chunk in front of it. The backmost chunk starts from the
-// rendered image; the frontmost writes no carry (with one chunk, `carry` is never touched).
+// It runs once per chunk of splats (shared/chunk.wgsl) and window of intersections
+// (shared/isect_window.wgsl), back to front: `splats` is the chunk's page, and `carry` passes each
+// pixel's (transmittance, colour behind) from one dispatch to the one in front of it. The backmost
+// dispatch starts from the rendered image; the frontmost writes no carry (with one dispatch,
+// `carry` is never touched).
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/isect_window.wgsl"
 #import "shared/chunk.wgsl"
 
-@group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
-// The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
+@group(0) @binding(0) var<uniform> b_uniform: BackwardUniform;
+// The kernel reads these private copies (see `uniforms_visible` in shared/dispatch.wgsl).
+var<private> b: BackwardUniform;
 var<private> u: RenderUniform;
+var<private> window: IsectWindow;
 @group(0) @binding(1) var<storage, read> splats: array<f32>;
 @group(0) @binding(2) var<storage, read> splat_from_isect: array<u32>;
 @group(0) @binding(3) var<storage, read> ranges: array<u32>;
 @group(0) @binding(4) var<storage, read> rgba: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> consumed: array<u32>;
 @group(0) @binding(6) var<storage, read> v_rgba: array<vec4<f32>>;
-#if FLOAT_ATOMICS
-@group(0) @binding(7) var<storage, read_write> v_splats: array<atomic<f32>>;
-#else
-@group(0) @binding(7) var<storage, read_write> v_splats: array<atomic<u32>>;
-#endif
+@group(0) @binding(7) var<storage, read_write> rows: array<f32>;
 @group(0) @binding(8) var<storage, read_write> carry: array<vec4<f32>>;
 
-const BATCH: u32 = 256u;
-// Gradient values per splat row (see src/splat/backward.rs): x, y, conic a, b, c, opacity, r, g,
-// b, |x|, |y|; the row stride is 12.
-const GRADS: u32 = 11u;
-const V_STRIDE: u32 = 12u;
+const WORKGROUP: u32 = 64u;
+// Splats loaded into workgroup memory at a time.
+const BATCH: u32 = 64u;
+// Splats per group of the portable path's reduction.
+const GROUP: u32 = 4u;
 
 var<workgroup> s_xy: array<vec2<f32>, BATCH>;
 var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
 var<workgroup> s_color: array<vec4<f32>, BATCH>;
-var<workgroup> s_index: array<u32, BATCH>;
 #if SUBGROUPS
-var<workgroup> acc: array<atomic<u32>, 2816>; // BATCH * GRADS
+// Two buffers (by group parity) of 64 slots (subgroup, splat of the group) x 3 vec4.
+var<workgroup> part: array<vec4<f32>, 384>;
 #else
-var<workgroup> partial: array<array<f32, GRADS>, BATCH>;
-// Sums of 16 pixels' gradients each (the first level of the portable path's reduction).
-var<workgroup> partial16: array<array<f32, GRADS>, 16>;
+// Per splat of the group and invocation, 3 vec4; then per splat, 16 sums of 4 invocations.
+var<workgroup> part: array<vec4<f32>, 768>;
+var<workgroup> part16: array<vec4<f32>, 192>;
 #endif
 var<workgroup> max_limit: atomic<u32>;
 var<workgroup> max_limit_snapshot: u32;
 
-fn add_grad(index: u32, value: f32) {
-    if value == 0.0 {
-        return;
+// The state of one invocation's column of four pixels.
+struct Column {
+    // Pixel centres: x, and y of the four pixels.
+    x: f32,
+    y: vec4<f32>,
+    // Tile-sorted index one past each pixel's last contributor (the tile's start when outside).
+    limit: vec4<u32>,
+    // Final transmittance.
+    t_final: vec4<f32>,
+    // dLoss/d(red, green, blue) and dLoss/d(alpha) - background . dLoss/d(rgb).
+    v_r: vec4<f32>,
+    v_g: vec4<f32>,
+    v_b: vec4<f32>,
+    v_alpha_bg: vec4<f32>,
+    // Transmittance in front of the next splat, and the colour accumulated behind it.
+    transmittance: vec4<f32>,
+    behind_r: vec4<f32>,
+    behind_g: vec4<f32>,
+    behind_b: vec4<f32>,
+}
+
+// One splat's gradients summed over the column, going back to front: un-composites the splat
+// from each pixel's state and returns (x, y, a, b), (c, opacity, r, g), (b, |x|, |y|, 0).
+fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c: ptr<function, Column>) -> array<vec4<f32>, 3> {
+    let dx = xy.x - (*c).x;
+    let dy = xy.y - (*c).y;
+    let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
+    let vis = exp(power);
+    let alpha = splat_alpha4(co.w, vis, power, u.alpha_mode);
+    let live = (vec4<u32>(isect) < (*c).limit) & (alpha > vec4<f32>(0.0));
+    let ra = 1.0 / (1.0 - alpha);
+    let t = select((*c).transmittance, (*c).transmittance * ra, live);
+    (*c).transmittance = t;
+    let fac = select(vec4<f32>(0.0), alpha * t, live);
+    let v_alpha = (*c).v_r * (color.x * t - (*c).behind_r * ra)
+        + (*c).v_g * (color.y * t - (*c).behind_g * ra)
+        + (*c).v_b * (color.z * t - (*c).behind_b * ra)
+        + (*c).t_final * ra * (*c).v_alpha_bg;
+    // Where the opacity clamp is active, alpha does not depend on the mean, conic or opacity.
+    let geometric = live & (co.w * vis <= vec4<f32>(ALPHA_MAX));
+    let v_sigma = select(vec4<f32>(0.0), -co.w * vis * v_alpha, geometric);
+    let v_opacity = select(vec4<f32>(0.0), vis * v_alpha, geometric);
+    let v_x = v_sigma * (co.x * dx + co.y * dy);
+    let v_y = v_sigma * (co.y * dx + co.z * dy);
+    (*c).behind_r += color.x * fac;
+    (*c).behind_g += color.y * fac;
+    (*c).behind_b += color.z * fac;
+    let one = vec4<f32>(1.0);
+    let v_sigma_sum = dot(v_sigma, one);
+    return array<vec4<f32>, 3>(
+        vec4<f32>(dot(v_x, one), dot(v_y, one), 0.5 * dx * dx * v_sigma_sum, dx * dot(v_sigma, dy)),
+        vec4<f32>(0.5 * dot(v_sigma * dy, dy), dot(v_opacity, one), dot(fac, (*c).v_r), dot(fac, (*c).v_g)),
+        vec4<f32>(dot(fac, (*c).v_b), dot(abs(v_x), one), dot(abs(v_y), one), 0.0),
+    );
+}
+
+// Writes part `q` (floats 4q..4q+3, up to ROW_GRADS) of tile-sorted intersection `isect`'s row.
+fn write_row(isect: u32, q: u32, value: vec4<f32>) {
+    let base = (isect - window.begin) * ROW_GRADS + 4u * q;
+    rows[base] = value.x;
+    rows[base + 1u] = value.y;
+    rows[base + 2u] = value.z;
+    if q < 2u {
+        rows[base + 3u] = value.w;
     }
-#if FLOAT_ATOMICS
-    atomicAdd(&v_splats[index], value);
-#else
-    var old = atomicLoad(&v_splats[index]);
-    loop {
-        let next = bitcast<u32>(bitcast<f32>(old) + value);
-        let result = atomicCompareExchangeWeak(&v_splats[index], old, next);
-        if result.exchanged {
-            break;
-        }
-        old = result.old_value;
-    }
-#endif
 }
 
 #if SUBGROUPS
-// Sum over the subgroup by a butterfly of shuffles; every lane ends with the same total (each
-// step pairs the same operands in every lane). On lavapipe a 32-bit shuffle is one vector
+// Sum over the first `lanes` lanes by a butterfly of shuffles; every lane ends with the same total
+// (each step pairs the same operands in every lane). On lavapipe a 32-bit shuffle is one vector
 // permute, where subgroupAdd is a loop over the lanes (../shared/notes/lavapipe-performance.md).
-fn subgroup_sum(value: f32, size: u32) -> f32 {
+fn subgroup_sum(value: vec4<f32>, lanes: u32) -> vec4<f32> {
     var v = value;
-    for (var mask = 1u; mask < size; mask <<= 1u) {
+    for (var mask = 1u; mask < lanes; mask <<= 1u) {
         v += subgroupShuffleXor(v, mask);
     }
     return v;
 }
-
-fn acc_add(index: u32, value: f32) {
-    var old = atomicLoad(&acc[index]);
-    loop {
-        let next = bitcast<u32>(bitcast<f32>(old) + value);
-        let result = atomicCompareExchangeWeak(&acc[index], old, next);
-        if result.exchanged {
-            break;
-        }
-        old = result.old_value;
-    }
-}
 #endif
 
-// One splat's gradient at this pixel, going back to front: un-composites the splat from the
-// pixel's state (transmittance in front of it, colour behind it), writes the gradients of its
-// mean, conic, opacity and colour (and |mean gradient|) into `g` (zeros where it adds nothing)
-// and returns whether it contributed to the pixel.
-fn splat_gradient(
-    xy: vec2<f32>,
-    co: vec4<f32>,
-    color: vec3<f32>,
-    pixel: vec2<f32>,
-    t_final: f32,
-    v_out: vec4<f32>,
-    transmittance: ptr<function, f32>,
-    behind: ptr<function, vec3<f32>>,
-    g: ptr<function, array<f32, GRADS>>,
-) -> bool {
-    for (var k = 0u; k < GRADS; k++) {
-        (*g)[k] = 0.0;
-    }
-    let d = xy - pixel;
-    let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
-    let alpha = splat_alpha(co.w, power, u.alpha_mode);
-    if alpha <= 0.0 {
-        return false;
-    }
-    let vis = exp(power);
-    let ra = 1.0 / (1.0 - alpha);
-    *transmittance *= ra;
-    let fac = alpha * *transmittance;
-    var v_alpha = dot(color * *transmittance - *behind * ra, v_out.xyz);
-    v_alpha += t_final * ra * v_out.w;
-    v_alpha -= t_final * ra * dot(u.background.xyz, v_out.xyz);
-    if co.w * vis <= ALPHA_MAX {
-        let v_sigma = -co.w * vis * v_alpha;
-        (*g)[0] = v_sigma * (co.x * d.x + co.y * d.y);
-        (*g)[1] = v_sigma * (co.y * d.x + co.z * d.y);
-        (*g)[2] = 0.5 * v_sigma * d.x * d.x;
-        (*g)[3] = v_sigma * d.x * d.y;
-        (*g)[4] = 0.5 * v_sigma * d.y * d.y;
-        (*g)[5] = vis * v_alpha;
-        (*g)[9] = abs((*g)[0]);
-        (*g)[10] = abs((*g)[1]);
-    }
-    (*g)[6] = fac * v_out.x;
-    (*g)[7] = fac * v_out.y;
-    (*g)[8] = fac * v_out.z;
-    *behind += color * fac;
-    return true;
-}
-
-// One-dimensional workgroup (256 = 16x16 pixels): naga allows subgroup ids only in 1D workgroups.
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn rasterize_backward(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -160,148 +151,176 @@ fn rasterize_backward(
 #if SUBGROUPS
     @builtin(subgroup_invocation_id) lane: u32,
     @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) num_sg: u32,
 #endif
 ) {
     if uniforms_visible(nwg) {
-        u = u_uniform;
+        b = b_uniform;
     }
+    u = b.render;
+    window = b.window;
     let tile = workgroup_index(wid, nwg);
     if tile >= u.tile_counts.x * u.tile_counts.y {
         return;
     }
-    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let py = (tile / u.tile_counts.x) * TILE_SIZE + lid / TILE_SIZE;
-    let inside = px < u.image_size.x && py < u.image_size.y;
-    let p = select(0u, py * u.image_size.x + px, inside);
-    let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
-    let run = chunk_run(start, end);
-    let first_chunk = chunk_is_first();
-    let last_chunk = chunk_is_last();
-    if run.x == run.y && !last_chunk {
-        return; // uniform: this chunk leaves the tile's carried state as it is
+    let chunk = chunk_run(start, end);
+    let run_start = max(chunk.x, window.begin);
+    let run_end = max(min(chunk.y, window.end), run_start);
+    let frontmost = chunk_is_first() && window.begin == 0u;
+    let backmost = chunk_is_last() && window.end >= window.total;
+    if run_start == run_end && !backmost {
+        return; // uniform: this dispatch leaves the tile's carried state as it is
     }
 
-    let t_final = select(1.0, 1.0 - rgba[p].w, inside);
-    let v_out = select(vec4<f32>(0.0), v_rgba[p], inside);
-    let limit = select(start, start + consumed[p], inside);
-    var transmittance = t_final;
-    var behind = vec3<f32>(0.0);
-    if !last_chunk {
-        let carried = carry[p];
-        transmittance = carried.x;
-        behind = carried.yzw;
+    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
+    let py0 = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u;
+    var c: Column;
+    c.x = f32(px) + 0.5;
+    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
+    var p: vec4<u32>;
+    var inside: vec4<bool>;
+    for (var k = 0u; k < 4u; k++) {
+        inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
+        p[k] = select(0u, (py0 + k) * u.image_size.x + px, inside[k]);
+        let v_out = select(vec4<f32>(0.0), v_rgba[p[k]], inside[k]);
+        c.v_r[k] = v_out.x;
+        c.v_g[k] = v_out.y;
+        c.v_b[k] = v_out.z;
+        c.v_alpha_bg[k] = v_out.w - dot(u.background.xyz, v_out.xyz);
+        c.t_final[k] = select(1.0, 1.0 - rgba[p[k]].w, inside[k]);
+        c.limit[k] = select(start, start + consumed[p[k]], inside[k]);
+        if backmost {
+            c.transmittance[k] = c.t_final[k];
+        } else {
+            let carried = carry[p[k]];
+            c.transmittance[k] = carried.x;
+            c.behind_r[k] = carried.y;
+            c.behind_g[k] = carried.z;
+            c.behind_b[k] = carried.w;
+        }
     }
 
     // Intersections past every pixel's last contributor change nothing: start at the largest limit.
     if lid == 0u {
-        atomicStore(&max_limit, run.x);
+        atomicStore(&max_limit, run_start);
     }
     workgroupBarrier();
-    atomicMax(&max_limit, limit);
+    atomicMax(&max_limit, max(max(c.limit.x, c.limit.y), max(c.limit.z, c.limit.w)));
     workgroupBarrier();
     if lid == 0u {
         max_limit_snapshot = atomicLoad(&max_limit);
     }
     let last = workgroupUniformLoad(&max_limit_snapshot);
-    var batch_end = min(run.y, last);
-    while batch_end > run.x {
-        let batch_start = select(run.x, batch_end - BATCH, batch_end - run.x > BATCH);
+#if SUBGROUPS
+    let lanes = min(sg_size, WORKGROUP);
+    var parity = 0u;
+#endif
+    var batch_end = min(run_end, last);
+    while batch_end > run_start {
+        let batch_start = select(run_start, batch_end - BATCH, batch_end - run_start > BATCH);
         let n = batch_end - batch_start;
         workgroupBarrier();
-#if SUBGROUPS
-        for (var e = lid; e < BATCH * GRADS; e += BATCH) {
-            atomicStore(&acc[e], 0u);
-        }
-#endif
         if lid < n {
-            let splat = splat_from_isect[batch_start + lid] - u.page_offset;
-            let s = splat * SPLAT_STRIDE;
-            s_index[lid] = splat;
+            let s = (splat_from_isect[batch_start + lid] - u.page_offset) * SPLAT_STRIDE;
             s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
             s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
             s_color[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], 0.0);
         }
         workgroupBarrier();
 #if SUBGROUPS
-        // Back to front in groups of `sg_size`: each lane reads one splat of the group from
-        // workgroup memory and the subgroup sees splat t through shuffles (one vector permute on
-        // lavapipe, where every workgroup-memory load is a loop over the lanes).
         var group_end = n;
         while group_end > 0u {
-            let group_start = select(0u, group_end - sg_size, group_end > sg_size);
+            let group_start = select(0u, group_end - lanes, group_end > lanes);
+            let count = group_end - group_start;
             let mine = min(group_start + lane, n - 1u);
             let my_xy = s_xy[mine];
             let my_co = s_conic_opacity[mine];
             let my_color = s_color[mine];
-            for (var t = group_end - group_start; t > 0u; t--) {
-                let j = group_start + t - 1u;
+            var keep = array<vec4<f32>, 3>();
+            for (var t = count; t > 0u; t--) {
                 let xy = subgroupShuffle(my_xy, t - 1u);
                 let co = subgroupShuffle(my_co, t - 1u);
                 let color = subgroupShuffle(my_color, t - 1u);
-                var g: array<f32, GRADS>;
-                let contributes = batch_start + j < limit
-                    && splat_gradient(xy, co, color.xyz, pixel, t_final, v_out, &transmittance, &behind, &g);
-                // Sum over the tile's pixels.
-                if subgroupAny(contributes) {
-                    var sums: array<f32, GRADS>;
-                    for (var k = 0u; k < GRADS; k++) {
-                        sums[k] = subgroup_sum(g[k], sg_size);
-                    }
-                    if lane == 0u {
-                        for (var k = 0u; k < GRADS; k++) {
-                            if sums[k] != 0.0 {
-                                acc_add(j * GRADS + k, sums[k]);
-                            }
-                        }
-                    }
+                let g = column_gradient(xy, co, color.xyz, batch_start + group_start + t - 1u, &c);
+                let sum0 = subgroup_sum(g[0], lanes);
+                let sum1 = subgroup_sum(g[1], lanes);
+                let sum2 = subgroup_sum(g[2], lanes);
+                if lane == t - 1u {
+                    keep = array<vec4<f32>, 3>(sum0, sum1, sum2);
                 }
             }
+            let slot = parity * 192u + (sg_id * lanes + lane) * 3u;
+            if lane < count {
+                part[slot] = keep[0];
+                part[slot + 1u] = keep[1];
+                part[slot + 2u] = keep[2];
+            }
+            workgroupBarrier();
+            // The tile's sums, subgroup by subgroup in a fixed order. The other buffer is written
+            // next; this one only after the next group's barrier, which every reader reaches first.
+            if lid < count * 3u {
+                let t = lid / 3u;
+                let q = lid % 3u;
+                var sum = vec4<f32>(0.0);
+                for (var s = 0u; s < num_sg; s++) {
+                    sum += part[parity * 192u + (s * lanes + t) * 3u + q];
+                }
+                write_row(batch_start + group_start + t, q, sum);
+            }
+            parity ^= 1u;
             group_end = group_start;
         }
-        workgroupBarrier();
-        for (var e = lid; e < n * GRADS; e += BATCH) {
-            add_grad(s_index[e / GRADS] * V_STRIDE + e % GRADS, bitcast<f32>(atomicLoad(&acc[e])));
-        }
 #else
-        for (var jj = 0u; jj < n; jj++) {
-            let j = n - 1u - jj;
-            var g: array<f32, GRADS>;
-            if batch_start + j < limit {
-                splat_gradient(s_xy[j], s_conic_opacity[j], s_color[j].xyz, pixel, t_final, v_out, &transmittance, &behind, &g);
-            }
-            // Sum over the tile's pixels in two levels of 16 with two barriers: 176 invocations
-            // each add 16 pixels' value of one gradient, then 11 add the 16 partial sums. The
-            // next splat's writes to `partial` come after every read of it (second barrier), and
-            // its writes to `partial16` after the first barrier, which the readers of
-            // `partial16` reach only once they are done.
-            for (var k = 0u; k < GRADS; k++) {
-                partial[lid][k] = g[k];
+        var group_end = n;
+        while group_end > 0u {
+            let group_start = select(0u, group_end - GROUP, group_end > GROUP);
+            let count = group_end - group_start;
+            for (var t = count; t > 0u; t--) {
+                let j = group_start + t - 1u;
+                let g = column_gradient(s_xy[j], s_conic_opacity[j], s_color[j].xyz, batch_start + j, &c);
+                let slot = ((t - 1u) * WORKGROUP + lid) * 3u;
+                part[slot] = g[0];
+                part[slot + 1u] = g[1];
+                part[slot + 2u] = g[2];
             }
             workgroupBarrier();
-            if lid < 16u * GRADS {
-                let k = lid / 16u;
-                let first = (lid % 16u) * 16u;
-                var sum = 0.0;
-                for (var i = 0u; i < 16u; i++) {
-                    sum += partial[first + i][k];
+            // First level: invocation (t, r) adds invocations 4r..4r+3 of splat t, in order.
+            let t1 = lid / 16u;
+            if t1 < count {
+                let r = lid % 16u;
+                for (var q = 0u; q < 3u; q++) {
+                    var sum = vec4<f32>(0.0);
+                    for (var i = 0u; i < 4u; i++) {
+                        sum += part[((t1 * WORKGROUP) + 4u * r + i) * 3u + q];
+                    }
+                    part16[(t1 * 16u + r) * 3u + q] = sum;
                 }
-                partial16[lid % 16u][k] = sum;
             }
             workgroupBarrier();
-            if lid < GRADS {
-                var sum = 0.0;
-                for (var i = 0u; i < 16u; i++) {
-                    sum += partial16[i][lid];
+            // Second level: the 16 partial sums, in order. The next group writes `part` only after
+            // the barrier above, and `part16` only after its first barrier.
+            if lid < count * 3u {
+                let t = lid / 3u;
+                let q = lid % 3u;
+                var sum = vec4<f32>(0.0);
+                for (var r = 0u; r < 16u; r++) {
+                    sum += part16[(t * 16u + r) * 3u + q];
                 }
-                add_grad(s_index[j] * V_STRIDE + lid, sum);
+                write_row(batch_start + group_start + t, q, sum);
             }
+            group_end = group_start;
         }
 #endif
         batch_end = batch_start;
     }
-    if !first_chunk && inside {
-        carry[p] = vec4<f32>(transmittance, behind);
+    if !frontmost {
+        for (var k = 0u; k < 4u; k++) {
+            if inside[k] {
+                carry[p[k]] = vec4<f32>(c.transmittance[k], c.behind_r[k], c.behind_g[k], c.behind_b[k]);
+            }
+        }
     }
 }

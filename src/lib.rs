@@ -31,6 +31,7 @@ pub use tensor::{DType, Element, Tensor};
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
+    all.extend(splat::raster::mirrors());
     all.extend(train::densify::mirrors());
     all.extend(train::mcmc::mirrors());
     all.extend(loss::mirrors());

@@ -178,3 +178,58 @@ fn evaluation_uses_the_training_background() {
         "{on_white:.2} vs {on_black:.2} dB"
     );
 }
+
+/// Trains the built-in scene for 50 iterations (a densification step included) on a fresh
+/// context and writes the model as a PLY; returns its bytes.
+fn fifty_iterations_as_ply(portable: bool, run: u32) -> Vec<u8> {
+    let dataset = generate(&BuiltinOptions {
+        resolution: 48,
+        train_views: 8,
+        test_views: 2,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let config = TrainConfig {
+        iterations: 50,
+        densify_from: 20,
+        densify_every: 20,
+        densify_until: 45,
+        opacity_reset_every: 100_000,
+        sh_degree_interval: 20,
+        loss_readback_every: 25,
+        random_init_points: 2_000,
+        ..TrainConfig::default()
+    };
+    let ctx = fresh_context(portable);
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    let start = params.len();
+    let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+    trainer.run(&mut |_| {}, &|| false).unwrap();
+    assert_ne!(trainer.params().len(), start, "the run should densify");
+    let path = std::env::temp_dir().join(format!(
+        "wgsplat-determinism-{}-{portable}-{run}.ply",
+        std::process::id()
+    ));
+    wgsplat::io::model::save_gpu_model_as_ply(&ctx, trainer.params(), &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+/// Issue 13: no kernel of a training step sums floats in an order that depends on scheduling
+/// (the rasterizer's backward writes per-intersection rows and sums them in a fixed order), so
+/// two runs on multi-threaded lavapipe give the same bits, on both kernel paths.
+#[test]
+fn training_twice_writes_byte_identical_models() {
+    for portable in [true, false] {
+        let first = fifty_iterations_as_ply(portable, 0);
+        let second = fifty_iterations_as_ply(portable, 1);
+        let differing = first.iter().zip(&second).filter(|(a, b)| a != b).count();
+        assert!(
+            first.len() == second.len() && differing == 0,
+            "portable = {portable}: the two PLY files differ ({} and {} bytes, {differing} bytes differ)",
+            first.len(),
+            second.len()
+        );
+    }
+}

@@ -93,3 +93,12 @@ fn splat_alpha(opacity: f32, power: f32, mode: u32) -> f32 {
     }
     return a;
 }
+
+// `splat_alpha` for four pixels at once, given exp(power) as `vis`.
+fn splat_alpha4(opacity: f32, vis: vec4<f32>, power: vec4<f32>, mode: u32) -> vec4<f32> {
+    let a = min(vec4<f32>(ALPHA_MAX), opacity * vis);
+    if mode == 0u {
+        return select(a, vec4<f32>(0.0), (a < vec4<f32>(ALPHA_MIN)) | (power > vec4<f32>(0.0)));
+    }
+    return a;
+}

@@ -4,8 +4,8 @@
 //! 1. `rasterize_backward.wgsl` sums, per visible splat, the gradients of its pixel mean, conic,
 //!    opacity and colour over the pixels it touched (rows of [`V_STRIDE`] floats in depth order,
 //!    paged like the splats and computed chunk by chunk, back to front: see [`super::raster`]).
-//!    The portable path accumulates with a compare-and-swap loop on u32 bit patterns; the fast
-//!    path with f32 atomics.
+//!    No atomics: one row per intersection, summed per splat in a fixed order (see
+//!    [`super::raster::record_raster_backward`]), so the result never depends on scheduling.
 //! 2. Those rows are scattered back into Gaussian order (zero rows for culled Gaussians).
 //! 3. Per page of Gaussians, `project_backward.wgsl` (means, log scales, quaternions),
 //!    `sh_backward.wgsl` (SH coefficients and the view-direction path of the means) and

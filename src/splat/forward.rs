@@ -65,6 +65,11 @@ pub struct ForwardOutput {
     pub global_from_splat: Tensor,
     /// For each tile-sorted intersection, its splat: `[I]`.
     pub splat_from_isect: Tensor,
+    /// For each visible splat, the emission index of its first intersection (its intersections
+    /// are emitted together, tiles row-major): `[V]`.
+    pub isect_offsets: Tensor,
+    /// For each emission index, the intersection's tile-sorted position: `[I]`.
+    pub isect_from_orig: Tensor,
     /// (start, end) of each tile's run of intersections: `[2 * tiles]`.
     pub tile_ranges: Tensor,
     /// Tiles each Gaussian touches (0 = culled), `[N]`.
@@ -237,6 +242,8 @@ pub struct Binned {
     pub(super) splats: Tensor,
     pub(super) global_from_splat: Tensor,
     pub(super) splat_from_isect: Tensor,
+    pub(super) isect_offsets: Tensor,
+    pub(super) isect_from_orig: Tensor,
     pub(super) tile_ranges: Tensor,
     pub(super) num_visible: u64,
     pub(super) num_intersections: u64,
@@ -301,12 +308,19 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         MemoryCategory::FrameScratch,
         "splat/tile_keys",
     )?;
-    let splat_from_isect_unsorted = Tensor::uninit(
+    let splat_from_orig = Tensor::uninit(
         enc,
         DType::U32,
         &[isects as usize],
         MemoryCategory::FrameScratch,
         "splat/isect_splats",
+    )?;
+    let isect_ids = Tensor::uninit(
+        enc,
+        DType::U32,
+        &[isects as usize],
+        MemoryCategory::FrameScratch,
+        "splat/isect_ids",
     )?;
     if v > 0 && isects > 0 {
         let emit = ctx.kernel("map_intersections.wgsl", "emit")?;
@@ -317,7 +331,8 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
                 splats.page_binding(page),
                 offsets.page_binding(0),
                 tile_keys.page_binding(0),
-                splat_from_isect_unsorted.page_binding(0),
+                splat_from_orig.page_binding(0),
+                isect_ids.page_binding(0),
             ];
             enc.dispatch(
                 &emit,
@@ -328,8 +343,36 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         }
     }
     let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
-    let (sorted_keys, splat_from_isect) =
-        ops::radix_sort::sort_pairs(enc, &tile_keys, &splat_from_isect_unsorted, tile_bits)?;
+    let (sorted_keys, orig_from_isect) =
+        ops::radix_sort::sort_pairs(enc, &tile_keys, &isect_ids, tile_bits)?;
+    drop((tile_keys, isect_ids));
+    let index = |enc: &mut Encoder, label| {
+        Tensor::uninit(
+            enc,
+            DType::U32,
+            &[isects as usize],
+            MemoryCategory::FrameScratch,
+            label,
+        )
+    };
+    let splat_from_isect = index(enc, "splat/splat_from_isect")?;
+    let isect_from_orig = index(enc, "splat/isect_from_orig")?;
+    if isects > 0 {
+        let kernel = ctx.kernel("index_isects.wgsl", "index_isects")?;
+        let bindings = [
+            orig_from_isect.page_binding(0),
+            splat_from_orig.page_binding(0),
+            splat_from_isect.page_binding(0),
+            isect_from_orig.page_binding(0),
+        ];
+        enc.dispatch(
+            &kernel,
+            &u.with_count(isects, 0, 0),
+            &bindings,
+            ops::grid(enc, isects, kernel.threads())?,
+        )?;
+    }
+    drop((orig_from_isect, splat_from_orig));
     let tile_ranges = Tensor::zeros(
         enc,
         DType::U32,
@@ -352,6 +395,8 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         splats,
         global_from_splat,
         splat_from_isect,
+        isect_offsets: offsets,
+        isect_from_orig,
         tile_ranges,
         num_visible: v,
         num_intersections: isects,

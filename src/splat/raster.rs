@@ -13,8 +13,11 @@
 
 use super::backward::V_STRIDE;
 use super::forward::{Binned, ForwardOutput, SPLAT_STRIDE, placeholder};
-use crate::error::Result;
+use super::uniform::RenderUniform;
+use crate::error::{Error, Result};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory, WorkgroupGrid};
+use crate::mirror;
+use crate::ops;
 use crate::tensor::{DType, Tensor};
 
 /// Splats per chunk (rows per page of the splat and splat-gradient tensors): as many rows of
@@ -42,6 +45,8 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         splats,
         global_from_splat,
         splat_from_isect,
+        isect_offsets,
+        isect_from_orig,
         tile_ranges,
         num_visible: v,
         num_intersections: isects,
@@ -96,6 +101,8 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         splats,
         global_from_splat,
         splat_from_isect,
+        isect_offsets,
+        isect_from_orig,
         tile_ranges,
         tiles_touched: p.tiles_touched,
         projected: p.projected,
@@ -105,8 +112,59 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
     })
 }
 
-/// Records the rasterizer's backward, one dispatch per chunk from back to front, and returns the
-/// per-splat gradient rows `[V, V_STRIDE]` in depth order, paged like `fwd.splats`.
+/// The uniform of the backward kernels (`BackwardUniform` in `shaders/shared/isect_window.wgsl`):
+/// the render parameters of the chunk and the window of tile-sorted intersections.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct BackwardUniform {
+    render: RenderUniform,
+    window: IsectWindow,
+}
+
+/// A window of tile-sorted intersections (`IsectWindow` in `shaders/shared/isect_window.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct IsectWindow {
+    begin: u32,
+    end: u32,
+    total: u32,
+    pad: u32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    vec![
+        mirror!(
+            BackwardUniform,
+            "rasterize_backward.wgsl",
+            "BackwardUniform",
+            [render, window]
+        ),
+        mirror!(
+            IsectWindow,
+            "rasterize_backward.wgsl",
+            "IsectWindow",
+            [begin, end, total, pad]
+        ),
+    ]
+}
+
+/// Floats per intersection row of the backward (`ROW_GRADS` in `shaders/shared/isect_window.wgsl`).
+pub const ROW_GRADS: u64 = 11;
+
+/// Intersections per backward window: as many rows of [`ROW_GRADS`] floats as one page holds.
+pub fn isect_rows_per_window(ctx: &GpuContext) -> u64 {
+    (ctx.page_bytes() / 4 / ROW_GRADS).max(1)
+}
+
+/// Records the rasterizer's backward and returns the per-splat gradient rows `[V, V_STRIDE]` in
+/// depth order, paged like `fwd.splats`.
+///
+/// The intersections are processed in windows of [`isect_rows_per_window`] tile-sorted
+/// intersections, back to front, and within a window chunk by chunk, back to front (a tile's run
+/// restricted to a window and a chunk is contiguous, and these pieces come in depth order).
+/// `rasterize_backward.wgsl` writes one row of gradient sums per intersection of the window; then
+/// `rasterize_backward_sum.wgsl` adds each splat's rows in emission order into its row of
+/// `v_splats`. No atomics: the result has the same bits on every run.
 pub(crate) fn record_raster_backward(
     enc: &mut Encoder,
     fwd: &ForwardOutput,
@@ -114,6 +172,7 @@ pub(crate) fn record_raster_backward(
 ) -> Result<Tensor> {
     let ctx = enc.ctx().clone();
     let v = fwd.num_visible;
+    let isects = fwd.num_intersections;
     let rows = (fwd.splats.page_elems() / SPLAT_STRIDE).max(1);
     let v_splats = Tensor::uninit_rows(
         enc,
@@ -126,47 +185,85 @@ pub(crate) fn record_raster_backward(
     for page in 0..v_splats.num_pages() {
         enc.clear(v_splats.page(page).raw(), 0, v_splats.page_len(page) * 4);
     }
-    if v == 0 || fwd.num_intersections == 0 {
+    if v == 0 || isects == 0 {
         return Ok(v_splats);
     }
     let u = fwd.uniform;
     let [tx, ty] = u.tile_counts();
     let chunks = fwd.splats.num_pages();
-    // (transmittance, colour behind) per pixel, passed from each chunk to the one in front.
-    let carry = if chunks > 1 {
+    let window_len = isect_rows_per_window(&ctx).min(isects);
+    let windows = isects.div_ceil(window_len);
+    // (transmittance, colour behind) per pixel, passed from each dispatch to the one in front.
+    let carry_len = if chunks > 1 || windows > 1 {
         let [w, h] = u.image_size();
-        Tensor::uninit(
-            enc,
-            DType::F32,
-            &[h as usize * w as usize * 4],
-            MemoryCategory::FrameScratch,
-            "splat/raster_carry",
-        )?
+        h as usize * w as usize * 4
     } else {
-        // Never touched with one chunk, but bound as an array of vec4 (16 bytes at least).
-        Tensor::uninit(
-            enc,
-            DType::F32,
-            &[4],
-            MemoryCategory::FrameScratch,
-            "splat/raster_carry",
-        )?
+        4 // never touched with one dispatch, but bound as an array of vec4 (16 bytes at least)
     };
+    let carry = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[carry_len],
+        MemoryCategory::FrameScratch,
+        "splat/raster_carry",
+    )?;
+    let isect_rows = Tensor::uninit(
+        enc,
+        DType::F32,
+        &[(window_len * ROW_GRADS) as usize],
+        MemoryCategory::FrameScratch,
+        "splat/isect_rows",
+    )?;
     let kernel = ctx.kernel("rasterize_backward.wgsl", "rasterize_backward")?;
+    let sum = ctx.kernel("rasterize_backward_sum.wgsl", "sum_isect_rows")?;
     let grid = raster_grid(&ctx, u64::from(tx) * u64::from(ty))?;
-    for chunk in (0..chunks).rev() {
-        let (first, count) = chunk_span(&fwd.splats, chunk, SPLAT_STRIDE);
-        let bindings = [
-            fwd.splats.page_binding(chunk),
-            fwd.splat_from_isect.page_binding(0),
-            fwd.tile_ranges.page_binding(0),
-            fwd.image.page_binding(0),
-            fwd.consumed.page_binding(0),
-            v_image.page_binding(0),
-            v_splats.page_binding(chunk),
-            carry.page_binding(0),
-        ];
-        enc.dispatch(&kernel, &u.with_count(count, first, v), &bindings, grid)?;
+    let total = u32::try_from(isects).map_err(|_| Error::Shape {
+        op: "record_raster_backward",
+        detail: format!("{isects} intersections do not fit a u32 index"),
+    })?;
+    for window in (0..windows).rev() {
+        let begin = window * window_len;
+        let end = (begin + window_len).min(isects);
+        let window = IsectWindow {
+            begin: begin as u32,
+            end: end as u32,
+            total,
+            pad: 0,
+        };
+        // Rows of intersections the kernel skips (behind every pixel's last contributor) stay 0.
+        enc.clear(isect_rows.page(0).raw(), 0, (end - begin) * ROW_GRADS * 4);
+        for chunk in (0..chunks).rev() {
+            let (first, count) = chunk_span(&fwd.splats, chunk, SPLAT_STRIDE);
+            let params = BackwardUniform {
+                render: u.with_count(count, first, v),
+                window,
+            };
+            let bindings = [
+                fwd.splats.page_binding(chunk),
+                fwd.splat_from_isect.page_binding(0),
+                fwd.tile_ranges.page_binding(0),
+                fwd.image.page_binding(0),
+                fwd.consumed.page_binding(0),
+                v_image.page_binding(0),
+                isect_rows.page_binding(0),
+                carry.page_binding(0),
+            ];
+            enc.dispatch(&kernel, &params, &bindings, grid)?;
+        }
+        for chunk in 0..chunks {
+            let (first, count) = chunk_span(&fwd.splats, chunk, SPLAT_STRIDE);
+            let params = BackwardUniform {
+                render: u.with_count(count, first, v),
+                window,
+            };
+            let bindings = [
+                fwd.isect_offsets.page_binding(0),
+                fwd.isect_from_orig.page_binding(0),
+                isect_rows.page_binding(0),
+                v_splats.page_binding(chunk),
+            ];
+            enc.dispatch(&sum, &params, &bindings, ops::grid(enc, count, sum.threads())?)?;
+        }
     }
     Ok(v_splats)
 }
