@@ -1,5 +1,7 @@
-// Tile rasterizer: one 16x16 workgroup per tile composites the tile's depth-ordered splats front
-// to back, loading them in batches of 256 through workgroup memory. Per pixel it writes RGB
+// Tile rasterizer: one workgroup of 64 invocations per 16x16 tile composites the tile's
+// depth-ordered splats front to back, loading them in batches of 64 through workgroup memory.
+// Each invocation owns a column of four pixels (x = lid % 16, y = 4 * (lid / 16) + 0..3) held
+// as vec4 components, so one splat read serves four pixels. Per pixel it writes RGB
 // composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
 // intersections it consumed up to its last contributor (the backward pass starts there).
 //
@@ -21,7 +23,7 @@ var<private> u: RenderUniform;
 @group(0) @binding(5) var<storage, read_write> depth: array<f32>;
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
 
-const BATCH: u32 = 256u;
+const BATCH: u32 = 64u;
 // Set in `consumed` between chunks once a pixel's transmittance ran out.
 const DONE_BIT: u32 = 0x80000000u;
 
@@ -31,36 +33,45 @@ var<workgroup> s_color_depth: array<vec4<f32>, BATCH>;
 var<workgroup> done_count: atomic<u32>;
 var<workgroup> done_snapshot: u32;
 
-// Opacity of the splat at `xy` with (conic a, b, c, opacity) `co` at `pixel`.
-fn alpha_at(xy: vec2<f32>, co: vec4<f32>, pixel: vec2<f32>) -> f32 {
-    let d = xy - pixel;
-    let power = -0.5 * (co.x * d.x * d.x + co.z * d.y * d.y) - co.y * d.x * d.y;
-    return splat_alpha(co.w, power, u.alpha_mode);
+// The state of one invocation's column of four pixels.
+struct Column {
+    x: f32,
+    y: vec4<f32>,
+    r: vec4<f32>,
+    g: vec4<f32>,
+    b: vec4<f32>,
+    depth: vec4<f32>,
+    transmittance: vec4<f32>,
+    // Intersections consumed up to the last contributor, counted from the tile's start.
+    used: vec4<u32>,
+    done: vec4<bool>,
 }
 
-// Composites a splat of opacity `alpha` and (colour, depth) `cd` under the pixel's state, front
-// to back. Returns false and leaves the state as it is when the splat would end the pixel
-// (classic mode: transmittance at or below TRANSMITTANCE_MIN).
-fn blend(
-    alpha: f32,
-    cd: vec4<f32>,
-    color: ptr<function, vec3<f32>>,
-    depth_acc: ptr<function, f32>,
-    transmittance: ptr<function, f32>,
-) -> bool {
-    let next_t = *transmittance * (1.0 - alpha);
-    if u.alpha_mode == 0u && next_t <= TRANSMITTANCE_MIN {
-        return false;
-    }
-    *color += cd.xyz * (alpha * *transmittance);
-    *depth_acc += cd.w * (alpha * *transmittance);
-    *transmittance = next_t;
-    return true;
+// Composites one splat under the column's pixels, front to back. `consumed_if_used` is the
+// consumed count a pixel records when the splat contributes to it. Returns how many pixels it
+// ended (classic mode: a pixel ends, without blending, when the splat would leave its
+// transmittance at or below TRANSMITTANCE_MIN).
+fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+    let dx = xy.x - (*c).x;
+    let dy = xy.y - (*c).y;
+    let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
+    let alpha = splat_alpha4(co.w, exp(power), power, u.alpha_mode);
+    let hit = !(*c).done & (alpha > vec4<f32>(0.0));
+    let next_t = (*c).transmittance * (1.0 - alpha);
+    let ends = hit & vec4<bool>(u.alpha_mode == 0u) & (next_t <= vec4<f32>(TRANSMITTANCE_MIN));
+    let blends = hit & !ends;
+    let weight = select(vec4<f32>(0.0), alpha * (*c).transmittance, blends);
+    (*c).r += cd.x * weight;
+    (*c).g += cd.y * weight;
+    (*c).b += cd.z * weight;
+    (*c).depth += cd.w * weight;
+    (*c).transmittance = select((*c).transmittance, next_t, blends);
+    (*c).used = select((*c).used, vec4<u32>(consumed_if_used), blends);
+    (*c).done |= ends;
+    return dot(select(vec4<u32>(0u), vec4<u32>(1u), ends), vec4<u32>(1u));
 }
 
-// One-dimensional workgroup (256 = 16x16 pixels, row-major): naga allows subgroup builtins only
-// in 1D workgroups.
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn rasterize(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -78,10 +89,6 @@ fn rasterize(
     if tile >= num_tiles {
         return; // uniform: the whole workgroup leaves together
     }
-    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let py = (tile / u.tile_counts.x) * TILE_SIZE + lid / TILE_SIZE;
-    let inside = px < u.image_size.x && py < u.image_size.y;
-    let pixel = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
     let run = chunk_run(start, end);
@@ -90,35 +97,41 @@ fn rasterize(
     if run.x == run.y && !first_chunk && !last_chunk {
         return; // uniform: this chunk leaves the tile's state as it is
     }
-    let p = select(0u, py * u.image_size.x + px, inside);
-
-    var transmittance = 1.0;
-    var color = vec3<f32>(0.0);
-    var depth_acc = 0.0;
-    var used = 0u;
-    var done = !inside;
-    if !first_chunk {
-        let state = rgba[p];
-        let carried = consumed[p];
-        color = state.xyz;
-        transmittance = state.w;
-        depth_acc = depth[p];
-        used = carried & ~DONE_BIT;
-        done = done || (carried & DONE_BIT) != 0u;
+    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
+    let py0 = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u;
+    var c: Column;
+    c.x = f32(px) + 0.5;
+    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
+    c.transmittance = vec4<f32>(1.0);
+    var p: vec4<u32>;
+    var inside: vec4<bool>;
+    for (var k = 0u; k < 4u; k++) {
+        inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
+        p[k] = select(0u, (py0 + k) * u.image_size.x + px, inside[k]);
+        c.done[k] = !inside[k];
+        if !first_chunk && inside[k] {
+            let state = rgba[p[k]];
+            let carried = consumed[p[k]];
+            c.r[k] = state.x;
+            c.g[k] = state.y;
+            c.b[k] = state.z;
+            c.transmittance[k] = state.w;
+            c.depth[k] = depth[p[k]];
+            c.used[k] = carried & ~DONE_BIT;
+            c.done[k] = (carried & DONE_BIT) != 0u;
+        }
     }
     if lid == 0u {
         atomicStore(&done_count, 0u);
     }
     workgroupBarrier();
-    if done {
-        atomicAdd(&done_count, 1u);
-    }
+    atomicAdd(&done_count, dot(select(vec4<u32>(0u), vec4<u32>(1u), c.done), vec4<u32>(1u)));
     for (var batch = run.x; batch < run.y; batch += BATCH) {
         workgroupBarrier();
         if lid == 0u {
             done_snapshot = atomicLoad(&done_count);
         }
-        if workgroupUniformLoad(&done_snapshot) == BATCH {
+        if workgroupUniformLoad(&done_snapshot) == TILE_SIZE * TILE_SIZE {
             break;
         }
         let idx = batch + lid;
@@ -130,15 +143,16 @@ fn rasterize(
         }
         workgroupBarrier();
         let n = min(BATCH, run.y - batch);
+        var ended = 0u;
 #if SUBGROUPS
         // Each lane reads one splat of every group of `sg_size` from workgroup memory, and the
         // subgroup sees splat t of the group through shuffles: on lavapipe a workgroup-memory
         // load is a loop over the lanes and a 32-bit shuffle one vector permute, so one load
-        // serves `sg_size` splats instead of one. Finished lanes keep shuffling for the others;
-        // the subgroup leaves once all of its lanes are done.
+        // serves `sg_size` splats instead of one. The subgroup leaves once all of its pixels are
+        // done.
         var group = 0u;
         loop {
-            if group >= n || subgroupAll(done) {
+            if group >= n || subgroupAll(all(c.done)) {
                 break;
             }
             let mine = min(group + lane, n - 1u);
@@ -150,47 +164,33 @@ fn rasterize(
                 let xy = subgroupShuffle(my_xy, t);
                 let co = subgroupShuffle(my_co, t);
                 let cd = subgroupShuffle(my_cd, t);
-                if done {
-                    continue;
-                }
-                let alpha = alpha_at(xy, co, pixel);
-                if alpha <= 0.0 {
-                    continue;
-                }
-                if !blend(alpha, cd, &color, &depth_acc, &transmittance) {
-                    done = true;
-                    atomicAdd(&done_count, 1u);
-                    continue;
-                }
-                used = batch + group + t + 1u - start;
+                ended += blend_column(xy, co, cd, batch + group + t + 1u - start, &c);
             }
             group += sg_size;
         }
 #else
-        if !done {
-            for (var j = 0u; j < n; j++) {
-                let alpha = alpha_at(s_xy[j], s_conic_opacity[j], pixel);
-                if alpha <= 0.0 {
-                    continue;
-                }
-                if !blend(alpha, s_color_depth[j], &color, &depth_acc, &transmittance) {
-                    done = true;
-                    atomicAdd(&done_count, 1u);
-                    break;
-                }
-                used = batch + j + 1u - start;
+        for (var j = 0u; j < n; j++) {
+            if all(c.done) {
+                break;
             }
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], batch + j + 1u - start, &c);
         }
 #endif
+        if ended != 0u {
+            atomicAdd(&done_count, ended);
+        }
     }
-    if inside {
-        depth[p] = depth_acc;
-        if last_chunk {
-            rgba[p] = vec4<f32>(color + transmittance * u.background.xyz, 1.0 - transmittance);
-            consumed[p] = used;
-        } else {
-            rgba[p] = vec4<f32>(color, transmittance);
-            consumed[p] = used | select(0u, DONE_BIT, done);
+    for (var k = 0u; k < 4u; k++) {
+        if inside[k] {
+            depth[p[k]] = c.depth[k];
+            let color = vec3<f32>(c.r[k], c.g[k], c.b[k]);
+            if last_chunk {
+                rgba[p[k]] = vec4<f32>(color + c.transmittance[k] * u.background.xyz, 1.0 - c.transmittance[k]);
+                consumed[p[k]] = c.used[k];
+            } else {
+                rgba[p[k]] = vec4<f32>(color, c.transmittance[k]);
+                consumed[p[k]] = c.used[k] | select(0u, DONE_BIT, c.done[k]);
+            }
         }
     }
 }
