@@ -7,17 +7,20 @@
 // A = s (dm/dmu_x - 2 mu_x dm/dvar_x - mu_y dm/dcov) and s = -lambda w_q / (3 W_ssim); the
 // window is symmetric, so this is the same Gaussian filter applied to A, B and C. Instead of
 // storing A, B, C per pixel, the workgroup recomputes them for the 26x26 positions around its
-// tile, which needs the images on a 36x36 region (halo 10):
-//   1. stage (x - kx, y - ky) on 36x36                         -> `staged`, 1296 vec2
-//   2. row-filter the five moments -> 36 rows x 26 columns      -> `row_moments` + `row_xy`
-//   3. column-filter -> A, B, C at 26 x 26 positions             -> `staged` (A, B) and (C, 0)
-//   4. row-filter A, B, C -> 26 rows x 16 columns                -> `row_moments` (A, B, C, 0)
-//   5. column-filter, combine with x_p, y_p, add the L1 term, write the gradient; reduce the
-//      partial sums in `row_moments`.
+// tile, which needs the images on a 36x36 region (halo 10). Every filter is a walk with a
+// sliding window in registers (shared/window11.wgsl), one invocation per row or column, so each
+// value is loaded once per pass instead of once per tap:
+//   1. per region row: read (x - kx, y - ky) from the images and row-filter the five moments
+//      -> 36 rows x 26 columns                                     -> `row_moments` + `row_xy`
+//   2. per position column: column-filter -> SSIM and A, B, C at 26 x 26 positions -> `coeffs`
+//   3. per position row: row-filter A, B, C -> 26 rows x 16 columns -> `row_moments`
+//   4. per pixel column: column-filter, combine with x_p, y_p, add the L1 term, write the
+//      gradient; then reduce the partial sums in `coeffs`.
 // Shifting by the tile-centre values kx, ky changes nothing mathematically (x_p - mu_x(q) is
 // shift-invariant) but keeps the f32 variances accurate.
 #import "shared/dispatch.wgsl"
 #import "shared/ssim.wgsl"
+#import "shared/window11.wgsl"
 
 @group(0) @binding(0) var<uniform> params_uniform: LossParams;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -29,22 +32,21 @@ var<private> params: LossParams;
 @group(0) @binding(4) var<storage, read_write> grad: array<f32>;
 @group(0) @binding(5) var<storage, read_write> records: array<vec4<f32>>;
 
+const INVOCATIONS: u32 = 64u;
 // Staged region edge: TILE + 4 * RADIUS.
 const REGION: u32 = 36u;
-const REGION_PIXELS: u32 = 1296u;
 // Positions whose statistics are needed: TILE + 2 * RADIUS per edge.
 const STATS: u32 = 26u;
 const STATS_POSITIONS: u32 = 676u;
-// Row-filtered moments: REGION rows x STATS columns; row-filtered A, B, C: STATS rows x TILE.
+// Row-filtered moments: REGION rows x STATS columns.
 const ROW_MOMENTS: u32 = 936u;
-const ROW_COEFFS: u32 = 416u;
 
-// Stage 1 images (1296 used), then stage 3 coefficients: (A, B) at i and (C, 0) at
-// STATS_POSITIONS + i (1352 used). 29,536 bytes of workgroup memory in all.
-var<workgroup> staged: array<vec2<f32>, 1352>;
-// Stage 2 moments (x, y, xx, yy), then stage 4 coefficients (A, B, C, 0), then the reduction.
+// Pass 1's moments (x, y, xx, yy) and xy, then pass 3's row-filtered (A, B, C, 0).
+// 29,536 bytes of workgroup memory in all (BACKWARD_WORKGROUP_BYTES in src/loss/kernels.rs).
 var<workgroup> row_moments: array<vec4<f32>, ROW_MOMENTS>;
 var<workgroup> row_xy: array<f32, ROW_MOMENTS>;
+// Pass 2's (A, B, C, 0) per position, then the partial sums of the invocations.
+var<workgroup> coeffs: array<vec4<f32>, STATS_POSITIONS>;
 
 fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
@@ -57,7 +59,7 @@ fn inverse_or_zero(total: f32) -> f32 {
     return select(0.0, 1.0 / total, total > 0.0);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
@@ -76,105 +78,106 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     let k = vec2<f32>(rendered_value(centre_row, centre_col, c), gt_value(centre_row, centre_col, c));
     let halo = 2 * i32(RADIUS);
 
-    // 1. Images on the 36x36 region.
-    for (var i = lid; i < REGION_PIXELS; i += WG) {
-        let row = job.row0 - halo + i32(i / REGION);
-        let col = job.col0 - halo + i32(i % REGION);
-        staged[i] = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
-    }
-    workgroupBarrier();
-
-    // 2. Row-filtered moments.
-    for (var i = lid; i < ROW_MOMENTS; i += WG) {
-        let first = (i / STATS) * REGION + i % STATS;
-        var m = vec4<f32>(0.0);
-        var mxy = 0.0;
-        for (var t = 0u; t < TAPS; t++) {
-            let v = staged[first + t];
-            m += GAUSS[t] * vec4<f32>(v, v * v);
-            mxy += GAUSS[t] * (v.x * v.y);
-        }
-        row_moments[i] = m;
-        row_xy[i] = mxy;
-    }
-    workgroupBarrier();
-
-    // 3. Statistics, SSIM and the coefficients A, B, C at the 26x26 positions.
-    var ssim_sum = 0.0;
-    for (var i = lid; i < STATS_POSITIONS; i += WG) {
-        let r = i / STATS;
-        let j = i % STATS;
-        var m = vec4<f32>(0.0);
-        var mxy = 0.0;
-        for (var t = 0u; t < TAPS; t++) {
-            let q = (r + t) * STATS + j;
-            m += GAUSS[t] * row_moments[q];
-            mxy += GAUSS[t] * row_xy[q];
-        }
-        let row = job.row0 - i32(RADIUS) + i32(r);
-        let col = job.col0 - i32(RADIUS) + i32(j);
-        var coeffs = vec3<f32>(0.0);
-        if position_counts(row, col) {
-            let w = gt_weight(row, col);
-            let p = ssim_point(m, mxy, k);
-            coeffs = ssim_scale * w * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
-            if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE {
-                ssim_sum += w * p.m;
+    // 1. Walk region row `lid` left to right: the five moments of the shifted values.
+    if lid < REGION {
+        let row = job.row0 - halo + i32(lid);
+        var w: Window4;
+        var wxy: Window1;
+        for (var i = 0u; i < REGION; i++) {
+            let col = job.col0 - halo + i32(i);
+            let v = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
+            push4(&w, vec4<f32>(v, v * v));
+            push1(&wxy, v.x * v.y);
+            if i + 1u >= TAPS {
+                let at = lid * STATS + i + 1u - TAPS;
+                row_moments[at] = filter4(w);
+                row_xy[at] = filter1(wxy);
             }
         }
-        // Stage 1's images are no longer read (barrier above), so `staged` is reused.
-        staged[i] = coeffs.xy;
-        staged[STATS_POSITIONS + i] = vec2<f32>(coeffs.z, 0.0);
     }
     workgroupBarrier();
 
-    // 4. Row-filtered coefficients.
-    for (var i = lid; i < ROW_COEFFS; i += WG) {
-        let first = (i / TILE) * STATS + i % TILE;
-        var f = vec3<f32>(0.0);
-        for (var t = 0u; t < TAPS; t++) {
-            let q = first + t;
-            f += GAUSS[t] * vec3<f32>(staged[q], staged[STATS_POSITIONS + q].x);
+    // 2. Walk position column `lid` top to bottom: statistics, SSIM and A, B, C.
+    var ssim_sum = 0.0;
+    if lid < STATS {
+        let j = lid;
+        var w: Window4;
+        var wxy: Window1;
+        for (var i = 0u; i < REGION; i++) {
+            push4(&w, row_moments[i * STATS + j]);
+            push1(&wxy, row_xy[i * STATS + j]);
+            if i + 1u >= TAPS {
+                let r = i + 1u - TAPS;
+                let m = filter4(w);
+                let mxy = filter1(wxy);
+                let row = job.row0 - i32(RADIUS) + i32(r);
+                let col = job.col0 - i32(RADIUS) + i32(j);
+                var abc = vec3<f32>(0.0);
+                if position_counts(row, col) {
+                    let weight = gt_weight(row, col);
+                    let p = ssim_point(m, mxy, k);
+                    abc = ssim_scale * weight * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
+                    if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE {
+                        ssim_sum += weight * p.m;
+                    }
+                }
+                coeffs[r * STATS + j] = vec4<f32>(abc, 0.0);
+            }
         }
-        row_moments[i] = vec4<f32>(f, 0.0);
     }
     workgroupBarrier();
 
-    // 5. Column filter and the gradient of this invocation's pixel.
-    let ty = lid / TILE;
-    let tx = lid % TILE;
-    var f = vec4<f32>(0.0);
-    for (var t = 0u; t < TAPS; t++) {
-        f += GAUSS[t] * row_moments[(ty + t) * TILE + tx];
+    // 3. Walk position row `lid` left to right: row-filtered A, B, C (pass 1's moments are no
+    // longer read, so `row_moments` is reused).
+    if lid < STATS {
+        var w: Window4;
+        for (var i = 0u; i < STATS; i++) {
+            push4(&w, coeffs[lid * STATS + i]);
+            if i + 1u >= TAPS {
+                row_moments[lid * TILE + i + 1u - TAPS] = filter4(w);
+            }
+        }
     }
-    let row = job.row0 + i32(ty);
-    let col = job.col0 + i32(tx);
+    workgroupBarrier();
+
+    // 4. Walk pixel column `lid` top to bottom: the gradient of each of its pixels.
     var partial = vec4<f32>(0.0, ssim_sum, 0.0, 0.0);
-    if in_image(row, col) {
-        let x = rendered_value(row, col, c);
-        let y = gt_value(row, col, c);
-        let w = gt_weight(row, col);
-        let d = x - y;
-        let out = ((u32(row) - params.out_row0) * params.width + u32(col)) * 4u;
-        grad[out + c] = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * w * sign(d);
-        if c == 0u {
-            grad[out + 3u] = 0.0;
+    if lid < TILE {
+        let col = job.col0 + i32(lid);
+        var w: Window4;
+        for (var i = 0u; i < STATS; i++) {
+            push4(&w, row_moments[i * TILE + lid]);
+            if i + 1u >= TAPS {
+                let f = filter4(w);
+                let row = job.row0 + i32(i + 1u - TAPS);
+                if in_image(row, col) {
+                    let x = rendered_value(row, col, c);
+                    let y = gt_value(row, col, c);
+                    let weight = gt_weight(row, col);
+                    let d = x - y;
+                    let out = ((u32(row) - params.out_row0) * params.width + u32(col)) * 4u;
+                    grad[out + c] = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * weight * sign(d);
+                    if c == 0u {
+                        grad[out + 3u] = 0.0;
+                    }
+                    partial.x += weight * abs(d);
+                    partial.z += weight * d * d;
+                }
+            }
         }
-        partial.x = w * abs(d);
-        partial.z = w * d * d;
     }
 
-    // 6. Partial sums of the workgroup.
+    // 5. Partial sums of the workgroup (`coeffs` is no longer read).
     workgroupBarrier();
-    row_moments[lid] = partial;
+    coeffs[lid] = partial;
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    for (var stride = INVOCATIONS / 2u; stride > 0u; stride = stride / 2u) {
         if lid < stride {
-            row_moments[lid] += row_moments[lid + stride];
+            coeffs[lid] += coeffs[lid + stride];
         }
         workgroupBarrier();
     }
     if lid == 0u {
-        records[params.record0 + wg] = row_moments[0];
+        records[params.record0 + wg] = coeffs[0];
     }
 }
