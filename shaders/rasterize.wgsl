@@ -53,6 +53,21 @@ struct Column {
 // transmittance at or below TRANSMITTANCE_MIN).
 fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
     let dx = xy.x - (*c).x;
+    // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a loop that
+    // every lane leaves is skipped, so lanes the splat misses skip the exponential and blending.
+    var ended = 0u;
+    loop {
+        if !splat_may_touch4(co, dx, xy.y - (*c).y, !(*c).done, u.alpha_mode) {
+            break;
+        }
+        ended = blend_touched(xy, co, cd, consumed_if_used, c);
+        break;
+    }
+    return ended;
+}
+
+fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+    let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
     let alpha = splat_alpha4(co.w, exp(power), power, u.alpha_mode);

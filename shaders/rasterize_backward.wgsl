@@ -119,6 +119,13 @@ fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c
     );
 }
 
+// Whether the splat can contribute to any pixel of the column (a cheap, conservative test;
+// column_gradient changes nothing where it does not).
+fn column_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32, c: ptr<function, Column>) -> bool {
+    let reachable = vec4<u32>(isect) < (*c).limit;
+    return splat_may_touch4(co, xy.x - (*c).x, xy.y - (*c).y, reachable, u.alpha_mode);
+}
+
 // Writes part `q` (floats 4q..4q+3, up to ROW_GRADS) of tile-sorted intersection `isect`'s row.
 fn write_row(isect: u32, q: u32, value: vec4<f32>) {
     let base = (isect - window.begin) * ROW_GRADS + 4u * q;
@@ -244,12 +251,21 @@ fn rasterize_backward(
                 let xy = subgroupShuffle(my_xy, t - 1u);
                 let co = subgroupShuffle(my_co, t - 1u);
                 let color = subgroupShuffle(my_color, t - 1u);
-                let g = column_gradient(xy, co, color.xyz, batch_start + group_start + t - 1u, &c);
-                let sum0 = subgroup_sum(g[0], lanes);
-                let sum1 = subgroup_sum(g[1], lanes);
-                let sum2 = subgroup_sum(g[2], lanes);
-                if lane == t - 1u {
-                    keep = array<vec4<f32>, 3>(sum0, sum1, sum2);
+                let isect = batch_start + group_start + t - 1u;
+                // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a
+                // loop that every lane leaves is skipped, so subgroups the splat misses skip it.
+                loop {
+                    if !subgroupAny(column_may_touch(xy, co, isect, &c)) {
+                        break;
+                    }
+                    let g = column_gradient(xy, co, color.xyz, isect, &c);
+                    let sum0 = subgroup_sum(g[0], lanes);
+                    let sum1 = subgroup_sum(g[1], lanes);
+                    let sum2 = subgroup_sum(g[2], lanes);
+                    if lane == t - 1u {
+                        keep = array<vec4<f32>, 3>(sum0, sum1, sum2);
+                    }
+                    break;
                 }
             }
             let slot = parity * 192u + (sg_id * lanes + lane) * 3u;
@@ -280,7 +296,17 @@ fn rasterize_backward(
             let count = group_end - group_start;
             for (var t = count; t > 0u; t--) {
                 let j = group_start + t - 1u;
-                let g = column_gradient(s_xy[j], s_conic_opacity[j], s_color[j].xyz, batch_start + j, &c);
+                let xy = s_xy[j];
+                let co = s_conic_opacity[j];
+                var g = array<vec4<f32>, 3>();
+                // At most once; skipped where the splat misses all four pixels (see above).
+                loop {
+                    if !column_may_touch(xy, co, batch_start + j, &c) {
+                        break;
+                    }
+                    g = column_gradient(xy, co, s_color[j].xyz, batch_start + j, &c);
+                    break;
+                }
                 let slot = ((t - 1u) * WORKGROUP + lid) * 3u;
                 part[slot] = g[0];
                 part[slot + 1u] = g[1];

@@ -102,3 +102,17 @@ fn splat_alpha4(opacity: f32, vis: vec4<f32>, power: vec4<f32>, mode: u32) -> ve
     }
     return a;
 }
+
+// Whether a splat with (conic a, b, c, opacity) `co` can give a nonzero alpha at any of four
+// pixels at offsets (dx, dy[k]) from its centre where `reachable` holds: a cheap test before the
+// exponential. Hard mode: alpha is zero where opacity * exp(power) < ALPHA_MIN, i.e. where power
+// < ln(ALPHA_MIN / opacity); the test keeps a margin of 1e-3 for the rounding of exp and log, so
+// it never rejects a pixel that the exact test keeps. Smooth mode never rejects.
+fn splat_may_touch4(co: vec4<f32>, dx: f32, dy: vec4<f32>, reachable: vec4<bool>, mode: u32) -> bool {
+    if mode != 0u {
+        return any(reachable);
+    }
+    let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
+    let cutoff = log(ALPHA_MIN / co.w) - 1e-3;
+    return any(reachable & (power >= vec4<f32>(cutoff)) & (power <= vec4<f32>(0.0)));
+}
