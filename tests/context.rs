@@ -54,13 +54,11 @@ fn portable_contexts_use_no_optional_features() {
             .features()
             .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     );
-    // The fast context takes whatever the adapter offers (lavapipe offers both).
+    // The fast context takes subgroups where the adapter offers them, and never f32 atomics (no
+    // kernel needs them: every float sum has a fixed order).
     let available = fast.info().features_available;
     assert_eq!(fast.info().features_used.subgroups, available.subgroups);
-    assert_eq!(
-        fast.info().features_used.float_atomics,
-        available.float_atomics
-    );
+    assert!(!fast.info().features_used.float_atomics);
     assert!(fast.page_bytes() <= fast.info().limits.max_storage_buffer_binding_size);
     assert!(fast.page_bytes().is_power_of_two());
 }

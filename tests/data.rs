@@ -820,3 +820,62 @@ fn dump_builtin_for_inspection() {
     let dataset = builtin::generate(&builtin::BuiltinOptions::default()).unwrap();
     builtin::write_nerf_synthetic(&dataset, Path::new("/tmp/builtin_scene")).unwrap();
 }
+
+/// `--test-list FILE` and `--test-every N` (train, render and eval share these options): the NeRF
+/// split of duck_colmap from its committed list, every 5th view, and the errors.
+#[test]
+fn test_list_and_test_every_choose_the_split() {
+    use wgsplat::train::setup::{DataOptions, load_dataset};
+    let Some(root) = shared("duck_colmap") else {
+        return;
+    };
+    let base = DataOptions {
+        resolution: 8,
+        ..DataOptions::default()
+    };
+    let listed = load_dataset(
+        Some(&root),
+        &DataOptions {
+            test_list: Some(root.join("nerf_test_views.txt")),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!((listed.train.len(), listed.test.len()), (100, 25));
+    assert!(listed.test.iter().all(|v| v.name.as_str() >= "00100.png"));
+    let every5 = load_dataset(
+        Some(&root),
+        &DataOptions {
+            test_every: Some(5),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!((every5.train.len(), every5.test.len()), (100, 25));
+    assert_eq!(every5.test[1].name, "00005.png");
+
+    let dir = TempDir::new("test-list");
+    let list = dir.0.join("views.txt");
+    std::fs::write(&list, "# the NeRF test views\n\n00100.png\n  00101.png  \n").unwrap();
+    let two = load_dataset(
+        Some(&root),
+        &DataOptions {
+            test_list: Some(list.clone()),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(two.test.len(), 2);
+    std::fs::write(&list, "# nothing\n").unwrap();
+    let empty = DataOptions {
+        test_list: Some(list.clone()),
+        ..base.clone()
+    };
+    assert!(error_text(load_dataset(Some(&root), &empty)).contains("views.txt"));
+    let both = DataOptions {
+        test_list: Some(root.join("nerf_test_views.txt")),
+        test_every: Some(8),
+        ..base
+    };
+    assert!(error_text(load_dataset(Some(&root), &both)).contains("--test-list"));
+}

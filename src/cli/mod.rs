@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "wgsplat", version, about)]
 struct Cli {
-    /// Force the portable kernel path (no subgroups, no float atomics); same as WGSPLAT_PORTABLE=1.
+    /// Force the portable kernel path (no subgroups); same as WGSPLAT_PORTABLE=1.
     #[arg(long, global = true)]
     portable: bool,
     #[command(subcommand)]

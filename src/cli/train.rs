@@ -28,6 +28,14 @@ pub(crate) struct DataArgs {
     /// scenes train on every view.
     #[arg(long)]
     eval: bool,
+    /// Hold out every Nth view as a test view (COLMAP: by sorted name; NeRF: in file order);
+    /// implies --eval.
+    #[arg(long, conflicts_with = "test_list", value_parser = clap::value_parser!(u64).range(1..))]
+    test_every: Option<u64>,
+    /// Hold out the views named in FILE (one image name per line, e.g. a benchmark's own split
+    /// such as duck_colmap/nerf_test_views.txt); implies --eval.
+    #[arg(long, value_name = "FILE")]
+    test_list: Option<PathBuf>,
     /// Resolution of the built-in scene (used when no DATA is given).
     #[arg(long, default_value_t = 128)]
     builtin_resolution: u32,
@@ -94,6 +102,8 @@ pub(crate) fn load_dataset(
     let options = DataOptions {
         resolution: args.resolution,
         eval: args.eval,
+        test_every: args.test_every.map(|n| n as usize),
+        test_list: args.test_list.clone(),
         builtin_resolution: args.builtin_resolution,
         background,
     };

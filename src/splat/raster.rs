@@ -262,7 +262,12 @@ pub(crate) fn record_raster_backward(
                 isect_rows.page_binding(0),
                 v_splats.page_binding(chunk),
             ];
-            enc.dispatch(&sum, &params, &bindings, ops::grid(enc, count, sum.threads())?)?;
+            enc.dispatch(
+                &sum,
+                &params,
+                &bindings,
+                ops::grid(enc, count, sum.threads())?,
+            )?;
         }
     }
     Ok(v_splats)

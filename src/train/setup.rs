@@ -5,7 +5,7 @@ use super::config::{Background, TrainConfig};
 use crate::data::builtin::{BuiltinOptions, generate};
 use crate::data::{Dataset, LoadOptions, Resolution, Split};
 use crate::error::{Error, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How to read the training data.
 #[derive(Clone, Debug)]
@@ -14,6 +14,12 @@ pub struct DataOptions {
     pub resolution: u32,
     /// Hold out test views (COLMAP: every 8th; NeRF: its test json); otherwise train on all.
     pub eval: bool,
+    /// Hold out every Nth view instead (COLMAP: by sorted name; NeRF: in file order). Implies
+    /// `eval`.
+    pub test_every: Option<usize>,
+    /// Hold out the views named in this file instead (one image name per line; blank lines and
+    /// lines starting with `#` are skipped). Implies `eval`.
+    pub test_list: Option<PathBuf>,
     /// Side of the built-in scene's images (used when no folder is given).
     pub builtin_resolution: u32,
     /// Background the dataset's transparent pixels are composited on.
@@ -25,10 +31,50 @@ impl Default for DataOptions {
         DataOptions {
             resolution: 1,
             eval: false,
+            test_every: None,
+            test_list: None,
             builtin_resolution: BuiltinOptions::default().resolution,
             background: [0.0; 3],
         }
     }
+}
+
+/// The train/test split `options` ask for.
+fn split_of(options: &DataOptions) -> Result<Split> {
+    match (&options.test_list, options.test_every) {
+        (Some(_), Some(_)) => Err(Error::InvalidSetting {
+            name: "test split".into(),
+            value: "both a test list and a test period".into(),
+            expected: "at most one of --test-list and --test-every".into(),
+        }),
+        (Some(path), None) => Ok(Split::TestNames(read_test_list(path)?)),
+        (None, Some(n)) => Ok(Split::HoldoutEvery(n)),
+        (None, None) if options.eval => Ok(Split::Default),
+        (None, None) => Ok(Split::AllTrain),
+    }
+}
+
+/// The image names listed in `path`, one per line (blank lines and `#` comments skipped).
+pub fn read_test_list(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        action: "read the test list".into(),
+        message: e.to_string(),
+    })?;
+    let names: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if names.is_empty() {
+        return Err(Error::InvalidSetting {
+            name: "test list".into(),
+            value: path.display().to_string(),
+            expected: "a file naming at least one test image, one name per line".into(),
+        });
+    }
+    Ok(names)
 }
 
 /// Loads the dataset at `folder`, or generates the built-in scene when `folder` is `None`.
@@ -45,11 +91,7 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
             } else {
                 Resolution::Factor(options.resolution)
             };
-            let split = if options.eval {
-                Split::Default
-            } else {
-                Split::AllTrain
-            };
+            let split = split_of(options)?;
             Dataset::load(
                 path,
                 &LoadOptions {

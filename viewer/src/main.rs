@@ -62,7 +62,7 @@ pub struct Args {
     /// On exit, write OUT/checkpoint.bin and OUT/point_cloud.ply of the live training run.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Force the portable kernel path (no subgroups, no float atomics).
+    /// Force the portable kernel path (no subgroups).
     #[arg(long)]
     pub portable: bool,
     /// How often the trainer publishes a parameter snapshot for display, per second.

@@ -42,6 +42,7 @@ fn data_options(args: &Args, background: [f32; 3]) -> DataOptions {
         eval: args.eval,
         builtin_resolution: args.builtin_resolution,
         background,
+        ..DataOptions::default()
     }
 }
 
