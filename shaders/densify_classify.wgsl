@@ -1,5 +1,10 @@
 // 3DGS densification decisions for one page of Gaussians: clone (large gradient, small),
-// split (large gradient, large), prune (transparent, or too big on screen or in the world).
+// split (large gradient, large), prune (transparent; after the first opacity reset, too big in
+// the world or, when enabled, on screen). As in INRIA's and gsplat's code the prune applies to
+// the grown model: a clone or split child inherits its parent's opacity, so the children of a
+// parent pruned for its opacity die with it; split children (scales / split_scale_divisor) die
+// when still too big in the world; the screen test applies to parents only (a new Gaussian has no
+// screen radius yet).
 #import "shared/dispatch.wgsl"
 
 struct DensifyParams {
@@ -10,7 +15,12 @@ struct DensifyParams {
     prune_opacity: f32,
     max_screen_radius: f32,
     max_world_scale: f32,
+    split_scale_divisor: f32,
+    // Statistics column of the gradient-norm sums: 0 = summed gradient, 1 = absgrad.
+    grad_column: u32,
     _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p_uniform: DensifyParams;
@@ -33,7 +43,7 @@ fn classify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
         return;
     }
     let seen = stats[4u * i + 2u];
-    let average_grad = select(0.0, stats[4u * i] / seen, seen > 0.0);
+    let average_grad = select(0.0, stats[4u * i + p.grad_column] / seen, seen > 0.0);
     let largest = exp(max(log_scales[3u * i], max(log_scales[3u * i + 1u], log_scales[3u * i + 2u])));
     let selected = average_grad >= p.grad_threshold;
     let clone = selected && largest <= p.scale_threshold;
@@ -41,11 +51,17 @@ fn classify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     let opacity = 1.0 / (1.0 + exp(-opacity_logits[i]));
     // NaN opacity or scale compares false everywhere: prune it.
     let finite = opacity == opacity && largest == largest;
-    var prune = !(opacity >= p.prune_opacity) || !finite;
+    let transparent = !(opacity >= p.prune_opacity) || !finite;
+    var world_big = false;
+    var child_world_big = false;
+    var screen_big = false;
     if p.prune_big != 0u {
-        prune = prune || stats[4u * i + 3u] > p.max_screen_radius || largest > p.max_world_scale;
+        world_big = largest > p.max_world_scale;
+        child_world_big = largest / p.split_scale_divisor > p.max_world_scale;
+        screen_big = p.max_screen_radius > 0.0 && stats[4u * i + 3u] > p.max_screen_radius;
     }
+    let prune = transparent || world_big || screen_big;
     keep_flags[i] = select(0u, 1u, !prune && !split);
-    clone_flags[i] = select(0u, 1u, clone && !prune);
-    split_flags[i] = select(0u, 1u, split && finite);
+    clone_flags[i] = select(0u, 1u, clone && !transparent && !world_big);
+    split_flags[i] = select(0u, 1u, split && !transparent && !child_world_big);
 }

@@ -31,7 +31,11 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
         return 0.0;
     }
-    return rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
+    let v = rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
+    if (params.flags & FLAG_CLAMP) != 0u {
+        return clamp(v, 0.0, 1.0);
+    }
+    return v;
 }
 
 @compute @workgroup_size(256)

@@ -278,3 +278,115 @@ fn a_memory_budget_caps_mcmc_growth() {
         );
     }
 }
+
+/// Issue 14: `--eval-every` prints its figures when stdout is not a terminal, and a run without
+/// test views says it scored the training views (stdout and metrics.json), never "test".
+#[test]
+fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
+    let dir = temp_dir("scored");
+    let config = write_config(&dir);
+    let out = dir.join("builtin");
+    let run = wgsplat(&[
+        "train",
+        "--builtin-resolution",
+        "32",
+        "--out",
+        out.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--iterations",
+        "10",
+        "--eval-every",
+        "5",
+    ]);
+    expect_success(&run);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("it 5: test PSNR"), "{stdout}");
+    assert!(stdout.contains("it 10: test PSNR"), "{stdout}");
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck_colmap");
+    if root.exists() {
+        let out = dir.join("colmap");
+        let run = wgsplat(&[
+            "train",
+            root.to_str().unwrap(),
+            "-r",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "--iterations",
+            "5",
+        ]);
+        expect_success(&run);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            stdout.contains("train PSNR") && !stdout.contains("test PSNR"),
+            "{stdout}"
+        );
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+        assert!(metrics["test_psnr"].is_null(), "{metrics}");
+        assert!(metrics["train_psnr"].as_f64().is_some(), "{metrics}");
+        assert_eq!(metrics["scored_views"], "train");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 14: `wgsplat render` renders the requested split only, names files so that the NeRF
+/// train and test views (`./train/r_0`, `./test/r_0`) never overwrite each other, and reports
+/// the number of files it wrote.
+#[test]
+fn render_writes_the_requested_split_under_unique_names() {
+    let duck = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck");
+    if !duck.exists() {
+        return;
+    }
+    let dir = temp_dir("render");
+    let config = write_config(&dir);
+    let model = dir.join("model");
+    expect_success(&wgsplat(&train_args(
+        model.to_str().unwrap(),
+        config.to_str().unwrap(),
+        "3",
+    )));
+    let ply = model.join("point_cloud.ply");
+    for (split, count, first) in [
+        ("test", 25, "test_r_0.png"),
+        ("train", 100, "train_r_0.png"),
+    ] {
+        let out = dir.join(split);
+        let run = wgsplat(&[
+            "render",
+            ply.to_str().unwrap(),
+            "--dataset",
+            duck.to_str().unwrap(),
+            "-r",
+            "8",
+            "--split",
+            split,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        expect_success(&run);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            stdout.contains(&format!("wrote renders of {count} {split} views")),
+            "{stdout}"
+        );
+        let files = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(files, count, "{split}: {files} files for {count} views");
+        assert!(out.join(first).exists(), "{split}: no {first}");
+    }
+    let err = expect_failure(&[
+        "render",
+        ply.to_str().unwrap(),
+        "--split",
+        "validation",
+        "--out",
+        dir.join("bad").to_str().unwrap(),
+    ]);
+    assert!(err.contains("test or train"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

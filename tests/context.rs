@@ -175,3 +175,32 @@ fn dispatches_beyond_65535_workgroups_use_a_2d_grid() {
         assert!(wrong.is_none(), "first wrong element: {wrong:?}");
     }
 }
+
+/// One buffer bound read-write and at another binding of the same dispatch is refused when the
+/// dispatch is recorded, naming the kernel and the bindings (wgpu would only fail the submission,
+/// without naming either). Two read-only bindings of one buffer are fine.
+#[test]
+fn a_buffer_bound_read_write_twice_in_one_dispatch_is_refused() {
+    for ctx in both_paths() {
+        let kernel = ctx.kernel("compact.wgsl", "scatter_kept").unwrap();
+        let mut enc = ctx.encoder("aliasing");
+        let t = Tensor::zeros(&mut enc, DType::U32, &[64], MemoryCategory::Other, "t").unwrap();
+        let other = Tensor::zeros(&mut enc, DType::U32, &[64], MemoryCategory::Other, "o").unwrap();
+        let grid = wgsplat::gpu::WorkgroupGrid::for_workgroups(1, 65_535).unwrap();
+        // Bindings: flags (read), positions (read), values (read), out (read-write).
+        let aliased = [
+            t.page_binding(0),
+            other.page_binding(0),
+            other.page_binding(0),
+            t.page_binding(0),
+        ];
+        let err = enc
+            .dispatch(&kernel, &[0u32; 4], &aliased, grid)
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("compact.wgsl:scatter_kept") && text.contains("bindings 1 and 4"),
+            "{text}"
+        );
+    }
+}

@@ -977,6 +977,49 @@ fn metrics_match_reference_with_one_readback() {
     }
 }
 
+/// Issue 14: scores clamp the render to [0, 1] first, as gsplat and INRIA do. A render that
+/// overshoots where the ground truth is white or black scores as a perfect match; the training
+/// loss still sees the unclamped values.
+#[test]
+fn scores_clamp_the_render_to_the_unit_range() {
+    let (width, height) = (20, 17);
+    let mut rng = TestRng::new(5);
+    let mut gt = Vec::new();
+    let mut rendered = Vec::new();
+    for _ in 0..width * height {
+        let white = rng.range(0.0, 1.0) > 0.5;
+        for _ in 0..3 {
+            gt.push(if white { 1.0 } else { 0.0 });
+            rendered.push(if white {
+                rng.range(1.0, 1.4)
+            } else {
+                rng.range(-0.3, 0.0)
+            });
+        }
+        gt.push(1.0);
+        rendered.push(1.0);
+    }
+    let case = Case::new(width, height, rendered, gt);
+    let opts = LossOptions::default();
+    for ctx in both_paths() {
+        let _gpu = gpu_lock();
+        let mut enc = ctx.encoder("clamp inputs");
+        let (x, y) = case.upload(&mut enc);
+        let stats = loss::loss_stats(&mut enc, &x, &y, &opts).unwrap();
+        ctx.submit(enc).unwrap();
+        let m = loss::evaluate_metrics(ctx, &x, &y, &opts).unwrap();
+        assert!(
+            m.psnr.is_infinite() && m.l1 == 0.0 && (m.ssim - 1.0).abs() < 1e-6,
+            "{m:?}"
+        );
+        let unclamped: Vec<f32> = stats.read(ctx).unwrap();
+        assert!(
+            unclamped[1] > 0.05,
+            "the loss must see the overshoot: {unclamped:?}"
+        );
+    }
+}
+
 #[test]
 fn invalid_inputs_are_rejected() {
     let ctx = both_paths()[1];

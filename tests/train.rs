@@ -233,3 +233,127 @@ fn training_twice_writes_byte_identical_models() {
         );
     }
 }
+
+/// Uploads one Gaussian per row of `rows` ((opacity, scale / extent) each), takes one training
+/// step, writes the densification statistics `stats` (4 floats per row), runs one densification
+/// step and returns the model's opacities, sorted.
+fn densify_once(rows: &[(f32, f32)], stats: &[f32], config: TrainConfig) -> Vec<f32> {
+    use wgsplat::MemoryCategory;
+    use wgsplat::splat::GaussianTensors;
+    use wgsplat::splat::reference::CpuGaussians;
+    let dataset = generate(&BuiltinOptions {
+        resolution: 32,
+        train_views: 2,
+        test_views: 1,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let extent = dataset.extent;
+    let mut cpu = CpuGaussians::default();
+    for (i, &(opacity, scale)) in rows.iter().enumerate() {
+        cpu.means.push([0.1 * i as f32, 0.0, 0.0]);
+        cpu.log_scales.push([(scale * extent).ln(); 3]);
+        cpu.quats.push([1.0, 0.0, 0.0, 0.0]);
+        cpu.opacity_logits.push((opacity / (1.0 - opacity)).ln());
+        cpu.sh.push([[0.0; 3]; 16]);
+    }
+    let ctx = fresh_context(false);
+    let mut enc = ctx.encoder("upload");
+    let params =
+        GaussianTensors::upload(&mut enc, &cpu, 0, MemoryCategory::Parameters, "p").unwrap();
+    ctx.submit(enc).unwrap();
+    let config = TrainConfig {
+        iterations: 10,
+        sh_degree: 0,
+        densify_until: 0,
+        // Past the first "reset" after one step, so the world-size test is on.
+        opacity_reset_every: 0,
+        ..config
+    };
+    let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+    trainer.step().unwrap();
+    let mut enc = ctx.encoder("stats");
+    trainer
+        .densification_stats()
+        .write(&mut enc, stats)
+        .unwrap();
+    ctx.submit(enc).unwrap();
+    trainer.densify_now().unwrap();
+    let after = trainer.params().download(&ctx).unwrap();
+    let mut opacities: Vec<f32> = after
+        .opacity_logits
+        .iter()
+        .map(|l| 1.0 / (1.0 + (-l).exp()))
+        .collect();
+    opacities.sort_by(f32::total_cmp);
+    opacities
+}
+
+/// Issue 14: pruning by screen size is off by default (gsplat), and the prune applies to the grown
+/// model (INRIA, gsplat): the split children of a transparent parent die in the same step instead
+/// of surviving until the next one.
+#[test]
+fn densification_prunes_after_growth_and_not_by_screen_size() {
+    assert_eq!(
+        TrainConfig::default().prune_screen_radius,
+        0.0,
+        "screen-size pruning is off by default"
+    );
+    // A transparent split candidate, an opaque Gaussian 30 px wide on screen, an ordinary one, and
+    // a transparent clone candidate; the two transparent ones are selected for densification
+    // (gradient sum / views >= 2e-4). Stats rows: grad sum, absgrad sum, views, radius.
+    let rows = [(0.003, 0.05), (0.5, 0.005), (0.5, 0.005), (0.003, 0.001)];
+    let stats = [
+        1.0, 0.0, 1.0, 5.0, //
+        0.0, 0.0, 1.0, 30.0, //
+        0.0, 0.0, 1.0, 5.0, //
+        1.0, 0.0, 1.0, 5.0,
+    ];
+    let opacities = densify_once(&rows, &stats, TrainConfig::default());
+    // Kept: the wide one and the ordinary one. Nothing transparent survives (the old order split
+    // the first row into two transparent children), and nothing was pruned for its screen size.
+    assert_eq!(
+        opacities.len(),
+        2,
+        "opacities after densification: {opacities:?}"
+    );
+    assert!(opacities.iter().all(|&o| o > 0.4), "{opacities:?}");
+    // With the screen test enabled, the wide one goes.
+    let screen = TrainConfig {
+        prune_screen_radius: 20.0,
+        ..TrainConfig::default()
+    };
+    assert_eq!(densify_once(&rows, &stats, screen).len(), 1);
+}
+
+/// Issue 14: with `absgrad`, the per-pixel absolute gradient (statistics column 1) against
+/// `absgrad_threshold` selects the Gaussians to densify.
+#[test]
+fn absgrad_selects_by_the_absolute_gradient() {
+    // Two small opaque Gaussians: the first has a summed gradient of 0 (cancelling pixels) but a
+    // large absolute one; the second the reverse, below the absgrad threshold.
+    let rows = [(0.5, 0.001), (0.7, 0.001)];
+    let stats = [
+        0.0, 1e-3, 1.0, 5.0, //
+        5e-4, 5e-4, 1.0, 5.0,
+    ];
+    let opaque = |o: &[f32]| o.iter().filter(|&&v| v > 0.6).count();
+    // Default: only the second is selected (5e-4 >= 2e-4) and cloned.
+    let opacities = densify_once(&rows, &stats, TrainConfig::default());
+    assert_eq!(
+        (opacities.len(), opaque(&opacities)),
+        (3, 2),
+        "{opacities:?}"
+    );
+    let absgrad = TrainConfig {
+        absgrad: true,
+        ..TrainConfig::default()
+    };
+    // absgrad: only the first (1e-3 >= 8e-4; 5e-4 < 8e-4).
+    let opacities = densify_once(&rows, &stats, absgrad);
+    assert_eq!(
+        (opacities.len(), opaque(&opacities)),
+        (3, 1),
+        "{opacities:?}"
+    );
+}

@@ -37,6 +37,8 @@ const FLAG_COMPOSITE: u32 = 2u;
 const FLAG_MASK: u32 = 4u;
 // "Valid" padding: only windows that lie fully inside the image count.
 const FLAG_VALID: u32 = 8u;
+// Clamp the rendered values to [0, 1] (scores, ssim_forward.wgsl).
+const FLAG_CLAMP: u32 = 16u;
 
 // Output tile edge and Gaussian window radius. A workgroup has TILE * TILE invocations.
 const TILE: u32 = 16u;

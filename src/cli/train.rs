@@ -7,7 +7,7 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use wgsplat::GpuContext;
-use wgsplat::data::Dataset;
+use wgsplat::data::{Dataset, View};
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
@@ -82,6 +82,10 @@ pub struct TrainArgs {
     /// Random seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Densify by the mean per-pixel absolute gradient (gsplat's absgrad; threshold
+    /// `absgrad_threshold`, 0.0008 by default).
+    #[arg(long)]
+    absgrad: bool,
     /// Write renders of the test views to OUT/test_renders/.
     #[arg(long)]
     save_renders: bool,
@@ -92,6 +96,15 @@ pub struct TrainArgs {
     /// --iterations; continue later with --resume.
     #[arg(long)]
     stop_at: Option<u64>,
+}
+
+/// Prints a line above the progress bar, or on stdout when the bar is hidden (not a terminal).
+fn print_line(bar: &ProgressBar, interactive: bool, line: String) {
+    if interactive {
+        bar.println(line);
+    } else {
+        println!("{line}");
+    }
 }
 
 pub(crate) fn load_dataset(
@@ -124,6 +137,7 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         save_every: args.save_every,
         eval_every: args.eval_every,
         seed: args.seed,
+        absgrad: args.absgrad,
     };
     Ok(setup::build_config(
         args.config.as_deref(),
@@ -219,14 +233,21 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
                 last_line = Instant::now();
             }
         }
+        // A hidden bar (output not a terminal) prints nothing, so lines go to stdout directly.
         TrainEvent::Evaluated {
             iteration,
+            views,
             psnr,
             ssim,
-        } => bar.println(format!(
-            "it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}"
-        )),
-        TrainEvent::Log { message } => bar.println(message),
+        } => print_line(
+            &bar,
+            interactive,
+            format!(
+                "it {iteration}: {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+                views.name()
+            ),
+        ),
+        TrainEvent::Log { message } => print_line(&bar, interactive, message),
         _ => {}
     };
     let save_every = config.save_every;
@@ -268,11 +289,19 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
     let (psnr, ssim) = trainer.evaluate()?;
+    let scored = trainer.scored_views().name();
     if args.save_renders {
+        let dataset = trainer.dataset();
+        let views = if dataset.test.is_empty() {
+            &dataset.train
+        } else {
+            &dataset.test
+        };
         save_renders(
             ctx,
             trainer.params(),
-            trainer.dataset(),
+            views,
+            trainer.evaluation_background(),
             &args.out.join("test_renders"),
         )?;
     }
@@ -280,7 +309,9 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let iterations = trainer.iteration() - start_iteration;
     let summary = json!({
         "iterations": trainer.iteration(), "seconds": seconds, "iterations_per_second": iterations as f64 / seconds.max(1e-9),
-        "gaussians": trainer.params().len(), "test_psnr": psnr, "test_ssim": ssim,
+        "gaussians": trainer.params().len(), "scored_views": scored,
+        "test_psnr": (scored == "test").then_some(psnr), "test_ssim": (scored == "test").then_some(ssim),
+        "train_psnr": (scored == "train").then_some(psnr), "train_ssim": (scored == "train").then_some(ssim),
         "test_views": trainer.dataset().test.len(), "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
@@ -289,7 +320,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     });
     super::bench::write_json_atomic(&args.out.join("metrics.json"), &summary)?;
     println!(
-        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, test PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, {scored} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
         trainer.iteration(),
         iterations as f64 / seconds.max(1e-9),
         trainer.params().len()
@@ -302,25 +333,55 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A file stem for each view, unique within `views`: the view's name without its extension, with
+/// path separators turned into `_` (NeRF-synthetic names such as `./test/r_0.png` become
+/// `test_r_0`); a name that would still repeat gets its index appended.
+fn render_file_stems(views: &[View]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    views
+        .iter()
+        .enumerate()
+        .map(|(i, view)| {
+            let path = Path::new(&view.name);
+            let without_ext = path.with_extension("");
+            let mut stem: String = without_ext
+                .to_string_lossy()
+                .trim_start_matches("./")
+                .chars()
+                .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+                .collect();
+            if stem.is_empty() {
+                stem = format!("view_{i}");
+            }
+            if !seen.insert(stem.clone()) {
+                stem = format!("{stem}_{i}");
+                seen.insert(stem.clone());
+            }
+            stem
+        })
+        .collect()
+}
+
+/// Renders `views` at full SH degree into `dir` as PNGs (one per view, names from
+/// [`render_file_stems`]); returns how many files were written.
 fn save_renders(
     ctx: &GpuContext,
     params: &GaussianTensors,
-    dataset: &Dataset,
+    views: &[View],
+    background: [f32; 3],
     dir: &Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let views = if dataset.test.is_empty() {
-        &dataset.train
-    } else {
-        &dataset.test
-    };
-    for view in views {
+    let stems = render_file_stems(views);
+    for (view, stem) in views.iter().zip(&stems) {
+        let mut camera = view.camera.clone();
+        camera.background = background;
         let fwd = render(
             ctx,
             params,
-            &view.camera,
+            &camera,
             RenderOptions {
-                sh_degree: 3,
+                sh_degree: params.max_sh_degree(),
                 ..Default::default()
             },
         )?;
@@ -334,13 +395,9 @@ fn save_renders(
             height: view.camera.height,
             pixels,
         };
-        let name = Path::new(&view.name)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| view.name.clone());
-        image.write_png(&dir.join(format!("{name}.png")))?;
+        image.write_png(&dir.join(format!("{stem}.png")))?;
     }
-    Ok(())
+    Ok(views.len())
 }
 
 /// Options of `wgsplat render` and `wgsplat eval`.
@@ -372,18 +429,34 @@ fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> 
     Ok(load_ply_to_gpu(ctx, path, "model")?.0)
 }
 
-/// Runs `wgsplat render`.
+/// Loads the dataset of `wgsplat render` / `wgsplat eval` with its test views held out (the
+/// dataset's own split, or `--test-list` / `--test-every`), whether or not `--eval` was given.
+fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result<Dataset> {
+    let mut data_args = args.data_args.clone();
+    data_args.eval = true;
+    load_dataset(args.dataset.as_deref(), &data_args, background)
+}
+
+/// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::background_color(setup::parse_background(&args.background)?);
-    let mut dataset = load_dataset(args.dataset.as_deref(), &args.data_args, background)?;
-    if args.split == "train" {
-        dataset.test = std::mem::take(&mut dataset.train);
+    let dataset = load_split_dataset(&args, background)?;
+    let views = match args.split.as_str() {
+        "test" => &dataset.test,
+        "train" => &dataset.train,
+        other => anyhow::bail!("--split {other:?}: expected test or train"),
+    };
+    if views.is_empty() {
+        anyhow::bail!(
+            "the dataset has no {} views to render (use --split train, or --test-every N)",
+            args.split
+        );
     }
-    save_renders(ctx, &params, &dataset, &args.out)?;
+    let written = save_renders(ctx, &params, views, background, &args.out)?;
     println!(
-        "wrote renders of {} views to {}",
-        dataset.test.len().max(dataset.train.len()),
+        "wrote renders of {written} {} views to {}",
+        args.split,
         args.out.display()
     );
     Ok(())
@@ -393,11 +466,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
 pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::parse_background(&args.background)?;
-    let dataset = load_dataset(
-        args.dataset.as_deref(),
-        &args.data_args,
-        setup::background_color(background),
-    )?;
+    let dataset = load_split_dataset(&args, setup::background_color(background))?;
     let views = dataset.test.len();
     let degree = params.max_sh_degree();
     let trainer = Trainer::new(

@@ -224,6 +224,25 @@ impl Encoder {
         if grid.is_empty() {
             return Ok(());
         }
+        // wgpu rejects a buffer bound read-write and at another binding of the same dispatch,
+        // but only at submission and without naming the kernel: check here.
+        for (i, a) in storage.iter().enumerate() {
+            for (j, b) in storage.iter().enumerate().skip(i + 1) {
+                let (bi, bj) = (i as u32 + 1, j as u32 + 1);
+                let writes = kernel.writable_bindings.contains(&bi)
+                    || kernel.writable_bindings.contains(&bj);
+                if writes && a.buffer == b.buffer {
+                    return Err(Error::InvalidArgument {
+                        op: "dispatch",
+                        detail: format!(
+                            "{}: bindings {bi} and {bj} are the same buffer, and one of them is \
+                             written; pass distinct buffers (e.g. two placeholders)",
+                            kernel.name
+                        ),
+                    });
+                }
+            }
+        }
         let bytes = bytemuck::bytes_of(params);
         let align = u64::from(
             self.ctx

@@ -15,6 +15,9 @@ pub struct Kernel {
     pub workgroup_size: [u32; 3],
     /// `file:entry (variant)`, for labels and errors.
     pub name: String,
+    /// Bindings (group 0) the module declares `read_write`: one buffer may not be bound there and
+    /// at any other binding of the same dispatch (checked by [`crate::gpu::Encoder::dispatch`]).
+    pub(crate) writable_bindings: Vec<u32>,
 }
 
 impl Kernel {
@@ -66,6 +69,19 @@ impl GpuContext {
                 message: format!("no entry point named {entry:?}"),
             })?;
         let workgroup_size = entry_point.workgroup_size;
+        let writable_bindings = compiled
+            .module
+            .global_variables
+            .iter()
+            .filter_map(|(_, g)| match (g.space, &g.binding) {
+                (naga::AddressSpace::Storage { access }, Some(b))
+                    if b.group == 0 && access.contains(naga::StorageAccess::STORE) =>
+                {
+                    Some(b.binding)
+                }
+                _ => None,
+            })
+            .collect();
         let name = format!("{file}:{entry} ({})", variant.name());
         let device = self.device();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -96,6 +112,7 @@ impl GpuContext {
             layout,
             workgroup_size,
             name,
+            writable_bindings,
         });
         self.inner
             .kernels

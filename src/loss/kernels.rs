@@ -25,6 +25,7 @@ const FLAG_GT_RGBA8: u32 = 1;
 const FLAG_COMPOSITE: u32 = 2;
 const FLAG_MASK: u32 = 4;
 const FLAG_VALID: u32 = 8;
+const FLAG_CLAMP: u32 = 16;
 
 /// Uniform parameters of the tiled loss kernels (`LossParams` in shaders/shared/ssim.wgsl).
 #[repr(C)]
@@ -119,6 +120,8 @@ pub(crate) struct Images<'a> {
     pub(crate) width: u64,
     pub(crate) height: u64,
     pub(crate) options: &'a LossOptions,
+    /// Clamp the rendered values to [0, 1] before comparing (scores; the forward kernel only).
+    pub(crate) clamp_rendered: bool,
 }
 
 impl Images<'_> {
@@ -153,6 +156,9 @@ impl Images<'_> {
         }
         if o.padding == SsimPadding::Valid {
             flags |= FLAG_VALID;
+        }
+        if self.clamp_rendered {
+            flags |= FLAG_CLAMP;
         }
         flags
     }

@@ -210,6 +210,7 @@ pub fn loss_and_grad(
         width,
         height,
         options,
+        clamp_rendered: false,
     };
     let grad = Tensor::uninit(
         enc,
@@ -263,6 +264,16 @@ pub fn loss_stats(
     gt: &Tensor,
     options: &LossOptions,
 ) -> Result<Tensor> {
+    stats_of(enc, rendered, gt, options, false)
+}
+
+fn stats_of(
+    enc: &mut Encoder,
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+    clamp_rendered: bool,
+) -> Result<Tensor> {
     let (height, width) = check(rendered, gt, options, "loss_stats")?;
     let images = Images {
         rendered,
@@ -270,13 +281,15 @@ pub fn loss_stats(
         width,
         height,
         options,
+        clamp_rendered,
     };
     let stats = tiled_stats(enc, &images, Pass::Forward, None)?;
     Ok(stats)
 }
 
 /// PSNR, SSIM, MSE and L1 of `rendered` against `gt` (same options as the loss; λ is unused),
-/// reduced on the GPU and read back with one readback (blocking).
+/// reduced on the GPU and read back with one readback (blocking). As gsplat and INRIA score, the
+/// rendered values are clamped to [0, 1] first (a render may exceed 1 where splats overlap).
 pub fn evaluate_metrics(
     ctx: &GpuContext,
     rendered: &Tensor,
@@ -284,7 +297,7 @@ pub fn evaluate_metrics(
     options: &LossOptions,
 ) -> Result<ImageMetrics> {
     let mut enc = ctx.encoder("evaluate_metrics");
-    let stats = loss_stats(&mut enc, rendered, gt, options)?;
+    let stats = stats_of(&mut enc, rendered, gt, options, true)?;
     let pending = stats.record_read(&mut enc)?;
     ctx.submit(enc)?;
     let values: Vec<f32> = pending.wait(ctx)?;

@@ -109,6 +109,7 @@ pub fn record_backward(
     let sh = ctx.kernel("sh_backward.wgsl", "sh_backward")?;
     let opacity = ctx.kernel("opacity_backward.wgsl", "opacity_backward")?;
     let f32_placeholder = placeholder(enc, DType::F32)?;
+    let rest_grad_placeholder = placeholder(enc, DType::F32)?;
     let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
     for page in 0..g.num_pages() {
         let count = g.page_rows(page);
@@ -125,9 +126,11 @@ pub fn record_backward(
         ];
         enc.dispatch(&project, &pu, &bindings, grid)?;
         let (rest, v_rest) = if g.sh_rest.is_empty() {
+            // Two placeholders: one buffer bound read-only and read-write in one dispatch is a
+            // validation error (SH degree 0 models).
             (
                 f32_placeholder.page_binding(0),
-                f32_placeholder.page_binding(0),
+                rest_grad_placeholder.page_binding(0),
             )
         } else {
             (

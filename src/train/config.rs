@@ -84,10 +84,22 @@ pub struct TrainConfig {
     pub densify_until: u64,
     /// Screen-space gradient threshold (gsplat's units).
     pub densify_grad_threshold: f32,
+    /// Select Gaussians for densification by the mean norm of their per-pixel absolute
+    /// gradients ("absgrad", gsplat's `absgrad=True`, from AbsGS) instead of the norm of the
+    /// summed gradient; the threshold is then `absgrad_threshold`.
+    pub absgrad: bool,
+    /// The densification threshold with `absgrad` (gsplat's units; gsplat uses 0.0008).
+    pub absgrad_threshold: f32,
     /// Gaussians larger than this fraction of the extent are split, smaller ones cloned.
     pub percent_dense: f32,
     /// Prune below this opacity.
     pub prune_opacity: f32,
+    /// After the first opacity reset, prune Gaussians whose screen radius (largest over the views
+    /// since the last densification, pixels) exceeds this; 0 disables the test, the default. As
+    /// gsplat (`refine_scale2d_stop_iter = 0`, citing INRIA issue #123): in INRIA's code the test
+    /// never fires (the radii are zeroed before the prune), so 3DGS trains without it; 20 is the
+    /// value INRIA's code names.
+    pub prune_screen_radius: f32,
     /// Reset opacities every this many iterations.
     pub opacity_reset_every: u64,
     /// Upper bound on the number of Gaussians (0 = none; MCMC needs one).
@@ -137,8 +149,11 @@ impl Default for TrainConfig {
             densify_from: 500,
             densify_until: 15_000,
             densify_grad_threshold: 2e-4,
+            absgrad: false,
+            absgrad_threshold: 8e-4,
             percent_dense: 0.01,
             prune_opacity: 0.005,
+            prune_screen_radius: 0.0,
             opacity_reset_every: 3000,
             max_gaussians: 0,
             strategy: Strategy::Default,

@@ -1,8 +1,14 @@
 //! 3DGS's default densification, on the GPU: every `densify_every` iterations between
 //! `densify_from` and `densify_until`, Gaussians whose average screen-space gradient exceeds the
-//! threshold are cloned (if small) or split into two sampled children with scales / 1.6 (if
-//! large); transparent ones are pruned, and after the first opacity reset so are ones too big on
-//! screen (20 px) or in the world (0.1 × extent). Opacities are reset every `opacity_reset_every`.
+//! threshold (or, with `absgrad`, whose average per-pixel absolute gradient exceeds
+//! `absgrad_threshold`) are cloned (if small) or split into two sampled children with scales / 1.6 (if
+//! large). Then, as INRIA and gsplat do, the pruning applies to the grown model: transparent
+//! Gaussians are pruned, and after the first opacity reset so are ones too big in the world
+//! (0.1 × extent); clones and split children of a parent that is pruned for its opacity die in
+//! the same step (they inherit it), as do children still too big in the world. Pruning by screen
+//! size (`prune_screen_radius`) is off by default, as in gsplat; when enabled it applies to the
+//! parents only (new Gaussians have not been seen yet). Opacities are reset every
+//! `opacity_reset_every`.
 //!
 //! The decisions are flags from `densify_classify.wgsl`; the kept, cloned and split rows are
 //! compacted index lists; the optimizer moves its moments with the rows (kept rows keep theirs,
@@ -29,7 +35,11 @@ struct DensifyParams {
     prune_opacity: f32,
     max_screen_radius: f32,
     max_world_scale: f32,
+    split_scale_divisor: f32,
+    grad_column: u32,
     _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 /// Uniform of `densify_split.wgsl`.
@@ -56,7 +66,11 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
                 prune_opacity,
                 max_screen_radius,
                 max_world_scale,
-                _pad0
+                split_scale_divisor,
+                grad_column,
+                _pad0,
+                _pad1,
+                _pad2
             ]
         ),
         mirror!(
@@ -72,8 +86,6 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
 const RESET_LOGIT: f32 = -4.595_12;
 /// 3DGS's split scale divisor.
 const SPLIT_SCALE_DIVISOR: f32 = 1.6;
-/// Screen radius (pixels) above which Gaussians are pruned after the first reset.
-const MAX_SCREEN_RADIUS: f32 = 20.0;
 
 /// Runs whatever densification or reset is due after the iteration just taken.
 pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
@@ -124,12 +136,20 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
         let params = DensifyParams {
             count: count as u32,
             prune_big: u32::from(prune_big),
-            grad_threshold: t.config.densify_grad_threshold,
+            grad_threshold: if t.config.absgrad {
+                t.config.absgrad_threshold
+            } else {
+                t.config.densify_grad_threshold
+            },
             scale_threshold: t.config.percent_dense * extent,
             prune_opacity: t.config.prune_opacity,
-            max_screen_radius: MAX_SCREEN_RADIUS,
+            max_screen_radius: t.config.prune_screen_radius,
             max_world_scale: 0.1 * extent,
+            split_scale_divisor: SPLIT_SCALE_DIVISOR,
+            grad_column: u32::from(t.config.absgrad),
             _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         };
         let bindings = [
             t.stats.page_binding(page),

@@ -30,13 +30,16 @@ pub enum TrainEvent {
         /// GPU bytes live now.
         gpu_bytes: u64,
     },
-    /// Test-set evaluation.
+    /// Evaluation on the held-out views (or, when the dataset has none, on the training views).
     Evaluated {
         /// Iteration.
         iteration: u64,
-        /// Mean PSNR over the test views.
+        /// Which views were scored: [`ScoredViews::Test`] or, without test views,
+        /// [`ScoredViews::Train`].
+        views: ScoredViews,
+        /// Mean PSNR over those views.
         psnr: f64,
-        /// Mean SSIM over the test views.
+        /// Mean SSIM over those views.
         ssim: f64,
     },
     /// Densification changed the model.
@@ -69,4 +72,24 @@ pub enum TrainEvent {
         /// Memory at the end (peaks included).
         memory: Box<MemoryReport>,
     },
+}
+
+/// Which views an evaluation scored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoredViews {
+    /// The held-out test views.
+    Test,
+    /// The training views (the dataset has no test views).
+    Train,
+}
+
+impl ScoredViews {
+    /// "test" or "train", for messages and JSON keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoredViews::Test => "test",
+            ScoredViews::Train => "train",
+        }
+    }
 }

@@ -136,6 +136,8 @@ pub struct ConfigOverrides {
     pub eval_every: Option<u64>,
     /// Random seed.
     pub seed: Option<u64>,
+    /// Densify by absgrad (sets `absgrad`; never clears a configuration file's).
+    pub absgrad: bool,
 }
 
 /// The training configuration of a front end: `config_file` (or the 3DGS defaults; the built-in
@@ -159,6 +161,7 @@ pub fn build_config(
     config.iterations = o.iterations.unwrap_or(config.iterations);
     config.sh_degree = o.sh_degree.unwrap_or(config.sh_degree);
     config.max_gaussians = o.max_gaussians.unwrap_or(config.max_gaussians);
+    config.absgrad |= o.absgrad;
     if let Some(v) = &o.strategy {
         config.strategy = v.parse()?;
     }

@@ -9,7 +9,7 @@
 
 use super::config::{Background, Strategy, TrainConfig};
 use super::densify;
-use super::events::TrainEvent;
+use super::events::{ScoredViews, TrainEvent};
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use crate::data::Dataset;
@@ -404,12 +404,23 @@ impl Trainer {
         Ok(report)
     }
 
-    /// Mean PSNR and SSIM over the test views at the current SH degree, rendered on the training
+    /// Mean PSNR and SSIM over the test views (the training views when there are none; see
+    /// [`Trainer::scored_views`]) at the current SH degree, rendered on the training
     /// background (black when it is random) with the RGBA ground truth composited on the same.
     /// A model trained on white has no reason to be transparent where the views are empty, so
     /// scoring it on black would count its (correct) white background as error.
     pub fn evaluate(&self) -> Result<(f64, f64)> {
         self.evaluate_with_degree(self.active_sh_degree())
+    }
+
+    /// Which views [`Trainer::evaluate`] scores: the test views, or the training views when the
+    /// dataset has none.
+    pub fn scored_views(&self) -> ScoredViews {
+        if self.dataset.test.is_empty() {
+            ScoredViews::Train
+        } else {
+            ScoredViews::Test
+        }
     }
 
     /// [`Trainer::evaluate`] with every SH band the model has.
@@ -508,6 +519,7 @@ impl Trainer {
                 let (psnr, ssim) = self.evaluate()?;
                 sink(TrainEvent::Evaluated {
                     iteration: self.iteration,
+                    views: self.scored_views(),
                     psnr,
                     ssim,
                 });
@@ -521,6 +533,13 @@ impl Trainer {
     pub fn densify_now(&mut self) -> Result<()> {
         let prune_big = self.iteration > self.config.opacity_reset_every;
         densify::densify(self, prune_big)
+    }
+
+    /// The densification statistics accumulated since the last densification step, `[N, 4]`:
+    /// screen-space gradient-norm sum, absgrad-norm sum, views seen, largest screen radius (px).
+    /// Tests write them to drive [`Trainer::densify_now`].
+    pub fn densification_stats(&self) -> &Tensor {
+        &self.stats
     }
 
     /// The optimizer.

@@ -71,6 +71,7 @@ fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
         eval_every: args.eval_every,
         seed: args.seed,
         save_every: None,
+        absgrad: false,
     };
     Ok(setup::build_config(
         args.config.as_deref(),

@@ -95,13 +95,17 @@ impl Shared {
             }
             TrainEvent::Evaluated {
                 iteration,
+                views,
                 psnr,
                 ssim,
             } => {
                 self.test_psnr.push([iteration as f64, psnr]);
                 self.note(
                     Level::Info,
-                    format!("it {iteration}: test PSNR {psnr:.2} dB, SSIM {ssim:.4}"),
+                    format!(
+                        "it {iteration}: {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+                        views.name()
+                    ),
                 );
             }
             TrainEvent::Densified {
