@@ -608,13 +608,18 @@ fn init_from_points_and_random() {
             "{p:?}"
         );
     }
+    // Grey, as INRIA starts them (issue 14): DC coefficients in [0, 1/255], so every colour is
+    // within C0 / 255 of 0.5, yet not all the same.
     assert!(
         cloud
             .colors
             .iter()
             .flatten()
-            .all(|c| (0.0..1.0).contains(c))
+            .all(|&c| (0.5..=0.5 + init::SH_C0 / 255.0).contains(&c)),
+        "{:?}",
+        &cloud.colors[..3]
     );
+    assert!(cloud.colors.windows(2).any(|w| w[0] != w[1]));
     assert_eq!(RandomBox::default().half_size, [1.3; 3]);
 
     // Datasets without points fall back to random ones.

@@ -357,3 +357,40 @@ fn absgrad_selects_by_the_absolute_gradient() {
         "{opacities:?}"
     );
 }
+
+/// Issue 14: on a white background INRIA also resets the opacities once at `densify_from`, so the
+/// initial Gaussians' colour over white becomes transparent before densification; on black it
+/// does not.
+#[test]
+fn white_background_resets_opacity_at_densify_from() {
+    use wgsplat::train::Background;
+    let largest_opacity = |background: Background| {
+        let dataset = generate(&BuiltinOptions {
+            resolution: 24,
+            train_views: 4,
+            test_views: 1,
+            background: [1.0; 3],
+            ..BuiltinOptions::default()
+        })
+        .unwrap();
+        let config = TrainConfig {
+            iterations: 12,
+            densify_from: 10,
+            densify_every: 1000,
+            densify_until: 1000,
+            opacity_reset_every: 100_000,
+            random_init_points: 500,
+            background,
+            ..TrainConfig::default()
+        };
+        let ctx = fresh_context(false);
+        let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+        let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+        trainer.run_until(10, &mut |_| {}, &|| false).unwrap();
+        let logits = trainer.params().download(&ctx).unwrap().opacity_logits;
+        logits.iter().copied().fold(f32::MIN, f32::max)
+    };
+    // The reset clamps every logit to logit(0.01) = -4.595.
+    assert!(largest_opacity(Background::White) <= -4.59);
+    assert!(largest_opacity(Background::Black) > -4.0);
+}

@@ -176,7 +176,9 @@ fn solve3(a: [[f64; 3]; 3], b: [f64; 3]) -> Option<[f64; 3]> {
 /// 3DGS's number of random points for scenes without a point cloud.
 pub const DEFAULT_RANDOM_POINTS: usize = 100_000;
 
-/// `count` points uniformly in `bounds` with uniformly random colours, deterministic in `seed`.
+/// `count` points uniformly in `bounds`, grey as 3DGS starts them: INRIA draws each point's DC
+/// coefficients uniformly in [0, 1/255], so every colour is within 0.0012 of mid-grey (random
+/// colours add a fog of noise the first thousand iterations must undo). Deterministic in `seed`.
 pub fn random_points(count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
     let mut rng = SplitMix64::new(seed);
     let mut cloud = PointCloud {
@@ -187,9 +189,12 @@ pub fn random_points(count: usize, bounds: RandomBox, seed: u64) -> PointCloud {
         let position = [0, 1, 2]
             .map(|k| bounds.center[k] + bounds.half_size[k] * (2.0 * rng.next_f32() - 1.0));
         cloud.positions.push(position);
-        cloud
-            .colors
-            .push([rng.next_f32(), rng.next_f32(), rng.next_f32()]);
+        let grey = |u: f32| 0.5 + SH_C0 * u / 255.0;
+        cloud.colors.push([
+            grey(rng.next_f32()),
+            grey(rng.next_f32()),
+            grey(rng.next_f32()),
+        ]);
     }
     cloud
 }

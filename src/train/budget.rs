@@ -4,7 +4,7 @@
 //! - persistent bytes per Gaussian: parameters, one gradient buffer, two Adam moments (4 × 4 B ×
 //!   the floats per Gaussian) and 16 B of densification statistics, times 1.05 for the allocator's
 //!   size-class rounding (measured by `wgsplat bench memory`);
-//! - per-frame scratch: `N × 56 B + V × 64 B + I × 24 B + W × H × 40 B`, planned with every
+//! - per-frame scratch: `N × 56 B + V × 64 B + I × 52 B + W × H × 40 B`, planned with every
 //!   Gaussian visible (V = N) and [`PLANNED_TILES_PER_GAUSSIAN`] intersections each;
 //! - the dataset's training images on the GPU (4 B per pixel).
 //!
@@ -118,7 +118,7 @@ pub fn persistent_bytes_per_gaussian(degree: u32) -> u64 {
 
 /// Per-frame scratch bytes per Gaussian, with every Gaussian visible.
 pub fn scratch_bytes_per_gaussian() -> u64 {
-    56 + 64 + PLANNED_TILES_PER_GAUSSIAN * 24
+    56 + 64 + PLANNED_TILES_PER_GAUSSIAN * 52
 }
 
 /// How a budget splits, and the count it allows.

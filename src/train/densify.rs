@@ -8,13 +8,14 @@
 //! the same step (they inherit it), as do children still too big in the world. Pruning by screen
 //! size (`prune_screen_radius`) is off by default, as in gsplat; when enabled it applies to the
 //! parents only (new Gaussians have not been seen yet). Opacities are reset every
-//! `opacity_reset_every`.
+//! `opacity_reset_every`, and once at `densify_from` when the background is white (INRIA).
 //!
 //! The decisions are flags from `densify_classify.wgsl`; the kept, cloned and split rows are
 //! compacted index lists; the optimizer moves its moments with the rows (kept rows keep theirs,
 //! new rows start at zero). The three counts are read back once per densification step.
 //! `max_gaussians` caps growth by truncating the clone and split lists.
 
+use super::config::Background;
 use super::trainer::Trainer;
 use crate::error::Result;
 use crate::gpu::Encoder;
@@ -94,8 +95,11 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
     if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
         densify(t, it > c.opacity_reset_every)?;
     }
-    if it < c.densify_until && c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every)
-    {
+    // INRIA also resets once at `densify_from` on a white background: the initial Gaussians' grey
+    // (or any colour) over white must be made transparent before densification starts.
+    let periodic = c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every);
+    let white_start = c.background == Background::White && it == c.densify_from;
+    if it < c.densify_until && (periodic || white_start) {
         let mut enc = t.ctx.encoder("opacity reset");
         ops::clamp_inplace(
             &mut enc,
