@@ -460,7 +460,7 @@ fn position_schedule_matches_3dgs_formula() {
         assert_eq!(r.means, want as f32);
         assert_eq!(r.sh_dc, 2.5e-3);
         assert_eq!(r.sh_rest, (2.5e-3f64 / 20.0) as f32);
-        assert_eq!(r.opacity_logits, 0.025);
+        assert_eq!(r.opacity_logits, 0.05);
         assert_eq!(r.log_scales, 5e-3);
         assert_eq!(r.quats, 1e-3);
     }

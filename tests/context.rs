@@ -1,6 +1,6 @@
 //! Adapter selection, settings, `wgsplat info`, async readback, and 2D dispatch grids.
 
-use wgsplat::testing::{both_paths, compare_exact};
+use wgsplat::testing::{both_paths, compare_exact, fresh_context};
 use wgsplat::{ContextOptions, DType, Error, GpuContext, MemoryCategory, Tensor, ops};
 
 #[test]
@@ -117,7 +117,10 @@ fn bad_settings_are_errors_that_name_the_variable() {
 
 #[test]
 fn async_readback_completes_through_the_channel_and_reuses_staging() {
-    let ctx = &both_paths()[1];
+    // Its own context: the staging counts below are per context, and the shared contexts serve
+    // other tests' readbacks at the same time.
+    let own = fresh_context(true);
+    let ctx = &&own;
     let mut enc = ctx.encoder("async");
     let t = Tensor::uninit(
         &mut enc,

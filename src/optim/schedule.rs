@@ -68,7 +68,8 @@ pub struct LearningRateSchedule {
 impl LearningRateSchedule {
     /// The 3DGS defaults for a scene of radius `scene_extent` (its `spatial_lr_scale`) trained
     /// for `max_steps`: positions 1.6e-4 × extent decaying to 1.6e-6 × extent (delay multiplier
-    /// 0.01, no delay steps), SH DC 2.5e-3, SH rest 2.5e-3 / 20, opacity 0.025, scale 5e-3,
+    /// 0.01, no delay steps), SH DC 2.5e-3, SH rest 2.5e-3 / 20, opacity 0.05 (gsplat; see
+    /// `TrainConfig::opacity_lr`), scale 5e-3,
     /// rotation 1e-3.
     pub fn three_dgs(scene_extent: f64, max_steps: u64) -> Self {
         LearningRateSchedule {
@@ -81,7 +82,7 @@ impl LearningRateSchedule {
             },
             log_scales: 5e-3,
             quats: 1e-3,
-            opacity_logits: 0.025,
+            opacity_logits: 0.05,
             sh_dc: 2.5e-3,
             sh_rest: 2.5e-3 / 20.0,
         }

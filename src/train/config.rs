@@ -60,7 +60,10 @@ pub struct TrainConfig {
     pub sh_dc_lr: f64,
     /// SH rest learning rate.
     pub sh_rest_lr: f64,
-    /// Opacity learning rate.
+    /// Opacity learning rate (on the logits). 0.05 as gsplat and OpenSplat; INRIA now uses 0.025.
+    /// Measured here (issue 14), 0.05 against 0.025: duck_colmap, NeRF split, 2,000 iterations at
+    /// 256², test PSNR 35.10 against 32.38 dB (13,348 against 16,531 Gaussians); the built-in
+    /// scene's recipe, 28.51 against 28.14 dB.
     pub opacity_lr: f64,
     /// Scale learning rate.
     pub scale_lr: f64,
@@ -137,7 +140,7 @@ impl Default for TrainConfig {
             position_lr_final: 1.6e-6,
             sh_dc_lr: 2.5e-3,
             sh_rest_lr: 2.5e-3 / 20.0,
-            opacity_lr: 0.025,
+            opacity_lr: 0.05,
             scale_lr: 5e-3,
             rotation_lr: 1e-3,
             adam_eps: 1e-15,

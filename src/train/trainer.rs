@@ -41,6 +41,9 @@ pub struct Trainer {
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
     profile: Option<StageProfile>,
+    /// The evaluation due at the iteration just taken (`eval_every`), made before that
+    /// iteration's densification or opacity reset, as INRIA reports; `run_until` emits it.
+    due_evaluation: Option<(f64, f64)>,
 }
 
 /// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
@@ -145,6 +148,7 @@ impl Trainer {
             schedule,
             iteration: 0,
             profile: None,
+            due_evaluation: None,
         })
     }
 
@@ -396,6 +400,12 @@ impl Trainer {
             };
             report = Some((iteration, loss_value, psnr));
         }
+        // Score the model the optimizer step produced, before this iteration's refinement (an
+        // opacity reset would otherwise be what the evaluation at a reset iteration measures).
+        self.due_evaluation = None;
+        if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
+            self.due_evaluation = Some(self.evaluate()?);
+        }
         match self.config.strategy {
             Strategy::Default => densify::after_step(self)?,
             Strategy::Mcmc => mcmc::after_step(self)?,
@@ -515,8 +525,7 @@ impl Trainer {
                     after: self.params.len(),
                 });
             }
-            if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
-                let (psnr, ssim) = self.evaluate()?;
+            if let Some((psnr, ssim)) = self.due_evaluation.take() {
                 sink(TrainEvent::Evaluated {
                     iteration: self.iteration,
                     views: self.scored_views(),
