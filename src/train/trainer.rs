@@ -268,7 +268,9 @@ impl Trainer {
     /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed.
     ///
     /// Two submissions: the projection (whose 8-byte count readback sizes everything after it),
-    /// then binning, rasterization, loss, backward and Adam in one encoder.
+    /// then binning, rasterization, loss, backward and Adam in one encoder. When `eval_every`
+    /// is due, the evaluation runs after the optimizer step and before densification, and
+    /// [`Trainer::run_until`] reports it.
     pub fn step(&mut self) -> Result<Option<(u64, f32, f32)>> {
         let view_index = self.view_for(self.iteration);
         let mut rng = self.iteration_rng(self.iteration);
