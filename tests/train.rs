@@ -358,6 +358,29 @@ fn absgrad_selects_by_the_absolute_gradient() {
     );
 }
 
+/// A trainer on the built-in scene at 24² on white (4 training views, 2 test views) with a reset
+/// schedule that only `densify_from` can trigger, on a fresh context.
+fn white_scene_trainer(config: TrainConfig) -> (wgsplat::GpuContext, Trainer) {
+    let dataset = generate(&BuiltinOptions {
+        resolution: 24,
+        train_views: 4,
+        test_views: 2,
+        background: [1.0; 3],
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    let config = TrainConfig {
+        densify_every: 1000,
+        densify_until: 1000,
+        opacity_reset_every: 100_000,
+        ..config
+    };
+    let ctx = fresh_context(false);
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    let trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+    (ctx, trainer)
+}
+
 /// Issue 14: on a white background INRIA also resets the opacities once at `densify_from`, so the
 /// initial Gaussians' colour over white becomes transparent before densification; on black it
 /// does not.
@@ -365,27 +388,12 @@ fn absgrad_selects_by_the_absolute_gradient() {
 fn white_background_resets_opacity_at_densify_from() {
     use wgsplat::train::Background;
     let largest_opacity = |background: Background| {
-        let dataset = generate(&BuiltinOptions {
-            resolution: 24,
-            train_views: 4,
-            test_views: 1,
-            background: [1.0; 3],
-            ..BuiltinOptions::default()
-        })
-        .unwrap();
-        let config = TrainConfig {
+        let (ctx, mut trainer) = white_scene_trainer(TrainConfig {
             iterations: 12,
             densify_from: 10,
-            densify_every: 1000,
-            densify_until: 1000,
-            opacity_reset_every: 100_000,
-            random_init_points: 500,
             background,
             ..TrainConfig::default()
-        };
-        let ctx = fresh_context(false);
-        let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
-        let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+        });
         trainer.run_until(10, &mut |_| {}, &|| false).unwrap();
         let logits = trainer.params().download(&ctx).unwrap().opacity_logits;
         logits.iter().copied().fold(f32::MIN, f32::max)
@@ -402,27 +410,13 @@ fn white_background_resets_opacity_at_densify_from() {
 fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
     use wgsplat::train::{Background, TrainEvent};
     let psnr_at_10 = |densify_from: u64| {
-        let dataset = generate(&BuiltinOptions {
-            resolution: 24,
-            train_views: 4,
-            test_views: 2,
-            background: [1.0; 3],
-            ..BuiltinOptions::default()
-        })
-        .unwrap();
-        let config = TrainConfig {
+        let (_ctx, mut trainer) = white_scene_trainer(TrainConfig {
             iterations: 10,
             densify_from,
-            densify_every: 1000,
-            densify_until: 1000,
-            opacity_reset_every: 100_000,
             eval_every: 10,
             background: Background::White,
             ..TrainConfig::default()
-        };
-        let ctx = fresh_context(false);
-        let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
-        let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+        });
         let mut evaluated = Vec::new();
         trainer
             .run(
