@@ -16,7 +16,7 @@ use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::budget::apply_memory_budget;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{self, DataOptions};
-use wgsplat::train::{TrainConfig, TrainEvent, Trainer};
+use wgsplat::train::{ScoredViews, TrainConfig, TrainEvent, Trainer};
 
 /// Where the data comes from and how it is read.
 #[derive(clap::Args, Clone)]
@@ -289,18 +289,12 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
     let (psnr, ssim) = trainer.evaluate()?;
-    let scored = trainer.scored_views().name();
+    let scored = trainer.scored_views();
     if args.save_renders {
-        let dataset = trainer.dataset();
-        let views = if dataset.test.is_empty() {
-            &dataset.train
-        } else {
-            &dataset.test
-        };
         save_renders(
             ctx,
             trainer.params(),
-            views,
+            trainer.scored_view_list(),
             trainer.evaluation_background(),
             &args.out.join("test_renders"),
         )?;
@@ -309,9 +303,9 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let iterations = trainer.iteration() - start_iteration;
     let summary = json!({
         "iterations": trainer.iteration(), "seconds": seconds, "iterations_per_second": iterations as f64 / seconds.max(1e-9),
-        "gaussians": trainer.params().len(), "scored_views": scored,
-        "test_psnr": (scored == "test").then_some(psnr), "test_ssim": (scored == "test").then_some(ssim),
-        "train_psnr": (scored == "train").then_some(psnr), "train_ssim": (scored == "train").then_some(ssim),
+        "gaussians": trainer.params().len(), "scored_views": scored.name(),
+        "test_psnr": (scored == ScoredViews::Test).then_some(psnr), "test_ssim": (scored == ScoredViews::Test).then_some(ssim),
+        "train_psnr": (scored == ScoredViews::Train).then_some(psnr), "train_ssim": (scored == ScoredViews::Train).then_some(ssim),
         "test_views": trainer.dataset().test.len(), "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
@@ -320,10 +314,11 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     });
     super::bench::write_json_atomic(&args.out.join("metrics.json"), &summary)?;
     println!(
-        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, {scored} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
         trainer.iteration(),
         iterations as f64 / seconds.max(1e-9),
-        trainer.params().len()
+        trainer.params().len(),
+        scored.name()
     );
     println!(
         "wrote {} and {}",

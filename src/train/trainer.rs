@@ -12,7 +12,7 @@ use super::densify;
 use super::events::{ScoredViews, TrainEvent};
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
-use crate::data::Dataset;
+use crate::data::{Dataset, View};
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
@@ -435,17 +435,21 @@ impl Trainer {
         }
     }
 
+    /// The views [`Trainer::evaluate`] scores (see [`Trainer::scored_views`]).
+    pub fn scored_view_list(&self) -> &[View] {
+        match self.scored_views() {
+            ScoredViews::Test => &self.dataset.test,
+            ScoredViews::Train => &self.dataset.train,
+        }
+    }
+
     /// [`Trainer::evaluate`] with every SH band the model has.
     pub fn evaluate_at_full_degree(&self) -> Result<(f64, f64)> {
         self.evaluate_with_degree(self.params.max_sh_degree())
     }
 
     fn evaluate_with_degree(&self, sh_degree: u32) -> Result<(f64, f64)> {
-        let views = if self.dataset.test.is_empty() {
-            &self.dataset.train
-        } else {
-            &self.dataset.test
-        };
+        let views = self.scored_view_list();
         let background = self.evaluation_background();
         let (mut psnr, mut ssim) = (0.0, 0.0);
         for view in views {
