@@ -1,4 +1,5 @@
-// Backward of the opacity activation for one page of Gaussians, and the densification statistics:
+// Backward of the opacity activation (and of the antialiased mode's compensation factor, as far
+// as the logit goes) for one page of Gaussians, and the densification statistics:
 // per Gaussian, the accumulated norm of the screen-space mean gradient in gsplat's units (pixels
 // scaled by half the image size), the same for the per-pixel absolute gradient ("absgrad"), how
 // many renders it was visible in, and the largest screen radius seen (aux bit 1 turns them on).
@@ -30,8 +31,11 @@ fn opacity_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let v_opacity = v_projected[vb + 5u];
     var v_logit = 0.0;
     if v_opacity != 0.0 {
-        let o = sigmoid(opacity_logits[i]);
-        v_logit = v_opacity * o * (1.0 - o);
+        // The projected opacity is sigmoid(logit) times a factor that does not depend on the
+        // logit (1, or the antialiased mode's compensation), so its derivative is itself
+        // times (1 - sigmoid(logit)).
+        let shown = projected[i * SPLAT_STRIDE + SPLAT_OPACITY];
+        v_logit = v_opacity * shown * (1.0 - sigmoid(opacity_logits[i]));
     }
     v_opacity_logits[i] = v_logit;
     let radius = max(projected[i * SPLAT_STRIDE + SPLAT_RADIUS_X], projected[i * SPLAT_STRIDE + SPLAT_RADIUS_Y]);

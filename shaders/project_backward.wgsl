@@ -1,6 +1,6 @@
 // Backward of the projection for one page of Gaussians, in Gaussian order: from the gradients of
-// each projected mean (x, y) and conic (a, b, c) to the world mean, the log scales and the
-// unnormalised quaternion. The forward quantities are recomputed. Rows of `v_projected` that are
+// each projected mean (x, y), conic (a, b, c) and, in the antialiased mode, opacity (through its
+// compensation factor) to the world mean, the log scales and the unnormalised quaternion. The forward quantities are recomputed. Rows of `v_projected` that are
 // all zero (culled or invisible Gaussians) give zero gradients without touching their parameters,
 // so non-finite parameters cannot leak NaN into the gradients.
 #import "shared/dispatch.wgsl"
@@ -16,6 +16,7 @@ var<private> u: RenderUniform;
 @group(0) @binding(5) var<storage, read_write> v_means: array<f32>;
 @group(0) @binding(6) var<storage, read_write> v_log_scales: array<f32>;
 @group(0) @binding(7) var<storage, read_write> v_quats: array<f32>;
+@group(0) @binding(8) var<storage, read> opacity_logits: array<f32>;
 
 const V_STRIDE: u32 = 12u;
 
@@ -44,7 +45,10 @@ fn project_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let vb = i * V_STRIDE;
     let v_xy = vec2<f32>(v_projected[vb], v_projected[vb + 1u]);
     let v_conic = vec3<f32>(v_projected[vb + 2u], v_projected[vb + 3u], v_projected[vb + 4u]);
-    if all(v_xy == vec2<f32>(0.0)) && all(v_conic == vec3<f32>(0.0)) {
+    // The antialiased mode's opacity depends on the covariance too.
+    let antialiased = u.raster_mode == RASTER_ANTIALIASED;
+    let v_shown_opacity = select(0.0, v_projected[vb + 5u], antialiased);
+    if all(v_xy == vec2<f32>(0.0)) && all(v_conic == vec3<f32>(0.0)) && v_shown_opacity == 0.0 {
         write_grads(i, vec3<f32>(0.0), vec3<f32>(0.0), vec4<f32>(0.0));
         return;
     }
@@ -78,7 +82,22 @@ fn project_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
     // conic = cov^-1  =>  v_cov = -conic * v_conic_matrix * conic (b appears twice: half each).
     let v_conic_m = mat2x2<f32>(vec2<f32>(v_conic.x, 0.5 * v_conic.y), vec2<f32>(0.5 * v_conic.y, v_conic.z));
-    let v_cov = -1.0 * (conic * v_conic_m * conic);
+    var v_cov = -1.0 * (conic * v_conic_m * conic);
+    if antialiased {
+        // shown = sigmoid(logit) * k with k = sqrt(det0 / det), det0 = a0 c0 - b², det = a c - b²,
+        // a = a0 + ε, c = c0 + ε. d(k²)/da0 = ((1 - k²) c - ε) / det = (1 - k²) conic_a - ε / det,
+        // likewise for c0, and d(k²)/db = 2 (1 - k²) conic_b (half on each off-diagonal entry).
+        let k = dilation_compensation(cov[0][0], b, cov[1][1], det);
+        let v_k = v_shown_opacity * sigmoid(opacity_logits[i]);
+        // k = 0 only where the clamp in dilation_compensation is active (flat gradient).
+        let v_k2 = select(0.0, 0.5 * v_k / k, k > 0.0);
+        let keep = 1.0 - k * k;
+        let eps_over_det = COV2D_DILATION / det;
+        v_cov += v_k2 * mat2x2<f32>(
+            vec2<f32>(keep * conic[0][0] - eps_over_det, keep * conic[0][1]),
+            vec2<f32>(keep * conic[1][0], keep * conic[1][1] - eps_over_det),
+        );
+    }
     // cov = J Σc Jᵀ
     let v_sigma_cam = transpose(j) * v_cov * j;
     let v_j = 2.0 * (v_cov * j * sigma_cam);

@@ -1,5 +1,6 @@
 // Projection (EWA) of one page of Gaussians, in Gaussian order: camera transform, 3D covariance,
-// its screen-space image with gsplat's clamped Jacobian and 0.3 px dilation, the conic, the tile
+// its screen-space image with gsplat's clamped Jacobian and 0.3 px dilation, the conic, the
+// opacity (scaled by the dilation's compensation in the antialiased mode), the tile
 // footprint and the depth key. Culled Gaussians (behind the near plane, beyond the far plane,
 // non-finite, degenerate, negligible opacity, or off screen) touch zero tiles.
 #import "shared/dispatch.wgsl"
@@ -74,6 +75,11 @@ fn project(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     let c = cov[1][1] + COV2D_DILATION;
     let det = a * c - b * b;
     let xy = u.focal * p.xy * rz + u.principal;
+    // The cull below uses the undiminished opacity: conservative for the antialiased mode.
+    var shown_opacity = opacity;
+    if u.raster_mode == RASTER_ANTIALIASED {
+        shown_opacity *= dilation_compensation(cov[0][0], b, cov[1][1], det);
+    }
     if !(det > 0.0) || !is_finite_f32(det) || !is_finite_f32(xy.x) || !is_finite_f32(xy.y) {
         write_culled(i);
         return;
@@ -95,7 +101,7 @@ fn project(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     projected[base + SPLAT_CONIC_A] = conic.x;
     projected[base + SPLAT_CONIC_B] = conic.y;
     projected[base + SPLAT_CONIC_C] = conic.z;
-    projected[base + SPLAT_OPACITY] = opacity;
+    projected[base + SPLAT_OPACITY] = shown_opacity;
     // Colour is filled in by sh_forward.wgsl.
     projected[base + SPLAT_R] = 0.0;
     projected[base + SPLAT_G] = 0.0;

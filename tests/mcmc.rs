@@ -338,9 +338,9 @@ fn mcmc_training_improves_within_its_cap() {
     };
     let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
     let mut t = Trainer::new(&ctx, dataset, params, config).unwrap();
-    let (before, _) = t.evaluate().unwrap();
+    let before = t.evaluate().unwrap().psnr;
     t.run(&mut |_| {}, &|| false).unwrap();
-    let (after, _) = t.evaluate().unwrap();
+    let after = t.evaluate().unwrap().psnr;
     assert_eq!(t.params().len(), 1800, "growth reaches the cap");
     assert!(after > before + 3.0, "PSNR {before:.2} -> {after:.2}");
     let dead = t.params().opacity_logits.read::<f32>(&ctx).unwrap();

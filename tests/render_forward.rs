@@ -6,11 +6,21 @@ mod common;
 use common::{PeerCase, camera, random_gaussians};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::{self, CpuGaussians};
-use wgsplat::splat::{Camera, GaussianTensors};
+use wgsplat::splat::{Camera, GaussianTensors, RasterMode};
 use wgsplat::testing::{both_paths, compare_close, max_abs_diff};
 use wgsplat::{GpuContext, MemoryCategory};
 
 fn gpu_render(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
+    gpu_render_in_mode(ctx, g, cam, degree, RasterMode::Classic)
+}
+
+fn gpu_render_in_mode(
+    ctx: &GpuContext,
+    g: &CpuGaussians,
+    cam: &Camera,
+    degree: u32,
+    raster_mode: RasterMode,
+) -> Vec<f32> {
     let mut enc = ctx.encoder("upload");
     let tensors =
         GaussianTensors::upload(&mut enc, g, 3, MemoryCategory::Parameters, "test").unwrap();
@@ -21,6 +31,7 @@ fn gpu_render(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, degree: u32) -> 
         cam,
         RenderOptions {
             sh_degree: degree,
+            raster_mode,
             ..Default::default()
         },
     )
@@ -85,6 +96,41 @@ fn forward_matches_cpu_reference_on_random_scenes() {
                 )
                 .unwrap();
             }
+        }
+    }
+}
+
+/// The antialiased mode against the CPU reference, and its defining property: every splat's
+/// opacity is scaled by a factor in (0, 1], small splats much more than large ones, so the
+/// accumulated alpha never exceeds the classic mode's.
+#[test]
+fn antialiased_forward_matches_cpu_reference() {
+    for ctx in both_paths() {
+        for (seed, n, w, h, scale) in [
+            (7u64, 400usize, 97u32, 70u32, 0.05f32),
+            (8, 300, 64, 64, 0.004),
+        ] {
+            let g = random_gaussians(seed, n, 1.5, scale);
+            let cam = camera(w, h, [0.0; 3]);
+            let got = gpu_render_in_mode(ctx, &g, &cam, 3, RasterMode::Antialiased);
+            let want: Vec<f32> = reference::render_in_mode(&g, &cam, 3, RasterMode::Antialiased)
+                .rgba
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            let what = format!(
+                "antialiased seed {seed} {w}x{h} {}",
+                ctx.info().kernel_path()
+            );
+            compare_close(&what, &got, &want, 1e-4, 1e-3).unwrap();
+            let classic = gpu_render(ctx, &g, &cam, 3);
+            let alpha = |img: &[f32]| img.chunks_exact(4).map(|p| p[3]).sum::<f32>();
+            let (aa, cl) = (alpha(&got), alpha(&classic));
+            assert!(
+                aa < cl,
+                "{what}: total alpha {aa} (antialiased) vs {cl} (classic)"
+            );
         }
     }
 }

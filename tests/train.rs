@@ -28,9 +28,9 @@ fn train_and_measure(dataset: Dataset, config: TrainConfig) -> (f64, f64, u64, u
     let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
     let start_count = params.len();
     let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
-    let (before, _) = trainer.evaluate().unwrap();
+    let before = trainer.evaluate().unwrap().psnr;
     trainer.run(&mut |_| {}, &|| false).unwrap();
-    let (after, _) = trainer.evaluate().unwrap();
+    let after = trainer.evaluate().unwrap().psnr;
     (before, after, start_count, trainer.params().len())
 }
 
@@ -169,7 +169,7 @@ fn evaluation_uses_the_training_background() {
             ..TrainConfig::default()
         };
         let trainer = Trainer::new(&ctx, dataset.clone(), params, config).unwrap();
-        trainer.evaluate().unwrap().0
+        trainer.evaluate().unwrap().psnr
     };
     let (on_white, on_black) = (score(Background::White), score(Background::Black));
     eprintln!("white model scored on white {on_white:.2} dB, on black {on_black:.2} dB");
@@ -421,14 +421,14 @@ fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
         trainer
             .run(
                 &mut |event| {
-                    if let TrainEvent::Evaluated { psnr, .. } = event {
-                        evaluated.push(psnr);
+                    if let TrainEvent::Evaluated { scores, .. } = event {
+                        evaluated.push(scores.psnr);
                     }
                 },
                 &|| false,
             )
             .unwrap();
-        let after = trainer.evaluate().unwrap().0;
+        let after = trainer.evaluate().unwrap().psnr;
         (evaluated, after)
     };
     let (reset_run, after_reset) = psnr_at_10(10);

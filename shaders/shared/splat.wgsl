@@ -28,7 +28,18 @@ struct RenderUniform {
     page_offset: u32,
     // Intersections (map_intersections), visible splats V (rasterizers, see chunk.wgsl), or flags.
     aux: u32,
+    // RASTER_CLASSIC or RASTER_ANTIALIASED.
+    raster_mode: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
+
+// 3DGS: the 2D covariance is dilated by COV2D_DILATION and the opacity is kept.
+const RASTER_CLASSIC: u32 = 0u;
+// Mip-Splatting's 2D filter (gsplat's "antialiased"): the same dilation, and the opacity scaled by
+// sqrt(det(cov) / det(cov + COV2D_DILATION I)) so a splat keeps its total weight when dilated.
+const RASTER_ANTIALIASED: u32 = 1u;
 
 // A projected splat is a row of SPLAT_STRIDE floats (see src/splat/layout.rs).
 const SPLAT_STRIDE: u32 = 12u;
@@ -115,4 +126,10 @@ fn splat_may_touch4(co: vec4<f32>, dx: f32, dy: vec4<f32>, reachable: vec4<bool>
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
     let cutoff = log(ALPHA_MIN / co.w) - 1e-3;
     return any(reachable & (power >= vec4<f32>(cutoff)) & (power <= vec4<f32>(0.0)));
+}
+
+// The antialiased mode's opacity factor for a 2D covariance [[a0, b], [b, c0]] before dilation
+// and the determinant `det` after it: sqrt(max(0, det0 / det)).
+fn dilation_compensation(a0: f32, b: f32, c0: f32, det: f32) -> f32 {
+    return sqrt(max(0.0, (a0 * c0 - b * b) / det));
 }

@@ -11,8 +11,8 @@ use wgsplat::data::{Dataset, View};
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
-use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::{GaussianTensors, RasterMode};
 use wgsplat::train::budget::apply_memory_budget;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{self, DataOptions};
@@ -86,6 +86,14 @@ pub struct TrainArgs {
     /// `absgrad_threshold`, 0.0008 by default).
     #[arg(long)]
     absgrad: bool,
+    /// Score PSNR and SSIM only: skip LPIPS at evaluations (it costs about as much as a few
+    /// training iterations per view on a software adapter).
+    #[arg(long)]
+    no_lpips: bool,
+    /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
+    /// The PLY does not record it: render and evaluate such a model with --antialiased too.
+    #[arg(long)]
+    antialiased: bool,
     /// Write renders of the test views to OUT/test_renders/.
     #[arg(long)]
     save_renders: bool,
@@ -138,6 +146,8 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         eval_every: args.eval_every,
         seed: args.seed,
         absgrad: args.absgrad,
+        no_lpips: args.no_lpips,
+        antialiased: args.antialiased,
     };
     Ok(setup::build_config(
         args.config.as_deref(),
@@ -234,18 +244,10 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
             }
         }
         // A hidden bar (output not a terminal) prints nothing, so lines go to stdout directly.
-        TrainEvent::Evaluated {
-            iteration,
-            views,
-            psnr,
-            ssim,
-        } => print_line(
+        TrainEvent::Evaluated { iteration, scores } => print_line(
             &bar,
             interactive,
-            format!(
-                "it {iteration}: {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
-                views.name()
-            ),
+            format!("it {iteration}: {}", scores.summary()),
         ),
         TrainEvent::Log { message } => print_line(&bar, interactive, message),
         _ => {}
@@ -288,14 +290,16 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
-    let (psnr, ssim) = trainer.evaluate()?;
-    let scored = trainer.scored_views();
+    let scores = trainer.evaluate()?;
+    let scored = scores.views;
+    let (test, train) = (scored == ScoredViews::Test, scored == ScoredViews::Train);
     if args.save_renders {
         save_renders(
             ctx,
             trainer.params(),
             trainer.scored_view_list(),
             trainer.evaluation_background(),
+            trainer.config().raster_mode,
             &args.out.join("test_renders"),
         )?;
     }
@@ -304,8 +308,8 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let summary = json!({
         "iterations": trainer.iteration(), "seconds": seconds, "iterations_per_second": iterations as f64 / seconds.max(1e-9),
         "gaussians": trainer.params().len(), "scored_views": scored.name(),
-        "test_psnr": (scored == ScoredViews::Test).then_some(psnr), "test_ssim": (scored == ScoredViews::Test).then_some(ssim),
-        "train_psnr": (scored == ScoredViews::Train).then_some(psnr), "train_ssim": (scored == ScoredViews::Train).then_some(ssim),
+        "test_psnr": test.then_some(scores.psnr), "test_ssim": test.then_some(scores.ssim), "test_lpips": scores.lpips.filter(|_| test),
+        "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
         "test_views": trainer.dataset().test.len(), "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
@@ -314,11 +318,11 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     });
     super::bench::write_json_atomic(&args.out.join("metrics.json"), &summary)?;
     println!(
-        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
+        "done: {} iterations in {seconds:.1} s ({:.2} it/s), {} Gaussians, {}",
         trainer.iteration(),
         iterations as f64 / seconds.max(1e-9),
         trainer.params().len(),
-        scored.name()
+        scores.summary()
     );
     println!(
         "wrote {} and {}",
@@ -364,6 +368,7 @@ fn save_renders(
     params: &GaussianTensors,
     views: &[View],
     background: [f32; 3],
+    raster_mode: RasterMode,
     dir: &Path,
 ) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -377,6 +382,7 @@ fn save_renders(
             &camera,
             RenderOptions {
                 sh_degree: params.max_sh_degree(),
+                raster_mode,
                 ..Default::default()
             },
         )?;
@@ -418,6 +424,22 @@ pub struct RenderArgs {
     /// (NeRF-synthetic models trained with `--background white` must be scored on white).
     #[arg(long, default_value = "black")]
     background: String,
+    /// Skip LPIPS (eval only).
+    #[arg(long)]
+    no_lpips: bool,
+    /// Render antialiased splats: for models trained with --antialiased.
+    #[arg(long)]
+    antialiased: bool,
+}
+
+impl RenderArgs {
+    fn raster_mode(&self) -> RasterMode {
+        if self.antialiased {
+            RasterMode::Antialiased
+        } else {
+            RasterMode::Classic
+        }
+    }
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
@@ -448,7 +470,14 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             args.split
         );
     }
-    let written = save_renders(ctx, &params, views, background, &args.out)?;
+    let written = save_renders(
+        ctx,
+        &params,
+        views,
+        background,
+        args.raster_mode(),
+        &args.out,
+    )?;
     println!(
         "wrote renders of {written} {} views to {}",
         args.split,
@@ -472,17 +501,21 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             sh_degree: degree,
             sh_degree_interval: 1,
             background,
+            lpips: !args.no_lpips,
+            raster_mode: args.raster_mode(),
             ..TrainConfig::default()
         },
     )?;
-    let (psnr, ssim) = trainer.evaluate_at_full_degree()?;
+    let scores = trainer.evaluate_at_full_degree()?;
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({ "psnr": psnr, "ssim": ssim, "views": views }))?
+            serde_json::to_string_pretty(&json!({
+                "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views
+            }))?
         );
     } else {
-        println!("PSNR {psnr:.3} dB, SSIM {ssim:.4} over {views} test views");
+        println!("{} over {views} views", scores.summary());
     }
     Ok(())
 }

@@ -55,6 +55,7 @@
 
 mod bands;
 mod kernels;
+pub mod lpips;
 pub mod reference;
 
 use crate::error::{Error, Result};
@@ -327,5 +328,7 @@ pub fn evaluate_metrics(
 
 /// Every Rust struct in `loss` that mirrors a WGSL struct.
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    kernels::mirrors()
+    let mut all = kernels::mirrors();
+    all.extend(lpips::mirrors());
+    all
 }

@@ -123,6 +123,7 @@ pub fn record_backward(
             grads.means.page_binding(page),
             grads.log_scales.page_binding(page),
             grads.quats.page_binding(page),
+            g.opacity_logits.page_binding(page),
         ];
         enc.dispatch(&project, &pu, &bindings, grid)?;
         let (rest, v_rest) = if g.sh_rest.is_empty() {

@@ -16,7 +16,7 @@
 
 use super::camera::Camera;
 use super::gaussians::GaussianTensors;
-use super::uniform::{AlphaMode, RenderUniform};
+use super::uniform::{AlphaMode, RasterMode, RenderUniform};
 use crate::error::{Error, Result};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
@@ -34,6 +34,8 @@ pub struct RenderOptions {
     pub sh_degree: u32,
     /// Alpha cutoff behaviour.
     pub alpha_mode: AlphaMode,
+    /// Classic 3DGS or antialiased splats.
+    pub raster_mode: RasterMode,
 }
 
 /// The first half of a forward pass, recorded and waiting for its counts.
@@ -131,7 +133,13 @@ pub fn record_projection(
     check_camera(camera)?;
     let n = g.len() as usize;
     let degree = options.sh_degree.min(g.max_sh_degree());
-    let uniform = RenderUniform::new(camera, degree, g.sh_rest_count(), options.alpha_mode);
+    let uniform = RenderUniform::new(
+        camera,
+        degree,
+        g.sh_rest_count(),
+        options.alpha_mode,
+        options.raster_mode,
+    );
     let rows = g.rows_per_page;
     let scratch = |enc: &mut Encoder, shape: &[usize], dtype, label| {
         Tensor::uninit_rows(enc, dtype, shape, rows, MemoryCategory::FrameScratch, label)

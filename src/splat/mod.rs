@@ -1,5 +1,5 @@
-//! Layer 2, splatting. So far: the camera, spherical harmonics and the CPU reference renderer that
-//! the GPU rasterizer will be tested against.
+//! Layer 2, splatting: the camera, spherical harmonics, projection, binning, sorting, the tiled
+//! rasterizer and its backward pass, and the CPU reference renderer they are tested against.
 
 pub mod camera;
 pub mod reference;
@@ -10,7 +10,7 @@ pub mod gaussians;
 pub mod uniform;
 
 pub use gaussians::GaussianTensors;
-pub use uniform::{AlphaMode, RenderUniform};
+pub use uniform::{AlphaMode, RasterMode, RenderUniform};
 
 pub mod backward;
 pub mod forward;

@@ -4,6 +4,7 @@
 
 use super::camera::Camera;
 use super::sh;
+use super::uniform::RasterMode;
 
 /// Largest alpha of one splat (gsplat's cap).
 pub const ALPHA_MAX: f32 = 0.999;
@@ -73,9 +74,21 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
-/// Projects one Gaussian; `None` when culled (behind the near plane, past the far plane, a
-/// degenerate covariance or non-finite values).
+/// Projects one Gaussian in the classic mode; `None` when culled (behind the near plane, past the
+/// far plane, a degenerate covariance or non-finite values).
 pub fn project(g: &CpuGaussians, i: usize, camera: &Camera, sh_degree: u32) -> Option<Projected> {
+    project_in_mode(g, i, camera, sh_degree, RasterMode::Classic)
+}
+
+/// [`project`] in either raster mode: the antialiased mode scales the opacity by
+/// `sqrt(max(0, det(Σ₂) / det(Σ₂ + 0.3 I)))`.
+pub fn project_in_mode(
+    g: &CpuGaussians,
+    i: usize,
+    camera: &Camera,
+    sh_degree: u32,
+    mode: RasterMode,
+) -> Option<Projected> {
     let mean = g.means[i];
     let pc = camera.to_camera(mean);
     let (x, y, z) = (pc[0], pc[1], pc[2]);
@@ -124,7 +137,11 @@ pub fn project(g: &CpuGaussians, i: usize, camera: &Camera, sh_degree: u32) -> O
     }
     let xy = [fx * x * rz + camera.cx, fy * y * rz + camera.cy];
     let conic = [c / det, -b / det, a / det];
-    let opacity = sigmoid(g.opacity_logits[i]);
+    let mut opacity = sigmoid(g.opacity_logits[i]);
+    if mode == RasterMode::Antialiased {
+        let det_undilated = cov[0][0] * cov[1][1] - b * b;
+        opacity *= (det_undilated / det).max(0.0).sqrt();
+    }
     let position = camera.position();
     let dir = [
         mean[0] - position[0],
@@ -155,10 +172,20 @@ pub struct CpuImage {
     pub rgba: Vec<[f32; 4]>,
 }
 
-/// Renders every pixel by compositing all projected Gaussians in depth order.
+/// Renders every pixel by compositing all projected Gaussians in depth order (classic mode).
 pub fn render(g: &CpuGaussians, camera: &Camera, sh_degree: u32) -> CpuImage {
+    render_in_mode(g, camera, sh_degree, RasterMode::Classic)
+}
+
+/// [`render`] in either raster mode.
+pub fn render_in_mode(
+    g: &CpuGaussians,
+    camera: &Camera,
+    sh_degree: u32,
+    mode: RasterMode,
+) -> CpuImage {
     let mut splats: Vec<Projected> = (0..g.means.len())
-        .filter_map(|i| project(g, i, camera, sh_degree))
+        .filter_map(|i| project_in_mode(g, i, camera, sh_degree, mode))
         .collect();
     splats.sort_by(|p, q| p.depth.total_cmp(&q.depth).then(p.index.cmp(&q.index)));
     let mut rgba = Vec::with_capacity((camera.width * camera.height) as usize);

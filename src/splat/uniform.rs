@@ -15,6 +15,30 @@ pub enum AlphaMode {
     Smooth,
 }
 
+/// How splats are dilated and weighted on screen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RasterMode {
+    /// 3DGS: the 2D covariance is dilated by 0.3 px² and the opacity kept as it is.
+    #[default]
+    Classic,
+    /// Mip-Splatting's 2D filter, gsplat's `rasterize_mode="antialiased"`: the same dilation,
+    /// and the opacity scaled by `sqrt(det(Σ₂) / det(Σ₂ + 0.3 I))`, so small splats fade instead
+    /// of growing when seen from afar or at a lower resolution. A model trained this way must
+    /// be rendered this way (the PLY file does not record it).
+    Antialiased,
+}
+
+impl RasterMode {
+    /// The name used on the command line and in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            RasterMode::Classic => "classic",
+            RasterMode::Antialiased => "antialiased",
+        }
+    }
+}
+
 /// Tile edge in pixels.
 pub const TILE_SIZE: u32 = 16;
 
@@ -39,6 +63,10 @@ pub struct RenderUniform {
     alpha_mode: u32,
     pub(crate) page_offset: u32,
     pub(crate) aux: u32,
+    raster_mode: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
@@ -63,7 +91,11 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
             sh_rest_count,
             alpha_mode,
             page_offset,
-            aux
+            aux,
+            raster_mode,
+            _pad0,
+            _pad1,
+            _pad2
         ]
     )]
 }
@@ -74,8 +106,15 @@ pub fn tile_counts(width: u32, height: u32) -> [u32; 2] {
 }
 
 impl RenderUniform {
-    /// The uniform for a camera, SH degree and alpha mode (`count` etc. are set per dispatch).
-    pub fn new(camera: &Camera, sh_degree: u32, sh_rest_count: u32, alpha_mode: AlphaMode) -> Self {
+    /// The uniform for a camera, SH degree, alpha mode and raster mode (`count` etc. are set per
+    /// dispatch).
+    pub fn new(
+        camera: &Camera,
+        sh_degree: u32,
+        sh_rest_count: u32,
+        alpha_mode: AlphaMode,
+        raster_mode: RasterMode,
+    ) -> Self {
         let r = &camera.rotation;
         let t = &camera.translation;
         let pos = camera.position();
@@ -105,6 +144,11 @@ impl RenderUniform {
             },
             page_offset: 0,
             aux: 0,
+            raster_mode: match raster_mode {
+                RasterMode::Classic => 0,
+                RasterMode::Antialiased => 1,
+            },
+            ..Default::default()
         }
     }
 

@@ -1,6 +1,7 @@
 //! Training configuration: the 3DGS defaults, overridable from a JSON config file and the CLI.
 
 use crate::error::{Error, Result};
+use crate::splat::RasterMode;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -124,6 +125,10 @@ pub struct TrainConfig {
     pub loss_readback_every: u64,
     /// Evaluate on the test views every this many iterations (0 = only at the end).
     pub eval_every: u64,
+    /// Score LPIPS (AlexNet) at evaluations, besides PSNR and SSIM.
+    pub lpips: bool,
+    /// Classic 3DGS splats or gsplat's antialiased mode, in training and evaluation.
+    pub raster_mode: RasterMode,
     /// Save a checkpoint every this many iterations (0 = never).
     pub save_every: u64,
     /// Random points when the dataset has no point cloud.
@@ -167,6 +172,8 @@ impl Default for TrainConfig {
             mcmc_scale_reg: 0.01,
             loss_readback_every: 10,
             eval_every: 0,
+            lpips: true,
+            raster_mode: RasterMode::Classic,
             save_every: 0,
             random_init_points: 100_000,
             seed: 0,

@@ -34,13 +34,8 @@ pub enum TrainEvent {
     Evaluated {
         /// Iteration.
         iteration: u64,
-        /// Which views were scored: [`ScoredViews::Test`] or, without test views,
-        /// [`ScoredViews::Train`].
-        views: ScoredViews,
-        /// Mean PSNR over those views.
-        psnr: f64,
-        /// Mean SSIM over those views.
-        ssim: f64,
+        /// The scores.
+        scores: Evaluation,
     },
     /// Densification changed the model.
     Densified {
@@ -91,5 +86,38 @@ impl ScoredViews {
             ScoredViews::Test => "test",
             ScoredViews::Train => "train",
         }
+    }
+}
+
+/// The scores of one evaluation: means over the scored views.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// Which views were scored: [`ScoredViews::Test`] or, without test views,
+    /// [`ScoredViews::Train`].
+    pub views: ScoredViews,
+    /// How many views.
+    pub count: usize,
+    /// Mean PSNR (dB) of the clamped renders.
+    pub psnr: f64,
+    /// Mean SSIM.
+    pub ssim: f64,
+    /// Mean LPIPS (AlexNet), or `None` when disabled (`TrainConfig::lpips`) or when the images
+    /// are smaller than AlexNet accepts ([`crate::loss::lpips::MIN_IMAGE_SIDE`]).
+    pub lpips: Option<f64>,
+}
+
+impl Evaluation {
+    /// One line for logs: `test PSNR 30.71 dB, SSIM 0.9600, LPIPS 0.050`.
+    pub fn summary(&self) -> String {
+        let lpips = self
+            .lpips
+            .map(|v| format!(", LPIPS {v:.4}"))
+            .unwrap_or_default();
+        format!(
+            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}",
+            self.views.name(),
+            self.psnr,
+            self.ssim
+        )
     }
 }

@@ -12,5 +12,5 @@ pub mod setup;
 pub mod trainer;
 
 pub use config::{Background, Strategy, TrainConfig};
-pub use events::{ScoredViews, TrainEvent};
+pub use events::{Evaluation, ScoredViews, TrainEvent};
 pub use trainer::Trainer;

@@ -138,6 +138,10 @@ pub struct ConfigOverrides {
     pub seed: Option<u64>,
     /// Densify by absgrad (sets `absgrad`; never clears a configuration file's).
     pub absgrad: bool,
+    /// Skip LPIPS at evaluations (clears `lpips`).
+    pub no_lpips: bool,
+    /// Train antialiased splats (sets `raster_mode`; never clears a configuration file's).
+    pub antialiased: bool,
 }
 
 /// The training configuration of a front end: `config_file` (or the 3DGS defaults; the built-in
@@ -162,6 +166,10 @@ pub fn build_config(
     config.sh_degree = o.sh_degree.unwrap_or(config.sh_degree);
     config.max_gaussians = o.max_gaussians.unwrap_or(config.max_gaussians);
     config.absgrad |= o.absgrad;
+    config.lpips &= !o.no_lpips;
+    if o.antialiased {
+        config.raster_mode = crate::splat::RasterMode::Antialiased;
+    }
     if let Some(v) = &o.strategy {
         config.strategy = v.parse()?;
     }

@@ -9,13 +9,14 @@
 
 use super::config::{Background, Strategy, TrainConfig};
 use super::densify;
-use super::events::{ScoredViews, TrainEvent};
+use super::events::{Evaluation, ScoredViews, TrainEvent};
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use crate::data::{Dataset, View};
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
+use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
 use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
@@ -43,7 +44,9 @@ pub struct Trainer {
     profile: Option<StageProfile>,
     /// The evaluation due at the iteration just taken (`eval_every`), made before that
     /// iteration's densification or opacity reset, as INRIA reports; `run_until` emits it.
-    due_evaluation: Option<(f64, f64)>,
+    due_evaluation: Option<Evaluation>,
+    /// The LPIPS network, uploaded at the first evaluation that scores LPIPS.
+    lpips: std::cell::OnceCell<Lpips>,
 }
 
 /// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
@@ -149,6 +152,7 @@ impl Trainer {
             iteration: 0,
             profile: None,
             due_evaluation: None,
+            lpips: std::cell::OnceCell::new(),
         })
     }
 
@@ -288,6 +292,7 @@ impl Trainer {
             &camera,
             RenderOptions {
                 sh_degree: self.active_sh_degree(),
+                raster_mode: self.config.raster_mode,
                 ..Default::default()
             },
         )?;
@@ -421,7 +426,7 @@ impl Trainer {
     /// background (black when it is random) with the RGBA ground truth composited on the same.
     /// A model trained on white has no reason to be transparent where the views are empty, so
     /// scoring it on black would count its (correct) white background as error.
-    pub fn evaluate(&self) -> Result<(f64, f64)> {
+    pub fn evaluate(&self) -> Result<Evaluation> {
         self.evaluate_with_degree(self.active_sh_degree())
     }
 
@@ -444,14 +449,15 @@ impl Trainer {
     }
 
     /// [`Trainer::evaluate`] with every SH band the model has.
-    pub fn evaluate_at_full_degree(&self) -> Result<(f64, f64)> {
+    pub fn evaluate_at_full_degree(&self) -> Result<Evaluation> {
         self.evaluate_with_degree(self.params.max_sh_degree())
     }
 
-    fn evaluate_with_degree(&self, sh_degree: u32) -> Result<(f64, f64)> {
+    fn evaluate_with_degree(&self, sh_degree: u32) -> Result<Evaluation> {
         let views = self.scored_view_list();
         let background = self.evaluation_background();
-        let (mut psnr, mut ssim) = (0.0, 0.0);
+        let lpips = self.lpips_network(views)?;
+        let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
         for view in views {
             let mut camera = view.camera.clone();
             camera.background = background;
@@ -461,6 +467,7 @@ impl Trainer {
                 &camera,
                 RenderOptions {
                     sh_degree,
+                    raster_mode: self.config.raster_mode,
                     ..Default::default()
                 },
             )?;
@@ -485,9 +492,44 @@ impl Trainer {
             )?;
             psnr += metrics.psnr;
             ssim += metrics.ssim;
+            if let Some(network) = lpips {
+                lpips_sum += network.distance(
+                    &self.ctx,
+                    LpipsImage {
+                        image: &fwd.image,
+                        background: None,
+                    },
+                    LpipsImage {
+                        image: &gt,
+                        background: Some(background),
+                    },
+                )?;
+            }
         }
         let n = views.len().max(1) as f64;
-        Ok((psnr / n, ssim / n))
+        Ok(Evaluation {
+            views: self.scored_views(),
+            count: views.len(),
+            psnr: psnr / n,
+            ssim: ssim / n,
+            lpips: lpips.map(|_| lpips_sum / n),
+        })
+    }
+
+    /// The LPIPS network when this evaluation scores LPIPS: enabled, and every view at least
+    /// [`MIN_IMAGE_SIDE`] on each side.
+    fn lpips_network(&self, views: &[View]) -> Result<Option<&Lpips>> {
+        let large_enough = views
+            .iter()
+            .all(|v| v.image.width.min(v.image.height) >= MIN_IMAGE_SIDE);
+        if !self.config.lpips || views.is_empty() || !large_enough {
+            return Ok(None);
+        }
+        if let Some(network) = self.lpips.get() {
+            return Ok(Some(network));
+        }
+        let network = Lpips::alexnet(&self.ctx)?;
+        Ok(Some(self.lpips.get_or_init(|| network)))
     }
 
     /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
@@ -531,12 +573,10 @@ impl Trainer {
                     after: self.params.len(),
                 });
             }
-            if let Some((psnr, ssim)) = self.due_evaluation.take() {
+            if let Some(scores) = self.due_evaluation.take() {
                 sink(TrainEvent::Evaluated {
                     iteration: self.iteration,
-                    views: self.scored_views(),
-                    psnr,
-                    ssim,
+                    scores,
                 });
             }
         }

@@ -90,7 +90,10 @@ impl ViewerApp {
             views: DatasetViews::default(),
             panel: ViewPanel::default(),
             camera: ViewCamera::looking_at([0.0; 3], 1.0),
-            display: DisplayOptions::default(),
+            display: DisplayOptions {
+                antialiased: args.antialiased,
+                ..DisplayOptions::default()
+            },
             renderer,
             script,
             log: Vec::new(),

@@ -56,6 +56,10 @@ pub struct Args {
     /// Evaluate on the test views every N iterations.
     #[arg(long)]
     pub eval_every: Option<u64>,
+    /// Antialiased splats (gsplat's antialiased mode): train with it, and draw with it (a PLY
+    /// trained with `wgsplat train --antialiased` must be drawn so; the file does not say).
+    #[arg(long)]
+    pub antialiased: bool,
     /// Random seed.
     #[arg(long)]
     pub seed: Option<u64>,

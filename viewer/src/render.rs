@@ -8,7 +8,7 @@ use std::time::Instant;
 use wgsplat::gpu::GpuBuffer;
 use wgsplat::ops::elementwise::{UnaryOp, unary};
 use wgsplat::splat::forward::{RenderOptions, render};
-use wgsplat::splat::{Camera, GaussianTensors};
+use wgsplat::splat::{Camera, GaussianTensors, RasterMode};
 use wgsplat::tensor::Tensor;
 use wgsplat::{GpuContext, MemoryCategory};
 
@@ -23,6 +23,8 @@ pub struct DisplayOptions {
     pub background: [f32; 3],
     /// Gain of the difference view.
     pub difference_gain: f32,
+    /// Draw antialiased splats (for models trained in that mode).
+    pub antialiased: bool,
 }
 
 impl Default for DisplayOptions {
@@ -32,6 +34,7 @@ impl Default for DisplayOptions {
             sh_degree: 3,
             background: [0.0; 3],
             difference_gain: 4.0,
+            antialiased: false,
         }
     }
 }
@@ -159,6 +162,11 @@ impl SceneRenderer {
         };
         let render_options = RenderOptions {
             sh_degree: options.sh_degree.min(model.max_sh_degree()),
+            raster_mode: if options.antialiased {
+                RasterMode::Antialiased
+            } else {
+                RasterMode::Classic
+            },
             ..Default::default()
         };
         let camera = Camera {

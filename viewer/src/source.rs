@@ -72,6 +72,8 @@ fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
         seed: args.seed,
         save_every: None,
         absgrad: false,
+        no_lpips: false,
+        antialiased: args.antialiased,
     };
     Ok(setup::build_config(
         args.config.as_deref(),

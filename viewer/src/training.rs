@@ -93,20 +93,9 @@ impl Shared {
                 self.iterations_per_second = iterations_per_second;
                 self.gaussians = gaussians;
             }
-            TrainEvent::Evaluated {
-                iteration,
-                views,
-                psnr,
-                ssim,
-            } => {
-                self.test_psnr.push([iteration as f64, psnr]);
-                self.note(
-                    Level::Info,
-                    format!(
-                        "it {iteration}: {} PSNR {psnr:.2} dB, SSIM {ssim:.4}",
-                        views.name()
-                    ),
-                );
+            TrainEvent::Evaluated { iteration, scores } => {
+                self.test_psnr.push([iteration as f64, scores.psnr]);
+                self.note(Level::Info, format!("it {iteration}: {}", scores.summary()));
             }
             TrainEvent::Densified {
                 iteration,

