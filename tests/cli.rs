@@ -303,6 +303,13 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("it 5: test PSNR"), "{stdout}");
     assert!(stdout.contains("it 10: test PSNR"), "{stdout}");
+    // LPIPS is scored with PSNR and SSIM (32 px is above AlexNet's 31 px minimum).
+    assert!(stdout.contains(", LPIPS 0."), "{stdout}");
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+    let lpips = metrics["test_lpips"].as_f64().expect("test_lpips");
+    assert!(lpips > 0.0 && lpips < 1.0, "{metrics}");
+    assert!(metrics["train_lpips"].is_null(), "{metrics}");
 
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck_colmap");
     if root.exists() {
@@ -329,6 +336,8 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
             serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
         assert!(metrics["test_psnr"].is_null(), "{metrics}");
         assert!(metrics["train_psnr"].as_f64().is_some(), "{metrics}");
+        assert!(metrics["train_lpips"].as_f64().is_some(), "{metrics}");
+        assert!(metrics["test_lpips"].is_null(), "{metrics}");
         assert_eq!(metrics["scored_views"], "train");
     }
     std::fs::remove_dir_all(&dir).unwrap();
