@@ -330,6 +330,7 @@ fn mcmc_training_improves_within_its_cap() {
         strategy: Strategy::Mcmc,
         max_gaussians: 1800,
         iterations: 160,
+        lpips: false,
         densify_from: 20,
         densify_every: 20,
         sh_degree_interval: 50,

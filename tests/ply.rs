@@ -402,3 +402,72 @@ fn ply_reads_binary_with_list_properties() {
     assert_format_error(read_ply(&path), &path, "truncated");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 15: point clouds (`points3d.ply`) are read by the same reader as models: CR LF headers,
+/// ASCII with 8-bit colours, lists before the vertices, and a header whose vertex count
+/// overflows `count * stride` is an error naming the file, not a panic.
+#[test]
+fn point_clouds_share_the_model_reader() {
+    use wgsplat::data::PointCloud;
+    use wgsplat::data::ply::{read_points_ply, write_points_ply};
+    let dir = temp_dir("points");
+
+    let cloud = PointCloud {
+        positions: vec![[1.0, -2.0, 3.5], [0.25, 0.5, -0.75]],
+        colors: vec![[1.0, 0.0, 0.2], [0.0, 0.6, 1.0]],
+    };
+    let binary = dir.join("points3d.ply");
+    write_points_ply(&binary, &cloud).unwrap();
+    let back = read_points_ply(&binary).unwrap();
+    assert_eq!(back.positions, cloud.positions);
+    for (got, want) in back
+        .colors
+        .iter()
+        .flatten()
+        .zip(cloud.colors.iter().flatten())
+    {
+        assert!((got - want).abs() <= 0.5 / 255.0, "colour {got} vs {want}");
+    }
+
+    let crlf = dir.join("crlf.ply");
+    std::fs::write(
+        &crlf,
+        "ply\r\nformat ascii 1.0\r\ncomment made on Windows\r\nelement face 1\r\n\
+         property list uchar int vertex_indices\r\nelement vertex 2\r\nproperty double x\r\n\
+         property double y\r\nproperty double z\r\nproperty uchar red\r\nproperty uchar green\r\n\
+         property uchar blue\r\nend_header\r\n3 0 1 1\r\n1 2 3 255 0 51\r\n4 5 6 0 153 255\r\n",
+    )
+    .unwrap();
+    let ascii = read_points_ply(&crlf).unwrap();
+    assert_eq!(ascii.positions, vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+    assert_eq!(ascii.colors[1], [0.0, 0.6, 1.0]);
+
+    let crafted = dir.join("crafted.ply");
+    std::fs::write(
+        &crafted,
+        "ply\nformat binary_little_endian 1.0\nelement vertex 4611686018427387904\n\
+         property float x\nproperty float y\nproperty float z\nend_header\n\0\0\0\0",
+    )
+    .unwrap();
+    match read_points_ply(&crafted) {
+        Err(e @ Error::Format { .. }) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("crafted.ply") && message.contains("truncated"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a format error, got {other:?}"),
+    }
+    let no_xyz = dir.join("no_xyz.ply");
+    std::fs::write(
+        &no_xyz,
+        "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nend_header\n1\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        read_points_ply(&no_xyz),
+        Err(Error::Format { .. })
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,6 +5,7 @@
 pub mod checkpoint;
 pub mod model;
 pub mod ply;
+pub(crate) mod ply_read;
 pub(crate) mod ply_scalar;
 
 pub use checkpoint::{Checkpoint, load_checkpoint, save_checkpoint};

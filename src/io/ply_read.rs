@@ -1,0 +1,437 @@
+//! The one PLY reader: the header (ASCII, either binary byte order; comments, `obj_info`, any
+//! scalar and list property type; CR LF or LF line ends), and the `vertex` element's values read
+//! as records, skipping the elements before it. Every count is checked against the file size
+//! before anything is allocated, every arithmetic step on counts is checked, and a short or
+//! malformed file is an [`Error::Format`] naming the file, never a panic. [`super::ply`] (3DGS
+//! models) and [`crate::data::ply`] (point clouds) both read through it.
+
+use super::io_error;
+use crate::error::{Error, Result};
+use crate::io::ply_scalar::Scalar;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Longest header line we read (guards against binary files without newlines).
+const MAX_HEADER_LINE: u64 = 4096;
+/// Most header lines we read.
+const MAX_HEADER_LINES: usize = 10_000;
+
+/// An [`Error::Format`] for a file of `kind`.
+pub(crate) fn format_error(path: &Path, kind: &str, message: impl Into<String>) -> Error {
+    Error::Format {
+        path: path.display().to_string(),
+        kind: kind.into(),
+        message: message.into(),
+    }
+}
+
+/// How the body is encoded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Encoding {
+    Ascii,
+    LittleEndian,
+    BigEndian,
+}
+
+/// A property: a scalar, or a list with its count and item types.
+#[derive(Clone, Debug)]
+pub(crate) struct Property {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its scalar type (a list's item type).
+    pub(crate) ty: Scalar,
+    /// A list's count type; `None` for a scalar property.
+    pub(crate) list_count: Option<Scalar>,
+}
+
+#[derive(Clone, Debug)]
+struct Element {
+    name: String,
+    count: u64,
+    properties: Vec<Property>,
+}
+
+impl Element {
+    /// Bytes per instance in a binary body, when it has no lists.
+    fn fixed_stride(&self) -> Option<u64> {
+        self.properties
+            .iter()
+            .map(|p| p.list_count.is_none().then_some(p.ty.size() as u64))
+            .sum()
+    }
+}
+
+struct Header {
+    encoding: Encoding,
+    elements: Vec<Element>,
+    bytes: u64,
+}
+
+fn parse_header(path: &Path, kind: &str, reader: &mut impl BufRead) -> Result<Header> {
+    let mut encoding = None;
+    let mut elements: Vec<Element> = Vec::new();
+    let mut bytes = 0u64;
+    let mut line = Vec::new();
+    for number in 1..=MAX_HEADER_LINES {
+        line.clear();
+        let read = reader
+            .by_ref()
+            .take(MAX_HEADER_LINE)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_error(path, "read", e))?;
+        bytes += read as u64;
+        if read == 0 && number == 1 {
+            return Err(format_error(path, kind, "the file is empty"));
+        }
+        if read == 0 {
+            return Err(format_error(
+                path,
+                kind,
+                "the header ends without an end_header line (the file is truncated or not a PLY)",
+            ));
+        }
+        let not_ply = || {
+            format_error(
+                path,
+                kind,
+                "it does not start with the line \"ply\"; it is not a PLY file",
+            )
+        };
+        let text = std::str::from_utf8(&line).map_err(|_| {
+            if number == 1 {
+                not_ply()
+            } else {
+                format_error(path, kind, format!("header line {number} is not text"))
+            }
+        })?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let bad = |what: &str| {
+            format_error(
+                path,
+                kind,
+                format!("header line {number} ({:?}): {what}", text.trim_end()),
+            )
+        };
+        if number == 1 {
+            if words != ["ply"] {
+                return Err(not_ply());
+            }
+            continue;
+        }
+        match words.as_slice() {
+            [] | ["comment", ..] | ["obj_info", ..] => {}
+            ["format", kind, version] => {
+                if !version.starts_with('1') {
+                    return Err(bad("only PLY version 1.0 is supported"));
+                }
+                encoding = Some(match *kind {
+                    "ascii" => Encoding::Ascii,
+                    "binary_little_endian" => Encoding::LittleEndian,
+                    "binary_big_endian" => Encoding::BigEndian,
+                    _ => {
+                        return Err(bad(
+                            "unknown format (expected ascii, binary_little_endian or binary_big_endian)",
+                        ));
+                    }
+                });
+            }
+            ["element", name, count] => {
+                let count = count
+                    .parse::<u64>()
+                    .map_err(|_| bad("the element count is not a non-negative integer"))?;
+                elements.push(Element {
+                    name: name.to_string(),
+                    count,
+                    properties: Vec::new(),
+                });
+            }
+            ["property", "list", count_ty, item_ty, name] => {
+                let element = elements
+                    .last_mut()
+                    .ok_or_else(|| bad("property before any element"))?;
+                let count_ty =
+                    Scalar::parse(count_ty).ok_or_else(|| bad("unknown list count type"))?;
+                let ty = Scalar::parse(item_ty).ok_or_else(|| bad("unknown list item type"))?;
+                element.properties.push(Property {
+                    name: name.to_string(),
+                    ty,
+                    list_count: Some(count_ty),
+                });
+            }
+            ["property", ty, name] => {
+                let element = elements
+                    .last_mut()
+                    .ok_or_else(|| bad("property before any element"))?;
+                let ty = Scalar::parse(ty).ok_or_else(|| bad("unknown property type"))?;
+                element.properties.push(Property {
+                    name: name.to_string(),
+                    ty,
+                    list_count: None,
+                });
+            }
+            ["end_header"] => {
+                let encoding = encoding
+                    .ok_or_else(|| format_error(path, kind, "the header has no format line"))?;
+                return Ok(Header {
+                    encoding,
+                    elements,
+                    bytes,
+                });
+            }
+            _ => return Err(bad("not a PLY header line")),
+        }
+    }
+    Err(format_error(
+        path,
+        kind,
+        format!("no end_header within {MAX_HEADER_LINES} header lines"),
+    ))
+}
+
+/// Reads the values of a PLY body one scalar at a time.
+enum Body<R: BufRead> {
+    Binary { reader: R, big_endian: bool },
+    Ascii { text: String, position: usize },
+}
+
+impl<R: BufRead> Body<R> {
+    /// The next scalar, or `None` at the end of the data.
+    fn next(&mut self, ty: Scalar) -> std::io::Result<Option<f64>> {
+        match self {
+            Body::Binary { reader, big_endian } => {
+                let mut buf = [0u8; 8];
+                let b = &mut buf[..ty.size()];
+                match reader.read_exact(b) {
+                    Ok(()) => Ok(Some(ty.decode(b, *big_endian))),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+            Body::Ascii { text, position } => {
+                let rest = &text[*position..];
+                let start = rest.len() - rest.trim_start().len();
+                let token_len = rest[start..]
+                    .find(char::is_whitespace)
+                    .unwrap_or(rest.len() - start);
+                *position += start + token_len;
+                if token_len == 0 {
+                    return Ok(None);
+                }
+                let token = &rest[start..start + token_len];
+                token.parse::<f64>().map(Some).map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{token:?} is not a number"),
+                    )
+                })
+            }
+        }
+    }
+}
+
+/// An open PLY file positioned at the start of its `vertex` element.
+pub(crate) struct VertexReader {
+    path: std::path::PathBuf,
+    kind: String,
+    body: Body<BufReader<std::fs::File>>,
+    vertex: Element,
+    file_len: u64,
+}
+
+impl VertexReader {
+    /// Opens `path` (a file of `kind`, for messages), parses the header, checks that the data
+    /// declared up to the end of the vertices fits in the file, and skips the elements before
+    /// the vertices.
+    pub(crate) fn open(path: &Path, kind: &str) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| io_error(path, "read the size of", e))?
+            .len();
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let header = parse_header(path, kind, &mut reader)?;
+        let vertex_index = header
+            .elements
+            .iter()
+            .position(|e| e.name == "vertex")
+            .ok_or_else(|| format_error(path, kind, "it has no vertex element"))?;
+        let vertex = header.elements[vertex_index].clone();
+        let mut body = match header.encoding {
+            Encoding::Ascii => {
+                let mut text = String::new();
+                reader
+                    .read_to_string(&mut text)
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::InvalidData => {
+                            format_error(path, kind, "the ASCII body is not text")
+                        }
+                        _ => io_error(path, "read", e),
+                    })?;
+                Body::Ascii { text, position: 0 }
+            }
+            encoding => {
+                // Refuse early when fixed-size vertices cannot fit in the file (this also bounds
+                // every allocation a lying header could ask for).
+                if let Some(stride) = vertex.fixed_stride() {
+                    let before = header.elements[..vertex_index]
+                        .iter()
+                        .map(|e| e.fixed_stride().and_then(|s| s.checked_mul(e.count)))
+                        .try_fold(0u64, |acc, bytes| acc.checked_add(bytes?))
+                        .unwrap_or(0);
+                    let needed = stride
+                        .checked_mul(vertex.count)
+                        .and_then(|v| v.checked_add(before));
+                    let available = file_len.saturating_sub(header.bytes);
+                    if needed.is_none_or(|n| n > available) {
+                        return Err(format_error(
+                            path,
+                            kind,
+                            format!(
+                                "it is truncated: the header declares {} vertices of {stride} bytes, more than the {available} bytes that follow the header",
+                                vertex.count
+                            ),
+                        ));
+                    }
+                }
+                Body::Binary {
+                    reader,
+                    big_endian: encoding == Encoding::BigEndian,
+                }
+            }
+        };
+        let mut this = VertexReader {
+            path: path.to_path_buf(),
+            kind: kind.to_owned(),
+            body: Body::Ascii {
+                text: String::new(),
+                position: 0,
+            },
+            vertex,
+            file_len,
+        };
+        for element in &header.elements[..vertex_index] {
+            for i in 0..element.count {
+                for property in &element.properties {
+                    let what = || {
+                        format!(
+                            "{} {i} of {} ({})",
+                            element.name, element.count, property.name
+                        )
+                    };
+                    let items = match property.list_count {
+                        Some(count_ty) => this.value(&mut body, count_ty, what)? as u64,
+                        None => 1,
+                    };
+                    for _ in 0..items {
+                        this.value(&mut body, property.ty, what)?;
+                    }
+                }
+            }
+        }
+        this.body = body;
+        Ok(this)
+    }
+
+    fn error(&self, message: impl Into<String>) -> Error {
+        format_error(&self.path, &self.kind, message)
+    }
+
+    /// The next scalar of `body`, with errors naming `what` was being read.
+    fn value(
+        &self,
+        body: &mut Body<BufReader<std::fs::File>>,
+        ty: Scalar,
+        what: impl Fn() -> String,
+    ) -> Result<f64> {
+        body.next(ty)
+            .map_err(|e| self.error(format!("bad value in {}: {e}", what())))?
+            .ok_or_else(|| {
+                self.error(format!(
+                    "it is truncated or malformed: the data ends inside {}",
+                    what()
+                ))
+            })
+    }
+
+    /// The vertex element's properties, in file order.
+    pub(crate) fn properties(&self) -> &[Property] {
+        &self.vertex.properties
+    }
+
+    /// A capacity for per-vertex vectors that a lying header cannot inflate past the file size.
+    pub(crate) fn capacity_hint(&self) -> usize {
+        let per_vertex = self.vertex.properties.len().max(1) as u64;
+        self.vertex.count.min(self.file_len / per_vertex) as usize
+    }
+
+    /// Reads every vertex: property `p` goes to `record[slot_of_property[p]]` (ignored when
+    /// `None`; list properties must be ignored), then `on_vertex(index, record)` runs.
+    pub(crate) fn read_records(
+        mut self,
+        slot_of_property: &[Option<usize>],
+        slots: usize,
+        mut on_vertex: impl FnMut(u64, &[f32]) -> Result<()>,
+    ) -> Result<()> {
+        let mut record = vec![0f32; slots];
+        let count = self.vertex.count;
+        let properties = std::mem::take(&mut self.vertex.properties);
+        let mut body = std::mem::replace(
+            &mut self.body,
+            Body::Ascii {
+                text: String::new(),
+                position: 0,
+            },
+        );
+        // Binary vertices without lists are read a whole record at a time.
+        let stride = properties
+            .iter()
+            .map(|p| p.list_count.is_none().then_some(p.ty.size()))
+            .sum::<Option<usize>>();
+        let mut fixed = match (&body, stride) {
+            (Body::Binary { big_endian, .. }, Some(stride)) => {
+                let mut offset = 0;
+                let mut fields = Vec::new();
+                for (property, slot) in properties.iter().zip(slot_of_property) {
+                    if let Some(slot) = slot {
+                        fields.push((offset, property.ty, *slot));
+                    }
+                    offset += property.ty.size();
+                }
+                Some((vec![0u8; stride], fields, *big_endian))
+            }
+            _ => None,
+        };
+        for i in 0..count {
+            if let (Some((bytes, fields, big_endian)), Body::Binary { reader, .. }) =
+                (&mut fixed, &mut body)
+            {
+                reader.read_exact(bytes).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => self.error(format!(
+                        "it is truncated or malformed: the data ends inside vertex {i} of {count}"
+                    )),
+                    _ => io_error(&self.path, "read", e),
+                })?;
+                for &(offset, ty, slot) in fields.iter() {
+                    record[slot] =
+                        ty.decode(&bytes[offset..offset + ty.size()], *big_endian) as f32;
+                }
+            } else {
+                for (property, slot) in properties.iter().zip(slot_of_property) {
+                    let what = || format!("vertex {i} of {count} ({})", property.name);
+                    let items = match property.list_count {
+                        Some(count_ty) => self.value(&mut body, count_ty, what)? as u64,
+                        None => 1,
+                    };
+                    for _ in 0..items {
+                        let value = self.value(&mut body, property.ty, what)?;
+                        if let Some(slot) = slot {
+                            record[*slot] = value as f32;
+                        }
+                    }
+                }
+            }
+            on_vertex(i, &record)?;
+        }
+        Ok(())
+    }
+}
