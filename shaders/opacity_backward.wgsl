@@ -31,11 +31,13 @@ fn opacity_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let v_opacity = v_projected[vb + 5u];
     var v_logit = 0.0;
     if v_opacity != 0.0 {
-        // The projected opacity is sigmoid(logit) times a factor that does not depend on the
-        // logit (1, or the antialiased mode's compensation), so its derivative is itself
-        // times (1 - sigmoid(logit)).
-        let shown = projected[i * SPLAT_STRIDE + SPLAT_OPACITY];
-        v_logit = v_opacity * shown * (1.0 - sigmoid(opacity_logits[i]));
+        // The projected opacity is o = sigmoid(logit) times a factor that does not depend on
+        // the logit (1, or the antialiased mode's compensation), so its derivative is itself
+        // times (1 - o). The classic mode uses o as computed here, so that its arithmetic does
+        // not depend on how another kernel rounded the same sigmoid.
+        let o = sigmoid(opacity_logits[i]);
+        let shown = select(o, projected[i * SPLAT_STRIDE + SPLAT_OPACITY], u.raster_mode == RASTER_ANTIALIASED);
+        v_logit = v_opacity * shown * (1.0 - o);
     }
     v_opacity_logits[i] = v_logit;
     let radius = max(projected[i * SPLAT_STRIDE + SPLAT_RADIUS_X], projected[i * SPLAT_STRIDE + SPLAT_RADIUS_Y]);

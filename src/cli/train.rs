@@ -13,33 +13,10 @@ use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::{GaussianTensors, RasterMode};
-use wgsplat::train::budget::apply_memory_budget;
 use wgsplat::train::init::initial_gaussians;
-use wgsplat::train::setup::{self, DataOptions};
+use wgsplat::train::options::{DataArgs, TrainOptions};
+use wgsplat::train::setup;
 use wgsplat::train::{ScoredViews, TrainConfig, TrainEvent, Trainer};
-
-/// Where the data comes from and how it is read.
-#[derive(clap::Args, Clone)]
-pub(crate) struct DataArgs {
-    /// Downscale images by 1, 2, 4 or 8.
-    #[arg(short = 'r', long, default_value_t = 1)]
-    resolution: u32,
-    /// Hold out test views (COLMAP: every 8th by name; NeRF: its test json). Without it, COLMAP
-    /// scenes train on every view.
-    #[arg(long)]
-    eval: bool,
-    /// Hold out every Nth view as a test view (COLMAP: by sorted name; NeRF: in file order);
-    /// implies --eval.
-    #[arg(long, conflicts_with = "test_list", value_parser = clap::value_parser!(u64).range(1..))]
-    test_every: Option<u64>,
-    /// Hold out the views named in FILE (one image name per line, e.g. a benchmark's own split
-    /// such as duck_colmap/nerf_test_views.txt); implies --eval.
-    #[arg(long, value_name = "FILE")]
-    test_list: Option<PathBuf>,
-    /// Resolution of the built-in scene (used when no DATA is given).
-    #[arg(long, default_value_t = 128)]
-    builtin_resolution: u32,
-}
 
 /// Options of `wgsplat train`.
 #[derive(clap::Args)]
@@ -51,49 +28,8 @@ pub struct TrainArgs {
     out: PathBuf,
     #[command(flatten)]
     data_args: DataArgs,
-    /// JSON file of TrainConfig fields; command-line options override it.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Iterations (default 30000; 300 for the built-in scene).
-    #[arg(long)]
-    iterations: Option<u64>,
-    /// Background: black, white, random.
-    #[arg(long)]
-    background: Option<String>,
-    /// Largest SH degree.
-    #[arg(long)]
-    sh_degree: Option<u32>,
-    /// Cap on the number of Gaussians.
-    #[arg(long)]
-    max_gaussians: Option<u64>,
-    /// Largest memory training may use (8GiB, 512MiB, or a fraction of the adapter's memory such
-    /// as 0.5): the largest Gaussian count that fits becomes the cap.
-    #[arg(long)]
-    memory_budget: Option<String>,
-    /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
-    #[arg(long)]
-    strategy: Option<String>,
-    /// Save a checkpoint every N iterations.
-    #[arg(long)]
-    save_every: Option<u64>,
-    /// Evaluate on the test views every N iterations.
-    #[arg(long)]
-    eval_every: Option<u64>,
-    /// Random seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Densify by the mean per-pixel absolute gradient (gsplat's absgrad; threshold
-    /// `absgrad_threshold`, 0.0008 by default).
-    #[arg(long)]
-    absgrad: bool,
-    /// Score PSNR and SSIM only: skip LPIPS at evaluations (it costs about as much as a few
-    /// training iterations per view on a software adapter).
-    #[arg(long)]
-    no_lpips: bool,
-    /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
-    /// The PLY does not record it: render and evaluate such a model with --antialiased too.
-    #[arg(long)]
-    antialiased: bool,
+    #[command(flatten)]
+    train: TrainOptions,
     /// Write renders of the test views to OUT/test_renders/.
     #[arg(long)]
     save_renders: bool,
@@ -120,40 +56,11 @@ pub(crate) fn load_dataset(
     args: &DataArgs,
     background: [f32; 3],
 ) -> anyhow::Result<Dataset> {
-    let options = DataOptions {
-        resolution: args.resolution,
-        eval: args.eval,
-        test_every: args.test_every.map(|n| n as usize),
-        test_list: args.test_list.clone(),
-        builtin_resolution: args.builtin_resolution,
-        background,
-    };
     let what = data.map_or_else(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
     );
-    setup::load_dataset(data, &options).with_context(|| format!("loading {what}"))
-}
-
-fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
-    let overrides = setup::ConfigOverrides {
-        iterations: args.iterations,
-        background: args.background.clone(),
-        sh_degree: args.sh_degree,
-        max_gaussians: args.max_gaussians,
-        strategy: args.strategy.clone(),
-        save_every: args.save_every,
-        eval_every: args.eval_every,
-        seed: args.seed,
-        absgrad: args.absgrad,
-        no_lpips: args.no_lpips,
-        antialiased: args.antialiased,
-    };
-    Ok(setup::build_config(
-        args.config.as_deref(),
-        args.data.is_none(),
-        &overrides,
-    )?)
+    setup::load_dataset(data, &args.options(background)).with_context(|| format!("loading {what}"))
 }
 
 /// Applies `--memory-budget` (when given) to `config` and prints the plan.
@@ -164,21 +71,27 @@ fn apply_budget(
     initial: u64,
     config: &mut TrainConfig,
 ) -> anyhow::Result<()> {
-    let Some(text) = &args.memory_budget else {
-        return Ok(());
-    };
-    let plan = apply_memory_budget(text, ctx.info(), dataset, initial, config)
-        .with_context(|| format!("applying --memory-budget {text}"))?;
-    println!(
-        "memory budget {} bytes: {} fixed (images, per-pixel scratch) + {} per Gaussian; cap {} Gaussians",
-        plan.budget, plan.fixed, plan.per_gaussian, config.max_gaussians
-    );
+    let plan = args
+        .train
+        .apply_memory_budget(ctx.info(), dataset, initial, config)
+        .with_context(|| {
+            format!(
+                "applying --memory-budget {}",
+                args.train.memory_budget.as_deref().unwrap_or_default()
+            )
+        })?;
+    if let Some(plan) = plan {
+        println!(
+            "memory budget {} bytes: {} fixed (images, per-pixel scratch) + {} per Gaussian; cap {} Gaussians",
+            plan.budget, plan.fixed, plan.per_gaussian, config.max_gaussians
+        );
+    }
     Ok(())
 }
 
 /// Runs `wgsplat train`.
 pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
-    let config = config_from(&args)?;
+    let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
     std::fs::create_dir_all(&args.out)

@@ -7,6 +7,7 @@ pub mod densify;
 pub mod events;
 pub mod init;
 pub mod mcmc;
+pub mod options;
 pub mod profile;
 pub mod setup;
 pub mod trainer;

@@ -117,69 +117,6 @@ pub fn apply_builtin_recipe(config: &mut TrainConfig) {
     config.eval_every = 0;
 }
 
-/// Command-line settings that override the configuration file (or the defaults).
-#[derive(Clone, Debug, Default)]
-pub struct ConfigOverrides {
-    /// Iterations.
-    pub iterations: Option<u64>,
-    /// Background name (black, white, random).
-    pub background: Option<String>,
-    /// Largest SH degree.
-    pub sh_degree: Option<u32>,
-    /// Cap on the Gaussian count.
-    pub max_gaussians: Option<u64>,
-    /// Densification strategy name (default, mcmc).
-    pub strategy: Option<String>,
-    /// Checkpoint interval.
-    pub save_every: Option<u64>,
-    /// Evaluation interval.
-    pub eval_every: Option<u64>,
-    /// Random seed.
-    pub seed: Option<u64>,
-    /// Densify by absgrad (sets `absgrad`; never clears a configuration file's).
-    pub absgrad: bool,
-    /// Skip LPIPS at evaluations (clears `lpips`).
-    pub no_lpips: bool,
-    /// Train antialiased splats (sets `raster_mode`; never clears a configuration file's).
-    pub antialiased: bool,
-}
-
-/// The training configuration of a front end: `config_file` (or the 3DGS defaults; the built-in
-/// scene's short recipe when `builtin` and no file is given), then `overrides`, validated.
-pub fn build_config(
-    config_file: Option<&Path>,
-    builtin: bool,
-    overrides: &ConfigOverrides,
-) -> Result<TrainConfig> {
-    let mut config = match config_file {
-        Some(path) => TrainConfig::from_json_file(path)?,
-        None => TrainConfig::default(),
-    };
-    if builtin && config_file.is_none() {
-        apply_builtin_recipe(&mut config);
-    }
-    let o = overrides;
-    if let Some(v) = &o.background {
-        config.background = parse_background(v)?;
-    }
-    config.iterations = o.iterations.unwrap_or(config.iterations);
-    config.sh_degree = o.sh_degree.unwrap_or(config.sh_degree);
-    config.max_gaussians = o.max_gaussians.unwrap_or(config.max_gaussians);
-    config.absgrad |= o.absgrad;
-    config.lpips &= !o.no_lpips;
-    if o.antialiased {
-        config.raster_mode = crate::splat::RasterMode::Antialiased;
-    }
-    if let Some(v) = &o.strategy {
-        config.strategy = v.parse()?;
-    }
-    config.save_every = o.save_every.unwrap_or(config.save_every);
-    config.eval_every = o.eval_every.unwrap_or(config.eval_every);
-    config.seed = o.seed.unwrap_or(config.seed);
-    config.validate()?;
-    Ok(config)
-}
-
 /// Parses a background name: black, white or random.
 pub fn parse_background(text: &str) -> Result<Background> {
     match text {

@@ -91,7 +91,7 @@ impl ViewerApp {
             panel: ViewPanel::default(),
             camera: ViewCamera::looking_at([0.0; 3], 1.0),
             display: DisplayOptions {
-                antialiased: args.antialiased,
+                antialiased: args.train.antialiased,
                 ..DisplayOptions::default()
             },
             renderer,
@@ -133,6 +133,7 @@ impl ViewerApp {
                     config,
                     stop_at: self.args.train_iters,
                     out: self.args.out.clone(),
+                    options: self.args.train.clone(),
                     refresh: Duration::from_secs_f64(1.0 / self.args.refresh_hz.clamp(0.1, 120.0)),
                 },
                 egui_ctx.clone(),

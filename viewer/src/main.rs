@@ -15,6 +15,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use wgsplat::train::options::{DataArgs, TrainOptions};
 
 /// Command-line options of `wgsplat-viewer`.
 #[derive(Parser, Clone, Debug)]
@@ -26,44 +27,12 @@ pub struct Args {
     /// Cameras to show with a PLY: a dataset folder, or `builtin` for the built-in scene's.
     #[arg(long)]
     pub dataset: Option<String>,
-    /// Downscale dataset images by 1, 2, 4 or 8.
-    #[arg(short = 'r', long, default_value_t = 1)]
-    pub resolution: u32,
-    /// Hold out test views (COLMAP: every 8th; NeRF: its test json).
-    #[arg(long)]
-    pub eval: bool,
-    /// Image side of the built-in scene.
-    #[arg(long, default_value_t = 128)]
-    pub builtin_resolution: u32,
-    /// JSON file of TrainConfig fields; command-line options override it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Training iterations (default 30000; 300 for the built-in scene).
-    #[arg(long)]
-    pub iterations: Option<u64>,
-    /// Training background: black, white or random.
-    #[arg(long)]
-    pub background: Option<String>,
-    /// Largest SH degree trained.
-    #[arg(long)]
-    pub sh_degree: Option<u32>,
-    /// Cap on the number of Gaussians.
-    #[arg(long)]
-    pub max_gaussians: Option<u64>,
-    /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians).
-    #[arg(long)]
-    pub strategy: Option<String>,
-    /// Evaluate on the test views every N iterations.
-    #[arg(long)]
-    pub eval_every: Option<u64>,
-    /// Antialiased splats (gsplat's antialiased mode): train with it, and draw with it (a PLY
-    /// trained with `wgsplat train --antialiased` must be drawn so; the file does not say).
-    #[arg(long)]
-    pub antialiased: bool,
-    /// Random seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// On exit, write OUT/checkpoint.bin and OUT/point_cloud.ply of the live training run.
+    #[command(flatten)]
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub train: TrainOptions,
+    /// On exit (and every --save-every iterations), write OUT/checkpoint.bin and
+    /// OUT/point_cloud.ply of the live training run.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Force the portable kernel path (no subgroups).
@@ -147,5 +116,57 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+    use std::collections::BTreeSet;
+    use wgsplat::train::options::{DataArgs, TrainOptions};
+
+    /// The library's option structs on their own, as `wgsplat train` flattens them.
+    #[derive(Parser)]
+    struct TrainerFlags {
+        #[command(flatten)]
+        data: DataArgs,
+        #[command(flatten)]
+        train: TrainOptions,
+    }
+
+    /// Issue 15: the viewer accepts every data and training flag of `wgsplat train` (it used to
+    /// lack `--memory-budget`, `--save-every`, `--absgrad`, `--test-list` and `--test-every`).
+    #[test]
+    fn the_viewer_takes_every_training_flag() {
+        let longs = |cmd: clap::Command| -> BTreeSet<String> {
+            cmd.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_owned))
+                .collect()
+        };
+        let viewer = longs(super::Args::command());
+        let trainer = longs(TrainerFlags::command());
+        let missing: Vec<_> = trainer.difference(&viewer).collect();
+        assert!(missing.is_empty(), "the viewer lacks {missing:?}");
+        for flag in ["memory-budget", "save-every", "absgrad", "test-list", "antialiased"] {
+            assert!(trainer.contains(flag), "--{flag}");
+        }
+        let args = super::Args::try_parse_from([
+            "wgsplat-viewer",
+            "-r",
+            "2",
+            "--memory-budget",
+            "1GiB",
+            "--save-every",
+            "50",
+            "--out",
+            "out",
+            "--absgrad",
+        ])
+        .expect("parses");
+        assert_eq!(args.data.resolution, 2);
+        assert_eq!(args.train.memory_budget.as_deref(), Some("1GiB"));
+        let config = args.train.build_config(true).expect("config");
+        assert_eq!(config.save_every, 50);
+        assert!(config.absgrad);
     }
 }

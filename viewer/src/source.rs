@@ -10,7 +10,7 @@ use wgsplat::data::Dataset;
 use wgsplat::io::model::load_ply_to_gpu;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::TrainConfig;
-use wgsplat::train::setup::{self, DataOptions};
+use wgsplat::train::setup;
 
 /// The model to show and where it comes from.
 pub enum Source {
@@ -36,16 +36,6 @@ pub enum Source {
     },
 }
 
-fn data_options(args: &Args, background: [f32; 3]) -> DataOptions {
-    DataOptions {
-        resolution: args.resolution,
-        eval: args.eval,
-        builtin_resolution: args.builtin_resolution,
-        background,
-        ..DataOptions::default()
-    }
-}
-
 /// Loads a dataset folder, or the built-in scene for `None`, with the command line's options.
 fn load_dataset(
     folder: Option<&Path>,
@@ -56,30 +46,18 @@ fn load_dataset(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
     );
-    setup::load_dataset(folder, &data_options(args, background))
+    setup::load_dataset(folder, &args.data.options(background))
         .with_context(|| format!("loading {what}"))
 }
 
-/// The training settings from `--config` and the command-line overrides.
+/// The training settings from `--config` and the command-line options.
 fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
-    let overrides = setup::ConfigOverrides {
-        iterations: args.iterations,
-        background: args.background.clone(),
-        sh_degree: args.sh_degree,
-        max_gaussians: args.max_gaussians,
-        strategy: args.strategy.clone(),
-        eval_every: args.eval_every,
-        seed: args.seed,
-        save_every: None,
-        absgrad: false,
-        no_lpips: false,
-        antialiased: args.antialiased,
-    };
-    Ok(setup::build_config(
-        args.config.as_deref(),
-        builtin,
-        &overrides,
-    )?)
+    let config = args.train.build_config(builtin)?;
+    anyhow::ensure!(
+        config.save_every == 0 || args.out.is_some(),
+        "--save-every writes OUT/checkpoint.bin: give the folder with --out"
+    );
+    Ok(config)
 }
 
 /// Centre and RMS radius of a point set.

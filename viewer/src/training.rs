@@ -13,6 +13,7 @@ use wgsplat::io::model::save_gpu_model_as_ply;
 use wgsplat::ops::elementwise::copy;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::options::TrainOptions;
 use wgsplat::train::{TrainConfig, TrainEvent, Trainer};
 use wgsplat::{GpuContext, MemoryCategory};
 
@@ -131,8 +132,10 @@ pub struct TrainingJob {
     pub config: TrainConfig,
     /// Stop after this many iterations (default: the configured count).
     pub stop_at: Option<u64>,
-    /// Where to write the checkpoint and PLY on exit.
+    /// Where to write the checkpoint and PLY on exit (and every `save_every` iterations).
     pub out: Option<PathBuf>,
+    /// The command line's training options (for `--memory-budget`).
+    pub options: TrainOptions,
     /// How often to publish a snapshot.
     pub refresh: Duration,
 }
@@ -227,8 +230,27 @@ fn train_loop(
 ) -> anyhow::Result<()> {
     let ctx = job.ctx;
     let target = lock(state).target;
-    let params = initial_gaussians(&ctx, &job.dataset, &job.config)?;
-    let mut trainer = Trainer::new(&ctx, job.dataset, params, job.config)?;
+    let mut config = job.config;
+    let params = initial_gaussians(&ctx, &job.dataset, &config)?;
+    if let Some(plan) =
+        job.options
+            .apply_memory_budget(ctx.info(), &job.dataset, params.len(), &mut config)?
+    {
+        lock(state).note(
+            Level::Info,
+            format!(
+                "memory budget {} bytes: cap {} Gaussians",
+                plan.budget, config.max_gaussians
+            ),
+        );
+    }
+    let save_every = if job.out.is_some() {
+        config.save_every
+    } else {
+        0
+    };
+    let mut trainer = Trainer::new(&ctx, job.dataset, params, config)?;
+    let mut last_saved = 0;
     let mut paused = false;
     let mut published: Option<u64> = None;
     loop {
@@ -278,7 +300,27 @@ fn train_loop(
         let started = Instant::now();
         let stop = || started.elapsed() >= job.refresh;
         let mut sink = |event: TrainEvent| lock(state).record(event);
-        trainer.run_until(target, &mut sink, &stop)?;
+        // Stop at the next checkpoint iteration, if that comes first.
+        let chunk_end = match trainer.iteration().checked_div(save_every) {
+            Some(chunks) => ((chunks + 1) * save_every).min(target),
+            None => target,
+        };
+        trainer.run_until(chunk_end, &mut sink, &stop)?;
+        if let Some(out) = job.out.as_ref().filter(|_| save_every > 0) {
+            if trainer.iteration().is_multiple_of(save_every) && last_saved != trainer.iteration() {
+                last_saved = trainer.iteration();
+                std::fs::create_dir_all(out)?;
+                let path = out.join("checkpoint.bin");
+                trainer.save_checkpoint(
+                    &path,
+                    &serde_json::json!({ "written_by": "wgsplat-viewer" }),
+                )?;
+                lock(state).note(
+                    Level::Info,
+                    format!("it {}: wrote {}", trainer.iteration(), path.display()),
+                );
+            }
+        }
     }
     lock(state).finished = true;
     if let Some(out) = &job.out {

@@ -4,13 +4,14 @@
 //! wgpu's objects, the driver and the heap, and it must not grow either (issue 12).
 
 use super::write_json_atomic;
-use crate::cli::train::{DataArgs, load_dataset};
+use crate::cli::train::load_dataset;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
 use wgsplat::gpu::{ProcessMemory, WgpuObjectCounts};
 use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::options::DataArgs;
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{GpuContext, MemoryReport};
 

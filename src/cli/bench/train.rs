@@ -3,13 +3,14 @@
 //! paths in the same run; the portable path is the baseline.
 
 use super::write_json_atomic;
-use crate::cli::train::{DataArgs, load_dataset};
+use crate::cli::train::load_dataset;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::options::DataArgs;
 use wgsplat::train::profile::Stage;
 use wgsplat::train::{Background, TrainConfig, Trainer};
 

@@ -1,0 +1,145 @@
+//! The data and training options of every front end, declared once: `wgsplat train` and
+//! `wgsplat-viewer` flatten the same two clap structs, so a flag that one accepts the other does
+//! too, with the same meaning and help text.
+
+use super::budget::{MemoryPlan, apply_memory_budget};
+use super::config::TrainConfig;
+use super::setup::{DataOptions, apply_builtin_recipe, parse_background};
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::splat::RasterMode;
+use std::path::PathBuf;
+
+/// Where the data comes from and how it is read.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DataArgs {
+    /// Downscale images by 1, 2, 4 or 8.
+    #[arg(short = 'r', long, default_value_t = 1)]
+    pub resolution: u32,
+    /// Hold out test views (COLMAP: every 8th by name; NeRF: its test json). Without it, COLMAP
+    /// scenes train on every view.
+    #[arg(long)]
+    pub eval: bool,
+    /// Hold out every Nth view as a test view (COLMAP: by sorted name; NeRF: in file order);
+    /// implies --eval.
+    #[arg(long, conflicts_with = "test_list", value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_every: Option<u64>,
+    /// Hold out the views named in FILE (one image name per line, e.g. a benchmark's own split
+    /// such as duck_colmap/nerf_test_views.txt); implies --eval.
+    #[arg(long, value_name = "FILE")]
+    pub test_list: Option<PathBuf>,
+    /// Resolution of the built-in scene (used when no dataset is given).
+    #[arg(long, default_value_t = 128)]
+    pub builtin_resolution: u32,
+}
+
+impl DataArgs {
+    /// The loader's options, with ground truth composited on `background`.
+    pub fn options(&self, background: [f32; 3]) -> DataOptions {
+        DataOptions {
+            resolution: self.resolution,
+            eval: self.eval,
+            test_every: self.test_every.map(|n| n as usize),
+            test_list: self.test_list.clone(),
+            builtin_resolution: self.builtin_resolution,
+            background,
+        }
+    }
+}
+
+/// Training settings that override the configuration file (or the 3DGS defaults).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TrainOptions {
+    /// JSON file of TrainConfig fields; command-line options override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Iterations (default 30000; 300 for the built-in scene).
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// Background: black, white, random.
+    #[arg(long)]
+    pub background: Option<String>,
+    /// Largest SH degree.
+    #[arg(long)]
+    pub sh_degree: Option<u32>,
+    /// Cap on the number of Gaussians.
+    #[arg(long)]
+    pub max_gaussians: Option<u64>,
+    /// Largest memory training may use (8GiB, 512MiB, or a fraction of the adapter's memory such
+    /// as 0.5): the largest Gaussian count that fits becomes the cap.
+    #[arg(long)]
+    pub memory_budget: Option<String>,
+    /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// Save a checkpoint every N iterations.
+    #[arg(long)]
+    pub save_every: Option<u64>,
+    /// Evaluate on the test views every N iterations.
+    #[arg(long)]
+    pub eval_every: Option<u64>,
+    /// Random seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Densify by the mean per-pixel absolute gradient (gsplat's absgrad; threshold
+    /// `absgrad_threshold`, 0.0008 by default).
+    #[arg(long)]
+    pub absgrad: bool,
+    /// Score PSNR and SSIM only: skip LPIPS at evaluations (it costs about as much as a few
+    /// training iterations per view on a software adapter).
+    #[arg(long)]
+    pub no_lpips: bool,
+    /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
+    /// The PLY does not record it: render and evaluate such a model with --antialiased too.
+    #[arg(long)]
+    pub antialiased: bool,
+}
+
+impl TrainOptions {
+    /// The configuration: `--config` (or the 3DGS defaults; the built-in scene's short recipe
+    /// when `builtin` and no file is given), then these options, validated.
+    pub fn build_config(&self, builtin: bool) -> Result<TrainConfig> {
+        let mut config = match &self.config {
+            Some(path) => TrainConfig::from_json_file(path)?,
+            None => TrainConfig::default(),
+        };
+        if builtin && self.config.is_none() {
+            apply_builtin_recipe(&mut config);
+        }
+        if let Some(v) = &self.background {
+            config.background = parse_background(v)?;
+        }
+        config.iterations = self.iterations.unwrap_or(config.iterations);
+        config.sh_degree = self.sh_degree.unwrap_or(config.sh_degree);
+        config.max_gaussians = self.max_gaussians.unwrap_or(config.max_gaussians);
+        // Flags set a file's setting; they never clear it.
+        config.absgrad |= self.absgrad;
+        config.lpips &= !self.no_lpips;
+        if self.antialiased {
+            config.raster_mode = RasterMode::Antialiased;
+        }
+        if let Some(v) = &self.strategy {
+            config.strategy = v.parse()?;
+        }
+        config.save_every = self.save_every.unwrap_or(config.save_every);
+        config.eval_every = self.eval_every.unwrap_or(config.eval_every);
+        config.seed = self.seed.unwrap_or(config.seed);
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Applies `--memory-budget`, when given, to `config` for a model starting at `initial`
+    /// Gaussians: the cap becomes the largest count that fits. Returns the plan to report.
+    pub fn apply_memory_budget(
+        &self,
+        info: &crate::gpu::ContextInfo,
+        dataset: &Dataset,
+        initial: u64,
+        config: &mut TrainConfig,
+    ) -> Result<Option<MemoryPlan>> {
+        self.memory_budget
+            .as_deref()
+            .map(|text| apply_memory_budget(text, info, dataset, initial, config))
+            .transpose()
+    }
+}
