@@ -2,7 +2,8 @@
 //! run through wgpu on Vulkan, Metal or DX12.
 //!
 //! Layers, each using only those below it:
-//! 1. [`gpu`], [`tensor`], [`ops`]: device, memory accounting, paged tensors and generic kernels.
+//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`]: device, memory accounting, paged tensors, generic
+//!    kernels and the pseudo-random generator.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
@@ -18,6 +19,7 @@ pub mod knn;
 pub mod loss;
 pub mod ops;
 pub mod optim;
+pub mod rng;
 pub mod splat;
 pub mod tensor;
 pub mod testing;

@@ -20,13 +20,13 @@ use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
 use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
+use crate::rng::SplitMix64;
 use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
 use crate::splat::forward::{
     RenderOptions, record_binning, record_projection, record_raster, render,
 };
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
-use crate::testing::TestRng;
 
 /// A model being trained.
 pub struct Trainer {
@@ -190,8 +190,8 @@ impl Trainer {
 
     /// The random stream of one iteration: a pure function of the seed and the iteration, so a
     /// resumed run makes exactly the same choices as an uninterrupted one.
-    fn iteration_rng(&self, iteration: u64) -> TestRng {
-        TestRng::new(self.config.seed ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    fn iteration_rng(&self, iteration: u64) -> SplitMix64 {
+        SplitMix64::new(self.config.seed ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
     /// The training view of an iteration: epoch `e` visits every view once, in an order shuffled
@@ -200,7 +200,7 @@ impl Trainer {
         let n = self.dataset.train.len();
         let epoch = iteration / n as u64;
         let mut order: Vec<usize> = (0..n).collect();
-        let mut rng = TestRng::new(
+        let mut rng = SplitMix64::new(
             self.config
                 .seed
                 .wrapping_add(epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)),
@@ -212,7 +212,7 @@ impl Trainer {
         order[(iteration % n as u64) as usize]
     }
 
-    fn background(&self, rng: &mut TestRng) -> [f32; 3] {
+    fn background(&self, rng: &mut SplitMix64) -> [f32; 3] {
         match self.config.background {
             Background::Random => [rng.unit(), rng.unit(), rng.unit()],
             fixed => super::setup::background_color(fixed),

@@ -147,7 +147,13 @@ mod tests {
         let trainer = longs(TrainerFlags::command());
         let missing: Vec<_> = trainer.difference(&viewer).collect();
         assert!(missing.is_empty(), "the viewer lacks {missing:?}");
-        for flag in ["memory-budget", "save-every", "absgrad", "test-list", "antialiased"] {
+        for flag in [
+            "memory-budget",
+            "save-every",
+            "absgrad",
+            "test-list",
+            "antialiased",
+        ] {
             assert!(trainer.contains(flag), "--{flag}");
         }
         let args = super::Args::try_parse_from([

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::knn;
-use wgsplat::testing::TestRng;
+use wgsplat::rng::SplitMix64;
 use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
 /// Options of `wgsplat bench knn`.
@@ -77,7 +77,7 @@ fn gpu_run(ctx: &GpuContext, points: &[[f32; 3]], runs: usize) -> anyhow::Result
 /// Seconds of the sorting part alone: one `sort_pairs` per word of the op's sort key
 /// ([`knn::KEY_BITS`]) over `n` random keys.
 fn gpu_sort_seconds(ctx: &GpuContext, n: usize) -> anyhow::Result<f64> {
-    let mut rng = TestRng::new(13);
+    let mut rng = SplitMix64::new(13);
     let mut enc = ctx.encoder("bench knn sort input");
     let keys = Tensor::from_slice(
         &mut enc,
@@ -152,7 +152,7 @@ pub fn run(args: KnnArgs, portable: bool) -> anyhow::Result<()> {
         args.runs
     );
     // Compile every pipeline before timing.
-    let mut rng = TestRng::new(11);
+    let mut rng = SplitMix64::new(11);
     let warm: Vec<[f32; 3]> = (0..4096)
         .map(|_| [rng.unit(), rng.unit(), rng.unit()])
         .collect();

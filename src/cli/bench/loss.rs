@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use wgsplat::loss::reference::{self, ReferenceGt};
 use wgsplat::loss::{self, LossOptions};
-use wgsplat::testing::TestRng;
+use wgsplat::rng::SplitMix64;
 use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
 /// Options of `wgsplat bench loss`.
@@ -71,7 +71,7 @@ fn inputs(
     width: usize,
     height: usize,
     rgba8: bool,
-    rng: &mut TestRng,
+    rng: &mut SplitMix64,
 ) -> anyhow::Result<Inputs> {
     let mut enc = ctx.encoder("bench loss inputs");
     let pixels = width * height;
@@ -121,7 +121,7 @@ pub fn run(args: LossArgs, portable_only: bool) -> anyhow::Result<()> {
         "{:>11} {:>12} {:>12} {:>16} {:>14}",
         "size", "fwd+bwd ms", "fwd ms", "scratch bytes", "grad bytes"
     );
-    let mut rng = TestRng::new(5);
+    let mut rng = SplitMix64::new(5);
     let mut rows = Vec::new();
     let mut gpu_at_cpu_size = None;
     for &(width, height) in &args.sizes {

@@ -9,9 +9,9 @@ use serde_json::json;
 use std::path::PathBuf;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::data::init::RandomBox;
+use wgsplat::rng::SplitMix64;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
-use wgsplat::testing::TestRng;
 use wgsplat::train::budget::floats_per_gaussian;
 use wgsplat::train::densify::apply_row_changes;
 use wgsplat::train::mcmc::{grow, relocate_dead};
@@ -87,7 +87,7 @@ fn measure(
 }
 
 fn synthetic_model(n: usize, bounds: RandomBox, seed: u64) -> CpuGaussians {
-    let mut rng = TestRng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut g = CpuGaussians::default();
     let h = bounds.half_size;
     for _ in 0..n {

@@ -6,11 +6,11 @@ use anyhow::Context as _;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
+use wgsplat::rng::SplitMix64;
 use wgsplat::splat::backward::{BackwardOptions, record_backward};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::splat::{Camera, GaussianTensors};
-use wgsplat::testing::TestRng;
 use wgsplat::{DType, GpuContext, MemoryCategory, Tensor, ops};
 
 /// Options of `wgsplat bench render`.
@@ -43,7 +43,7 @@ fn parse_resolution(text: &str) -> anyhow::Result<(u32, u32)> {
 /// A random scene: Gaussians in a box 4 units in front of the camera, sized so a typical splat
 /// covers a few pixels at 256².
 fn scene(n: usize, seed: u64) -> CpuGaussians {
-    let mut rng = TestRng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut g = CpuGaussians::default();
     let scale = (0.02f32 * (10_000.0 / n as f32).cbrt().max(0.2)).ln();
     for _ in 0..n {

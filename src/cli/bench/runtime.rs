@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use rdst::RadixSort as _;
 use serde_json::json;
 use std::path::PathBuf;
-use wgsplat::testing::TestRng;
+use wgsplat::rng::SplitMix64;
 use wgsplat::{GpuContext, MemoryCategory, Tensor, ops};
 
 /// Options of `wgsplat bench runtime`.
@@ -122,7 +122,7 @@ pub fn run(args: RuntimeArgs, portable_only: bool) -> anyhow::Result<()> {
         "op", "n", "path", "gpu ms", "Melem/s", "cpu std ms", "cpu rdst ms"
     );
     let mut rows = Vec::new();
-    let mut rng = TestRng::new(7);
+    let mut rng = SplitMix64::new(7);
     let mut sort_sizes = args.sizes.clone();
     sort_sizes.extend(args.sort_extra_sizes.iter().copied());
     if args.only.as_deref() == Some("scan") {
