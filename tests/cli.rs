@@ -50,8 +50,8 @@ fn expect_failure(args: &[&str]) -> String {
     err
 }
 
-/// A short schedule whose densification windows straddle the checkpoint at iteration 10.
-/// A short recipe for tests; LPIPS is off (only one test checks it, with [`write_config_with`]).
+/// A short schedule whose densification windows straddle the checkpoint at iteration 10; LPIPS
+/// is off (only one test checks it, with [`write_config_with`]).
 fn write_config(dir: &Path) -> PathBuf {
     write_config_with(dir, r#", "lpips": false"#)
 }
@@ -118,6 +118,20 @@ fn resumed_training_equals_uninterrupted_bit_for_bit() {
         a == b,
         "the final checkpoints (optimizer state included) differ"
     );
+
+    // Issue 15: the checkpoint records its configuration; a resume that changes a setting
+    // outside the documented few is refused and names it, and a longer run is allowed.
+    let mut args = train_args(resumed, config, "20");
+    args.extend(["--resume", "--seed", "5", "--antialiased"]);
+    let err = expect_failure(&args);
+    assert!(
+        err.contains("seed: 0 → 5") && err.contains("raster_mode"),
+        "{err}"
+    );
+    assert!(err.contains("only iterations"), "{err}");
+    let mut args = train_args(resumed, config, "30");
+    args.push("--resume");
+    expect_success(&wgsplat(&args));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -9,6 +9,7 @@ pub mod init;
 pub mod mcmc;
 pub mod options;
 pub mod profile;
+pub mod resume;
 pub mod setup;
 pub mod trainer;
 

@@ -1,0 +1,124 @@
+//! Checkpoints of a trainer and resuming from them. A checkpoint records the full
+//! [`TrainConfig`] (with its seed) next to the model, the optimizer state, the densification
+//! statistics, the iteration and the RNG. A resume whose configuration differs from the recorded
+//! one in anything but [`RESUME_MAY_CHANGE`] is refused with the list of differences, because the
+//! continued run would silently be neither the old run nor a new one.
+
+use super::config::TrainConfig;
+use super::trainer::Trainer;
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
+use crate::io::checkpoint::{Checkpoint, TrainerState, save_trainer_checkpoint};
+
+/// The key under which a checkpoint's `extra` JSON holds the [`TrainConfig`].
+pub const CONFIG_KEY: &str = "train_config";
+
+/// Settings a resume may change: the length of the run (its schedules stretch to the new
+/// `iterations`, as `--stop-at` relies on), and what is evaluated, saved or read back when,
+/// which changes no parameter.
+pub const RESUME_MAY_CHANGE: [&str; 5] = [
+    "iterations",
+    "eval_every",
+    "save_every",
+    "lpips",
+    "loss_readback_every",
+];
+
+/// The settings in which `now` differs from `saved`, outside [`RESUME_MAY_CHANGE`], as
+/// `name: saved → now` lines.
+pub fn resume_conflicts(saved: &TrainConfig, now: &TrainConfig) -> Vec<String> {
+    let as_map = |c: &TrainConfig| match serde_json::to_value(c) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let (saved, now) = (as_map(saved), as_map(now));
+    saved
+        .iter()
+        .filter(|(name, _)| !RESUME_MAY_CHANGE.contains(&name.as_str()))
+        .filter_map(|(name, old)| {
+            let new = now.get(name).unwrap_or(&serde_json::Value::Null);
+            (old != new).then(|| format!("{name}: {old} → {new}"))
+        })
+        .collect()
+}
+
+impl Trainer {
+    /// Writes a checkpoint of everything a resume needs (parameters, Adam state, densification
+    /// statistics, iteration, RNG, and the configuration under [`CONFIG_KEY`] in `extra`, next
+    /// to the caller's fields), atomically; non-finite parameters are refused, leaving the
+    /// previous file in place.
+    pub fn save_checkpoint(&self, path: &std::path::Path, extra: &serde_json::Value) -> Result<()> {
+        let mut fields = match extra {
+            serde_json::Value::Object(map) => map.clone(),
+            serde_json::Value::Null => serde_json::Map::new(),
+            other => serde_json::Map::from_iter([("extra".to_owned(), other.clone())]),
+        };
+        let config = serde_json::to_value(&self.config).map_err(|e| Error::InvalidArgument {
+            op: "save_checkpoint",
+            detail: format!("the configuration does not serialise: {e}"),
+        })?;
+        fields.insert(CONFIG_KEY.to_owned(), config);
+        save_trainer_checkpoint(
+            &self.ctx,
+            path,
+            &self.params,
+            &self.optimizer,
+            TrainerState {
+                iteration: self.iteration,
+                rng_state: self.rng_state,
+                densify_stats: Some(&self.stats),
+                extra: &serde_json::Value::Object(fields),
+                require_finite: true,
+            },
+        )
+    }
+
+    /// A trainer continuing from a checkpoint. With the densification statistics in the
+    /// checkpoint (as [`Trainer::save_checkpoint`] writes them) it continues exactly as the
+    /// uninterrupted run would, wherever the kernels themselves are deterministic. A checkpoint
+    /// that records its configuration is refused when `config` differs from it outside
+    /// [`RESUME_MAY_CHANGE`]; the error lists every difference.
+    pub fn resume(
+        ctx: &GpuContext,
+        dataset: Dataset,
+        checkpoint: Checkpoint,
+        config: TrainConfig,
+    ) -> Result<Self> {
+        if let Some(saved) = checkpoint.extra.get(CONFIG_KEY) {
+            let saved: TrainConfig =
+                serde_json::from_value(saved.clone()).map_err(|e| Error::InvalidArgument {
+                    op: "resume",
+                    detail: format!("the checkpoint's configuration is unreadable: {e}"),
+                })?;
+            let conflicts = resume_conflicts(&saved, &config);
+            if !conflicts.is_empty() {
+                return Err(Error::InvalidSetting {
+                    name: "resume".into(),
+                    value: conflicts.join(", "),
+                    expected: format!(
+                        "the settings the checkpoint was trained with (only {} may change); \
+                         give the same options, or train afresh without --resume",
+                        RESUME_MAY_CHANGE.join(", ")
+                    ),
+                });
+            }
+        }
+        let Checkpoint {
+            params,
+            optimizer,
+            iteration,
+            rng_state,
+            densify_stats,
+            ..
+        } = checkpoint;
+        let mut trainer = Trainer::new(ctx, dataset, params, config)?;
+        trainer.optimizer = optimizer;
+        if let Some(stats) = densify_stats {
+            trainer.stats = stats;
+        }
+        trainer.iteration = iteration;
+        trainer.rng_state = rng_state;
+        Ok(trainer)
+    }
+}
