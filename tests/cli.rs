@@ -335,8 +335,7 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
 
     // 125 scored views: LPIPS off here (its key is checked above).
     let config = write_config(&dir);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck_colmap");
-    if root.exists() {
+    if let Some(root) = wgsplat::testing::shared_data("data/duck_colmap") {
         let out = dir.join("colmap");
         let run = wgsplat(&[
             "train",
@@ -370,10 +369,9 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
 /// the number of files it wrote.
 #[test]
 fn render_writes_the_requested_split_under_unique_names() {
-    let duck = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck");
-    if !duck.exists() {
+    let Some(duck) = wgsplat::testing::shared_data("data/duck") else {
         return;
-    }
+    };
     let dir = temp_dir("render");
     let config = write_config(&dir);
     let model = dir.join("model");

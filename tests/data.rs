@@ -16,15 +16,7 @@ use wgsplat::data::{
 use wgsplat::splat::Camera;
 
 fn shared(relative: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
-        .join(relative);
-    if path.is_dir() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} is absent", path.display());
-        None
-    }
+    wgsplat::testing::shared_data(&format!("data/{relative}"))
 }
 
 /// A scratch folder removed on drop.

@@ -1,5 +1,5 @@
-//! The CPU reference renderer against gsplat's own renders (`../shared/peer-cases/gsplat/`).
-//! Skipped, with a message, where the shared folder is absent.
+//! The CPU reference renderer against gsplat's own renders (`tests/fixtures/gsplat/`, committed
+//! copies of `../shared/peer-cases/gsplat/`).
 
 mod common;
 

@@ -2,7 +2,6 @@
 //! memory must stay bounded, densification must keep the optimizer aligned, and a resumed run must
 //! equal an uninterrupted one.
 
-use std::path::PathBuf;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::data::{Dataset, LoadOptions, Resolution, Split};
 use wgsplat::testing::fresh_context;
@@ -56,11 +55,9 @@ fn builtin_scene_improves_clearly() {
 
 #[test]
 fn nerf_duck_improves_clearly() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/duck");
-    if !root.exists() {
-        eprintln!("skipping: ../shared/data/duck is not present");
+    let Some(root) = wgsplat::testing::shared_data("data/duck") else {
         return;
-    }
+    };
     let options = LoadOptions {
         resolution: Resolution::Factor(8),
         split: Split::Default,

@@ -6,7 +6,7 @@ use wgsplat::splat::Camera;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::TestRng;
 
-/// gsplat's reference renders, when `../shared` is present.
+/// gsplat's reference renders, committed under `tests/fixtures/gsplat/` (with attribution).
 pub struct PeerCase {
     pub name: &'static str,
     pub gaussians: CpuGaussians,
@@ -16,9 +16,10 @@ pub struct PeerCase {
 impl PeerCase {
     pub fn load(name: &'static str) -> Option<PeerCase> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/peer-cases/gsplat")
+            .join("tests/fixtures/gsplat")
             .join(name);
-        let bytes = std::fs::read(&path).ok()?;
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("the committed peer case {}: {e}", path.display()));
         let mut case = PeerCase {
             name,
             gaussians: CpuGaussians::default(),
@@ -54,9 +55,7 @@ impl PeerCase {
             .into_iter()
             .filter_map(PeerCase::load)
             .collect();
-        if cases.is_empty() {
-            eprintln!("skipping peer cases: ../shared/peer-cases/gsplat is not present");
-        }
+        assert_eq!(cases.len(), 2, "both peer cases load");
         cases
     }
 
