@@ -154,6 +154,25 @@ pub fn fresh_context(portable: bool) -> GpuContext {
     )
 }
 
+/// A path under the field data folder `../shared/` beside the repository, when it is there.
+/// Where it is not, tests skip with a message, except under CI (`CI` set), where a missing folder
+/// is a failure: CI always has `../shared`, and a silently skipped oracle proves nothing.
+pub fn shared_data(relative: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing, and CI must have ../shared beside the repository",
+        path.display()
+    );
+    eprintln!("skipping: {} is absent", path.display());
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,23 +212,4 @@ mod tests {
         got[11] = f32::INFINITY;
         assert!(compare_close("x", &got, &want, 1.0, 1.0).is_err());
     }
-}
-
-/// A path under the field data folder `../shared/` beside the repository, when it is there.
-/// Where it is not, tests skip with a message, except under CI (`CI` set), where a missing folder
-/// is a failure: CI always has `../shared`, and a silently skipped oracle proves nothing.
-pub fn shared_data(relative: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing, and CI must have ../shared beside the repository",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
 }

@@ -166,13 +166,13 @@ fn uniform_violations(module: &naga::Module) -> Vec<String> {
                 | naga::Expression::Access { base, .. } => *base,
                 _ => continue,
             };
-            if let naga::Expression::GlobalVariable(global) = function.expressions[base] {
-                if uniforms.contains(&global) {
-                    found.push(format!(
-                        "{} reads a field of the uniform directly",
-                        function.name.as_deref().unwrap_or("?")
-                    ));
-                }
+            if let naga::Expression::GlobalVariable(global) = function.expressions[base]
+                && uniforms.contains(&global)
+            {
+                found.push(format!(
+                    "{} reads a field of the uniform directly",
+                    function.name.as_deref().unwrap_or("?")
+                ));
             }
         }
     }

@@ -85,6 +85,8 @@ pub struct ContextInfo {
 }
 
 impl ContextInfo {
+    // One call site (GpuContext::new) passes what it has gathered about the adapter.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         adapter: AdapterSummary,
         features_used: KernelFeatures,

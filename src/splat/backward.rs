@@ -66,15 +66,15 @@ pub fn record_backward(
                     .into(),
         });
     }
-    if let Some(s) = stats {
-        if s.len() != g.len() * STATS_STRIDE || s.page_elems() != g.rows_per_page * STATS_STRIDE {
-            return Err(Error::Shape {
-                op: "record_backward",
-                detail: format!(
-                    "stats must be an [N, {STATS_STRIDE}] row tensor with the model's rows per page"
-                ),
-            });
-        }
+    if let Some(s) = stats
+        && (s.len() != g.len() * STATS_STRIDE || s.page_elems() != g.rows_per_page * STATS_STRIDE)
+    {
+        return Err(Error::Shape {
+            op: "record_backward",
+            detail: format!(
+                "stats must be an [N, {STATS_STRIDE}] row tensor with the model's rows per page"
+            ),
+        });
     }
     let ctx = enc.ctx().clone();
     let v = fwd.num_visible;

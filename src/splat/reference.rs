@@ -132,7 +132,8 @@ pub fn project_in_mode(
         cov[1][1] + COV2D_DILATION,
     );
     let det = a * c - b * b;
-    if !(det > 0.0) {
+    // Also refuses a NaN determinant.
+    if det.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let xy = [fx * x * rz + camera.cx, fy * y * rz + camera.cy];
@@ -209,8 +210,8 @@ pub fn render_in_mode(
                 if next_t <= TRANSMITTANCE_MIN {
                     break;
                 }
-                for ch in 0..3 {
-                    out[ch] += s.color[ch] * alpha * t;
+                for (o, c) in out.iter_mut().zip(s.color) {
+                    *o += c * alpha * t;
                 }
                 t = next_t;
             }

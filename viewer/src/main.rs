@@ -27,8 +27,10 @@ pub struct Args {
     /// Cameras to show with a PLY: a dataset folder, or `builtin` for the built-in scene's.
     #[arg(long)]
     pub dataset: Option<String>,
+    /// Data options, the same as `wgsplat train`'s.
     #[command(flatten)]
     pub data: DataArgs,
+    /// Training options, the same as `wgsplat train`'s.
     #[command(flatten)]
     pub train: TrainOptions,
     /// On exit (and every --save-every iterations), write OUT/checkpoint.bin and

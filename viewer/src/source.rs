@@ -13,6 +13,8 @@ use wgsplat::train::TrainConfig;
 use wgsplat::train::setup;
 
 /// The model to show and where it comes from.
+// One value per application: the size difference of the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Source {
     /// A fixed model read from a PLY file.
     Model {

@@ -306,20 +306,21 @@ fn train_loop(
             None => target,
         };
         trainer.run_until(chunk_end, &mut sink, &stop)?;
-        if let Some(out) = job.out.as_ref().filter(|_| save_every > 0) {
-            if trainer.iteration().is_multiple_of(save_every) && last_saved != trainer.iteration() {
-                last_saved = trainer.iteration();
-                std::fs::create_dir_all(out)?;
-                let path = out.join("checkpoint.bin");
-                trainer.save_checkpoint(
-                    &path,
-                    &serde_json::json!({ "written_by": "wgsplat-viewer" }),
-                )?;
-                lock(state).note(
-                    Level::Info,
-                    format!("it {}: wrote {}", trainer.iteration(), path.display()),
-                );
-            }
+        if let Some(out) = job.out.as_ref().filter(|_| save_every > 0)
+            && trainer.iteration().is_multiple_of(save_every)
+            && last_saved != trainer.iteration()
+        {
+            last_saved = trainer.iteration();
+            std::fs::create_dir_all(out)?;
+            let path = out.join("checkpoint.bin");
+            trainer.save_checkpoint(
+                &path,
+                &serde_json::json!({ "written_by": "wgsplat-viewer" }),
+            )?;
+            lock(state).note(
+                Level::Info,
+                format!("it {}: wrote {}", trainer.iteration(), path.display()),
+            );
         }
     }
     lock(state).finished = true;
