@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod config;
 pub mod densify;
+pub mod evaluate;
 pub mod events;
 pub mod init;
 pub mod mcmc;

@@ -9,22 +9,20 @@
 
 use super::config::{Background, Strategy, TrainConfig};
 use super::densify;
-use super::events::{Evaluation, ScoredViews, TrainEvent};
+use super::events::{Evaluation, TrainEvent};
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
-use crate::data::{Dataset, View};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
-use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
-use crate::loss::{LossOptions, evaluate_metrics, loss_and_grad};
+use crate::loss::lpips::Lpips;
+use crate::loss::{LossOptions, loss_and_grad};
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::rng::SplitMix64;
 use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
-use crate::splat::forward::{
-    RenderOptions, record_binning, record_projection, record_raster, render,
-};
+use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
 
@@ -46,7 +44,7 @@ pub struct Trainer {
     /// iteration's densification or opacity reset, as INRIA reports; `run_until` emits it.
     due_evaluation: Option<Evaluation>,
     /// The LPIPS network, uploaded at the first evaluation that scores LPIPS.
-    lpips: std::cell::OnceCell<Lpips>,
+    pub(crate) lpips: std::cell::OnceCell<Lpips>,
 }
 
 /// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
@@ -237,12 +235,6 @@ impl Trainer {
         Ok(())
     }
 
-    /// The background test views are scored on: the training background, or black when that is
-    /// random.
-    pub fn evaluation_background(&self) -> [f32; 3] {
-        super::setup::background_color(self.config.background)
-    }
-
     /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
     /// charge the time to that stage (see [`StageProfile`]).
     pub fn enable_profiling(&mut self) {
@@ -419,117 +411,6 @@ impl Trainer {
         }
         self.lap(Stage::Densify)?;
         Ok(report)
-    }
-
-    /// Mean PSNR and SSIM over the test views (the training views when there are none; see
-    /// [`Trainer::scored_views`]) at the current SH degree, rendered on the training
-    /// background (black when it is random) with the RGBA ground truth composited on the same.
-    /// A model trained on white has no reason to be transparent where the views are empty, so
-    /// scoring it on black would count its (correct) white background as error.
-    pub fn evaluate(&self) -> Result<Evaluation> {
-        self.evaluate_with_degree(self.active_sh_degree())
-    }
-
-    /// Which views [`Trainer::evaluate`] scores: the test views, or the training views when the
-    /// dataset has none.
-    pub fn scored_views(&self) -> ScoredViews {
-        if self.dataset.test.is_empty() {
-            ScoredViews::Train
-        } else {
-            ScoredViews::Test
-        }
-    }
-
-    /// The views [`Trainer::evaluate`] scores (see [`Trainer::scored_views`]).
-    pub fn scored_view_list(&self) -> &[View] {
-        match self.scored_views() {
-            ScoredViews::Test => &self.dataset.test,
-            ScoredViews::Train => &self.dataset.train,
-        }
-    }
-
-    /// [`Trainer::evaluate`] with every SH band the model has.
-    pub fn evaluate_at_full_degree(&self) -> Result<Evaluation> {
-        self.evaluate_with_degree(self.params.max_sh_degree())
-    }
-
-    fn evaluate_with_degree(&self, sh_degree: u32) -> Result<Evaluation> {
-        let views = self.scored_view_list();
-        let background = self.evaluation_background();
-        let lpips = self.lpips_network(views)?;
-        let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
-        for view in views {
-            let mut camera = view.camera.clone();
-            camera.background = background;
-            let fwd = render(
-                &self.ctx,
-                &self.params,
-                &camera,
-                RenderOptions {
-                    sh_degree,
-                    raster_mode: self.config.raster_mode,
-                    ..Default::default()
-                },
-            )?;
-            let mut enc = self.ctx.encoder("eval upload");
-            let (w, h) = (view.image.width as usize, view.image.height as usize);
-            let gt = Tensor::from_slice(
-                &mut enc,
-                &pack_rgba8(&view.image.pixels),
-                &[h, w],
-                MemoryCategory::FrameScratch,
-                "eval/gt",
-            )?;
-            self.ctx.submit(enc)?;
-            let metrics = evaluate_metrics(
-                &self.ctx,
-                &fwd.image,
-                &gt,
-                &LossOptions {
-                    background: Some(background),
-                    ..Default::default()
-                },
-            )?;
-            psnr += metrics.psnr;
-            ssim += metrics.ssim;
-            if let Some(network) = lpips {
-                lpips_sum += network.distance(
-                    &self.ctx,
-                    LpipsImage {
-                        image: &fwd.image,
-                        background: None,
-                    },
-                    LpipsImage {
-                        image: &gt,
-                        background: Some(background),
-                    },
-                )?;
-            }
-        }
-        let n = views.len().max(1) as f64;
-        Ok(Evaluation {
-            views: self.scored_views(),
-            count: views.len(),
-            psnr: psnr / n,
-            ssim: ssim / n,
-            lpips: lpips.map(|_| lpips_sum / n),
-        })
-    }
-
-    /// The LPIPS network when this evaluation scores LPIPS: enabled, and every view at least
-    /// [`MIN_IMAGE_SIDE`] on each side.
-    fn lpips_network(&self, views: &[View]) -> Result<Option<&Lpips>> {
-        let large_enough = views
-            .iter()
-            .all(|v| v.image.width.min(v.image.height) >= MIN_IMAGE_SIDE);
-        if !self.config.lpips || views.is_empty() || !large_enough {
-            return Ok(None);
-        }
-        if let Some(network) = self.lpips.get() {
-            return Ok(Some(network));
-        }
-        let network = Lpips::alexnet(&self.ctx)?;
-        Ok(Some(self.lpips.get_or_init(|| network)))
     }
 
     /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
