@@ -228,3 +228,12 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         std::io::Write::write_all(w, bytes).map_err(|e| crate::io::io_error(path, "write", e))
     })
 }
+
+/// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss and LPIPS
+/// kernels decode.
+pub fn pack_rgba8(pixels: &[u8]) -> Vec<u32> {
+    pixels
+        .chunks_exact(4)
+        .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
+        .collect()
+}

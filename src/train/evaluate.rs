@@ -2,8 +2,9 @@
 //! the training views when the dataset has none), on the background it trained with.
 
 use super::events::{Evaluation, ScoredViews};
-use super::trainer::{Trainer, pack_rgba8};
+use super::trainer::Trainer;
 use crate::data::View;
+use crate::data::image::pack_rgba8;
 use crate::error::Result;
 use crate::gpu::MemoryCategory;
 use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};

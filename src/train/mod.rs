@@ -11,9 +11,10 @@ pub mod mcmc;
 pub mod options;
 pub mod profile;
 pub mod resume;
+pub mod run;
 pub mod setup;
 pub mod trainer;
 
 pub use config::{Background, Strategy, TrainConfig};
 pub use events::{Evaluation, ScoredViews, TrainEvent};
-pub use trainer::Trainer;
+pub use trainer::{LossReport, Trainer};

@@ -9,7 +9,7 @@
 
 use super::config::{Background, Strategy, TrainConfig};
 use super::densify;
-use super::events::{Evaluation, TrainEvent};
+use super::events::Evaluation;
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use crate::data::Dataset;
@@ -42,9 +42,21 @@ pub struct Trainer {
     profile: Option<StageProfile>,
     /// The evaluation due at the iteration just taken (`eval_every`), made before that
     /// iteration's densification or opacity reset, as INRIA reports; `run_until` emits it.
-    due_evaluation: Option<Evaluation>,
+    pub(crate) due_evaluation: Option<Evaluation>,
     /// The LPIPS network, uploaded at the first evaluation that scores LPIPS.
     pub(crate) lpips: std::cell::OnceCell<Lpips>,
+}
+
+/// The training loss of one iteration, read back a few iterations later (see [`Trainer::step`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossReport {
+    /// The iteration the loss belongs to.
+    pub iteration: u64,
+    /// Its image loss, `(1 - λ)·L1 + λ·(1 - SSIM)` (the MCMC regularisers add to the gradients
+    /// only).
+    pub loss: f32,
+    /// PSNR of that iteration's render against its training view.
+    pub train_psnr: f32,
 }
 
 /// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
@@ -55,14 +67,6 @@ struct PendingCheck {
     loss: TensorReadback,
     /// The six attribute sums, in [`ATTRIBUTE_NAMES`](crate::splat::gaussians::ATTRIBUTE_NAMES) order.
     attribute_sums: TensorReadback,
-}
-
-/// Packs 8-bit RGBA pixels into one u32 each (R in the low byte), the layout the loss decodes.
-pub fn pack_rgba8(pixels: &[u8]) -> Vec<u32> {
-    pixels
-        .chunks_exact(4)
-        .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
-        .collect()
 }
 
 /// A zeroed `[N, 4]` statistics tensor paged like `params`.
@@ -101,7 +105,7 @@ impl Trainer {
         let mut train_images = Vec::with_capacity(dataset.train.len());
         for view in &dataset.train {
             let (w, h) = (view.image.width as usize, view.image.height as usize);
-            let packed = pack_rgba8(&view.image.pixels);
+            let packed = crate::data::image::pack_rgba8(&view.image.pixels);
             train_images.push(Tensor::from_slice(
                 &mut enc,
                 &packed,
@@ -261,13 +265,14 @@ impl Trainer {
         }
     }
 
-    /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed.
+    /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed
+    /// (every `loss_readback_every` iterations).
     ///
     /// Two submissions: the projection (whose 8-byte count readback sizes everything after it),
     /// then binning, rasterization, loss, backward and Adam in one encoder. When `eval_every`
     /// is due, the evaluation runs after the optimizer step and before densification, and
     /// [`Trainer::run_until`] reports it.
-    pub fn step(&mut self) -> Result<Option<(u64, f32, f32)>> {
+    pub fn step(&mut self) -> Result<Option<LossReport>> {
         let view_index = self.view_for(self.iteration);
         let mut rng = self.iteration_rng(self.iteration);
         let background = self.background(&mut rng);
@@ -397,7 +402,11 @@ impl Trainer {
             } else {
                 f32::INFINITY
             };
-            report = Some((iteration, loss_value, psnr));
+            report = Some(LossReport {
+                iteration,
+                loss: loss_value,
+                train_psnr: psnr,
+            });
         }
         // Score the model the optimizer step produced, before this iteration's refinement (an
         // opacity reset would otherwise be what the evaluation at a reset iteration measures).
@@ -411,57 +420,6 @@ impl Trainer {
         }
         self.lap(Stage::Densify)?;
         Ok(report)
-    }
-
-    /// Emits `Started`, then runs to the configured iteration count, reporting through `sink`.
-    pub fn run(&mut self, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
-        sink(TrainEvent::Started {
-            iterations: self.config.iterations,
-            gaussians: self.params.len(),
-            adapter: self.ctx.info().name.clone(),
-        });
-        self.run_until(self.config.iterations, sink, stop)
-    }
-
-    /// Runs until `target` iterations are done (or `stop` says so), reporting through `sink`.
-    pub fn run_until(
-        &mut self,
-        target: u64,
-        sink: &mut dyn FnMut(TrainEvent),
-        stop: &dyn Fn() -> bool,
-    ) -> Result<()> {
-        let start = std::time::Instant::now();
-        let first = self.iteration;
-        while self.iteration < target.min(self.config.iterations) && !stop() {
-            let before = self.params.len();
-            if let Some((iteration, loss, train_psnr)) = self.step()? {
-                let rate =
-                    (self.iteration - first) as f64 / start.elapsed().as_secs_f64().max(1e-9);
-                let gpu_bytes = self.ctx.memory_report().total.live_bytes;
-                sink(TrainEvent::Progress {
-                    iteration,
-                    loss,
-                    train_psnr,
-                    gaussians: self.params.len(),
-                    iterations_per_second: rate,
-                    gpu_bytes,
-                });
-            }
-            if self.params.len() != before {
-                sink(TrainEvent::Densified {
-                    iteration: self.iteration,
-                    before,
-                    after: self.params.len(),
-                });
-            }
-            if let Some(scores) = self.due_evaluation.take() {
-                sink(TrainEvent::Evaluated {
-                    iteration: self.iteration,
-                    scores,
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks

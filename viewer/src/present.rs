@@ -176,7 +176,7 @@ impl PresentTarget {
 
 /// Uploads 8-bit RGBA pixels as one packed word each (the reference of a difference view).
 pub fn upload_reference(ctx: &GpuContext, pixels: &[u8]) -> anyhow::Result<GpuBuffer> {
-    let packed = wgsplat::train::trainer::pack_rgba8(pixels);
+    let packed = wgsplat::data::image::pack_rgba8(pixels);
     let mut enc = ctx.encoder("viewer: reference image");
     let buffer = enc.alloc(
         (packed.len().max(1) * 4) as u64,
