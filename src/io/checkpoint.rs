@@ -23,23 +23,24 @@
 
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, MemoryCategory};
-use crate::optim::{AdamConfig, GaussianOptimizer};
+use crate::gpu::GpuContext;
+use crate::optim::GaussianOptimizer;
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::ATTRIBUTE_NAMES;
-use crate::splat::sh::coefficient_count;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
 
-const KIND: &str = "wgsplat checkpoint";
+pub use super::checkpoint_read::load_checkpoint;
+
+pub(crate) const KIND: &str = "wgsplat checkpoint";
 /// The first eight bytes of every checkpoint.
 pub const MAGIC: [u8; 8] = *b"WGSPCKPT";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 /// Largest JSON header accepted.
-const MAX_HEADER_BYTES: u32 = 64 << 20;
+pub(crate) const MAX_HEADER_BYTES: u32 = 64 << 20;
 
 /// The JSON header of a checkpoint file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -128,12 +129,12 @@ pub struct TrainerState<'a> {
 }
 
 /// Columns of the densification statistics.
-const STATS_COLUMNS: u64 = 4;
+pub(crate) const STATS_COLUMNS: u64 = 4;
 
 /// The three tensor sets of a checkpoint, with their name prefixes.
-const SETS: [&str; 3] = ["params", "adam.m", "adam.v"];
+pub(crate) const SETS: [&str; 3] = ["params", "adam.m", "adam.v"];
 
-fn format_error(path: &Path, message: impl Into<String>) -> Error {
+pub(crate) fn format_error(path: &Path, message: impl Into<String>) -> Error {
     Error::Format {
         path: path.display().to_string(),
         kind: KIND.into(),
@@ -142,7 +143,7 @@ fn format_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// The tensor list a checkpoint of `n` Gaussians with `rest` SH coefficients past DC must hold.
-fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntry> {
+pub(crate) fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntry> {
     let shapes: [Vec<u64>; 6] = [
         vec![n, 3],
         vec![n, 3],
@@ -173,14 +174,14 @@ fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntry> {
 }
 
 /// 64-bit FNV-1a.
-struct Fnv1a(u64);
+pub(crate) struct Fnv1a(pub(crate) u64);
 
 impl Fnv1a {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Fnv1a(0xcbf2_9ce4_8422_2325)
     }
 
-    fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -329,202 +330,7 @@ pub fn save_trainer_checkpoint(
     })
 }
 
-/// Reads exactly `buf.len()` bytes, hashing them; a short read is a truncation error.
-fn read_hashed(
-    path: &Path,
-    reader: &mut impl Read,
-    hash: &mut Fnv1a,
-    buf: &mut [u8],
-    what: &str,
-) -> Result<()> {
-    reader.read_exact(buf).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => format_error(
-            path,
-            format!("it is truncated inside {what}; use an earlier checkpoint"),
-        ),
-        _ => io_error(path, "read", e),
-    })?;
-    hash.update(buf);
-    Ok(())
-}
-
 /// The little-endian bytes of `values`, as the file stores them.
 fn le_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-/// Reads the f32 values of `tensor` (little endian, hashed) and records their upload.
-fn read_tensor(
-    path: &Path,
-    reader: &mut impl Read,
-    hash: &mut Fnv1a,
-    enc: &mut crate::gpu::Encoder,
-    tensor: &Tensor,
-    what: &str,
-) -> Result<()> {
-    let mut bytes = vec![0u8; tensor.len() as usize * 4];
-    read_hashed(path, reader, hash, &mut bytes, what)?;
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    tensor.write(enc, &values)
-}
-
-/// Loads a checkpoint written by [`save_checkpoint`], uploading the tensors through `ctx` (their
-/// uploads are submitted before this returns). Corrupt, truncated or foreign files give
-/// [`Error::Format`] naming the file.
-pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
-    let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-    let file_len = file
-        .metadata()
-        .map_err(|e| io_error(path, "read the size of", e))?
-        .len();
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut hash = Fnv1a::new();
-    let mut prefix = [0u8; 16];
-    if file_len < 16 {
-        return Err(format_error(
-            path,
-            format!("it is only {file_len} bytes long, too short for a checkpoint header"),
-        ));
-    }
-    read_hashed(path, &mut reader, &mut hash, &mut prefix, "the file prefix")?;
-    if prefix[..8] != MAGIC {
-        return Err(format_error(
-            path,
-            "it does not start with the checkpoint magic bytes WGSPCKPT; it is not a wgsplat checkpoint",
-        ));
-    }
-    let version = u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
-    if version != FORMAT_VERSION {
-        return Err(format_error(
-            path,
-            format!(
-                "format version {version}; this build reads version {FORMAT_VERSION} (use a matching wgsplat)"
-            ),
-        ));
-    }
-    let json_len = u32::from_le_bytes([prefix[12], prefix[13], prefix[14], prefix[15]]);
-    if json_len > MAX_HEADER_BYTES || u64::from(json_len) > file_len - 16 {
-        return Err(format_error(
-            path,
-            format!(
-                "its header length {json_len} does not fit in the {file_len}-byte file (corrupt or truncated)"
-            ),
-        ));
-    }
-    let mut json = vec![0u8; json_len as usize];
-    read_hashed(path, &mut reader, &mut hash, &mut json, "the JSON header")?;
-    let header: CheckpointHeader = serde_json::from_slice(&json).map_err(|e| {
-        format_error(
-            path,
-            format!("its JSON header is invalid ({e}); the file is corrupt"),
-        )
-    })?;
-    let rest = u64::from(header.sh_rest_count);
-    if header.sh_degree > 3 || rest != coefficient_count(header.sh_degree) as u64 - 1 {
-        return Err(format_error(
-            path,
-            format!(
-                "SH degree {} with {rest} rest coefficients is inconsistent",
-                header.sh_degree
-            ),
-        ));
-    }
-    if header.gaussians > u64::from(u32::MAX)
-        || header.tensors != expected_tensors(header.gaussians, rest, header.has_densify_stats)
-    {
-        return Err(format_error(
-            path,
-            "its tensor list does not match its Gaussian count and SH degree (corrupt header)",
-        ));
-    }
-    let data_bytes: u64 = header.tensors.iter().map(|t| t.bytes).sum();
-    let expected_len = 16 + u64::from(json_len) + data_bytes + 8;
-    if file_len < expected_len {
-        return Err(format_error(
-            path,
-            format!(
-                "it is truncated: {file_len} bytes, but its header describes {expected_len}; it was probably cut off while being written, use an earlier checkpoint"
-            ),
-        ));
-    }
-    if file_len > expected_len {
-        return Err(format_error(
-            path,
-            format!(
-                "it has {} bytes past the end its header describes (corrupt)",
-                file_len - expected_len
-            ),
-        ));
-    }
-    let [b1, b2, eps] = header.adam.bits.map(f64::from_bits);
-    let config = AdamConfig {
-        beta1: b1,
-        beta2: b2,
-        eps,
-    };
-    let n = header.gaussians as usize;
-    let mut loaded = Vec::with_capacity(SETS.len());
-    for (set, category) in SETS.iter().zip([
-        MemoryCategory::Parameters,
-        MemoryCategory::OptimizerState,
-        MemoryCategory::OptimizerState,
-    ]) {
-        let mut enc = ctx.encoder("load_checkpoint");
-        let tensors = GaussianTensors::uninit(&mut enc, n, header.sh_degree, category, set)?;
-        for (tensor, name) in tensors.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
-            let what = format!("tensor {set}.{name}");
-            read_tensor(path, &mut reader, &mut hash, &mut enc, tensor, &what)?;
-        }
-        ctx.submit(enc)?;
-        loaded.push(tensors);
-    }
-    let densify_stats = if header.has_densify_stats {
-        let mut enc = ctx.encoder("load_checkpoint stats");
-        let stats = Tensor::uninit_rows(
-            &mut enc,
-            DType::F32,
-            &[n, STATS_COLUMNS as usize],
-            loaded[0].rows_per_page,
-            MemoryCategory::OptimizerState,
-            "densify/stats",
-        )?;
-        let what = "tensor densify.stats";
-        read_tensor(path, &mut reader, &mut hash, &mut enc, &stats, what)?;
-        ctx.submit(enc)?;
-        Some(stats)
-    } else {
-        None
-    };
-    let digest = hash.0;
-    let mut stored = [0u8; 8];
-    read_hashed(
-        path,
-        &mut reader,
-        &mut Fnv1a::new(),
-        &mut stored,
-        "the checksum",
-    )?;
-    if u64::from_le_bytes(stored) != digest {
-        return Err(format_error(
-            path,
-            "its checksum does not match its contents; the file is corrupt, use an earlier checkpoint",
-        ));
-    }
-    let mut sets = loaded.into_iter();
-    let (Some(params), Some(moment1), Some(moment2)) = (sets.next(), sets.next(), sets.next())
-    else {
-        return Err(format_error(path, "internal: tensor sets missing"));
-    };
-    let optimizer = GaussianOptimizer::from_parts(config, moment1, moment2, header.adam_step)?;
-    Ok(Checkpoint {
-        params,
-        optimizer,
-        iteration: header.iteration,
-        rng_state: header.rng_state,
-        extra: header.extra,
-        densify_stats,
-    })
 }

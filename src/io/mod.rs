@@ -3,6 +3,7 @@
 //! a crash never leaves a half-written file under the real name.
 
 pub mod checkpoint;
+mod checkpoint_read;
 pub mod model;
 pub mod ply;
 pub(crate) mod ply_read;

@@ -5,6 +5,7 @@
 pub mod compact;
 pub mod count;
 pub mod elementwise;
+mod elementwise_codes;
 pub mod fill;
 pub mod gather;
 pub mod radix_sort;
