@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::mirror;
 use crate::splat::GaussianTensors;
-use crate::splat::gaussians::ATTRIBUTE_NAMES;
+use crate::splat::gaussians::{ATTRIBUTE_NAMES, Attribute};
 use crate::tensor::{DType, Tensor};
 
 const FILE: &str = "adam.wgsl";
@@ -307,18 +307,11 @@ impl GaussianOptimizer {
         append_rows_in_place(enc, &mut self.moment2, None, new_rows.len(), "adam.v")
     }
 
-    /// Zeroes both moments of one group (index into [`ATTRIBUTE_NAMES`]), as 3DGS does for the
-    /// opacities when it resets them.
-    pub fn clear_group_moments(&mut self, enc: &mut Encoder, group: usize) -> Result<()> {
-        if group >= ATTRIBUTE_NAMES.len() {
-            return Err(Error::InvalidArgument {
-                op: "clear_group_moments",
-                detail: format!("group {group} is not below {}", ATTRIBUTE_NAMES.len()),
-            });
-        }
+    /// Zeroes both moments of one attribute, as 3DGS does for the opacities when it resets them.
+    pub fn clear_group_moments(&mut self, enc: &mut Encoder, group: Attribute) -> Result<()> {
         for t in [
-            self.moment1.attributes()[group],
-            self.moment2.attributes()[group],
+            self.moment1.attributes()[group.index()],
+            self.moment2.attributes()[group.index()],
         ] {
             for page in 0..t.num_pages() {
                 enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);

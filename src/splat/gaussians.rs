@@ -29,7 +29,46 @@ pub struct GaussianTensors {
     pub rows_per_page: u64,
 }
 
-/// Names of the attributes, in [`GaussianTensors::attributes`] order.
+/// One attribute (parameter group) of a Gaussian, in [`GaussianTensors::attributes`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Attribute {
+    /// World positions `[N, 3]`.
+    Means,
+    /// Log scales `[N, 3]`.
+    LogScales,
+    /// Unnormalised quaternions (w, x, y, z) `[N, 4]`.
+    Quats,
+    /// Logit opacities `[N]`.
+    OpacityLogits,
+    /// SH DC coefficients `[N, 3]`.
+    ShDc,
+    /// SH coefficients past DC `[N, 3K]`.
+    ShRest,
+}
+
+impl Attribute {
+    /// Every attribute, in [`GaussianTensors::attributes`] order.
+    pub const ALL: [Attribute; 6] = [
+        Attribute::Means,
+        Attribute::LogScales,
+        Attribute::Quats,
+        Attribute::OpacityLogits,
+        Attribute::ShDc,
+        Attribute::ShRest,
+    ];
+
+    /// Its position in [`Attribute::ALL`] (and in [`GaussianTensors::attributes`]).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Its name in checkpoints and messages.
+    pub fn name(self) -> &'static str {
+        ATTRIBUTE_NAMES[self.index()]
+    }
+}
+
+/// Names of the attributes, in [`Attribute::ALL`] order.
 pub const ATTRIBUTE_NAMES: [&str; 6] = [
     "means",
     "log_scales",

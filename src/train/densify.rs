@@ -23,6 +23,7 @@ use crate::mirror;
 use crate::ops;
 use crate::optim::rows::{concat_gaussian_rows, select_gaussian_rows};
 use crate::splat::GaussianTensors;
+use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
 
 /// Uniform of `densify_classify.wgsl`.
@@ -107,7 +108,8 @@ pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
             f32::NEG_INFINITY,
             RESET_LOGIT,
         )?;
-        t.optimizer.clear_group_moments(&mut enc, 3)?;
+        t.optimizer
+            .clear_group_moments(&mut enc, Attribute::OpacityLogits)?;
         t.ctx.submit(enc)?;
     }
     Ok(())
