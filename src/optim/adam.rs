@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::mirror;
 use crate::splat::GaussianTensors;
-use crate::splat::gaussians::{ATTRIBUTE_NAMES, Attribute};
+use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
 
 const FILE: &str = "adam.wgsl";
@@ -172,7 +172,7 @@ pub struct LearningRates {
 }
 
 impl LearningRates {
-    /// The rates in [`ATTRIBUTE_NAMES`] order.
+    /// The rates in [`Attribute::ALL`] order.
     pub fn as_array(&self) -> [f32; 6] {
         [
             self.means,
