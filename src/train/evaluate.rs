@@ -93,10 +93,7 @@ impl Trainer {
             if let Some(network) = lpips {
                 lpips_sum += network.distance(
                     &self.ctx,
-                    LpipsImage {
-                        image: &fwd.image,
-                        background: None,
-                    },
+                    LpipsImage::new(&fwd.image),
                     LpipsImage {
                         image: &gt,
                         background: Some(background),

@@ -57,6 +57,16 @@ pub struct LpipsImage<'a> {
     pub background: Option<[f32; 3]>,
 }
 
+impl<'a> LpipsImage<'a> {
+    /// An image read as it is (no compositing).
+    pub fn new(image: &'a Tensor) -> Self {
+        LpipsImage {
+            image,
+            background: None,
+        }
+    }
+}
+
 /// A planar feature map on the GPU (`[channels, height, width]`).
 #[derive(Clone)]
 pub struct GpuFeatureMap {
