@@ -229,10 +229,38 @@ impl<R: BufRead> Body<R> {
     }
 }
 
-/// An open PLY file positioned at the start of its `vertex` element.
-pub(crate) struct VertexReader {
+/// The file being read and what kind of file it should be, for errors.
+struct Origin {
     path: std::path::PathBuf,
     kind: String,
+}
+
+impl Origin {
+    fn error(&self, message: impl Into<String>) -> Error {
+        format_error(&self.path, &self.kind, message)
+    }
+
+    /// The next scalar of `body`, with errors naming `what` was being read.
+    fn value<R: BufRead>(
+        &self,
+        body: &mut Body<R>,
+        ty: Scalar,
+        what: impl Fn() -> String,
+    ) -> Result<f64> {
+        body.next(ty)
+            .map_err(|e| self.error(format!("bad value in {}: {e}", what())))?
+            .ok_or_else(|| {
+                self.error(format!(
+                    "it is truncated or malformed: the data ends inside {}",
+                    what()
+                ))
+            })
+    }
+}
+
+/// An open PLY file positioned at the start of its `vertex` element.
+pub(crate) struct VertexReader {
+    origin: Origin,
     body: Body<BufReader<std::fs::File>>,
     vertex: Element,
     file_len: u64,
@@ -299,15 +327,9 @@ impl VertexReader {
                 }
             }
         };
-        let mut this = VertexReader {
+        let origin = Origin {
             path: path.to_path_buf(),
             kind: kind.to_owned(),
-            body: Body::Ascii {
-                text: String::new(),
-                position: 0,
-            },
-            vertex,
-            file_len,
         };
         for element in &header.elements[..vertex_index] {
             for i in 0..element.count {
@@ -319,38 +341,21 @@ impl VertexReader {
                         )
                     };
                     let items = match property.list_count {
-                        Some(count_ty) => this.value(&mut body, count_ty, what)? as u64,
+                        Some(count_ty) => origin.value(&mut body, count_ty, what)? as u64,
                         None => 1,
                     };
                     for _ in 0..items {
-                        this.value(&mut body, property.ty, what)?;
+                        origin.value(&mut body, property.ty, what)?;
                     }
                 }
             }
         }
-        this.body = body;
-        Ok(this)
-    }
-
-    fn error(&self, message: impl Into<String>) -> Error {
-        format_error(&self.path, &self.kind, message)
-    }
-
-    /// The next scalar of `body`, with errors naming `what` was being read.
-    fn value(
-        &self,
-        body: &mut Body<BufReader<std::fs::File>>,
-        ty: Scalar,
-        what: impl Fn() -> String,
-    ) -> Result<f64> {
-        body.next(ty)
-            .map_err(|e| self.error(format!("bad value in {}: {e}", what())))?
-            .ok_or_else(|| {
-                self.error(format!(
-                    "it is truncated or malformed: the data ends inside {}",
-                    what()
-                ))
-            })
+        Ok(VertexReader {
+            origin,
+            body,
+            vertex,
+            file_len,
+        })
     }
 
     /// The vertex element's properties, in file order.
@@ -374,20 +379,15 @@ impl VertexReader {
     ) -> Result<()> {
         let mut record = vec![0f32; slots];
         let count = self.vertex.count;
-        let properties = std::mem::take(&mut self.vertex.properties);
-        let mut body = std::mem::replace(
-            &mut self.body,
-            Body::Ascii {
-                text: String::new(),
-                position: 0,
-            },
-        );
+        let properties = &self.vertex.properties;
+        let body = &mut self.body;
+        let origin = &self.origin;
         // Binary vertices without lists are read a whole record at a time.
         let stride = properties
             .iter()
             .map(|p| p.list_count.is_none().then_some(p.ty.size()))
             .sum::<Option<usize>>();
-        let mut fixed = match (&body, stride) {
+        let mut fixed = match (&*body, stride) {
             (Body::Binary { big_endian, .. }, Some(stride)) => {
                 let mut offset = 0;
                 let mut fields = Vec::new();
@@ -403,13 +403,13 @@ impl VertexReader {
         };
         for i in 0..count {
             if let (Some((bytes, fields, big_endian)), Body::Binary { reader, .. }) =
-                (&mut fixed, &mut body)
+                (&mut fixed, &mut *body)
             {
                 reader.read_exact(bytes).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => self.error(format!(
+                    std::io::ErrorKind::UnexpectedEof => origin.error(format!(
                         "it is truncated or malformed: the data ends inside vertex {i} of {count}"
                     )),
-                    _ => io_error(&self.path, "read", e),
+                    _ => io_error(&origin.path, "read", e),
                 })?;
                 for &(offset, ty, slot) in fields.iter() {
                     record[slot] =
@@ -419,11 +419,11 @@ impl VertexReader {
                 for (property, slot) in properties.iter().zip(slot_of_property) {
                     let what = || format!("vertex {i} of {count} ({})", property.name);
                     let items = match property.list_count {
-                        Some(count_ty) => self.value(&mut body, count_ty, what)? as u64,
+                        Some(count_ty) => origin.value(body, count_ty, what)? as u64,
                         None => 1,
                     };
                     for _ in 0..items {
-                        let value = self.value(&mut body, property.ty, what)?;
+                        let value = origin.value(body, property.ty, what)?;
                         if let Some(slot) = slot {
                             record[*slot] = value as f32;
                         }

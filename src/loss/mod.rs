@@ -292,9 +292,45 @@ fn stats_of(
     Ok(stats)
 }
 
-/// PSNR, SSIM, MSE and L1 of `rendered` against `gt` (same options as the loss; λ is unused),
-/// reduced on the GPU and read back with one readback (blocking). As gsplat and INRIA score, the
-/// rendered values are clamped to [0, 1] first (a render may exceed 1 where splats overlap).
+/// Records the image metrics of `rendered` against `gt` (same options as the loss; λ is unused)
+/// without reading them back: a 4-element tensor `[loss, L1, SSIM, MSE]` for
+/// [`ImageMetrics::from_stats`]. As gsplat and INRIA score, the rendered values are clamped to
+/// [0, 1] first (a render may exceed 1 where splats overlap).
+pub fn record_metrics(
+    enc: &mut Encoder,
+    rendered: &Tensor,
+    gt: &Tensor,
+    options: &LossOptions,
+) -> Result<Tensor> {
+    stats_of(enc, rendered, gt, options, true)
+}
+
+impl ImageMetrics {
+    /// The metrics from the values [`record_metrics`] recorded.
+    pub fn from_stats(values: &[f32]) -> Result<Self> {
+        let &[_, l1, ssim, mse] = values else {
+            return Err(Error::Readback {
+                label: "loss/stats".into(),
+                message: format!("expected 4 values, got {}", values.len()),
+            });
+        };
+        let mse = f64::from(mse);
+        let psnr = if mse > 0.0 {
+            -10.0 * mse.log10()
+        } else {
+            f64::INFINITY
+        };
+        Ok(ImageMetrics {
+            psnr,
+            ssim: f64::from(ssim),
+            mse,
+            l1: f64::from(l1),
+        })
+    }
+}
+
+/// PSNR, SSIM, MSE and L1 of `rendered` against `gt` (see [`record_metrics`]), with one
+/// readback (blocking).
 pub fn evaluate_metrics(
     ctx: &GpuContext,
     rendered: &Tensor,
@@ -302,28 +338,10 @@ pub fn evaluate_metrics(
     options: &LossOptions,
 ) -> Result<ImageMetrics> {
     let mut enc = ctx.encoder("evaluate_metrics");
-    let stats = stats_of(&mut enc, rendered, gt, options, true)?;
+    let stats = record_metrics(&mut enc, rendered, gt, options)?;
     let pending = stats.record_read(&mut enc)?;
     ctx.submit(enc)?;
-    let values: Vec<f32> = pending.wait(ctx)?;
-    let &[_, l1, ssim, mse] = values.as_slice() else {
-        return Err(Error::Readback {
-            label: "loss/stats".into(),
-            message: format!("expected 4 values, got {}", values.len()),
-        });
-    };
-    let mse = f64::from(mse);
-    let psnr = if mse > 0.0 {
-        -10.0 * mse.log10()
-    } else {
-        f64::INFINITY
-    };
-    Ok(ImageMetrics {
-        psnr,
-        ssim: f64::from(ssim),
-        mse,
-        l1: f64::from(l1),
-    })
+    ImageMetrics::from_stats(&pending.wait::<f32>(ctx)?)
 }
 
 /// Every Rust struct in `loss` that mirrors a WGSL struct.

@@ -8,7 +8,7 @@ use crate::data::image::pack_rgba8;
 use crate::error::Result;
 use crate::gpu::MemoryCategory;
 use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
-use crate::loss::{LossOptions, evaluate_metrics};
+use crate::loss::{ImageMetrics, LossOptions, record_metrics};
 use crate::splat::forward::{RenderOptions, render};
 use crate::tensor::Tensor;
 
@@ -56,7 +56,7 @@ impl Trainer {
         let background = self.evaluation_background();
         let lpips = self.lpips_network(views)?;
         let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
-        for view in views {
+        for (index, view) in views.iter().enumerate() {
             let mut camera = view.camera.clone();
             camera.background = background;
             let fwd = render(
@@ -69,36 +69,45 @@ impl Trainer {
                     ..Default::default()
                 },
             )?;
-            let mut enc = self.ctx.encoder("eval upload");
-            let (w, h) = (view.image.width as usize, view.image.height as usize);
-            let gt = Tensor::from_slice(
-                &mut enc,
-                &pack_rgba8(&view.image.pixels),
-                &[h, w],
-                MemoryCategory::FrameScratch,
-                "eval/gt",
-            )?;
-            self.ctx.submit(enc)?;
-            let metrics = evaluate_metrics(
-                &self.ctx,
-                &fwd.image,
-                &gt,
-                &LossOptions {
-                    background: Some(background),
-                    ..Default::default()
-                },
-            )?;
-            psnr += metrics.psnr;
-            ssim += metrics.ssim;
-            if let Some(network) = lpips {
-                lpips_sum += network.distance(
-                    &self.ctx,
-                    LpipsImage::new(&fwd.image),
-                    LpipsImage {
+            // One submission scores the view: metrics and LPIPS, read back together. The
+            // training images are on the GPU already; held-out views are uploaded.
+            let mut enc = self.ctx.encoder("evaluation");
+            let gt = match self.scored_views() {
+                ScoredViews::Train => self.train_images[index].clone(),
+                ScoredViews::Test => {
+                    let (w, h) = (view.image.width as usize, view.image.height as usize);
+                    Tensor::from_slice(
+                        &mut enc,
+                        &pack_rgba8(&view.image.pixels),
+                        &[h, w],
+                        MemoryCategory::FrameScratch,
+                        "eval/gt",
+                    )?
+                }
+            };
+            let options = LossOptions {
+                background: Some(background),
+                ..Default::default()
+            };
+            let stats =
+                record_metrics(&mut enc, &fwd.image, &gt, &options)?.record_read(&mut enc)?;
+            let distance = lpips
+                .map(|network| {
+                    let gt = LpipsImage {
                         image: &gt,
                         background: Some(background),
-                    },
-                )?;
+                    };
+                    network
+                        .record(&mut enc, LpipsImage::new(&fwd.image), gt)?
+                        .record_read(&mut enc)
+                })
+                .transpose()?;
+            self.ctx.submit(enc)?;
+            let metrics = ImageMetrics::from_stats(&stats.wait::<f32>(&self.ctx)?)?;
+            psnr += metrics.psnr;
+            ssim += metrics.ssim;
+            if let Some(distance) = distance {
+                lpips_sum += Lpips::value_of(&distance.wait::<f32>(&self.ctx)?)?;
             }
         }
         let n = views.len().max(1) as f64;

@@ -31,7 +31,7 @@ pub struct Trainer {
     pub(crate) ctx: GpuContext,
     pub(crate) config: TrainConfig,
     pub(crate) dataset: Dataset,
-    train_images: Vec<Tensor>,
+    pub(crate) train_images: Vec<Tensor>,
     pub(crate) params: GaussianTensors,
     pub(crate) grads: GaussianTensors,
     pub(crate) optimizer: GaussianOptimizer,

@@ -244,11 +244,8 @@ fn train_loop(
             ),
         );
     }
-    let save_every = if job.out.is_some() {
-        config.save_every
-    } else {
-        0
-    };
+    // `--save-every` comes with `--out` (checked when the options are read).
+    let save_every = config.save_every;
     let mut trainer = Trainer::new(&ctx, job.dataset, params, config)?;
     let mut last_saved = 0;
     let mut paused = false;

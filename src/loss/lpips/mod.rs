@@ -214,10 +214,13 @@ impl Lpips {
     /// LPIPS between two images of equal size (blocking: one submission, one readback).
     pub fn distance(&self, ctx: &GpuContext, a: LpipsImage<'_>, b: LpipsImage<'_>) -> Result<f64> {
         let mut enc = ctx.encoder("lpips");
-        let value = self.record(&mut enc, a, b)?;
-        let pending = value.record_read(&mut enc)?;
+        let pending = self.record(&mut enc, a, b)?.record_read(&mut enc)?;
         ctx.submit(enc)?;
-        let values: Vec<f32> = pending.wait(ctx)?;
+        Self::value_of(&pending.wait::<f32>(ctx)?)
+    }
+
+    /// The distance from the values read back from [`Lpips::record`]'s tensor.
+    pub fn value_of(values: &[f32]) -> Result<f64> {
         values
             .first()
             .map(|&v| f64::from(v))
