@@ -277,9 +277,12 @@ fn rasterize_backward(
             workgroupBarrier();
             // The tile's sums, subgroup by subgroup in a fixed order. The other buffer is written
             // next; this one only after the next group's barrier, which every reader reaches first.
-            if lid < count * 3u {
-                let t = lid / 3u;
-                let q = lid % 3u;
+            // A group has up to `lanes` splats of 3 parts each: with subgroups of more than 21
+            // lanes (32 on NVIDIA, 64 on AMD) that is more parts than the workgroup has
+            // invocations, so each invocation takes every WORKGROUP-th part.
+            for (var i = lid; i < count * 3u; i += WORKGROUP) {
+                let t = i / 3u;
+                let q = i % 3u;
                 var sum = vec4<f32>(0.0);
                 for (var s = 0u; s < num_sg; s++) {
                     sum += part[parity * 192u + (s * lanes + t) * 3u + q];

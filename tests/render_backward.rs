@@ -209,19 +209,31 @@ fn gradients_match_gsplat_peer_cases() {
 /// Central differences of a weighted image sum against the analytic gradient of the first
 /// `checked` parameters (all when `None`), in `raster_mode`, on both kernel paths.
 fn check_central_differences(raster_mode: RasterMode, checked: Option<usize>) {
+    let cam = camera(40, 28, [0.2, 0.1, 0.3]);
+    let mut g = random_gaussians(11, 5, 0.6, 0.25);
+    for logit in &mut g.opacity_logits {
+        *logit = logit.clamp(-1.5, 1.5); // stay away from the 0.999 alpha cap
+    }
+    let checked: Vec<usize> = (0..checked.unwrap_or(flat(&g).len())).collect();
+    check_indices_by_central_differences(&cam, &g, &checked, raster_mode);
+}
+
+/// Central differences of a weighted image sum against the analytic gradient of the parameters
+/// at `checked` (indices into `flat`'s order), on both kernel paths.
+fn check_indices_by_central_differences(
+    cam: &Camera,
+    g: &CpuGaussians,
+    checked: &[usize],
+    raster_mode: RasterMode,
+) {
     for ctx in both_paths() {
-        let cam = camera(40, 28, [0.2, 0.1, 0.3]);
-        let mut g = random_gaussians(11, 5, 0.6, 0.25);
-        for logit in &mut g.opacity_logits {
-            *logit = logit.clamp(-1.5, 1.5); // stay away from the 0.999 alpha cap
-        }
         let mut rng = TestRng::new(12);
         let weights = rng.vec_f32((cam.width * cam.height * 4) as usize, -1.0, 1.0);
-        let mut analytic = flat(
+        let all = flat(
             &gradients(
                 ctx,
-                &g,
-                &cam,
+                g,
+                cam,
                 &weights,
                 AlphaMode::Smooth,
                 false,
@@ -229,27 +241,28 @@ fn check_central_differences(raster_mode: RasterMode, checked: Option<usize>) {
             )
             .params,
         );
-        let base = flat(&g);
-        let checked = checked.unwrap_or(base.len());
-        analytic.truncate(checked);
-        let mut numeric = Vec::with_capacity(checked);
-        for (index, &x) in base.iter().enumerate().take(checked) {
+        let analytic: Vec<f32> = checked.iter().map(|&i| all[i]).collect();
+        let base = flat(g);
+        let mut numeric = Vec::with_capacity(checked.len());
+        for &index in checked {
+            let x = base[index];
             let h = 1e-2f32.max(x.abs() * 1e-2);
             let mut plus = g.clone();
             set_flat(&mut plus, index, x + h);
             let mut minus = g.clone();
             set_flat(&mut minus, index, x - h);
-            let d = (loss(ctx, &plus, &cam, &weights, raster_mode)
-                - loss(ctx, &minus, &cam, &weights, raster_mode))
+            let d = (loss(ctx, &plus, cam, &weights, raster_mode)
+                - loss(ctx, &minus, cam, &weights, raster_mode))
                 / (2.0 * f64::from(h));
             numeric.push(d as f32);
         }
         let scale = numeric.iter().fold(0f32, |m, v| m.max(v.abs()));
         compare_close(
             &format!(
-                "finite differences ({}, {})",
+                "finite differences ({}, {}, {} Gaussians)",
                 raster_mode.name(),
-                ctx.info().kernel_path()
+                ctx.info().kernel_path(),
+                g.means.len()
             ),
             &analytic,
             &numeric,
@@ -258,6 +271,26 @@ fn check_central_differences(raster_mode: RasterMode, checked: Option<usize>) {
         )
         .unwrap();
     }
+}
+
+/// One 16x16 tile crossed by 80 Gaussians: more than one batch of 64 and more splats per
+/// subgroup group than a workgroup of 64 has invocations for three parts each once subgroups
+/// have more than 21 lanes (NVIDIA's 32, AMD's 64). On such GPUs the fast path once dropped the
+/// gradient rows of group splats 22 and up; lavapipe's 8-lane subgroups never showed it. Means
+/// (x, y) and opacity logits of every Gaussian are checked.
+#[test]
+fn crowded_tile_gradients_match_central_differences() {
+    let cam = camera(16, 16, [0.2, 0.1, 0.3]);
+    let n = 80;
+    let mut g = random_gaussians(21, n, 1.5, 0.5);
+    for logit in &mut g.opacity_logits {
+        // Low opacities: the pixels stay far from the transmittance cutoff behind 80 splats.
+        *logit = -4.0 + 0.5 * (*logit + 2.0);
+    }
+    let means_xy = (0..3 * n).filter(|i| i % 3 != 2);
+    let opacity_logits = 10 * n..11 * n;
+    let checked: Vec<usize> = means_xy.chain(opacity_logits).collect();
+    check_indices_by_central_differences(&cam, &g, &checked, RasterMode::Classic);
 }
 
 #[test]
