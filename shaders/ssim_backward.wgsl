@@ -1,21 +1,26 @@
-// Fused loss forward + backward: one workgroup per (16x16 output tile, channel) writes
-// dLoss/dImage for the tile's pixels and the same record of partial sums as ssim_forward.wgsl.
+// Fused loss forward + backward: one workgroup per (32x16 output tile, channel) writes
+// dLoss/dImage for the tile's pixels and a record of partial sums like ssim_forward.wgsl's.
 //
 // The SSIM gradient at pixel p is
 //   sum_q G(q - p) * (A_q + 2 x_p B_q + y_p C_q)
 // over the output positions q whose window covers p, with B = s dm/dvar_x, C = s dm/dcov,
 // A = s (dm/dmu_x - 2 mu_x dm/dvar_x - mu_y dm/dcov) and s = -lambda w_q / (3 W_ssim); the
 // window is symmetric, so this is the same Gaussian filter applied to A, B and C. Instead of
-// storing A, B, C per pixel, the workgroup recomputes them for the 26x26 positions around its
-// tile, which needs the images on a 36x36 region (halo 10). Every filter is a walk with a
+// storing A, B, C per pixel, the workgroup recomputes them for the 42x26 positions around its
+// tile, which needs the images on a 52x36 region (halo 10). Every filter is a walk with a
 // sliding window in registers (shared/window11.wgsl), one invocation per row or column, so each
 // value is loaded once per pass instead of once per tap:
 //   1. per region row: read (x - kx, y - ky) from the images and row-filter the five moments
-//      -> 36 rows x 26 columns                                     -> `row_moments` + `row_xy`
-//   2. per position column: column-filter -> SSIM and A, B, C at 26 x 26 positions -> `coeffs`
-//   3. per position row: row-filter A, B, C -> 26 rows x 16 columns -> `row_moments`
+//      -> 36 rows x 42 columns                                             -> `moments` + `moments_xy`
+//   2. per position column: column-filter -> SSIM and A, B, C at 26 x 42 positions, written in
+//      place over the rows of `moments` the walk has passed
+//   3. per position row: row-filter A, B, C -> 26 rows x 32 columns, in place again
 //   4. per pixel column: column-filter, combine with x_p, y_p, add the L1 term, write the
-//      gradient; then reduce the partial sums in `coeffs`.
+//      gradient; then reduce the partial sums in `moments`.
+// Each walk reads only its own row or column and writes behind itself, so the passes share one
+// array. Tiles twice as wide as tall halve the halo's share of the work and the number of
+// workgroups against 16x16 tiles (on lavapipe every workgroup-memory access is a loop over the
+// lanes, so the work is counted in accesses; see ../shared/notes/lavapipe-performance.md).
 // Shifting by the tile-centre values kx, ky changes nothing mathematically (x_p - mu_x(q) is
 // shift-invariant) but keeps the f32 variances accurate.
 #import "shared/dispatch.wgsl"
@@ -33,20 +38,23 @@ var<private> params: LossParams;
 @group(0) @binding(5) var<storage, read_write> records: array<vec4<f32>>;
 
 const INVOCATIONS: u32 = 64u;
-// Staged region edge: TILE + 4 * RADIUS.
-const REGION: u32 = 36u;
-// Positions whose statistics are needed: TILE + 2 * RADIUS per edge.
-const STATS: u32 = 26u;
-const STATS_POSITIONS: u32 = 676u;
-// Row-filtered moments: REGION rows x STATS columns.
-const ROW_MOMENTS: u32 = 936u;
+// Output tile: TILE_WIDTH columns x TILE rows (src/loss/kernels.rs, BACKWARD_TILE_WIDTH).
+const TILE_WIDTH: u32 = 32u;
+// Staged region: TILE + 4 * RADIUS rows, TILE_WIDTH + 4 * RADIUS columns.
+const REGION_ROWS: u32 = 36u;
+const REGION_COLS: u32 = 52u;
+// Positions whose statistics are needed: 2 * RADIUS more than the tile each way.
+const STATS_ROWS: u32 = 26u;
+const STATS_COLS: u32 = 42u;
+// Row-filtered moments: REGION_ROWS rows of STATS_COLS columns (row stride STATS_COLS).
+const MOMENTS: u32 = 1512u;
 
-// Pass 1's moments (x, y, xx, yy) and xy, then pass 3's row-filtered (A, B, C, 0).
-// 29,536 bytes of workgroup memory in all (BACKWARD_WORKGROUP_BYTES in src/loss/kernels.rs).
-var<workgroup> row_moments: array<vec4<f32>, ROW_MOMENTS>;
-var<workgroup> row_xy: array<f32, ROW_MOMENTS>;
-// Pass 2's (A, B, C, 0) per position, then the partial sums of the invocations.
-var<workgroup> coeffs: array<vec4<f32>, STATS_POSITIONS>;
+// Pass 1's moments (x, y, xx, yy) and xy; pass 2's (A, B, C, 0) per position over the first
+// STATS_ROWS rows; pass 3's row-filtered (A, B, C, 0) over their first TILE_WIDTH columns; then
+// the partial sums of the invocations. 30,240 bytes in all (BACKWARD_WORKGROUP_BYTES in
+// src/loss/kernels.rs).
+var<workgroup> moments: array<vec4<f32>, MOMENTS>;
+var<workgroup> moments_xy: array<f32, MOMENTS>;
 
 fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
@@ -68,44 +76,45 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     if wg >= job_count() {
         return;
     }
-    let job = tile_job(wg);
+    let job = tile_job_of_width(wg, TILE_WIDTH);
     let c = job.channel;
     let lambda = params.ssim_weight;
     let l1_scale = (1.0 - lambda) * inverse_or_zero(norm[0]) / 3.0;
     let ssim_scale = -lambda * inverse_or_zero(norm[1]) / 3.0;
-    let centre_row = min(job.row0 + 8, i32(params.height) - 1);
-    let centre_col = min(job.col0 + 8, i32(params.width) - 1);
+    let centre_row = min(job.row0 + i32(TILE / 2u), i32(params.height) - 1);
+    let centre_col = min(job.col0 + i32(TILE_WIDTH / 2u), i32(params.width) - 1);
     let k = vec2<f32>(rendered_value(centre_row, centre_col, c), gt_value(centre_row, centre_col, c));
     let halo = 2 * i32(RADIUS);
 
     // 1. Walk region row `lid` left to right: the five moments of the shifted values.
-    if lid < REGION {
+    if lid < REGION_ROWS {
         let row = job.row0 - halo + i32(lid);
         var w: Window4;
         var wxy: Window1;
-        for (var i = 0u; i < REGION; i++) {
+        for (var i = 0u; i < REGION_COLS; i++) {
             let col = job.col0 - halo + i32(i);
             let v = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
             push4(&w, vec4<f32>(v, v * v));
             push1(&wxy, v.x * v.y);
             if i + 1u >= TAPS {
-                let at = lid * STATS + i + 1u - TAPS;
-                row_moments[at] = filter4(w);
-                row_xy[at] = filter1(wxy);
+                let at = lid * STATS_COLS + i + 1u - TAPS;
+                moments[at] = filter4(w);
+                moments_xy[at] = filter1(wxy);
             }
         }
     }
     workgroupBarrier();
 
-    // 2. Walk position column `lid` top to bottom: statistics, SSIM and A, B, C.
+    // 2. Walk position column `lid` top to bottom: statistics, SSIM and A, B, C, written over
+    // row r = i - 10 of the column, which the walk read ten steps earlier.
     var ssim_sum = 0.0;
-    if lid < STATS {
+    if lid < STATS_COLS {
         let j = lid;
         var w: Window4;
         var wxy: Window1;
-        for (var i = 0u; i < REGION; i++) {
-            push4(&w, row_moments[i * STATS + j]);
-            push1(&wxy, row_xy[i * STATS + j]);
+        for (var i = 0u; i < REGION_ROWS; i++) {
+            push4(&w, moments[i * STATS_COLS + j]);
+            push1(&wxy, moments_xy[i * STATS_COLS + j]);
             if i + 1u >= TAPS {
                 let r = i + 1u - TAPS;
                 let m = filter4(w);
@@ -117,24 +126,24 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
                     let weight = gt_weight(row, col);
                     let p = ssim_point(m, mxy, k);
                     abc = ssim_scale * weight * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
-                    if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE {
+                    if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE_WIDTH {
                         ssim_sum += weight * p.m;
                     }
                 }
-                coeffs[r * STATS + j] = vec4<f32>(abc, 0.0);
+                moments[r * STATS_COLS + j] = vec4<f32>(abc, 0.0);
             }
         }
     }
     workgroupBarrier();
 
-    // 3. Walk position row `lid` left to right: row-filtered A, B, C (pass 1's moments are no
-    // longer read, so `row_moments` is reused).
-    if lid < STATS {
+    // 3. Walk position row `lid` left to right: row-filtered A, B, C, written over column
+    // i - 10 of the row, which the walk read ten steps earlier.
+    if lid < STATS_ROWS {
         var w: Window4;
-        for (var i = 0u; i < STATS; i++) {
-            push4(&w, coeffs[lid * STATS + i]);
+        for (var i = 0u; i < STATS_COLS; i++) {
+            push4(&w, moments[lid * STATS_COLS + i]);
             if i + 1u >= TAPS {
-                row_moments[lid * TILE + i + 1u - TAPS] = filter4(w);
+                moments[lid * STATS_COLS + i + 1u - TAPS] = filter4(w);
             }
         }
     }
@@ -142,11 +151,11 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 
     // 4. Walk pixel column `lid` top to bottom: the gradient of each of its pixels.
     var partial = vec4<f32>(0.0, ssim_sum, 0.0, 0.0);
-    if lid < TILE {
+    if lid < TILE_WIDTH {
         let col = job.col0 + i32(lid);
         var w: Window4;
-        for (var i = 0u; i < STATS; i++) {
-            push4(&w, row_moments[i * TILE + lid]);
+        for (var i = 0u; i < STATS_ROWS; i++) {
+            push4(&w, moments[i * STATS_COLS + lid]);
             if i + 1u >= TAPS {
                 let f = filter4(w);
                 let row = job.row0 + i32(i + 1u - TAPS);
@@ -167,17 +176,17 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         }
     }
 
-    // 5. Partial sums of the workgroup (`coeffs` is no longer read).
+    // 5. Partial sums of the workgroup (`moments` is no longer read).
     workgroupBarrier();
-    coeffs[lid] = partial;
+    moments[lid] = partial;
     workgroupBarrier();
     for (var stride = INVOCATIONS / 2u; stride > 0u; stride = stride / 2u) {
         if lid < stride {
-            coeffs[lid] += coeffs[lid + stride];
+            moments[lid] += moments[lid + stride];
         }
         workgroupBarrier();
     }
     if lid == 0u {
-        records[params.record0 + wg] = coeffs[0];
+        records[params.record0 + wg] = moments[0];
     }
 }

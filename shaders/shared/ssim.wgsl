@@ -40,7 +40,8 @@ const FLAG_VALID: u32 = 8u;
 // Clamp the rendered values to [0, 1] (scores, ssim_forward.wgsl).
 const FLAG_CLAMP: u32 = 16u;
 
-// Output tile edge and Gaussian window radius. A workgroup has TILE * TILE invocations.
+// Output tile edge (rows; the columns of ssim_forward.wgsl's tiles too) and Gaussian window
+// radius. Bands (src/loss/bands.rs) are whole multiples of TILE rows.
 const TILE: u32 = 16u;
 const RADIUS: u32 = 5u;
 const TAPS: u32 = 11u;
@@ -63,10 +64,15 @@ struct TileJob {
 }
 
 fn tile_job(wg: u32) -> TileJob {
+    return tile_job_of_width(wg, TILE);
+}
+
+// The same for tiles `tile_width` columns wide and TILE rows tall (`params.tiles_x` counts them).
+fn tile_job_of_width(wg: u32, tile_width: u32) -> TileJob {
     let tile = wg / 3u;
     let tile_row = tile / params.tiles_x;
     let tile_col = tile % params.tiles_x;
-    return TileJob(i32(params.band_row0 + tile_row * TILE), i32(tile_col * TILE), wg % 3u);
+    return TileJob(i32(params.band_row0 + tile_row * TILE), i32(tile_col * tile_width), wg % 3u);
 }
 
 // Workgroups of this dispatch: 3 channels of every tile of the band.

@@ -18,8 +18,11 @@ const FINALIZE: &str = "loss_finalize.wgsl";
 pub(crate) const RADIUS: u64 = 5;
 /// Bytes of one record (four f32 partial sums) per workgroup.
 const RECORD_BYTES: u64 = 16;
-/// Workgroup memory the fused backward kernel declares: 1352 vec2 + 936 vec4 + 936 f32.
-pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 29_536;
+/// Workgroup memory the fused backward kernel declares: 1512 vec4 + 1512 f32.
+pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 30_240;
+/// Output columns of a tile of the fused backward kernel (`TILE_WIDTH` in
+/// shaders/ssim_backward.wgsl); the other passes' tiles are [`TILE`] square.
+const BACKWARD_TILE_WIDTH: u64 = 32;
 
 const FLAG_GT_RGBA8: u32 = 1;
 const FLAG_COMPOSITE: u32 = 2;
@@ -111,6 +114,15 @@ impl Pass {
     fn workgroups_per_tile(self) -> u64 {
         if self == Pass::Weights { 1 } else { 3 }
     }
+
+    /// Output columns of one tile (every pass's tiles are [`TILE`] rows tall).
+    fn tile_width(self) -> u64 {
+        if self == Pass::Backward {
+            BACKWARD_TILE_WIDTH
+        } else {
+            TILE
+        }
+    }
 }
 
 /// A validated pair of images and the options, as the kernels see them.
@@ -133,13 +145,14 @@ impl Images<'_> {
         }
     }
 
-    fn tiles_x(&self) -> u64 {
-        self.width.div_ceil(TILE)
+    /// Tiles across the image in `pass`.
+    fn tiles_x(&self, pass: Pass) -> u64 {
+        self.width.div_ceil(pass.tile_width())
     }
 
     /// Records a tiled pass writes: one per workgroup.
     pub(crate) fn record_count(&self, pass: Pass) -> u64 {
-        self.tiles_x() * self.height.div_ceil(TILE) * pass.workgroups_per_tile()
+        self.tiles_x(pass) * self.height.div_ceil(TILE) * pass.workgroups_per_tile()
     }
 
     fn flags(&self) -> u32 {
@@ -267,14 +280,14 @@ pub(crate) fn tiled_pass(
             y_row0,
             out_row0: out_window.as_ref().map_or(0, |w| w.output_row0(first)),
             record0: record0 as u32,
-            tiles_x: images.tiles_x() as u32,
+            tiles_x: images.tiles_x(pass) as u32,
             flags: images.flags(),
             ssim_weight: images.options.ssim_weight,
             _pad0: 0,
             background: [background[0], background[1], background[2], 0.0],
         };
         let workgroups =
-            images.tiles_x() * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
+            images.tiles_x(pass) * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
         let grid = crate::ops::grid(enc, workgroups, 1)?;
         let records_binding = wgpu::BufferBinding {
             buffer: records.raw(),
