@@ -10,8 +10,8 @@
 // tile, which needs the images on a 52x36 region (halo 10). Every filter is a walk with a
 // sliding window in registers (shared/window11.wgsl), one invocation per row or column, so each
 // value is loaded once per pass instead of once per tap:
-//   1. per region row: read (x - kx, y - ky) from the images and row-filter the five moments
-//      -> 36 rows x 42 columns                                             -> `moments` + `moments_xy`
+//   1. per region row: read (x - kx, y - ky) from the images and row-filter the four moments
+//      (shared/ssim.wgsl, ssim_moments)                                   -> 36 rows x 42 columns
 //   2. per position column: column-filter -> SSIM and A, B, C at 26 x 42 positions, written in
 //      place over the rows of `moments` the walk has passed
 //   3. per position row: row-filter A, B, C -> 26 rows x 32 columns, in place again
@@ -49,12 +49,11 @@ const STATS_COLS: u32 = 42u;
 // Row-filtered moments: REGION_ROWS rows of STATS_COLS columns (row stride STATS_COLS).
 const MOMENTS: u32 = 1512u;
 
-// Pass 1's moments (x, y, xx, yy) and xy; pass 2's (A, B, C, 0) per position over the first
+// Pass 1's moments (x, y, xx + yy, xy); pass 2's (A, B, C, 0) per position over the first
 // STATS_ROWS rows; pass 3's row-filtered (A, B, C, 0) over their first TILE_WIDTH columns; then
-// the partial sums of the invocations. 30,240 bytes in all (BACKWARD_WORKGROUP_BYTES in
+// the partial sums of the invocations. 24,192 bytes (BACKWARD_WORKGROUP_BYTES in
 // src/loss/kernels.rs).
 var<workgroup> moments: array<vec4<f32>, MOMENTS>;
-var<workgroup> moments_xy: array<f32, MOMENTS>;
 
 fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
@@ -90,16 +89,12 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     if lid < REGION_ROWS {
         let row = job.row0 - halo + i32(lid);
         var w: Window4;
-        var wxy: Window1;
         for (var i = 0u; i < REGION_COLS; i++) {
             let col = job.col0 - halo + i32(i);
             let v = vec2<f32>(rendered_value(row, col, c), gt_value(row, col, c)) - k;
-            push4(&w, vec4<f32>(v, v * v));
-            push1(&wxy, v.x * v.y);
+            push4(&w, ssim_moments(v));
             if i + 1u >= TAPS {
-                let at = lid * STATS_COLS + i + 1u - TAPS;
-                moments[at] = filter4(w);
-                moments_xy[at] = filter1(wxy);
+                moments[lid * STATS_COLS + i + 1u - TAPS] = filter4(w);
             }
         }
     }
@@ -111,20 +106,17 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     if lid < STATS_COLS {
         let j = lid;
         var w: Window4;
-        var wxy: Window1;
         for (var i = 0u; i < REGION_ROWS; i++) {
             push4(&w, moments[i * STATS_COLS + j]);
-            push1(&wxy, moments_xy[i * STATS_COLS + j]);
             if i + 1u >= TAPS {
                 let r = i + 1u - TAPS;
                 let m = filter4(w);
-                let mxy = filter1(wxy);
                 let row = job.row0 - i32(RADIUS) + i32(r);
                 let col = job.col0 - i32(RADIUS) + i32(j);
                 var abc = vec3<f32>(0.0);
                 if position_counts(row, col) {
                     let weight = gt_weight(row, col);
-                    let p = ssim_point(m, mxy, k);
+                    let p = ssim_point(m, k);
                     abc = ssim_scale * weight * vec3<f32>(p.d_mu - 2.0 * m.x * p.d_var - m.y * p.d_cov, p.d_var, p.d_cov);
                     if r >= RADIUS && r < RADIUS + TILE && j >= RADIUS && j < RADIUS + TILE_WIDTH {
                         ssim_sum += weight * p.m;

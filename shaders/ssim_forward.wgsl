@@ -1,5 +1,5 @@
 // Loss and metrics forward: one workgroup per (16x16 output tile, channel). It stages the
-// tile plus a 5-pixel halo of both images in workgroup memory, filters the five moments with
+// tile plus a 5-pixel halo of both images in workgroup memory, filters the four moments with
 // the separable Gaussian (rows, then columns) and writes one record of partial sums:
 // (sum w|x - y|, sum w * ssim, sum w (x - y)^2, 0) over the tile's pixels / counted positions.
 // src/loss/kernels.rs reduces the records with loss_finalize.wgsl.
@@ -21,9 +21,8 @@ const ROW_FILTERED: u32 = 416u;
 
 // (x - kx, y - ky) on the staged region.
 var<workgroup> xy: array<vec2<f32>, REGION_PIXELS>;
-// Row-filtered moments of the shifted values: (x, y, xx, yy) and xy.
+// Row-filtered moments of the shifted values: (x, y, xx + yy, xy) (shared/ssim.wgsl).
 var<workgroup> row_moments: array<vec4<f32>, ROW_FILTERED>;
-var<workgroup> row_xy: array<f32, ROW_FILTERED>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
 // Rendered channel c; 0 outside the image (zero padding).
@@ -64,25 +63,18 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     for (var i = lid; i < ROW_FILTERED; i += WG) {
         let first = (i / TILE) * REGION + i % TILE;
         var m = vec4<f32>(0.0);
-        var mxy = 0.0;
         for (var t = 0u; t < TAPS; t++) {
-            let v = xy[first + t];
-            m += GAUSS[t] * vec4<f32>(v, v * v);
-            mxy += GAUSS[t] * (v.x * v.y);
+            m += GAUSS[t] * ssim_moments(xy[first + t]);
         }
         row_moments[i] = m;
-        row_xy[i] = mxy;
     }
     workgroupBarrier();
 
     let ty = lid / TILE;
     let tx = lid % TILE;
     var m = vec4<f32>(0.0);
-    var mxy = 0.0;
     for (var t = 0u; t < TAPS; t++) {
-        let i = (ty + t) * TILE + tx;
-        m += GAUSS[t] * row_moments[i];
-        mxy += GAUSS[t] * row_xy[i];
+        m += GAUSS[t] * row_moments[(ty + t) * TILE + tx];
     }
     let row = job.row0 + i32(ty);
     let col = job.col0 + i32(tx);
@@ -93,7 +85,7 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         partial.x = w * abs(d);
         partial.z = w * d * d;
         if position_counts(row, col) {
-            partial.y = w * ssim_point(m, mxy, k).m;
+            partial.y = w * ssim_point(m, k).m;
         }
     }
 

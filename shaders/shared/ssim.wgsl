@@ -127,26 +127,32 @@ fn gt_weight(row: i32, col: i32) -> f32 {
 
 // SSIM at one position and its partial derivatives with respect to the local statistics.
 // Inputs are Gaussian-filtered moments of the *shifted* values x - kx and y - ky:
-// m = (E[x], E[y], E[x^2], E[y^2]), mxy = E[xy], k = (kx, ky). The shift keeps
+// m = (E[x], E[y], E[x^2] + E[y^2], E[xy]), k = (kx, ky). SSIM depends on the two variances only
+// through their sum, so the sum of the second moments is all it needs. The shift keeps
 // var = E[x^2] - E[x]^2 from cancelling badly in f32; variances and covariances do not depend
 // on it, means get it added back.
 struct SsimPoint {
     m: f32,
-    // dm/dmu_x holding the variances fixed, then dm/dvar_x and dm/dcov.
+    // dm/dmu_x holding the variances fixed, then dm/dvar_x (= dm/dvar_y) and dm/dcov.
     d_mu: f32,
     d_var: f32,
     d_cov: f32,
 }
 
-fn ssim_point(m: vec4<f32>, mxy: f32, k: vec2<f32>) -> SsimPoint {
+fn ssim_point(m: vec4<f32>, k: vec2<f32>) -> SsimPoint {
     let mu = m.xy + k;
-    let var_xy = m.zw - m.xy * m.xy;
-    let cov = mxy - m.x * m.y;
+    let var_sum = m.z - m.x * m.x - m.y * m.y;
+    let cov = m.w - m.x * m.y;
     let a1 = 2.0 * mu.x * mu.y + SSIM_C1;
     let a2 = 2.0 * cov + SSIM_C2;
     let b1 = dot(mu, mu) + SSIM_C1;
-    let b2 = var_xy.x + var_xy.y + SSIM_C2;
+    let b2 = var_sum + SSIM_C2;
     let inv = 1.0 / (b1 * b2);
     let ssim = a1 * a2 * inv;
     return SsimPoint(ssim, 2.0 * mu.y * a2 * inv - 2.0 * mu.x * ssim / b1, -ssim / b2, 2.0 * a1 * inv);
+}
+
+// The moments ssim_point takes, of one pair of shifted values v = (x - kx, y - ky).
+fn ssim_moments(v: vec2<f32>) -> vec4<f32> {
+    return vec4<f32>(v, dot(v, v), v.x * v.y);
 }

@@ -10,27 +10,8 @@ struct Window4 {
     a6: vec4<f32>, a7: vec4<f32>, a8: vec4<f32>, a9: vec4<f32>, a10: vec4<f32>,
 }
 
-struct Window1 {
-    a0: f32, a1: f32, a2: f32, a3: f32, a4: f32, a5: f32,
-    a6: f32, a7: f32, a8: f32, a9: f32, a10: f32,
-}
-
 // Drops the oldest value and appends `v`.
 fn push4(w: ptr<function, Window4>, v: vec4<f32>) {
-    (*w).a0 = (*w).a1;
-    (*w).a1 = (*w).a2;
-    (*w).a2 = (*w).a3;
-    (*w).a3 = (*w).a4;
-    (*w).a4 = (*w).a5;
-    (*w).a5 = (*w).a6;
-    (*w).a6 = (*w).a7;
-    (*w).a7 = (*w).a8;
-    (*w).a8 = (*w).a9;
-    (*w).a9 = (*w).a10;
-    (*w).a10 = v;
-}
-
-fn push1(w: ptr<function, Window1>, v: f32) {
     (*w).a0 = (*w).a1;
     (*w).a1 = (*w).a2;
     (*w).a2 = (*w).a3;
@@ -47,21 +28,6 @@ fn push1(w: ptr<function, Window1>, v: f32) {
 // The filtered value at the window's centre, in tap order (the same sum, term by term, as a loop
 // over GAUSS).
 fn filter4(w: Window4) -> vec4<f32> {
-    var m = GAUSS[0] * w.a0;
-    m += GAUSS[1] * w.a1;
-    m += GAUSS[2] * w.a2;
-    m += GAUSS[3] * w.a3;
-    m += GAUSS[4] * w.a4;
-    m += GAUSS[5] * w.a5;
-    m += GAUSS[6] * w.a6;
-    m += GAUSS[7] * w.a7;
-    m += GAUSS[8] * w.a8;
-    m += GAUSS[9] * w.a9;
-    m += GAUSS[10] * w.a10;
-    return m;
-}
-
-fn filter1(w: Window1) -> f32 {
     var m = GAUSS[0] * w.a0;
     m += GAUSS[1] * w.a1;
     m += GAUSS[2] * w.a2;

@@ -18,8 +18,8 @@ const FINALIZE: &str = "loss_finalize.wgsl";
 pub(crate) const RADIUS: u64 = 5;
 /// Bytes of one record (four f32 partial sums) per workgroup.
 const RECORD_BYTES: u64 = 16;
-/// Workgroup memory the fused backward kernel declares: 1512 vec4 + 1512 f32.
-pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 30_240;
+/// Workgroup memory the fused backward kernel declares: 1512 vec4.
+pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 24_192;
 /// Output columns of a tile of the fused backward kernel (`TILE_WIDTH` in
 /// shaders/ssim_backward.wgsl); the other passes' tiles are [`TILE`] square.
 const BACKWARD_TILE_WIDTH: u64 = 32;

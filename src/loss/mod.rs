@@ -33,8 +33,10 @@
 //! The usual approach stores A, B, C per pixel and channel in the forward (9 f32 = 36 B per
 //! pixel, ~300 MB at 4K) and filters them in a backward kernel. Here the backward is *one*
 //! fused kernel that also produces the loss: each workgroup recomputes the statistics at the
-//! 26×26 positions around its tile (from the images on 36×36, halo 10), derives A, B, C there
-//! in workgroup memory and filters them for its 16×16 pixels. Every separable filter pass is a
+//! 42×26 positions around its 32×16 tile (from the images on 52×36, halo 10), derives A, B, C
+//! there in workgroup memory and filters them for its pixels. SSIM needs the two variances only
+//! through their sum, so four moments per position (`E[x]`, `E[y]`, `E[x²] + E[y²]`, `E[xy]`)
+//! fill one `vec4`. Every separable filter pass is a
 //! walk with an 11-tap sliding window in registers, one invocation per row or column
 //! (`shaders/shared/window11.wgsl`), so each value is loaded once per pass rather than once per
 //! tap (on lavapipe every varying-address load is a loop over the lanes: 59–77 → 35–38 ms per
@@ -43,7 +45,7 @@
 //! 36 B per pixel, and materialises **no per-pixel intermediate** except
 //! the gradient itself: scratch is 16 bytes per workgroup of partial sums (≈0.19 B per pixel),
 //! 16 bytes of normalisers and the 16-byte result, plus band buffers for multi-page tensors.
-//! The fused kernel uses 29,536 bytes of workgroup memory.
+//! The fused kernel uses 24,192 bytes of workgroup memory (its passes share one array).
 //!
 //! Values are shifted by the tile-centre pixel before the moments are taken (variance is
 //! shift-invariant), so `E[x²] - μ²` does not cancel catastrophically in f32 on flat regions.
