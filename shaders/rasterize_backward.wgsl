@@ -43,11 +43,22 @@ var<private> window: IsectWindow;
 @group(0) @binding(7) var<storage, read_write> rows: array<f32>;
 @group(0) @binding(8) var<storage, read_write> carry: array<vec4<f32>>;
 
+#if CPU_LAYOUT
+// CPU adapters (lavapipe): 16 invocations per tile, invocation x owning the tile's column x as
+// four groups of four rows. Every workgroup-memory load of splat data then serves 16 pixels instead
+// of 4, and a splat's sums cross 16 invocations instead of 64 (on lavapipe each such access is a
+// loop over the lanes; ../shared/notes/lavapipe-performance.md).
+const WORKGROUP: u32 = 16u;
+const COLUMNS: u32 = 4u;
+#else
+// GPUs: 64 invocations per tile, invocation i owning column i % 16, rows 4 (i / 16) .. + 3.
 const WORKGROUP: u32 = 64u;
+const COLUMNS: u32 = 1u;
+#endif
 // Splats loaded into workgroup memory at a time.
 const BATCH: u32 = 64u;
-// Splats per group of the portable path's reduction.
-const GROUP: u32 = 4u;
+// Splats per group of the portable path's reduction: 768 / (3 WORKGROUP), 4 or 16.
+const GROUP: u32 = 768u / (3u * WORKGROUP);
 
 var<workgroup> s_xy: array<vec2<f32>, BATCH>;
 var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
@@ -56,9 +67,12 @@ var<workgroup> s_color: array<vec4<f32>, BATCH>;
 // Two buffers (by group parity) of 64 slots (subgroup, splat of the group) x 3 vec4.
 var<workgroup> part: array<vec4<f32>, 384>;
 #else
-// Per splat of the group and invocation, 3 vec4; then per splat, 16 sums of 4 invocations.
+// Per splat of the group and invocation, 3 vec4.
 var<workgroup> part: array<vec4<f32>, 768>;
+#if !CPU_LAYOUT
+// Per splat of the group, 16 sums of 4 invocations.
 var<workgroup> part16: array<vec4<f32>, 192>;
+#endif
 #endif
 var<workgroup> max_limit: atomic<u32>;
 var<workgroup> max_limit_snapshot: u32;
@@ -68,6 +82,9 @@ struct Column {
     // Pixel centres: x, and y of the four pixels.
     x: f32,
     y: vec4<f32>,
+    // Pixel indices, and whether each pixel lies inside the image.
+    p: vec4<u32>,
+    inside: vec4<bool>,
     // Tile-sorted index one past each pixel's last contributor (the tile's start when outside).
     limit: vec4<u32>,
     // Final transmittance.
@@ -86,7 +103,7 @@ struct Column {
 
 // One splat's gradients summed over the column, going back to front: un-composites the splat
 // from each pixel's state and returns (x, y, a, b), (c, opacity, r, g), (b, |x|, |y|, 0).
-fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c: ptr<function, Column>) -> array<vec4<f32>, 3> {
+fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c: ptr<private, Column>) -> array<vec4<f32>, 3> {
     let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
@@ -121,7 +138,7 @@ fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c
 
 // Whether the splat can contribute to any pixel of the column (a cheap, conservative test;
 // column_gradient changes nothing where it does not).
-fn column_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32, c: ptr<function, Column>) -> bool {
+fn column_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32, c: ptr<private, Column>) -> bool {
     let reachable = vec4<u32>(isect) < (*c).limit;
     return splat_may_touch4(co, xy.x - (*c).x, xy.y - (*c).y, reachable, u.alpha_mode);
 }
@@ -137,6 +154,100 @@ fn write_row(isect: u32, q: u32, value: vec4<f32>) {
     }
 }
 
+// A column of four pixels from (px, py0) down, with its state: from the rendered image when this
+// dispatch is the backmost, else from the carry of the dispatch behind it.
+fn open_column(px: u32, py0: u32, start: u32, backmost: bool) -> Column {
+    var c: Column;
+    c.x = f32(px) + 0.5;
+    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
+    for (var k = 0u; k < 4u; k++) {
+        c.inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
+        c.p[k] = select(0u, (py0 + k) * u.image_size.x + px, c.inside[k]);
+        let v_out = select(vec4<f32>(0.0), v_rgba[c.p[k]], c.inside[k]);
+        c.v_r[k] = v_out.x;
+        c.v_g[k] = v_out.y;
+        c.v_b[k] = v_out.z;
+        c.v_alpha_bg[k] = v_out.w - dot(u.background.xyz, v_out.xyz);
+        c.t_final[k] = select(1.0, 1.0 - rgba[c.p[k]].w, c.inside[k]);
+        c.limit[k] = select(start, start + consumed[c.p[k]], c.inside[k]);
+        if backmost {
+            c.transmittance[k] = c.t_final[k];
+        } else {
+            let carried = carry[c.p[k]];
+            c.transmittance[k] = carried.x;
+            c.behind_r[k] = carried.y;
+            c.behind_g[k] = carried.z;
+            c.behind_b[k] = carried.w;
+        }
+    }
+    return c;
+}
+
+// Passes the column's state to the dispatch in front of this one.
+fn store_carry(c: ptr<private, Column>) {
+    for (var k = 0u; k < 4u; k++) {
+        if (*c).inside[k] {
+            carry[(*c).p[k]] = vec4<f32>((*c).transmittance[k], (*c).behind_r[k], (*c).behind_g[k], (*c).behind_b[k]);
+        }
+    }
+}
+
+// The invocation's columns: module-scope, so the helpers below reach them all (a pointer into a
+// local array cannot be passed on in every backend).
+var<private> c0: Column;
+#if CPU_LAYOUT
+var<private> c1: Column;
+var<private> c2: Column;
+var<private> c3: Column;
+#endif
+
+// Opens the invocation's columns, from `first_row` down; returns the largest limit among them.
+fn open_columns(px: u32, first_row: u32, start: u32, backmost: bool) -> u32 {
+    c0 = open_column(px, first_row, start, backmost);
+    var l = max(c0.limit.xy, c0.limit.zw);
+#if CPU_LAYOUT
+    c1 = open_column(px, first_row + 4u, start, backmost);
+    c2 = open_column(px, first_row + 8u, start, backmost);
+    c3 = open_column(px, first_row + 12u, start, backmost);
+    l = max(max(l, max(c1.limit.xy, c1.limit.zw)), max(max(c2.limit.xy, c2.limit.zw), max(c3.limit.xy, c3.limit.zw)));
+#endif
+    return max(l.x, l.y);
+}
+
+// Whether the splat can contribute to any pixel of the invocation's columns.
+fn columns_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32) -> bool {
+    var touch = column_may_touch(xy, co, isect, &c0);
+#if CPU_LAYOUT
+    touch = touch | column_may_touch(xy, co, isect, &c1) | column_may_touch(xy, co, isect, &c2) | column_may_touch(xy, co, isect, &c3);
+#endif
+    return touch;
+}
+
+fn add_parts(a: array<vec4<f32>, 3>, b: array<vec4<f32>, 3>) -> array<vec4<f32>, 3> {
+    return array<vec4<f32>, 3>(a[0] + b[0], a[1] + b[1], a[2] + b[2]);
+}
+
+// column_gradient over the invocation's columns, summed in column order.
+fn columns_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32) -> array<vec4<f32>, 3> {
+    var g = column_gradient(xy, co, color, isect, &c0);
+#if CPU_LAYOUT
+    g = add_parts(g, column_gradient(xy, co, color, isect, &c1));
+    g = add_parts(g, column_gradient(xy, co, color, isect, &c2));
+    g = add_parts(g, column_gradient(xy, co, color, isect, &c3));
+#endif
+    return g;
+}
+
+// Passes the state of the invocation's columns to the dispatch in front of this one.
+fn store_carries() {
+    store_carry(&c0);
+#if CPU_LAYOUT
+    store_carry(&c1);
+    store_carry(&c2);
+    store_carry(&c3);
+#endif
+}
+
 #if SUBGROUPS
 // Sum over the first `lanes` lanes by a butterfly of shuffles; every lane ends with the same total
 // (each step pairs the same operands in every lane). On lavapipe a 32-bit shuffle is one vector
@@ -150,7 +261,7 @@ fn subgroup_sum(value: vec4<f32>, lanes: u32) -> vec4<f32> {
 }
 #endif
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn rasterize_backward(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -183,39 +294,15 @@ fn rasterize_backward(
     }
 
     let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let py0 = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u;
-    var c: Column;
-    c.x = f32(px) + 0.5;
-    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
-    var p: vec4<u32>;
-    var inside: vec4<bool>;
-    for (var k = 0u; k < 4u; k++) {
-        inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
-        p[k] = select(0u, (py0 + k) * u.image_size.x + px, inside[k]);
-        let v_out = select(vec4<f32>(0.0), v_rgba[p[k]], inside[k]);
-        c.v_r[k] = v_out.x;
-        c.v_g[k] = v_out.y;
-        c.v_b[k] = v_out.z;
-        c.v_alpha_bg[k] = v_out.w - dot(u.background.xyz, v_out.xyz);
-        c.t_final[k] = select(1.0, 1.0 - rgba[p[k]].w, inside[k]);
-        c.limit[k] = select(start, start + consumed[p[k]], inside[k]);
-        if backmost {
-            c.transmittance[k] = c.t_final[k];
-        } else {
-            let carried = carry[p[k]];
-            c.transmittance[k] = carried.x;
-            c.behind_r[k] = carried.y;
-            c.behind_g[k] = carried.z;
-            c.behind_b[k] = carried.w;
-        }
-    }
+    let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u * COLUMNS;
+    let limit = max(open_columns(px, first_row, start, backmost), run_start);
 
     // Intersections past every pixel's last contributor change nothing: start at the largest limit.
     if lid == 0u {
         atomicStore(&max_limit, run_start);
     }
     workgroupBarrier();
-    atomicMax(&max_limit, max(max(c.limit.x, c.limit.y), max(c.limit.z, c.limit.w)));
+    atomicMax(&max_limit, limit);
     workgroupBarrier();
     if lid == 0u {
         max_limit_snapshot = atomicLoad(&max_limit);
@@ -230,11 +317,11 @@ fn rasterize_backward(
         let batch_start = select(run_start, batch_end - BATCH, batch_end - run_start > BATCH);
         let n = batch_end - batch_start;
         workgroupBarrier();
-        if lid < n {
-            let s = (splat_from_isect[batch_start + lid] - u.page_offset) * SPLAT_STRIDE;
-            s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
-            s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
-            s_color[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], 0.0);
+        for (var i = lid; i < n; i += WORKGROUP) {
+            let s = (splat_from_isect[batch_start + i] - u.page_offset) * SPLAT_STRIDE;
+            s_xy[i] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
+            s_conic_opacity[i] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
+            s_color[i] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], 0.0);
         }
         workgroupBarrier();
 #if SUBGROUPS
@@ -255,10 +342,10 @@ fn rasterize_backward(
                 // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a
                 // loop that every lane leaves is skipped, so subgroups the splat misses skip it.
                 loop {
-                    if !subgroupAny(column_may_touch(xy, co, isect, &c)) {
+                    if !subgroupAny(columns_may_touch(xy, co, isect)) {
                         break;
                     }
-                    let g = column_gradient(xy, co, color.xyz, isect, &c);
+                    let g = columns_gradient(xy, co, color.xyz, isect);
                     let sum0 = subgroup_sum(g[0], lanes);
                     let sum1 = subgroup_sum(g[1], lanes);
                     let sum2 = subgroup_sum(g[2], lanes);
@@ -302,12 +389,12 @@ fn rasterize_backward(
                 let xy = s_xy[j];
                 let co = s_conic_opacity[j];
                 var g = array<vec4<f32>, 3>();
-                // At most once; skipped where the splat misses all four pixels (see above).
+                // At most once; skipped where the splat misses every pixel (see above).
                 loop {
-                    if !column_may_touch(xy, co, batch_start + j, &c) {
+                    if !columns_may_touch(xy, co, batch_start + j) {
                         break;
                     }
-                    g = column_gradient(xy, co, s_color[j].xyz, batch_start + j, &c);
+                    g = columns_gradient(xy, co, s_color[j].xyz, batch_start + j);
                     break;
                 }
                 let slot = ((t - 1u) * WORKGROUP + lid) * 3u;
@@ -316,6 +403,20 @@ fn rasterize_backward(
                 part[slot + 2u] = g[2];
             }
             workgroupBarrier();
+#if CPU_LAYOUT
+            // One level: part (t, q) adds the 16 invocations' sums of splat t, in order; the
+            // barrier after it lets the next group overwrite `part`.
+            for (var i = lid; i < count * 3u; i += WORKGROUP) {
+                let t = i / 3u;
+                let q = i % 3u;
+                var sum = vec4<f32>(0.0);
+                for (var r = 0u; r < WORKGROUP; r++) {
+                    sum += part[(t * WORKGROUP + r) * 3u + q];
+                }
+                write_row(batch_start + group_start + t, q, sum);
+            }
+            workgroupBarrier();
+#else
             // First level: invocation (t, r) adds invocations 4r..4r+3 of splat t, in order.
             let t1 = lid / 16u;
             if t1 < count {
@@ -340,16 +441,13 @@ fn rasterize_backward(
                 }
                 write_row(batch_start + group_start + t, q, sum);
             }
+#endif
             group_end = group_start;
         }
 #endif
         batch_end = batch_start;
     }
     if !frontmost {
-        for (var k = 0u; k < 4u; k++) {
-            if inside[k] {
-                carry[p[k]] = vec4<f32>(c.transmittance[k], c.behind_r[k], c.behind_g[k], c.behind_b[k]);
-            }
-        }
+        store_carries();
     }
 }

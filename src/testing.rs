@@ -142,6 +142,38 @@ pub fn both_paths_small_pages() -> [&'static GpuContext; 2] {
     ]
 }
 
+/// Contexts for both kernel paths in the adapter's workgroup layouts and in the other ones
+/// (`ShaderFlag::CpuLayout` on and off), so kernels with a CPU-adapter layout are tested in both
+/// on any adapter: `[fast, portable, fast other layout, portable other layout]`. With `small_pages`,
+/// pages of [`SMALL_PAGE_BYTES`].
+pub fn both_paths_both_layouts(small_pages: bool) -> [&'static GpuContext; 4] {
+    static OTHER: [OnceLock<GpuContext>; 4] = [const { OnceLock::new() }; 4];
+    let [fast, portable] = if small_pages {
+        both_paths_small_pages()
+    } else {
+        both_paths()
+    };
+    let other = |slot: usize, ctx: &GpuContext| {
+        OTHER[slot].get_or_init(|| {
+            let mut options = ContextOptions::from_env()
+                .unwrap_or_default()
+                .with_portable(ctx.is_portable())
+                .with_cpu_layout(!ctx.variant().cpu_layout);
+            if small_pages {
+                options = options.with_max_page_bytes(SMALL_PAGE_BYTES);
+            }
+            open(options)
+        })
+    };
+    let base = if small_pages { 2 } else { 0 };
+    [
+        fast,
+        portable,
+        other(base, fast),
+        other(base + 1, portable),
+    ]
+}
+
 /// Page size of [`both_paths_small_pages`].
 pub const SMALL_PAGE_BYTES: u64 = 64 << 10;
 

@@ -8,7 +8,7 @@ use wgsplat::splat::backward::{BackwardOptions, record_backward};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::splat::{AlphaMode, Camera, GaussianTensors, RasterMode};
-use wgsplat::testing::{TestRng, both_paths, compare_close};
+use wgsplat::testing::{TestRng, both_paths, both_paths_both_layouts, compare_close};
 use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
 struct Gradients {
@@ -140,7 +140,7 @@ fn set_flat(g: &mut CpuGaussians, index: usize, value: f32) {
 
 #[test]
 fn gradients_match_gsplat_peer_cases() {
-    for ctx in both_paths() {
+    for ctx in both_paths_both_layouts(false) {
         for peer in PeerCase::all() {
             let v_image = peer.tensor("v_out_img");
             let got = gradients(
@@ -226,7 +226,7 @@ fn check_indices_by_central_differences(
     checked: &[usize],
     raster_mode: RasterMode,
 ) {
-    for ctx in both_paths() {
+    for ctx in both_paths_both_layouts(false) {
         let mut rng = TestRng::new(12);
         let weights = rng.vec_f32((cam.width * cam.height * 4) as usize, -1.0, 1.0);
         let all = flat(
@@ -259,9 +259,9 @@ fn check_indices_by_central_differences(
         let scale = numeric.iter().fold(0f32, |m, v| m.max(v.abs()));
         compare_close(
             &format!(
-                "finite differences ({}, {}, {} Gaussians)",
+                "finite differences ({}, {} variant, {} Gaussians)",
                 raster_mode.name(),
-                ctx.info().kernel_path(),
+                ctx.variant().name(),
                 g.means.len()
             ),
             &analytic,

@@ -12,7 +12,7 @@ use wgsplat::splat::raster::splat_rows_per_page;
 use wgsplat::splat::reference::{self, CpuGaussians};
 use wgsplat::splat::{Camera, GaussianTensors};
 use wgsplat::testing::{
-    TestRng, both_paths, both_paths_small_pages, compare_close, compare_exact, max_abs_diff,
+    TestRng, both_paths_both_layouts, both_paths_small_pages, compare_close, compare_exact, max_abs_diff,
 };
 use wgsplat::{Error, GpuContext, MemoryCategory, Tensor};
 
@@ -152,8 +152,15 @@ fn chunked_render_and_gradients_match_one_chunk() {
             .flatten()
             .copied()
             .collect();
-        for (one, paged) in both_paths().into_iter().zip(both_paths_small_pages()) {
-            let what = format!("seed {seed} ({})", paged.info().kernel_path());
+        for (one, paged) in both_paths_both_layouts(false)
+            .into_iter()
+            .zip(both_paths_both_layouts(true))
+        {
+            let what = format!(
+                "seed {seed} ({}, {})",
+                paged.info().kernel_path(),
+                paged.variant().name()
+            );
             let single = render_and_backward(one, &g, &cam, &v_image);
             let chunked = render_and_backward(paged, &g, &cam, &v_image);
             assert_eq!(single.chunks, 1, "{what}");

@@ -25,6 +25,9 @@ pub struct ContextOptions {
     pub backends: wgpu::Backends,
     /// Force the portable kernel path: no subgroups, no float atomics (`WGSPLAT_PORTABLE=1`).
     pub portable: bool,
+    /// Workgroup layouts for CPU adapters ([`crate::gpu::shader::ShaderFlag::CpuLayout`]): `None`
+    /// chooses them where the adapter's type is CPU (`WGSPLAT_CPU_LAYOUT=1` or `0` forces them).
+    pub cpu_layout: Option<bool>,
     /// Upper bound on one tensor page in bytes; the adapter's binding limit applies anyway. Tests
     /// use small pages to exercise paging cheaply.
     pub max_page_bytes: Option<u64>,
@@ -46,6 +49,7 @@ impl Default for ContextOptions {
             adapter_filter: None,
             backends: SUPPORTED_BACKENDS,
             portable: false,
+            cpu_layout: None,
             max_page_bytes: None,
             poison: cfg!(debug_assertions),
             pool_limit_bytes: 512 << 20,
@@ -70,7 +74,7 @@ fn env_flag(name: &str) -> Result<Option<bool>> {
 
 impl ContextOptions {
     /// Defaults overridden by `WGSPLAT_ADAPTER`, `WGSPLAT_BACKEND`, `WGSPLAT_PORTABLE`,
-    /// `WGSPLAT_POISON` and `WGSPLAT_POOL_LIMIT_MIB`.
+    /// `WGSPLAT_CPU_LAYOUT`, `WGSPLAT_POISON` and `WGSPLAT_POOL_LIMIT_MIB`.
     pub fn from_env() -> Result<Self> {
         let mut options = ContextOptions::default();
         if let Ok(filter) = std::env::var("WGSPLAT_ADAPTER")
@@ -83,6 +87,9 @@ impl ContextOptions {
         }
         if let Some(portable) = env_flag("WGSPLAT_PORTABLE")? {
             options.portable = portable;
+        }
+        if let Some(cpu_layout) = env_flag("WGSPLAT_CPU_LAYOUT")? {
+            options.cpu_layout = Some(cpu_layout);
         }
         if let Some(poison) = env_flag("WGSPLAT_POISON")? {
             options.poison = poison;
@@ -101,6 +108,12 @@ impl ContextOptions {
     /// Returns these options with the portable path forced on or off.
     pub fn with_portable(mut self, portable: bool) -> Self {
         self.portable = portable;
+        self
+    }
+
+    /// Returns these options with the CPU-adapter workgroup layouts forced on or off.
+    pub fn with_cpu_layout(mut self, cpu_layout: bool) -> Self {
+        self.cpu_layout = Some(cpu_layout);
         self
     }
 
@@ -251,6 +264,9 @@ impl GpuContext {
         let variant = Variant {
             subgroups: required_features.contains(wgpu::Features::SUBGROUP),
             float_atomics: required_features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            cpu_layout: options
+                .cpu_layout
+                .unwrap_or(adapter_info.device_type == wgpu::DeviceType::Cpu),
         };
         let features = KernelFeatures {
             subgroups: variant.subgroups,
@@ -262,7 +278,7 @@ impl GpuContext {
             float_atomics: available.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
             timestamp_query: available.contains(wgpu::Features::TIMESTAMP_QUERY),
         };
-        let info = ContextInfo::new(
+        let mut info = ContextInfo::new(
             AdapterSummary::from(&adapter_info),
             features,
             available_features,
@@ -275,6 +291,7 @@ impl GpuContext {
                 adapter_info.subgroup_max_size,
             ),
         );
+        info.cpu_layout = variant.cpu_layout;
         let allocator = Allocator::new(
             device.clone(),
             limits.max_buffer_size,
@@ -344,7 +361,7 @@ impl GpuContext {
 
     /// Whether kernels take the portable path (no subgroups, no float atomics).
     pub fn is_portable(&self) -> bool {
-        self.inner.variant == Variant::PORTABLE
+        !self.inner.variant.subgroups && !self.inner.variant.float_atomics
     }
 
     /// Bytes in one tensor page (a power of two, at most the adapter's binding limit).

@@ -74,6 +74,9 @@ pub struct ContextInfo {
     pub features_available: KernelFeatures,
     /// Whether the portable path was forced.
     pub portable_forced: bool,
+    /// Whether kernels use their workgroup layouts for CPU adapters (`ShaderFlag::CpuLayout`).
+    #[serde(default)]
+    pub cpu_layout: bool,
     /// Key limits.
     pub limits: LimitsSummary,
     /// Bytes in one tensor page.
@@ -103,6 +106,7 @@ impl ContextInfo {
             features_used,
             features_available,
             portable_forced,
+            cpu_layout: false,
             limits: LimitsSummary {
                 max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
                 max_buffer_size: limits.max_buffer_size,
@@ -147,6 +151,15 @@ impl fmt::Display for ContextInfo {
                 " (forced)"
             } else {
                 ""
+            }
+        )?;
+        writeln!(
+            f,
+            "layouts        {}",
+            if self.cpu_layout {
+                "cpu (fewer invocations per tile, more pixels each)"
+            } else {
+                "gpu"
             }
         )?;
         let (u, v) = (self.features_used, self.features_available);

@@ -22,17 +22,25 @@ pub enum ShaderFlag {
     Subgroups,
     /// `atomic<f32>` in storage buffers. Requires `Features::SHADER_FLOAT32_ATOMIC`.
     FloatAtomics,
+    /// Workgroup layouts tuned for CPU adapters such as lavapipe (fewer invocations per tile, more
+    /// pixels each); needs no feature. On by default where the adapter's type is CPU.
+    CpuLayout,
 }
 
 impl ShaderFlag {
     /// Every flag.
-    pub const ALL: [ShaderFlag; 2] = [ShaderFlag::Subgroups, ShaderFlag::FloatAtomics];
+    pub const ALL: [ShaderFlag; 3] = [
+        ShaderFlag::Subgroups,
+        ShaderFlag::FloatAtomics,
+        ShaderFlag::CpuLayout,
+    ];
 
     /// The name used in `#if` directives.
     pub fn directive_name(self) -> &'static str {
         match self {
             ShaderFlag::Subgroups => "SUBGROUPS",
             ShaderFlag::FloatAtomics => "FLOAT_ATOMICS",
+            ShaderFlag::CpuLayout => "CPU_LAYOUT",
         }
     }
 
@@ -48,6 +56,8 @@ pub struct Variant {
     pub subgroups: bool,
     /// Float atomics enabled.
     pub float_atomics: bool,
+    /// CPU-adapter workgroup layouts ([`ShaderFlag::CpuLayout`]).
+    pub cpu_layout: bool,
 }
 
 impl Variant {
@@ -55,6 +65,7 @@ impl Variant {
     pub const PORTABLE: Variant = Variant {
         subgroups: false,
         float_atomics: false,
+        cpu_layout: false,
     };
 
     /// Whether a flag is on.
@@ -62,6 +73,7 @@ impl Variant {
         match flag {
             ShaderFlag::Subgroups => self.subgroups,
             ShaderFlag::FloatAtomics => self.float_atomics,
+            ShaderFlag::CpuLayout => self.cpu_layout,
         }
     }
 
@@ -73,6 +85,9 @@ impl Variant {
         }
         if self.float_atomics {
             parts.push("float_atomics");
+        }
+        if self.cpu_layout {
+            parts.push("cpu_layout");
         }
         if parts.is_empty() {
             "portable".to_owned()
@@ -86,6 +101,7 @@ impl Variant {
         Variant {
             subgroups: self.subgroups && used.contains(&ShaderFlag::Subgroups),
             float_atomics: self.float_atomics && used.contains(&ShaderFlag::FloatAtomics),
+            cpu_layout: self.cpu_layout && used.contains(&ShaderFlag::CpuLayout),
         }
     }
 
@@ -95,12 +111,15 @@ impl Variant {
         let mut out = Vec::new();
         for subgroups in [false, true] {
             for float_atomics in [false, true] {
-                let v = Variant {
-                    subgroups,
-                    float_atomics,
-                };
-                if v.restricted_to(&used) == v {
-                    out.push(v);
+                for cpu_layout in [false, true] {
+                    let v = Variant {
+                        subgroups,
+                        float_atomics,
+                        cpu_layout,
+                    };
+                    if v.restricted_to(&used) == v {
+                        out.push(v);
+                    }
                 }
             }
         }
@@ -195,7 +214,7 @@ fn parse_directive<'a>(file: &str, line_no: u32, line: &'a str) -> Result<Option
             };
             let flag = ShaderFlag::from_directive_name(name).ok_or_else(|| {
                 bad(format!(
-                    "unknown flag {name}; known flags are SUBGROUPS and FLOAT_ATOMICS"
+                    "unknown flag {name}; known flags are SUBGROUPS, FLOAT_ATOMICS and CPU_LAYOUT"
                 ))
             })?;
             Ok(Some(Directive::If { flag, negated }))
