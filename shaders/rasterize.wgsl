@@ -1,7 +1,9 @@
 // Tile rasterizer: one workgroup of 64 invocations per 16x16 tile composites the tile's
 // depth-ordered splats front to back, loading them in batches of 64 through workgroup memory.
 // Each invocation owns a column of four pixels (x = lid % 16, y = 4 * (lid / 16) + 0..3) held
-// as vec4 components, so one splat read serves four pixels. Per pixel it writes RGB
+// as vec4 components, so one splat read serves four pixels. In the CPU layout (CPU_LAYOUT, for
+// CPU adapters such as lavapipe, where every workgroup-memory access is a loop over the lanes) 16
+// invocations each own a whole column of 16 pixels as four such groups, so one read serves 16. Per pixel it writes RGB
 // composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
 // intersections it consumed up to its last contributor (the backward pass starts there).
 //
@@ -23,6 +25,11 @@ var<private> u: RenderUniform;
 @group(0) @binding(5) var<storage, read_write> depth: array<f32>;
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
 
+#if CPU_LAYOUT
+const WORKGROUP: u32 = 16u;
+#else
+const WORKGROUP: u32 = 64u;
+#endif
 const BATCH: u32 = 64u;
 // Set in `consumed` between chunks once a pixel's transmittance ran out.
 const DONE_BIT: u32 = 0x80000000u;
@@ -37,6 +44,9 @@ var<workgroup> done_snapshot: u32;
 struct Column {
     x: f32,
     y: vec4<f32>,
+    // Pixel indices, and whether each pixel lies inside the image.
+    p: vec4<u32>,
+    inside: vec4<bool>,
     r: vec4<f32>,
     g: vec4<f32>,
     b: vec4<f32>,
@@ -51,7 +61,7 @@ struct Column {
 // consumed count a pixel records when the splat contributes to it. Returns how many pixels it
 // ended (classic mode: a pixel ends, without blending, when the splat would leave its
 // transmittance at or below TRANSMITTANCE_MIN).
-fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<private, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a loop that
     // every lane leaves is skipped, so lanes the splat misses skip the exponential and blending.
@@ -66,7 +76,7 @@ fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u
     return ended;
 }
 
-fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<private, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
@@ -86,7 +96,105 @@ fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: 
     return dot(select(vec4<u32>(0u), vec4<u32>(1u), ends), vec4<u32>(1u));
 }
 
-@compute @workgroup_size(64)
+// The invocation's columns (module-scope, so the helpers below reach them all).
+var<private> c0: Column;
+#if CPU_LAYOUT
+var<private> c1: Column;
+var<private> c2: Column;
+var<private> c3: Column;
+#endif
+
+// A column of four pixels from (px, py0) down: empty in the first chunk, else the state the chunk
+// in front of this one left.
+fn open_column(px: u32, py0: u32, first_chunk: bool) -> Column {
+    var c: Column;
+    c.x = f32(px) + 0.5;
+    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
+    c.transmittance = vec4<f32>(1.0);
+    for (var k = 0u; k < 4u; k++) {
+        c.inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
+        c.p[k] = select(0u, (py0 + k) * u.image_size.x + px, c.inside[k]);
+        c.done[k] = !c.inside[k];
+        if !first_chunk && c.inside[k] {
+            let state = rgba[c.p[k]];
+            let carried = consumed[c.p[k]];
+            c.r[k] = state.x;
+            c.g[k] = state.y;
+            c.b[k] = state.z;
+            c.transmittance[k] = state.w;
+            c.depth[k] = depth[c.p[k]];
+            c.used[k] = carried & ~DONE_BIT;
+            c.done[k] = (carried & DONE_BIT) != 0u;
+        }
+    }
+    return c;
+}
+
+// Writes the column's pixels: final in the last chunk, else the running state.
+fn close_column(c: ptr<private, Column>, last_chunk: bool) {
+    for (var k = 0u; k < 4u; k++) {
+        if (*c).inside[k] {
+            let p = (*c).p[k];
+            depth[p] = (*c).depth[k];
+            let color = vec3<f32>((*c).r[k], (*c).g[k], (*c).b[k]);
+            if last_chunk {
+                rgba[p] = vec4<f32>(color + (*c).transmittance[k] * u.background.xyz, 1.0 - (*c).transmittance[k]);
+                consumed[p] = (*c).used[k];
+            } else {
+                rgba[p] = vec4<f32>(color, (*c).transmittance[k]);
+                consumed[p] = (*c).used[k] | select(0u, DONE_BIT, (*c).done[k]);
+            }
+        }
+    }
+}
+
+fn done_pixels(c: Column) -> u32 {
+    return dot(select(vec4<u32>(0u), vec4<u32>(1u), c.done), vec4<u32>(1u));
+}
+
+// Opens the invocation's columns from `first_row` down; returns how many of their pixels are done.
+fn open_columns(px: u32, first_row: u32, first_chunk: bool) -> u32 {
+    c0 = open_column(px, first_row, first_chunk);
+    var done = done_pixels(c0);
+#if CPU_LAYOUT
+    c1 = open_column(px, first_row + 4u, first_chunk);
+    c2 = open_column(px, first_row + 8u, first_chunk);
+    c3 = open_column(px, first_row + 12u, first_chunk);
+    done += done_pixels(c1) + done_pixels(c2) + done_pixels(c3);
+#endif
+    return done;
+}
+
+// Whether every pixel of the invocation's columns is done.
+fn columns_done() -> bool {
+#if CPU_LAYOUT
+    return all(c0.done & c1.done & c2.done & c3.done);
+#else
+    return all(c0.done);
+#endif
+}
+
+// blend_column over the invocation's columns; returns how many pixels it ended.
+fn blend_columns(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32) -> u32 {
+    var ended = blend_column(xy, co, cd, consumed_if_used, &c0);
+#if CPU_LAYOUT
+    ended += blend_column(xy, co, cd, consumed_if_used, &c1);
+    ended += blend_column(xy, co, cd, consumed_if_used, &c2);
+    ended += blend_column(xy, co, cd, consumed_if_used, &c3);
+#endif
+    return ended;
+}
+
+fn close_columns(last_chunk: bool) {
+    close_column(&c0, last_chunk);
+#if CPU_LAYOUT
+    close_column(&c1, last_chunk);
+    close_column(&c2, last_chunk);
+    close_column(&c3, last_chunk);
+#endif
+}
+
+@compute @workgroup_size(WORKGROUP)
 fn rasterize(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -113,34 +221,13 @@ fn rasterize(
         return; // uniform: this chunk leaves the tile's state as it is
     }
     let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let py0 = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u;
-    var c: Column;
-    c.x = f32(px) + 0.5;
-    c.y = f32(py0) + vec4<f32>(0.5, 1.5, 2.5, 3.5);
-    c.transmittance = vec4<f32>(1.0);
-    var p: vec4<u32>;
-    var inside: vec4<bool>;
-    for (var k = 0u; k < 4u; k++) {
-        inside[k] = px < u.image_size.x && py0 + k < u.image_size.y;
-        p[k] = select(0u, (py0 + k) * u.image_size.x + px, inside[k]);
-        c.done[k] = !inside[k];
-        if !first_chunk && inside[k] {
-            let state = rgba[p[k]];
-            let carried = consumed[p[k]];
-            c.r[k] = state.x;
-            c.g[k] = state.y;
-            c.b[k] = state.z;
-            c.transmittance[k] = state.w;
-            c.depth[k] = depth[p[k]];
-            c.used[k] = carried & ~DONE_BIT;
-            c.done[k] = (carried & DONE_BIT) != 0u;
-        }
-    }
+    let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * (64u / WORKGROUP) * 4u;
+    let done_at_start = open_columns(px, first_row, first_chunk);
     if lid == 0u {
         atomicStore(&done_count, 0u);
     }
     workgroupBarrier();
-    atomicAdd(&done_count, dot(select(vec4<u32>(0u), vec4<u32>(1u), c.done), vec4<u32>(1u)));
+    atomicAdd(&done_count, done_at_start);
     for (var batch = run.x; batch < run.y; batch += BATCH) {
         workgroupBarrier();
         if lid == 0u {
@@ -149,12 +236,11 @@ fn rasterize(
         if workgroupUniformLoad(&done_snapshot) == TILE_SIZE * TILE_SIZE {
             break;
         }
-        let idx = batch + lid;
-        if idx < run.y {
-            let s = (splat_from_isect[idx] - u.page_offset) * SPLAT_STRIDE;
-            s_xy[lid] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
-            s_conic_opacity[lid] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
-            s_color_depth[lid] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], splats[s + SPLAT_DEPTH]);
+        for (var i = lid; i < BATCH && batch + i < run.y; i += WORKGROUP) {
+            let s = (splat_from_isect[batch + i] - u.page_offset) * SPLAT_STRIDE;
+            s_xy[i] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
+            s_conic_opacity[i] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
+            s_color_depth[i] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], splats[s + SPLAT_DEPTH]);
         }
         workgroupBarrier();
         let n = min(BATCH, run.y - batch);
@@ -167,7 +253,7 @@ fn rasterize(
         // done.
         var group = 0u;
         loop {
-            if group >= n || subgroupAll(all(c.done)) {
+            if group >= n || subgroupAll(columns_done()) {
                 break;
             }
             let mine = min(group + lane, n - 1u);
@@ -179,33 +265,21 @@ fn rasterize(
                 let xy = subgroupShuffle(my_xy, t);
                 let co = subgroupShuffle(my_co, t);
                 let cd = subgroupShuffle(my_cd, t);
-                ended += blend_column(xy, co, cd, batch + group + t + 1u - start, &c);
+                ended += blend_columns(xy, co, cd, batch + group + t + 1u - start);
             }
             group += sg_size;
         }
 #else
         for (var j = 0u; j < n; j++) {
-            if all(c.done) {
+            if columns_done() {
                 break;
             }
-            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], batch + j + 1u - start, &c);
+            ended += blend_columns(s_xy[j], s_conic_opacity[j], s_color_depth[j], batch + j + 1u - start);
         }
 #endif
         if ended != 0u {
             atomicAdd(&done_count, ended);
         }
     }
-    for (var k = 0u; k < 4u; k++) {
-        if inside[k] {
-            depth[p[k]] = c.depth[k];
-            let color = vec3<f32>(c.r[k], c.g[k], c.b[k]);
-            if last_chunk {
-                rgba[p[k]] = vec4<f32>(color + c.transmittance[k] * u.background.xyz, 1.0 - c.transmittance[k]);
-                consumed[p[k]] = c.used[k];
-            } else {
-                rgba[p[k]] = vec4<f32>(color, c.transmittance[k]);
-                consumed[p[k]] = c.used[k] | select(0u, DONE_BIT, c.done[k]);
-            }
-        }
-    }
+    close_columns(last_chunk);
 }

@@ -7,7 +7,7 @@ use common::{PeerCase, camera, random_gaussians};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::{self, CpuGaussians};
 use wgsplat::splat::{Camera, GaussianTensors, RasterMode};
-use wgsplat::testing::{both_paths, compare_close, max_abs_diff};
+use wgsplat::testing::{both_paths, both_paths_both_layouts, compare_close, max_abs_diff};
 use wgsplat::{GpuContext, MemoryCategory};
 
 fn gpu_render(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
@@ -50,7 +50,7 @@ fn cpu_render(g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
 
 #[test]
 fn forward_matches_gsplat_peer_cases() {
-    for ctx in both_paths() {
+    for ctx in both_paths_both_layouts(false) {
         for peer in PeerCase::all() {
             let got = gpu_render(ctx, &peer.gaussians, &PeerCase::camera(), 3);
             assert!(
@@ -72,7 +72,7 @@ fn forward_matches_gsplat_peer_cases() {
 
 #[test]
 fn forward_matches_cpu_reference_on_random_scenes() {
-    for ctx in both_paths() {
+    for ctx in both_paths_both_layouts(false) {
         for (seed, n, w, h) in [
             (1u64, 300usize, 123u32, 82u32),
             (2, 3000, 257, 255),
@@ -178,7 +178,7 @@ fn invisible_gaussians_leave_the_image_bit_identical() {
 
 #[test]
 fn huge_straddling_and_non_finite_gaussians_poison_nothing() {
-    for ctx in both_paths() {
+    for ctx in both_paths_both_layouts(false) {
         let cam = camera(64, 48, [0.0; 3]);
         let mut g = random_gaussians(7, 100, 1.0, 0.08);
         let clean = g.clone();
