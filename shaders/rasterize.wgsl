@@ -61,7 +61,7 @@ struct Column {
 // consumed count a pixel records when the splat contributes to it. Returns how many pixels it
 // ended (classic mode: a pixel ends, without blending, when the splat would leave its
 // transmittance at or below TRANSMITTANCE_MIN).
-fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<private, Column>) -> u32 {
+fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a loop that
     // every lane leaves is skipped, so lanes the splat misses skip the exponential and blending.
@@ -76,7 +76,7 @@ fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u
     return ended;
 }
 
-fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<private, Column>) -> u32 {
+fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
@@ -95,14 +95,6 @@ fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: 
     (*c).done |= ends;
     return dot(select(vec4<u32>(0u), vec4<u32>(1u), ends), vec4<u32>(1u));
 }
-
-// The invocation's columns (module-scope, so the helpers below reach them all).
-var<private> c0: Column;
-#if CPU_LAYOUT
-var<private> c1: Column;
-var<private> c2: Column;
-var<private> c3: Column;
-#endif
 
 // A column of four pixels from (px, py0) down: empty in the first chunk, else the state the chunk
 // in front of this one left.
@@ -131,7 +123,7 @@ fn open_column(px: u32, py0: u32, first_chunk: bool) -> Column {
 }
 
 // Writes the column's pixels: final in the last chunk, else the running state.
-fn close_column(c: ptr<private, Column>, last_chunk: bool) {
+fn close_column(c: ptr<function, Column>, last_chunk: bool) {
     for (var k = 0u; k < 4u; k++) {
         if (*c).inside[k] {
             let p = (*c).p[k];
@@ -150,48 +142,6 @@ fn close_column(c: ptr<private, Column>, last_chunk: bool) {
 
 fn done_pixels(c: Column) -> u32 {
     return dot(select(vec4<u32>(0u), vec4<u32>(1u), c.done), vec4<u32>(1u));
-}
-
-// Opens the invocation's columns from `first_row` down; returns how many of their pixels are done.
-fn open_columns(px: u32, first_row: u32, first_chunk: bool) -> u32 {
-    c0 = open_column(px, first_row, first_chunk);
-    var done = done_pixels(c0);
-#if CPU_LAYOUT
-    c1 = open_column(px, first_row + 4u, first_chunk);
-    c2 = open_column(px, first_row + 8u, first_chunk);
-    c3 = open_column(px, first_row + 12u, first_chunk);
-    done += done_pixels(c1) + done_pixels(c2) + done_pixels(c3);
-#endif
-    return done;
-}
-
-// Whether every pixel of the invocation's columns is done.
-fn columns_done() -> bool {
-#if CPU_LAYOUT
-    return all(c0.done & c1.done & c2.done & c3.done);
-#else
-    return all(c0.done);
-#endif
-}
-
-// blend_column over the invocation's columns; returns how many pixels it ended.
-fn blend_columns(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32) -> u32 {
-    var ended = blend_column(xy, co, cd, consumed_if_used, &c0);
-#if CPU_LAYOUT
-    ended += blend_column(xy, co, cd, consumed_if_used, &c1);
-    ended += blend_column(xy, co, cd, consumed_if_used, &c2);
-    ended += blend_column(xy, co, cd, consumed_if_used, &c3);
-#endif
-    return ended;
-}
-
-fn close_columns(last_chunk: bool) {
-    close_column(&c0, last_chunk);
-#if CPU_LAYOUT
-    close_column(&c1, last_chunk);
-    close_column(&c2, last_chunk);
-    close_column(&c3, last_chunk);
-#endif
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -222,7 +172,15 @@ fn rasterize(
     }
     let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
     let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * (64u / WORKGROUP) * 4u;
-    let done_at_start = open_columns(px, first_row, first_chunk);
+    // The invocation's columns: c0, and in the CPU layout c1..c3 below it.
+    var c0 = open_column(px, first_row, first_chunk);
+    var done_at_start = done_pixels(c0);
+#if CPU_LAYOUT
+    var c1 = open_column(px, first_row + 4u, first_chunk);
+    var c2 = open_column(px, first_row + 8u, first_chunk);
+    var c3 = open_column(px, first_row + 12u, first_chunk);
+    done_at_start += done_pixels(c1) + done_pixels(c2) + done_pixels(c3);
+#endif
     if lid == 0u {
         atomicStore(&done_count, 0u);
     }
@@ -250,36 +208,65 @@ fn rasterize(
         // subgroup sees splat t of the group through shuffles: on lavapipe a workgroup-memory
         // load is a loop over the lanes and a 32-bit shuffle one vector permute, so one load
         // serves `sg_size` splats instead of one. The subgroup leaves once all of its pixels are
-        // done.
+        // done. A subgroup wider than the workgroup (a 16-invocation CPU layout on 32 lanes) has
+        // only WORKGROUP live lanes.
+        let lanes = min(sg_size, WORKGROUP);
         var group = 0u;
         loop {
-            if group >= n || subgroupAll(columns_done()) {
+#if CPU_LAYOUT
+            let all_done = all(c0.done & c1.done & c2.done & c3.done);
+#else
+            let all_done = all(c0.done);
+#endif
+            if group >= n || subgroupAll(all_done) {
                 break;
             }
             let mine = min(group + lane, n - 1u);
             let my_xy = s_xy[mine];
             let my_co = s_conic_opacity[mine];
             let my_cd = s_color_depth[mine];
-            let count = min(sg_size, n - group);
+            let count = min(lanes, n - group);
             for (var t = 0u; t < count; t++) {
                 let xy = subgroupShuffle(my_xy, t);
                 let co = subgroupShuffle(my_co, t);
                 let cd = subgroupShuffle(my_cd, t);
-                ended += blend_columns(xy, co, cd, batch + group + t + 1u - start);
+                let used = batch + group + t + 1u - start;
+                ended += blend_column(xy, co, cd, used, &c0);
+#if CPU_LAYOUT
+                ended += blend_column(xy, co, cd, used, &c1);
+                ended += blend_column(xy, co, cd, used, &c2);
+                ended += blend_column(xy, co, cd, used, &c3);
+#endif
             }
-            group += sg_size;
+            group += lanes;
         }
 #else
         for (var j = 0u; j < n; j++) {
-            if columns_done() {
+#if CPU_LAYOUT
+            let all_done = all(c0.done & c1.done & c2.done & c3.done);
+#else
+            let all_done = all(c0.done);
+#endif
+            if all_done {
                 break;
             }
-            ended += blend_columns(s_xy[j], s_conic_opacity[j], s_color_depth[j], batch + j + 1u - start);
+            let used = batch + j + 1u - start;
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c0);
+#if CPU_LAYOUT
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c1);
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c2);
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c3);
+#endif
         }
 #endif
         if ended != 0u {
             atomicAdd(&done_count, ended);
         }
     }
-    close_columns(last_chunk);
+    close_column(&c0, last_chunk);
+#if CPU_LAYOUT
+    close_column(&c1, last_chunk);
+    close_column(&c2, last_chunk);
+    close_column(&c3, last_chunk);
+#endif
 }

@@ -103,7 +103,7 @@ struct Column {
 
 // One splat's gradients summed over the column, going back to front: un-composites the splat
 // from each pixel's state and returns (x, y, a, b), (c, opacity, r, g), (b, |x|, |y|, 0).
-fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c: ptr<private, Column>) -> array<vec4<f32>, 3> {
+fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c: ptr<function, Column>) -> array<vec4<f32>, 3> {
     let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
@@ -138,7 +138,7 @@ fn column_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32, c
 
 // Whether the splat can contribute to any pixel of the column (a cheap, conservative test;
 // column_gradient changes nothing where it does not).
-fn column_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32, c: ptr<private, Column>) -> bool {
+fn column_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32, c: ptr<function, Column>) -> bool {
     let reachable = vec4<u32>(isect) < (*c).limit;
     return splat_may_touch4(co, xy.x - (*c).x, xy.y - (*c).y, reachable, u.alpha_mode);
 }
@@ -184,7 +184,7 @@ fn open_column(px: u32, py0: u32, start: u32, backmost: bool) -> Column {
 }
 
 // Passes the column's state to the dispatch in front of this one.
-fn store_carry(c: ptr<private, Column>) {
+fn store_carry(c: ptr<function, Column>) {
     for (var k = 0u; k < 4u; k++) {
         if (*c).inside[k] {
             carry[(*c).p[k]] = vec4<f32>((*c).transmittance[k], (*c).behind_r[k], (*c).behind_g[k], (*c).behind_b[k]);
@@ -192,60 +192,13 @@ fn store_carry(c: ptr<private, Column>) {
     }
 }
 
-// The invocation's columns: module-scope, so the helpers below reach them all (a pointer into a
-// local array cannot be passed on in every backend).
-var<private> c0: Column;
-#if CPU_LAYOUT
-var<private> c1: Column;
-var<private> c2: Column;
-var<private> c3: Column;
-#endif
-
-// Opens the invocation's columns, from `first_row` down; returns the largest limit among them.
-fn open_columns(px: u32, first_row: u32, start: u32, backmost: bool) -> u32 {
-    c0 = open_column(px, first_row, start, backmost);
-    var l = max(c0.limit.xy, c0.limit.zw);
-#if CPU_LAYOUT
-    c1 = open_column(px, first_row + 4u, start, backmost);
-    c2 = open_column(px, first_row + 8u, start, backmost);
-    c3 = open_column(px, first_row + 12u, start, backmost);
-    l = max(max(l, max(c1.limit.xy, c1.limit.zw)), max(max(c2.limit.xy, c2.limit.zw), max(c3.limit.xy, c3.limit.zw)));
-#endif
-    return max(l.x, l.y);
-}
-
-// Whether the splat can contribute to any pixel of the invocation's columns.
-fn columns_may_touch(xy: vec2<f32>, co: vec4<f32>, isect: u32) -> bool {
-    var touch = column_may_touch(xy, co, isect, &c0);
-#if CPU_LAYOUT
-    touch = touch | column_may_touch(xy, co, isect, &c1) | column_may_touch(xy, co, isect, &c2) | column_may_touch(xy, co, isect, &c3);
-#endif
-    return touch;
-}
-
 fn add_parts(a: array<vec4<f32>, 3>, b: array<vec4<f32>, 3>) -> array<vec4<f32>, 3> {
     return array<vec4<f32>, 3>(a[0] + b[0], a[1] + b[1], a[2] + b[2]);
 }
 
-// column_gradient over the invocation's columns, summed in column order.
-fn columns_gradient(xy: vec2<f32>, co: vec4<f32>, color: vec3<f32>, isect: u32) -> array<vec4<f32>, 3> {
-    var g = column_gradient(xy, co, color, isect, &c0);
-#if CPU_LAYOUT
-    g = add_parts(g, column_gradient(xy, co, color, isect, &c1));
-    g = add_parts(g, column_gradient(xy, co, color, isect, &c2));
-    g = add_parts(g, column_gradient(xy, co, color, isect, &c3));
-#endif
-    return g;
-}
-
-// Passes the state of the invocation's columns to the dispatch in front of this one.
-fn store_carries() {
-    store_carry(&c0);
-#if CPU_LAYOUT
-    store_carry(&c1);
-    store_carry(&c2);
-    store_carry(&c3);
-#endif
+fn column_max_limit(c: Column) -> u32 {
+    let l = max(c.limit.xy, c.limit.zw);
+    return max(l.x, l.y);
 }
 
 #if SUBGROUPS
@@ -295,7 +248,15 @@ fn rasterize_backward(
 
     let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
     let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u * COLUMNS;
-    let limit = max(open_columns(px, first_row, start, backmost), run_start);
+    // The invocation's columns: c0, and in the CPU layout c1..c3 below it.
+    var c0 = open_column(px, first_row, start, backmost);
+    var limit = max(run_start, column_max_limit(c0));
+#if CPU_LAYOUT
+    var c1 = open_column(px, first_row + 4u, start, backmost);
+    var c2 = open_column(px, first_row + 8u, start, backmost);
+    var c3 = open_column(px, first_row + 12u, start, backmost);
+    limit = max(limit, max(column_max_limit(c1), max(column_max_limit(c2), column_max_limit(c3))));
+#endif
 
     // Intersections past every pixel's last contributor change nothing: start at the largest limit.
     if lid == 0u {
@@ -342,10 +303,19 @@ fn rasterize_backward(
                 // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a
                 // loop that every lane leaves is skipped, so subgroups the splat misses skip it.
                 loop {
-                    if !subgroupAny(columns_may_touch(xy, co, isect)) {
+                    var touch = column_may_touch(xy, co, isect, &c0);
+#if CPU_LAYOUT
+                    touch = touch | column_may_touch(xy, co, isect, &c1) | column_may_touch(xy, co, isect, &c2) | column_may_touch(xy, co, isect, &c3);
+#endif
+                    if !subgroupAny(touch) {
                         break;
                     }
-                    let g = columns_gradient(xy, co, color.xyz, isect);
+                    var g = column_gradient(xy, co, color.xyz, isect, &c0);
+#if CPU_LAYOUT
+                    g = add_parts(g, column_gradient(xy, co, color.xyz, isect, &c1));
+                    g = add_parts(g, column_gradient(xy, co, color.xyz, isect, &c2));
+                    g = add_parts(g, column_gradient(xy, co, color.xyz, isect, &c3));
+#endif
                     let sum0 = subgroup_sum(g[0], lanes);
                     let sum1 = subgroup_sum(g[1], lanes);
                     let sum2 = subgroup_sum(g[2], lanes);
@@ -390,11 +360,22 @@ fn rasterize_backward(
                 let co = s_conic_opacity[j];
                 var g = array<vec4<f32>, 3>();
                 // At most once; skipped where the splat misses every pixel (see above).
+                let isect = batch_start + j;
                 loop {
-                    if !columns_may_touch(xy, co, batch_start + j) {
+                    var touch = column_may_touch(xy, co, isect, &c0);
+#if CPU_LAYOUT
+                    touch = touch | column_may_touch(xy, co, isect, &c1) | column_may_touch(xy, co, isect, &c2) | column_may_touch(xy, co, isect, &c3);
+#endif
+                    if !touch {
                         break;
                     }
-                    g = columns_gradient(xy, co, s_color[j].xyz, batch_start + j);
+                    let color = s_color[j].xyz;
+                    g = column_gradient(xy, co, color, isect, &c0);
+#if CPU_LAYOUT
+                    g = add_parts(g, column_gradient(xy, co, color, isect, &c1));
+                    g = add_parts(g, column_gradient(xy, co, color, isect, &c2));
+                    g = add_parts(g, column_gradient(xy, co, color, isect, &c3));
+#endif
                     break;
                 }
                 let slot = ((t - 1u) * WORKGROUP + lid) * 3u;
@@ -448,6 +429,11 @@ fn rasterize_backward(
         batch_end = batch_start;
     }
     if !frontmost {
-        store_carries();
+        store_carry(&c0);
+#if CPU_LAYOUT
+        store_carry(&c1);
+        store_carry(&c2);
+        store_carry(&c3);
+#endif
     }
 }
