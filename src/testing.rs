@@ -166,12 +166,7 @@ pub fn both_paths_both_layouts(small_pages: bool) -> [&'static GpuContext; 4] {
         })
     };
     let base = if small_pages { 2 } else { 0 };
-    [
-        fast,
-        portable,
-        other(base, fast),
-        other(base + 1, portable),
-    ]
+    [fast, portable, other(base, fast), other(base + 1, portable)]
 }
 
 /// Page size of [`both_paths_small_pages`].

@@ -229,18 +229,8 @@ fn check_indices_by_central_differences(
     for ctx in both_paths_both_layouts(false) {
         let mut rng = TestRng::new(12);
         let weights = rng.vec_f32((cam.width * cam.height * 4) as usize, -1.0, 1.0);
-        let all = flat(
-            &gradients(
-                ctx,
-                g,
-                cam,
-                &weights,
-                AlphaMode::Smooth,
-                false,
-                raster_mode,
-            )
-            .params,
-        );
+        let all =
+            flat(&gradients(ctx, g, cam, &weights, AlphaMode::Smooth, false, raster_mode).params);
         let analytic: Vec<f32> = checked.iter().map(|&i| all[i]).collect();
         let base = flat(g);
         let mut numeric = Vec::with_capacity(checked.len());

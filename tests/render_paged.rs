@@ -12,7 +12,8 @@ use wgsplat::splat::raster::splat_rows_per_page;
 use wgsplat::splat::reference::{self, CpuGaussians};
 use wgsplat::splat::{Camera, GaussianTensors};
 use wgsplat::testing::{
-    TestRng, both_paths_both_layouts, both_paths_small_pages, compare_close, compare_exact, max_abs_diff,
+    TestRng, both_paths_both_layouts, both_paths_small_pages, compare_close, compare_exact,
+    max_abs_diff,
 };
 use wgsplat::{Error, GpuContext, MemoryCategory, Tensor};
 
