@@ -138,20 +138,44 @@ pub fn adam_step(
     let kernel = enc.ctx().kernel(FILE, "adam_step")?;
     for page in 0..param.num_pages() {
         let n = param.page_len(page);
+        if n == 0 {
+            continue;
+        }
         let params = AdamParams {
             n: n as u32,
             ..base
         };
-        let grid = crate::ops::grid(enc, n, kernel.threads())?;
+        let grid = crate::ops::grid(enc, n.div_ceil(4), kernel.threads())?;
         let bindings = [
-            param.page_binding(page),
-            grad.page_binding(page),
-            moment1.page_binding(page),
-            moment2.page_binding(page),
+            vec4_binding(param, page)?,
+            vec4_binding(grad, page)?,
+            vec4_binding(moment1, page)?,
+            vec4_binding(moment2, page)?,
         ];
         enc.dispatch(&kernel, &params, &bindings, grid)?;
     }
     Ok(())
+}
+
+/// Page `page` of `t` seen as vec4s: its elements rounded up to 16 bytes. Buffers are whole size
+/// classes (multiples of [`crate::gpu::memory::MIN_BUFFER_BYTES`]), so the rounded range lies inside
+/// the page's buffer; the kernel leaves the padding as it found it.
+fn vec4_binding(t: &Tensor, page: usize) -> Result<wgpu::BufferBinding<'_>> {
+    let binding = t.page_binding(page);
+    let bytes = binding.size.map_or(0, |s| s.get()).div_ceil(16) * 16;
+    if bytes > binding.buffer.size() {
+        return Err(Error::InvalidArgument {
+            op: "adam_step",
+            detail: format!(
+                "page {page} of {bytes} bytes (rounded to 16) exceeds its {}-byte buffer",
+                binding.buffer.size()
+            ),
+        });
+    }
+    Ok(wgpu::BufferBinding {
+        size: std::num::NonZeroU64::new(bytes),
+        ..binding
+    })
 }
 
 /// One learning rate per parameter group.
