@@ -8,6 +8,7 @@ pub mod host;
 pub mod info;
 pub mod kernel;
 pub mod memory;
+pub mod options;
 pub mod pool;
 pub mod readback;
 pub mod shader;
