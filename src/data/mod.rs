@@ -11,6 +11,7 @@
 pub mod builtin;
 pub mod colmap;
 pub mod colmap_binary;
+pub mod colmap_text;
 pub mod image;
 pub mod init;
 pub mod nerf;

@@ -1,0 +1,128 @@
+//! COLMAP's text model format (`cameras.txt`, `images.txt`, `points3D.txt`). A malformed line gives
+//! an error naming the file, the line and the field.
+
+use std::path::Path;
+
+use super::colmap::{ColmapCamera, ColmapImage, pinhole_camera};
+use super::{PointCloud, dataset_error};
+use crate::error::Result;
+
+/// Non-comment lines of a text model file with their 1-based line numbers (empty lines kept).
+fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    Ok(text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with('#'))
+        .map(|(i, line)| (i + 1, line.trim().to_string()))
+        .collect())
+}
+
+/// Parses token `index` of a text line as `T`, naming the file, line and field on failure.
+fn field<T: std::str::FromStr>(
+    path: &Path,
+    line: usize,
+    tokens: &[&str],
+    index: usize,
+    name: &str,
+) -> Result<T> {
+    let token = tokens.get(index).ok_or_else(|| {
+        dataset_error(
+            path,
+            format!(
+                "line {line}: missing field {name} (the line has {} fields)",
+                tokens.len()
+            ),
+        )
+    })?;
+    token.parse().map_err(|_| {
+        dataset_error(
+            path,
+            format!("line {line}: field {name} is {token:?}, not a valid number"),
+        )
+    })
+}
+
+/// Reads `cameras.txt`: `CAMERA_ID MODEL WIDTH HEIGHT PARAMS[]` per line.
+pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
+    let mut cameras = Vec::new();
+    for (line, text) in data_lines(path)? {
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let id = field(path, line, &tokens, 0, "CAMERA_ID")?;
+        let model = tokens.get(1).copied().unwrap_or("");
+        let width = field(path, line, &tokens, 2, "WIDTH")?;
+        let height = field(path, line, &tokens, 3, "HEIGHT")?;
+        let params: Vec<f64> = (4..tokens.len())
+            .map(|i| field(path, line, &tokens, i, "PARAMS"))
+            .collect::<Result<_>>()?;
+        cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
+    }
+    Ok(cameras)
+}
+
+/// Reads `images.txt`: per image a line `IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME` followed
+/// by its (possibly empty) `POINTS2D` line, which is skipped.
+pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
+    let lines = data_lines(path)?;
+    let mut images = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (line, text) = &lines[i];
+        if text.is_empty() {
+            i += 1;
+            continue;
+        }
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.len() < 10 {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "line {line}: expected IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME, found {} fields",
+                    tokens.len()
+                ),
+            ));
+        }
+        let number = |k: usize, name: &str| field::<f64>(path, *line, &tokens, k, name);
+        images.push(ColmapImage {
+            id: field(path, *line, &tokens, 0, "IMAGE_ID")?,
+            qvec: [
+                number(1, "QW")?,
+                number(2, "QX")?,
+                number(3, "QY")?,
+                number(4, "QZ")?,
+            ],
+            tvec: [number(5, "TX")?, number(6, "TY")?, number(7, "TZ")?],
+            camera_id: field(path, *line, &tokens, 8, "CAMERA_ID")?,
+            name: tokens[9..].join(" "),
+        });
+        // The next data line is this image's POINTS2D line (empty when it has no observations).
+        i += 2;
+    }
+    Ok(images)
+}
+
+/// Reads `points3D.txt`: `POINT3D_ID X Y Z R G B ERROR TRACK[]` per line.
+pub fn read_points_text(path: &Path) -> Result<PointCloud> {
+    let mut points = PointCloud::default();
+    for (line, text) in data_lines(path)? {
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let position = |k: usize, name: &str| field::<f32>(path, line, &tokens, k, name);
+        let colour = |k: usize, name: &str| {
+            field::<u8>(path, line, &tokens, k, name).map(|c| c as f32 / 255.0)
+        };
+        points
+            .positions
+            .push([position(1, "X")?, position(2, "Y")?, position(3, "Z")?]);
+        points
+            .colors
+            .push([colour(4, "R")?, colour(5, "G")?, colour(6, "B")?]);
+    }
+    Ok(points)
+}
