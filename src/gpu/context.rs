@@ -18,18 +18,40 @@ pub(crate) const POISON_SOURCE_BYTES: u64 = 1 << 20;
 pub const POISON_WORD: u32 = 0xFFFF_FFFF;
 
 pub(crate) struct ContextInner {
-    pub(crate) device: wgpu::Device,
-    pub(crate) queue: wgpu::Queue,
-    pub(crate) allocator: Allocator,
-    pub(crate) kernels: KernelCache,
+    /// Always `Some` until the context closes (see [`TEARDOWN`]).
+    gpu: Option<GpuObjects>,
     pub(crate) info: ContextInfo,
     pub(crate) variant: Variant,
     pub(crate) page_bytes: u64,
-    pub(crate) poison_source: Mutex<Option<GpuBuffer>>,
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
     pub(crate) lost: Arc<Mutex<Option<String>>>,
+}
+
+/// A context's wgpu objects, dropped in this order (buffers and pipelines before the device,
+/// the device before the instance) while [`TEARDOWN`] is held.
+pub(crate) struct GpuObjects {
+    pub(crate) poison_source: Mutex<Option<GpuBuffer>>,
+    pub(crate) kernels: KernelCache,
+    pub(crate) allocator: Allocator,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) device: wgpu::Device,
     adapter: wgpu::Adapter,
     instance: wgpu::Instance,
+}
+
+/// Serialises opening and closing contexts across the process. On an NVIDIA H100 (driver
+/// 580.159.04) contexts closed on several threads at once (`tests/memory.rs`, one context per
+/// test, tests in parallel) deadlocked in the Vulkan loader and driver (`vkDestroyInstance`,
+/// `vkDestroyDevice`) in 3 of 12 runs.
+static TEARDOWN: Mutex<()> = Mutex::new(());
+
+impl ContextInner {
+    /// The wgpu objects (present for the whole life of the context).
+    pub(crate) fn gpu(&self) -> &GpuObjects {
+        self.gpu
+            .as_ref()
+            .expect("a context's GPU objects live until the context is dropped")
+    }
 }
 
 /// A GPU context. Cheap to clone; the device closes when the last clone and every tensor are gone.
@@ -55,6 +77,9 @@ WGSPLAT_ADAPTER=llvmpipe";
 impl GpuContext {
     /// Opens a context with the given options.
     pub fn new(options: ContextOptions) -> Result<Self> {
+        let _opening = TEARDOWN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = options.backends & SUPPORTED_BACKENDS;
         let instance = wgpu::Instance::new(desc);
@@ -192,40 +217,42 @@ impl GpuContext {
         };
         Ok(GpuContext {
             inner: Arc::new(ContextInner {
-                device,
-                queue,
-                allocator,
-                kernels: KernelCache::default(),
+                gpu: Some(GpuObjects {
+                    poison_source: Mutex::new(poison_source),
+                    kernels: KernelCache::default(),
+                    allocator,
+                    queue,
+                    device,
+                    adapter,
+                    instance,
+                }),
                 info,
                 variant,
                 page_bytes,
-                poison_source: Mutex::new(poison_source),
                 errors,
                 lost,
-                adapter,
-                instance,
             }),
         })
     }
 
     /// The wgpu device.
     pub fn device(&self) -> &wgpu::Device {
-        &self.inner.device
+        &self.inner.gpu().device
     }
 
     /// The wgpu queue.
     pub fn queue(&self) -> &wgpu::Queue {
-        &self.inner.queue
+        &self.inner.gpu().queue
     }
 
     /// The wgpu instance the adapter came from (front ends create their window surface with it).
     pub fn instance(&self) -> &wgpu::Instance {
-        &self.inner.instance
+        &self.inner.gpu().instance
     }
 
     /// The wgpu adapter the device was opened on.
     pub fn adapter(&self) -> &wgpu::Adapter {
-        &self.inner.adapter
+        &self.inner.gpu().adapter
     }
 
     /// Adapter, features and limits in use.
@@ -262,17 +289,18 @@ impl GpuContext {
 
     /// The allocator.
     pub fn allocator(&self) -> &Allocator {
-        &self.inner.allocator
+        &self.inner.gpu().allocator
     }
 
     /// A snapshot of memory use.
     pub fn memory_report(&self) -> MemoryReport {
-        self.inner.allocator.report()
+        self.inner.gpu().allocator.report()
     }
 
     /// Buffers still alive, excluding the context's own poison source. Empty when nothing leaked.
     pub fn leak_check(&self) -> Vec<LiveBuffer> {
         self.inner
+            .gpu()
             .allocator
             .live_buffers()
             .into_iter()
@@ -282,12 +310,13 @@ impl GpuContext {
 
     /// Frees every pooled buffer; returns the bytes released.
     pub fn trim(&self) -> u64 {
-        self.inner.allocator.trim()
+        self.inner.gpu().allocator.trim()
     }
 
     /// Blocks until all submitted work is done.
     pub fn wait_idle(&self) -> Result<()> {
         self.inner
+            .gpu()
             .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost(e.to_string()))?;
@@ -297,6 +326,7 @@ impl GpuContext {
     /// Processes finished work and map callbacks without blocking (for async readback).
     pub fn poll(&self) -> Result<()> {
         self.inner
+            .gpu()
             .device
             .poll(wgpu::PollType::Poll)
             .map_err(|e| Error::DeviceLost(e.to_string()))?;
@@ -323,10 +353,16 @@ impl GpuContext {
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        if let Ok(mut slot) = self.poison_source.lock() {
+        let Some(gpu) = self.gpu.take() else {
+            return;
+        };
+        let _closing = TEARDOWN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Ok(mut slot) = gpu.poison_source.lock() {
             slot.take();
         }
-        let leaks = self.allocator.live_buffers();
+        let leaks = gpu.allocator.live_buffers();
         if !leaks.is_empty() {
             eprintln!(
                 "wgsplat: warning: {} GPU buffer(s) still alive when the context closed:",
@@ -341,5 +377,6 @@ impl Drop for ContextInner {
                 );
             }
         }
+        drop(gpu); // under the lock: `_closing` is released after this
     }
 }

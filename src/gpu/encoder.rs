@@ -138,6 +138,7 @@ impl Encoder {
         let source = self
             .ctx
             .inner
+            .gpu()
             .poison_source
             .lock()
             .unwrap_or_else(|p| p.into_inner())

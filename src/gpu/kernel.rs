@@ -47,6 +47,7 @@ impl GpuContext {
         let key = (file.to_owned(), entry.to_owned(), variant);
         if let Some(k) = self
             .inner
+            .gpu()
             .kernels
             .kernels
             .lock()
@@ -115,6 +116,7 @@ impl GpuContext {
             writable_bindings,
         });
         self.inner
+            .gpu()
             .kernels
             .kernels
             .lock()
