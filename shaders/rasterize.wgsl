@@ -13,6 +13,7 @@
 // first chunk starts from the empty state without reading; the last composites the background.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/tile_layout.wgsl"
 #import "shared/chunk.wgsl"
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
@@ -25,11 +26,6 @@ var<private> u: RenderUniform;
 @group(0) @binding(5) var<storage, read_write> depth: array<f32>;
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
 
-#if CPU_LAYOUT
-const WORKGROUP: u32 = 16u;
-#else
-const WORKGROUP: u32 = 64u;
-#endif
 const BATCH: u32 = 64u;
 // Set in `consumed` between chunks once a pixel's transmittance ran out.
 const DONE_BIT: u32 = 0x80000000u;
@@ -170,8 +166,9 @@ fn rasterize(
     if run.x == run.y && !first_chunk && !last_chunk {
         return; // uniform: this chunk leaves the tile's state as it is
     }
-    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * (64u / WORKGROUP) * 4u;
+    let origin = column_origin(tile, u.tile_counts.x, lid);
+    let px = origin.x;
+    let first_row = origin.y;
     // The invocation's columns: c0, and in the CPU layout c1..c3 below it.
     var c0 = open_column(px, first_row, first_chunk);
     var done_at_start = done_pixels(c0);

@@ -26,6 +26,7 @@
 // `carry` is never touched).
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/tile_layout.wgsl"
 #import "shared/isect_window.wgsl"
 #import "shared/chunk.wgsl"
 
@@ -43,18 +44,6 @@ var<private> window: IsectWindow;
 @group(0) @binding(7) var<storage, read_write> rows: array<f32>;
 @group(0) @binding(8) var<storage, read_write> carry: array<vec4<f32>>;
 
-#if CPU_LAYOUT
-// CPU adapters (lavapipe): 16 invocations per tile, invocation x owning the tile's column x as
-// four groups of four rows. Every workgroup-memory load of splat data then serves 16 pixels instead
-// of 4, and a splat's sums cross 16 invocations instead of 64 (on lavapipe each such access is a
-// loop over the lanes; ../shared/notes/lavapipe-performance.md).
-const WORKGROUP: u32 = 16u;
-const COLUMNS: u32 = 4u;
-#else
-// GPUs: 64 invocations per tile, invocation i owning column i % 16, rows 4 (i / 16) .. + 3.
-const WORKGROUP: u32 = 64u;
-const COLUMNS: u32 = 1u;
-#endif
 // Splats loaded into workgroup memory at a time.
 const BATCH: u32 = 64u;
 // Splats per group of the portable path's reduction: 768 / (3 WORKGROUP), 4 or 16.
@@ -246,8 +235,9 @@ fn rasterize_backward(
         return; // uniform: this dispatch leaves the tile's carried state as it is
     }
 
-    let px = (tile % u.tile_counts.x) * TILE_SIZE + lid % TILE_SIZE;
-    let first_row = (tile / u.tile_counts.x) * TILE_SIZE + (lid / TILE_SIZE) * 4u * COLUMNS;
+    let origin = column_origin(tile, u.tile_counts.x, lid);
+    let px = origin.x;
+    let first_row = origin.y;
     // The invocation's columns: c0, and in the CPU layout c1..c3 below it.
     var c0 = open_column(px, first_row, start, backmost);
     var limit = max(run_start, column_max_limit(c0));
