@@ -2,7 +2,8 @@
 // in the low byte) becomes the network's input, a planar [3, H, W] map. Each colour value is
 // optionally composited on a background with the image's alpha (ground truth on the training
 // background), clamped to [0, 1] (renders may exceed 1, scores clamp them as PSNR does), mapped to
-// [-1, 1] and normalised with the network's fixed shift and scale.
+// [-1, 1] and normalised with the network's fixed shift and scale. With a mask, colours are
+// multiplied by its alpha first (masked pixels black in both images, as the loss does).
 #import "shared/dispatch.wgsl"
 #import "shared/lpips.wgsl"
 
@@ -18,6 +19,9 @@ struct PrepareParams {
 const FLAG_RGBA8: u32 = 1u;
 // Composite the colour on `background` with the image's own alpha.
 const FLAG_COMPOSITE: u32 = 2u;
+// Multiply the colour by the alpha of `mask` (8-bit RGBA packed like the image): a loss mask's
+// ignored pixels become black in both images a distance compares.
+const FLAG_MASK: u32 = 4u;
 
 // The fixed input normalisation of LPIPS (both the original and its ports): (x - shift) / scale.
 const SHIFT = vec3<f32>(-0.030, -0.088, -0.188);
@@ -28,6 +32,8 @@ const SCALE = vec3<f32>(0.458, 0.448, 0.450);
 var<private> params: PrepareParams;
 @group(0) @binding(1) var<storage, read> image: array<u32>;
 @group(0) @binding(2) var<storage, read_write> prepared: array<f32>;
+// The mask (read when FLAG_MASK is set; otherwise any buffer, the image itself).
+@group(0) @binding(3) var<storage, read> mask: array<u32>;
 
 @compute @workgroup_size(256)
 fn prepare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -49,6 +55,9 @@ fn prepare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     var rgb = rgba.rgb;
     if (params.flags & FLAG_COMPOSITE) != 0u {
         rgb = rgba.a * rgb + (1.0 - rgba.a) * params.background.rgb;
+    }
+    if (params.flags & FLAG_MASK) != 0u {
+        rgb = clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)) * unpack4x8unorm(mask[pixel]).a;
     }
     let x = (2.0 * clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)) - 1.0 - SHIFT) / SCALE;
     prepared[pixel] = x.r;

@@ -59,7 +59,11 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
         return 0.0;
     }
-    return rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
+    let v = rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
+    if (params.flags & FLAG_MASK) != 0u {
+        return v * gt_weight(row, col);
+    }
+    return v;
 }
 
 fn inverse_or_zero(total: f32) -> f32 {
@@ -154,15 +158,18 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
                 if in_image(row, col) {
                     let x = rendered_value(row, col, c);
                     let y = gt_value(row, col, c);
-                    let weight = gt_weight(row, col);
                     let d = x - y;
                     let out = ((u32(row) - params.out_row0) * params.width + u32(col)) * 4u;
-                    grad[out + c] = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * weight * sign(d);
+                    var g = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * sign(d);
+                    if (params.flags & FLAG_MASK) != 0u {
+                        g *= gt_weight(row, col);
+                    }
+                    grad[out + c] = g;
                     if c == 0u {
                         grad[out + 3u] = 0.0;
                     }
-                    partial.x += weight * abs(d);
-                    partial.z += weight * d * d;
+                    partial.x += abs(d);
+                    partial.z += d * d;
                 }
             }
         }

@@ -31,10 +31,14 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
         return 0.0;
     }
     let v = rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
+    var x = v;
     if (params.flags & FLAG_CLAMP) != 0u {
-        return clamp(v, 0.0, 1.0);
+        x = clamp(v, 0.0, 1.0);
     }
-    return v;
+    if (params.flags & FLAG_MASK) != 0u {
+        x *= gt_weight(row, col);
+    }
+    return x;
 }
 
 @compute @workgroup_size(256)
@@ -82,8 +86,8 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     if in_image(row, col) {
         let w = gt_weight(row, col);
         let d = rendered_value(row, col, c) - gt_value(row, col, c);
-        partial.x = w * abs(d);
-        partial.z = w * d * d;
+        partial.x = abs(d);
+        partial.z = d * d;
         if position_counts(row, col) {
             partial.y = w * ssim_point(m, k).m;
         }

@@ -389,36 +389,73 @@ fn colmap_text_with_png_and_jpeg() {
 }
 
 #[test]
-fn colmap_wrong_camera_model() {
+fn colmap_camera_models_are_read_and_checked() {
     let dir = TempDir::new("opencv");
+    // A distorted camera loads, undistorted to a pinhole with the same focal length.
     write_colmap_text(&dir.0, "1 OPENCV 32 24 30 30 16 12 0.1 0 0 0");
-    let text = error_text(Dataset::load(&dir.0, &LoadOptions::default()));
+    let dataset = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    let camera = &dataset.test[0].camera;
+    assert_eq!((camera.fx, camera.fy), (30.0, 30.0));
     assert!(
-        text.contains("OPENCV")
-            && text.contains("cameras.txt")
-            && text.contains("image_undistorter"),
-        "{text}"
+        dataset
+            .notes
+            .iter()
+            .any(|n| n.starts_with("camera 1: OPENCV 32x24")),
+        "{:?}",
+        dataset.notes
     );
-    // The same camera in binary: model id 4.
-    let sparse = dir.0.join("sparse/0");
-    let mut bytes = 1u64.to_le_bytes().to_vec();
-    bytes.extend(1u32.to_le_bytes());
-    bytes.extend(4u32.to_le_bytes());
-    bytes.extend(32u64.to_le_bytes());
-    bytes.extend(24u64.to_le_bytes());
-    for p in [30.0f64, 30.0, 16.0, 12.0, 0.1, 0.0, 0.0, 0.0] {
-        bytes.extend(p.to_le_bytes());
+    // Errors name the file, the camera, the model and the parameter.
+    for (line, needles) in [
+        (
+            "1 OPENCV 32 24 30 30 16 12 0.1 0 0",
+            vec!["camera 1", "OPENCV", "8 parameters", "cameras.txt"],
+        ),
+        (
+            "1 OPENCV_FISHEYE 32 24 30 30 16 12 0.1 nan 0 0",
+            vec!["camera 1", "k2", "NaN"],
+        ),
+        ("1 PINHOLE 32 24 30 -3 16 12", vec!["camera 1", "fy"]),
+        (
+            "1 EQUIRECTANGULAR 32 24 30",
+            vec!["camera 1", "EQUIRECTANGULAR", "known models"],
+        ),
+    ] {
+        write_colmap_text(&dir.0, line);
+        let text = error_text(Dataset::load(&dir.0, &LoadOptions::default()));
+        for needle in needles {
+            assert!(
+                text.contains(needle),
+                "{line}: {needle:?} missing from {text}"
+            );
+        }
     }
-    std::fs::write(sparse.join("cameras.bin"), bytes).unwrap();
-    let text = error_text(wgsplat::data::colmap_binary::read_cameras(
-        &sparse.join("cameras.bin"),
+    // The same checks in binary: model id 4 with a NaN, and an unknown model id.
+    write_colmap_text(&dir.0, "1 PINHOLE 32 24 30 30 16 12");
+    let sparse = dir.0.join("sparse/0");
+    let camera_bin = |model: u32, params: &[f64]| {
+        let mut bytes = 1u64.to_le_bytes().to_vec();
+        bytes.extend(1u32.to_le_bytes());
+        bytes.extend(model.to_le_bytes());
+        bytes.extend(32u64.to_le_bytes());
+        bytes.extend(24u64.to_le_bytes());
+        for p in params {
+            bytes.extend(p.to_le_bytes());
+        }
+        std::fs::write(sparse.join("cameras.bin"), bytes).unwrap();
+        wgsplat::data::colmap_binary::read_cameras(&sparse.join("cameras.bin"))
+    };
+    let read = camera_bin(4, &[30.0, 30.0, 16.0, 12.0, 0.1, 0.0, 0.0, 0.0]).unwrap();
+    assert_eq!(read[0].lens.model, wgsplat::data::lens::CameraModel::OpenCv);
+    let text = error_text(camera_bin(
+        4,
+        &[30.0, 30.0, 16.0, 12.0, f64::NAN, 0.0, 0.0, 0.0],
     ));
     assert!(
-        text.contains("OPENCV")
-            && text.contains("cameras.bin")
-            && text.contains("image_undistorter"),
+        text.contains("k1") && text.contains("cameras.bin"),
         "{text}"
     );
+    let text = error_text(camera_bin(42, &[30.0, 30.0, 16.0, 12.0]));
+    assert!(text.contains("model id 42"), "{text}");
 }
 
 #[test]
@@ -549,13 +586,40 @@ fn nerfstudio_transforms_with_split_lists() {
         (c.fx, c.fy, c.cx, c.cy, c.width, c.height),
         (8.5, 8.0, 5.0, 2.5, 10, 5)
     );
-    // Distortion is refused; a wrong size or a missing image is named.
+    // Distortion is undistorted at load (the focal length stays; the image shrinks to the
+    // region every pixel of which has a source); a distortion key on a pinhole model, an unknown
+    // model, a wrong size or a missing image is named.
     std::fs::write(
         dir.0.join("transforms.json"),
         json.replace("\"k1\": 0", "\"k1\": 0.2"),
     )
     .unwrap();
-    assert!(error_text(Dataset::load(&dir.0, &LoadOptions::default())).contains("undistort"));
+    let distorted = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    let c = &distorted.test[0].camera;
+    assert_eq!((c.fx, c.fy), (17.0, 16.0));
+    assert!(c.width < 20 && c.height < 10, "{c:?}");
+    assert!(
+        distorted
+            .notes
+            .iter()
+            .any(|n| n.contains("undistorted to PINHOLE")),
+        "{:?}",
+        distorted.notes
+    );
+    std::fs::write(
+        dir.0.join("transforms.json"),
+        json.replace("\"k1\": 0", "\"k1\": 0.2")
+            .replace("\"OPENCV\"", "\"PINHOLE\""),
+    )
+    .unwrap();
+    let text = error_text(Dataset::load(&dir.0, &LoadOptions::default()));
+    assert!(text.contains("PINHOLE") && text.contains("k1"), "{text}");
+    std::fs::write(
+        dir.0.join("transforms.json"),
+        json.replace("\"OPENCV\"", "\"EQUIRECTANGULAR\""),
+    )
+    .unwrap();
+    assert!(error_text(Dataset::load(&dir.0, &LoadOptions::default())).contains("EQUIRECTANGULAR"));
     std::fs::write(
         dir.0.join("transforms.json"),
         json.replace("\"w\": 20", "\"w\": 21"),

@@ -660,6 +660,54 @@ fn all_zero_mask_gives_zero_loss_and_gradient() {
 }
 
 #[test]
+fn masked_pixels_add_nothing_whatever_their_colour() {
+    // Half of every row is masked; changing the colours under the mask (in both images) must
+    // change neither the loss terms nor the gradient anywhere, and masked pixels get no gradient.
+    let mut rng = TestRng::new(31);
+    let (width, height) = (37, 29);
+    let masked = |p: usize| p % width < width / 2;
+    let rendered = random_image(&mut rng, width, height);
+    let mut gt = random_image(&mut rng, width, height);
+    for p in 0..width * height {
+        gt[4 * p + 3] = if masked(p) { 0.0 } else { 1.0 };
+    }
+    let (mut rendered_2, mut gt_2) = (rendered.clone(), gt.clone());
+    for p in (0..width * height).filter(|&p| masked(p)) {
+        for c in 0..3 {
+            rendered_2[4 * p + c] = rng.range(-1.0, 2.0);
+            gt_2[4 * p + c] = rng.unit();
+        }
+    }
+    let opts = LossOptions {
+        mask_by_alpha: true,
+        ..Default::default()
+    };
+    let a = Case::new(width, height, rendered, gt);
+    let b = Case::new(width, height, rendered_2, gt_2);
+    let (cpu_a, cpu_b) = (a.cpu(&opts, true), b.cpu(&opts, true));
+    assert!(
+        (cpu_a.loss - cpu_b.loss).abs() < 1e-12,
+        "{} vs {}",
+        cpu_a.loss,
+        cpu_b.loss
+    );
+    for ctx in both_paths() {
+        let what = format!("garbage under a mask {}", ctx.info().kernel_path());
+        let (stats_a, grad_a) = a.gpu_grad(ctx, &opts);
+        let (stats_b, grad_b) = b.gpu_grad(ctx, &opts);
+        compare_close(&what, &stats_b, &stats_a, 1e-6, 0.0).unwrap();
+        compare_close(&what, &grad_b, &grad_a, 1e-9, 0.0).unwrap();
+        for p in (0..width * height).filter(|&p| masked(p)) {
+            assert!(
+                grad_a[4 * p..4 * p + 4].iter().all(|&g| g == 0.0),
+                "{what}: pixel {p}"
+            );
+        }
+        compare_grad(&what, &grad_a, &cpu_a.grad).unwrap();
+    }
+}
+
+#[test]
 fn valid_padding_needs_a_full_window() {
     let mut rng = TestRng::new(19);
     let valid = LossOptions {

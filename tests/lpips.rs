@@ -200,6 +200,7 @@ fn max_pool_and_distance_match_the_cpu_reference() {
                 LpipsImage {
                     image: &tb,
                     background: Some(background),
+                    mask: None,
                 },
             )
             .expect("lpips");

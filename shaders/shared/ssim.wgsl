@@ -33,7 +33,8 @@ struct LossParams {
 const FLAG_GT_RGBA8: u32 = 1u;
 // Composite the ground truth on `background` with its alpha.
 const FLAG_COMPOSITE: u32 = 2u;
-// Weight each pixel's loss terms by the ground-truth alpha.
+// Mask by the ground-truth alpha: both images are multiplied by it before every term, and the
+// means are weighted by it.
 const FLAG_MASK: u32 = 4u;
 // "Valid" padding: only windows that lie fully inside the image count.
 const FLAG_VALID: u32 = 8u;
@@ -109,12 +110,17 @@ fn gt_rgba(row: i32, col: i32) -> vec4<f32> {
     return v;
 }
 
-// Ground-truth channel c; 0 outside the image (zero padding).
+// Ground-truth channel c; 0 outside the image (zero padding). With a mask, multiplied by the
+// pixel's weight (masked pixels are 0 in both images, so they add nothing to any term).
 fn gt_value(row: i32, col: i32, c: u32) -> f32 {
     if !in_image(row, col) {
         return 0.0;
     }
-    return gt_rgba(row, col)[c];
+    let v = gt_rgba(row, col);
+    if (params.flags & FLAG_MASK) != 0u {
+        return v[c] * v.w;
+    }
+    return v[c];
 }
 
 // Loss weight of an in-image pixel: its ground-truth alpha when masking, else 1.

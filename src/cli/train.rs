@@ -60,7 +60,31 @@ pub(crate) fn load_dataset(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
     );
-    setup::load_dataset(data, &args.options(background)).with_context(|| format!("loading {what}"))
+    let mut options = args.options(background);
+    let interactive = std::io::stdout().is_terminal();
+    if interactive && data.is_some() {
+        let bar = ProgressBar::new(0).with_style(
+            ProgressStyle::with_template("loading images {bar:30} {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        options.progress = wgsplat::data::LoadProgress(Some(bar));
+    }
+    let started = Instant::now();
+    let dataset = setup::load_dataset(data, &options).with_context(|| format!("loading {what}"))?;
+    if let Some(bar) = &options.progress.0 {
+        bar.finish_and_clear();
+    }
+    if data.is_some() {
+        println!(
+            "loaded {} views in {:.1} s",
+            dataset.train.len() + dataset.test.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    for note in &dataset.notes {
+        println!("{note}");
+    }
+    Ok(dataset)
 }
 
 /// Applies `--memory-budget` (when given) to `config` and prints the plan.

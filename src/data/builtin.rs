@@ -324,6 +324,7 @@ pub fn generate(options: &BuiltinOptions) -> Result<Dataset> {
             path: None,
             camera: (*camera).clone(),
             image: scene.render(camera),
+            alpha: super::AlphaMeaning::Coverage,
         })
     })?;
     let test = views.split_off(train_cameras.len());

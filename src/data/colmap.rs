@@ -1,18 +1,23 @@
 //! COLMAP models: `cameras`, `images` and `points3D` in COLMAP's binary (`.bin`) or text (`.txt`)
-//! format, and the images they pose. Only undistorted pinhole cameras (`PINHOLE`,
-//! `SIMPLE_PINHOLE`) are accepted. COLMAP poses are world-to-camera in the OpenCV convention,
+//! format, and the images they pose. Every camera model with a closed-form projection is read
+//! ([`super::lens`]); distorted images are undistorted at load ([`super::undistort`]). Masks come
+//! from `masks/` beside `images/`; with a downscale factor N, INRIA's pre-scaled `images_N`
+//! folder is used when it exists. COLMAP poses are world-to-camera in the OpenCV convention,
 //! which is wgsplat's, so they are used as they are.
 
 use std::path::{Path, PathBuf};
 
 use super::colmap_binary;
 pub use super::colmap_text::{read_cameras_text, read_images_text, read_points_text};
-use super::image::read_view_image;
-use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
+use super::lens::{CameraModel, Lens};
+use super::prepare::{UndistortCache, ViewRequest, find_mask, load_view};
+use super::{
+    Dataset, LoadOptions, PointCloud, Resolution, dataset_error, parallel_map, split_views,
+};
 use crate::error::Result;
 use crate::splat::Camera;
 
-/// An intrinsic camera of a COLMAP model (pinhole after reading: `SIMPLE_PINHOLE` has fx = fy).
+/// An intrinsic camera of a COLMAP model, with its lens as COLMAP defines the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColmapCamera {
     /// COLMAP camera id.
@@ -29,6 +34,8 @@ pub struct ColmapCamera {
     pub cx: f64,
     /// Principal point y.
     pub cy: f64,
+    /// The model, focal lengths, principal point and distortion.
+    pub lens: Lens,
 }
 
 /// One registered image of a COLMAP model.
@@ -76,67 +83,24 @@ impl ModelFormat {
     }
 }
 
-/// Names of COLMAP's camera models by model id, as in `colmap/sensor/models.h`.
-pub const CAMERA_MODEL_NAMES: [&str; 12] = [
-    "SIMPLE_PINHOLE",
-    "PINHOLE",
-    "SIMPLE_RADIAL",
-    "RADIAL",
-    "OPENCV",
-    "OPENCV_FISHEYE",
-    "FULL_OPENCV",
-    "FOV",
-    "SIMPLE_RADIAL_FISHEYE",
-    "RADIAL_FISHEYE",
-    "THIN_PRISM_FISHEYE",
-    "RAD_TAN_THIN_PRISM_FISHEYE",
-];
-
-/// The error for a camera model other than `PINHOLE` / `SIMPLE_PINHOLE`.
-pub(crate) fn unsupported_model(path: &Path, camera_id: u32, model: &str) -> crate::Error {
-    dataset_error(
-        path,
-        format!(
-            "camera {camera_id} uses the {model} camera model, but wgsplat only reads undistorted PINHOLE or \
-             SIMPLE_PINHOLE cameras; undistort the images first (`colmap image_undistorter --image_path images \
-             --input_path sparse/0 --output_path undistorted`) and load the undistorted folder"
-        ),
-    )
-}
-
-/// Builds a pinhole camera from a model name and its parameters (`f cx cy` or `fx fy cx cy`).
-pub(crate) fn pinhole_camera(
+/// Builds a camera from a COLMAP model and its parameters. The error names the file, the camera,
+/// the model and the bad parameter.
+pub(crate) fn colmap_camera(
     path: &Path,
     id: u32,
-    model: &str,
+    model: CameraModel,
     width: u32,
     height: u32,
     params: &[f64],
 ) -> Result<ColmapCamera> {
-    let expected = match model {
-        "SIMPLE_PINHOLE" => 3,
-        "PINHOLE" => 4,
-        _ => return Err(unsupported_model(path, id, model)),
-    };
-    if params.len() != expected {
+    let lens = Lens::from_params(model, params)
+        .map_err(|why| dataset_error(path, format!("camera {id} ({}): {why}", model.name())))?;
+    if width == 0 || height == 0 {
         return Err(dataset_error(
             path,
             format!(
-                "camera {id} ({model}) has {} parameters, expected {expected}",
-                params.len()
-            ),
-        ));
-    }
-    let (fx, fy, cx, cy) = match params {
-        [f, cx, cy] => (*f, *f, *cx, *cy),
-        [fx, fy, cx, cy] => (*fx, *fy, *cx, *cy),
-        _ => unreachable!("parameter count checked above"),
-    };
-    if !(fx > 0.0 && fy > 0.0 && cx.is_finite() && cy.is_finite()) || width == 0 || height == 0 {
-        return Err(dataset_error(
-            path,
-            format!(
-                "camera {id} has invalid intrinsics: {width}x{height}, fx={fx} fy={fy} cx={cx} cy={cy}"
+                "camera {id} ({}) has an empty size {width}x{height}",
+                model.name()
             ),
         ));
     }
@@ -144,10 +108,24 @@ pub(crate) fn pinhole_camera(
         id,
         width,
         height,
-        fx,
-        fy,
-        cx,
-        cy,
+        fx: lens.fx,
+        fy: lens.fy,
+        cx: lens.cx,
+        cy: lens.cy,
+        lens,
+    })
+}
+
+/// The model named `name` (text files), or an error naming the file and camera.
+pub(crate) fn model_named(path: &Path, id: u32, name: &str) -> Result<CameraModel> {
+    CameraModel::from_name(name).ok_or_else(|| {
+        dataset_error(
+            path,
+            format!(
+                "camera {id} uses the camera model {name:?}, which COLMAP does not define; known models: {}",
+                CameraModel::ALL.map(CameraModel::name).join(", ")
+            ),
+        )
     })
 }
 
@@ -222,6 +200,17 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
     )
 }
 
+/// INRIA's pre-scaled image folder for `images_dir` at `resolution` (`images_2` beside `images`
+/// for a factor of 2), when it exists.
+fn prescaled_dir(images_dir: &Path, resolution: Resolution) -> Option<(PathBuf, u32)> {
+    let Resolution::Factor(factor) = resolution else {
+        return None;
+    };
+    let name = images_dir.file_name()?.to_str()?;
+    let dir = images_dir.with_file_name(format!("{name}_{factor}"));
+    (factor > 1 && dir.is_dir()).then_some((dir, factor))
+}
+
 /// Reads a COLMAP model from `sparse_dir` in `format` with its images from `images_dir`.
 pub fn load_parts(
     sparse_dir: &Path,
@@ -260,11 +249,22 @@ pub fn load_parts(
             })?;
         posed.push((image, camera));
     }
+    let prescaled = prescaled_dir(images_dir, options.resolution);
+    let masks_dir = images_dir.with_file_name("masks");
+    let masks_dir = masks_dir.is_dir().then_some(masks_dir);
+    let cache = UndistortCache::default();
+    options.progress.start(posed.len());
     let views = parallel_map(&posed, |(image, camera)| {
-        let path = images_dir.join(&image.name);
-        if !path.is_file() {
+        let full_path = images_dir.join(&image.name);
+        let (image_path, factor) = match &prescaled {
+            Some((dir, factor)) if dir.join(&image.name).is_file() => {
+                (dir.join(&image.name), Some(*factor))
+            }
+            _ => (full_path, None),
+        };
+        if !image_path.is_file() {
             return Err(dataset_error(
-                &path,
+                &image_path,
                 format!(
                     "image {:?} of the COLMAP model is missing from {}; every image in images.{} must be present",
                     image.name,
@@ -273,18 +273,40 @@ pub fn load_parts(
                 ),
             ));
         }
-        let full = image.camera(camera, options);
-        let expected = Some((camera.width, camera.height));
-        let (pixels, scaled) = read_view_image(&path, &full, expected, options.resolution)?;
-        Ok(View {
+        let request = ViewRequest {
             name: image.name.clone(),
-            path: Some(path),
-            camera: scaled,
-            image: pixels,
-        })
+            image_path,
+            prescaled: factor,
+            mask_path: masks_dir
+                .as_deref()
+                .and_then(|dir| find_mask(dir, &image.name)),
+            camera: image.camera(camera, options),
+            lens: camera.lens,
+            full_size: Some((camera.width, camera.height)),
+            camera_name: format!("camera {}", camera.id),
+            camera_key: camera.id.to_string(),
+        };
+        load_view(&request, options, &cache)
     })?;
+    let mut notes = cache.notes();
+    let masked = views.iter().filter(|v| v.is_masked()).count();
+    if let Some((dir, factor)) = &prescaled {
+        notes.push(format!(
+            "images read from {} (pre-scaled by {factor}) where present",
+            dir.display()
+        ));
+    }
+    if masked > 0 {
+        notes.push(format!(
+            "{masked} of {} views carry a loss mask (masks/, --alpha-as-mask or pixels undistortion left without a \
+             source); masked pixels count neither in the loss nor in the evaluation",
+            views.len()
+        ));
+    }
     let (train, test) = split_views(views, &options.split, None, &images_file, true)?;
-    Ok(Dataset::new(train, test, model.points))
+    let mut dataset = Dataset::new(train, test, model.points);
+    dataset.notes = notes;
+    Ok(dataset)
 }
 
 impl ColmapImage {

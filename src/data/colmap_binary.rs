@@ -4,9 +4,8 @@
 
 use std::path::Path;
 
-use super::colmap::{
-    CAMERA_MODEL_NAMES, ColmapCamera, ColmapImage, pinhole_camera, unsupported_model,
-};
+use super::colmap::{ColmapCamera, ColmapImage, colmap_camera};
+use super::lens::CameraModel;
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
 
@@ -127,7 +126,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads `cameras.bin`. Only `SIMPLE_PINHOLE` (model 0) and `PINHOLE` (model 1) are accepted.
+/// Reads `cameras.bin`: every COLMAP camera model, with the parameters its model id says.
 pub fn read_cameras(path: &Path) -> Result<Vec<ColmapCamera>> {
     let mut r = Reader::open(path)?;
     let count = r.count("cameras", 24)?;
@@ -138,21 +137,16 @@ pub fn read_cameras(path: &Path) -> Result<Vec<ColmapCamera>> {
         let model_id = r.u32(&what("the model id"))?;
         let width = r.u64(&what("the width"))?;
         let height = r.u64(&what("the height"))?;
-        let model = match CAMERA_MODEL_NAMES.get(model_id as usize) {
-            Some(name) => *name,
-            None => {
-                return Err(unsupported_model(
-                    path,
-                    id,
-                    &format!("unknown (model id {model_id})"),
-                ));
-            }
-        };
-        let param_count = match model {
-            "SIMPLE_PINHOLE" => 3,
-            "PINHOLE" => 4,
-            _ => return Err(unsupported_model(path, id, model)),
-        };
+        let model = CameraModel::from_id(model_id).ok_or_else(|| {
+            dataset_error(
+                path,
+                format!(
+                    "camera {id} has model id {model_id}, which COLMAP does not define (0..=11); the file is corrupt \
+                     or from a newer COLMAP"
+                ),
+            )
+        })?;
+        let param_count = model.param_names().len();
         let params: Vec<f64> = (0..param_count)
             .map(|_| r.f64(&what("a parameter")))
             .collect::<Result<_>>()?;
@@ -167,7 +161,7 @@ pub fn read_cameras(path: &Path) -> Result<Vec<ColmapCamera>> {
                 ));
             }
         };
-        cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
+        cameras.push(colmap_camera(path, id, model, width, height, &params)?);
     }
     r.finish()?;
     Ok(cameras)

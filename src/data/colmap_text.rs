@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::colmap::{ColmapCamera, ColmapImage, pinhole_camera};
+use super::colmap::{ColmapCamera, ColmapImage, colmap_camera, model_named};
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
 
@@ -59,7 +59,8 @@ pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
         let params: Vec<f64> = (4..tokens.len())
             .map(|i| field(path, line, &tokens, i, "PARAMS"))
             .collect::<Result<_>>()?;
-        cameras.push(pinhole_camera(path, id, model, width, height, &params)?);
+        let model = model_named(path, id, model)?;
+        cameras.push(colmap_camera(path, id, model, width, height, &params)?);
     }
     Ok(cameras)
 }

@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use super::{Resolution, dataset_error};
+use super::dataset_error;
 use crate::error::Result;
-use crate::splat::Camera;
 
 /// A straight-alpha (not premultiplied) 8-bit RGBA image, row-major, 4 bytes per pixel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,40 +185,6 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
         height: rgba.height(),
         pixels: rgba.into_raw(),
     })
-}
-
-/// Reads the image of a view, checks it against the camera's size (when `expected` is given),
-/// downscales it by `resolution` and returns it with the camera's intrinsics scaled to match.
-pub(crate) fn read_view_image(
-    path: &Path,
-    camera: &Camera,
-    expected: Option<(u32, u32)>,
-    resolution: Resolution,
-) -> Result<(RgbaImage, Camera)> {
-    let image = read_image(path)?;
-    if let Some((w, h)) = expected
-        && (image.width, image.height) != (w, h)
-    {
-        return Err(dataset_error(
-            path,
-            format!(
-                "the image is {}x{} but its camera says {w}x{h}; the images must be the ones the cameras were \
-                 reconstructed (or undistorted) with — do not resize them by hand, use the resolution option instead",
-                image.width, image.height
-            ),
-        ));
-    }
-    let (width, height) = resolution.target_size(image.width, image.height)?;
-    let sx = width as f32 / image.width as f32;
-    let sy = height as f32 / image.height as f32;
-    let mut scaled = camera.clone();
-    scaled.fx *= sx;
-    scaled.cx *= sx;
-    scaled.fy *= sy;
-    scaled.cy *= sy;
-    scaled.width = width;
-    scaled.height = height;
-    Ok((image.resized_area(width, height), scaled))
 }
 
 /// Writes `bytes` to `path` atomically, through the shared [`crate::io::write_atomically`].

@@ -6,6 +6,11 @@
 //! - [`nerf`]: NeRF-synthetic `transforms_{train,test}.json` and nerfstudio `transforms.json`;
 //! - [`builtin`]: the project's own scene, ray traced on the CPU, no files needed.
 //!
+//! Distorted cameras ([`lens`]: every COLMAP model with a closed-form projection, nerfstudio's
+//! `OPENCV` / `OPENCV_FISHEYE`) are undistorted at load ([`undistort`]); masks (`masks/` beside
+//! `images/`, nerfstudio's `mask_path`, or the alpha channel with
+//! [`LoadOptions::alpha_as_mask`]) travel in the image's alpha channel ([`AlphaMeaning::Mask`]).
+//!
 //! [`init`] builds initial Gaussians from the points (or random points in a box).
 
 pub mod builtin;
@@ -14,9 +19,12 @@ pub mod colmap_binary;
 pub mod colmap_text;
 pub mod image;
 pub mod init;
+pub mod lens;
 pub mod nerf;
 pub mod ply;
+mod prepare;
 pub mod raytrace;
+pub mod undistort;
 
 use std::path::{Path, PathBuf};
 
@@ -52,17 +60,45 @@ pub struct View {
     pub camera: Camera,
     /// The image, straight (not premultiplied) 8-bit RGBA.
     pub image: RgbaImage,
+    /// What the image's alpha channel means.
+    pub alpha: AlphaMeaning,
+}
+
+/// What the alpha channel of a [`View`]'s image means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AlphaMeaning {
+    /// Coverage: transparent pixels show the background (NeRF-synthetic's RGBA images).
+    #[default]
+    Coverage,
+    /// A loss mask: the weight of each pixel in the loss and the evaluation (0 = ignored,
+    /// 255 = counts fully). The colour is opaque as it stands; under a 0 it may be anything.
+    Mask,
 }
 
 impl View {
-    /// RGB as f32 in [0, 1], `[height, width, 3]` row-major, composited on the camera's background.
+    /// RGB as f32 in [0, 1], `[height, width, 3]` row-major, composited on the camera's background
+    /// (masked views: the colour as it is).
     pub fn rgb(&self) -> Vec<f32> {
-        self.image.rgb_on(self.camera.background)
+        self.rgb_on(self.camera.background)
     }
 
-    /// RGB as f32 in [0, 1], `[height, width, 3]`, composited on `background`.
+    /// RGB as f32 in [0, 1], `[height, width, 3]`, composited on `background` (masked views: the
+    /// colour as it is).
     pub fn rgb_on(&self, background: [f32; 3]) -> Vec<f32> {
-        self.image.rgb_on(background)
+        match self.alpha {
+            AlphaMeaning::Coverage => self.image.rgb_on(background),
+            AlphaMeaning::Mask => self
+                .image
+                .pixels
+                .chunks_exact(4)
+                .flat_map(|p| [0, 1, 2].map(|k| f32::from(p[k]) / 255.0))
+                .collect(),
+        }
+    }
+
+    /// True when the view carries a loss mask.
+    pub fn is_masked(&self) -> bool {
+        self.alpha == AlphaMeaning::Mask
     }
 
     /// Alpha as f32 in [0, 1], `[height, width]` (all ones for images without alpha).
@@ -106,6 +142,9 @@ pub struct Dataset {
     /// 3DGS's `cameras_extent`: 1.1 × the largest distance of a training camera centre from
     /// [`Dataset::center`] (`getNerfppNorm`).
     pub extent: f32,
+    /// What loading did that a user should know (undistortion, masks, cropped fields of view),
+    /// one line each; front ends print them.
+    pub notes: Vec<String>,
 }
 
 impl Dataset {
@@ -119,6 +158,7 @@ impl Dataset {
             points,
             center,
             extent,
+            notes: Vec::new(),
         }
     }
 
@@ -243,6 +283,10 @@ pub struct LoadOptions {
     pub near: f32,
     /// Far plane of every camera.
     pub far: f32,
+    /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of coverage.
+    pub alpha_as_mask: bool,
+    /// Reports images loaded (one tick per view) when set.
+    pub progress: LoadProgress,
 }
 
 impl Default for LoadOptions {
@@ -253,6 +297,36 @@ impl Default for LoadOptions {
             background: [0.0; 3],
             near: DEFAULT_NEAR,
             far: DEFAULT_FAR,
+            alpha_as_mask: false,
+            progress: LoadProgress::default(),
+        }
+    }
+}
+
+/// A progress bar the loaders tick once per loaded view (hidden by default). Two progress
+/// values always compare equal, so that [`LoadOptions`] compares by its settings.
+#[derive(Clone, Debug, Default)]
+pub struct LoadProgress(pub Option<indicatif::ProgressBar>);
+
+impl PartialEq for LoadProgress {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl LoadProgress {
+    /// Sets the number of views to load.
+    pub(crate) fn start(&self, total: usize) {
+        if let Some(bar) = &self.0 {
+            bar.set_length(total as u64);
+            bar.set_position(0);
+        }
+    }
+
+    /// Counts one loaded view.
+    pub(crate) fn tick(&self) {
+        if let Some(bar) = &self.0 {
+            bar.inc(1);
         }
     }
 }

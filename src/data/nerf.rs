@@ -1,6 +1,8 @@
 //! NeRF-style datasets: NeRF-synthetic (`transforms_train.json` + `transforms_test.json` with
 //! `camera_angle_x`) and nerfstudio (`transforms.json` with `fl_x`, `fl_y`, `cx`, `cy`, `w`, `h`,
-//! optionally per frame, and optional `train_filenames` / `test_filenames` split lists).
+//! `camera_model` (`PINHOLE`, `OPENCV` or `OPENCV_FISHEYE`) with `k1`..`k4`, `p1`, `p2`, globally
+//! or per frame, a per-frame `mask_path`, and optional `train_filenames` / `test_filenames`
+//! split lists). Distorted frames are undistorted at load, as COLMAP's are.
 //!
 //! `transform_matrix` is camera-to-world in the OpenGL/Blender convention (x right, y up, looking
 //! down −z); it becomes an OpenCV world-to-camera pose by flipping the camera's y and z axes and
@@ -10,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::image::read_view_image;
+use super::lens::{CameraModel, Distortion, Lens};
+use super::prepare::{UndistortCache, ViewRequest, load_view};
 use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
 use crate::error::Result;
 use crate::splat::Camera;
@@ -89,7 +92,9 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
             ),
         ));
     }
-    let views = parallel_map(&frames, |frame| frame.view(options))?;
+    let cache = UndistortCache::default();
+    options.progress.start(frames.len());
+    let views = parallel_map(&frames, |frame| frame.view(options, &cache))?;
     let ply = ply.or_else(|| Some(root.join("points3d.ply")).filter(|p| p.is_file()));
     let points: Option<PointCloud> = ply.map(|p| super::ply::read_points_ply(&p)).transpose()?;
     let source = if train_json.is_file() {
@@ -97,8 +102,17 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
     } else {
         root.join("transforms.json")
     };
+    let masked = views.iter().filter(|v| v.is_masked()).count();
     let (train, test) = split_views(views, &options.split, own_test.as_deref(), &source, false)?;
-    Ok(Dataset::new(train, test, points))
+    let mut dataset = Dataset::new(train, test, points);
+    dataset.notes = cache.notes();
+    if masked > 0 {
+        dataset.notes.push(format!(
+            "{masked} views carry a loss mask (mask_path, --alpha-as-mask or pixels undistortion left without a \
+             source); masked pixels count neither in the loss nor in the evaluation"
+        ));
+    }
+    Ok(dataset)
 }
 
 /// One frame of a transforms file, with its intrinsics resolved.
@@ -106,6 +120,7 @@ struct Frame {
     json: PathBuf,
     name: String,
     image_path: PathBuf,
+    mask_path: Option<PathBuf>,
     rotation: [[f64; 3]; 3],
     translation: [f64; 3],
     /// fx, fy, cx, cy when known from the JSON; missing ones are derived from the image size.
@@ -123,10 +138,17 @@ struct Intrinsics {
     h: Option<u32>,
     angle_x: Option<f64>,
     angle_y: Option<f64>,
+    /// nerfstudio's `camera_model`.
+    model: Option<CameraModel>,
+    /// k1, k2, k3, k4, p1, p2 (absent ones are 0).
+    distortion: [Option<f64>; 6],
 }
 
+/// nerfstudio's distortion keys, in [`Intrinsics::distortion`]'s order.
+const DISTORTION_KEYS: [&str; 6] = ["k1", "k2", "k3", "k4", "p1", "p2"];
+
 impl Frame {
-    fn view(&self, options: &LoadOptions) -> Result<View> {
+    fn view(&self, options: &LoadOptions, cache: &UndistortCache) -> Result<View> {
         let i = self.intrinsics;
         let expected = i.w.zip(i.h);
         // The image size is needed when the JSON does not give it; read_view_image checks `expected`.
@@ -168,27 +190,134 @@ impl Frame {
                 ),
             ));
         }
+        let (cx, cy) = (i.cx.unwrap_or(0.5 * w), i.cy.unwrap_or(0.5 * h));
+        let lens = self.lens(fx, fy, cx, cy)?;
         let camera = Camera {
             rotation: self.rotation.map(|r| r.map(|v| v as f32)),
             translation: self.translation.map(|v| v as f32),
             fx: fx as f32,
             fy: fy as f32,
-            cx: i.cx.unwrap_or(0.5 * w) as f32,
-            cy: i.cy.unwrap_or(0.5 * h) as f32,
+            cx: cx as f32,
+            cy: cy as f32,
             width: size.0,
             height: size.1,
             near: options.near,
             far: options.far,
             background: options.background,
         };
-        let (image, camera) =
-            read_view_image(&self.image_path, &camera, Some(size), options.resolution)?;
-        Ok(View {
+        let request = ViewRequest {
             name: self.name.clone(),
-            path: Some(self.image_path.clone()),
+            image_path: self.image_path.clone(),
+            prescaled: None,
+            mask_path: self.mask_path.clone(),
             camera,
-            image,
-        })
+            lens,
+            full_size: Some(size),
+            camera_name: format!("the camera of frame {:?}", self.name),
+            camera_key: self.camera_key(),
+        };
+        load_view(&request, options, cache)
+    }
+
+    /// The frames of one transforms file that share intrinsics share one undistortion: the key
+    /// is the intrinsics themselves.
+    fn camera_key(&self) -> String {
+        let i = self.intrinsics;
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            i.model, i.fl_x, i.fl_y, i.cx, i.cy, i.w, i.h, i.angle_x, i.angle_y, i.distortion
+        )
+    }
+
+    /// The lens of this frame: pinhole, nerfstudio's OPENCV (k1..k3 radial, p1 p2) or
+    /// OPENCV_FISHEYE (k1..k4).
+    fn lens(&self, fx: f64, fy: f64, cx: f64, cy: f64) -> Result<Lens> {
+        let i = self.intrinsics;
+        let d = i.distortion.map(|v| v.unwrap_or(0.0));
+        if let Some(index) = d.iter().position(|v| !v.is_finite()) {
+            return Err(dataset_error(
+                &self.json,
+                format!(
+                    "frame {:?}: distortion coefficient {} is {}, not a finite number",
+                    self.name, DISTORTION_KEYS[index], d[index]
+                ),
+            ));
+        }
+        let model = i.model.unwrap_or(if d == [0.0; 6] {
+            CameraModel::Pinhole
+        } else {
+            CameraModel::OpenCv
+        });
+        let distortion = match model {
+            CameraModel::Pinhole | CameraModel::SimplePinhole => {
+                if let Some(index) = d.iter().position(|&v| v != 0.0) {
+                    return Err(dataset_error(
+                        &self.json,
+                        format!(
+                            "frame {:?}: camera_model {} has no distortion, but {} = {}; use OPENCV or OPENCV_FISHEYE",
+                            self.name,
+                            model.name(),
+                            DISTORTION_KEYS[index],
+                            d[index]
+                        ),
+                    ));
+                }
+                Distortion::None
+            }
+            CameraModel::OpenCv => {
+                if d[3] != 0.0 {
+                    return Err(dataset_error(
+                        &self.json,
+                        format!(
+                            "frame {:?}: camera_model OPENCV has no k4 (= {}); k4 belongs to OPENCV_FISHEYE",
+                            self.name, d[3]
+                        ),
+                    ));
+                }
+                Distortion::Perspective {
+                    k: [d[0], d[1], d[2], 0.0, 0.0, 0.0],
+                    p: [d[4], d[5]],
+                }
+            }
+            CameraModel::OpenCvFisheye => {
+                if d[4] != 0.0 || d[5] != 0.0 {
+                    return Err(dataset_error(
+                        &self.json,
+                        format!(
+                            "frame {:?}: camera_model OPENCV_FISHEYE has no p1 / p2 (= {} / {})",
+                            self.name, d[4], d[5]
+                        ),
+                    ));
+                }
+                Distortion::Fisheye {
+                    k: [d[0], d[1], d[2], d[3]],
+                    p: [0.0; 2],
+                    s: [0.0; 2],
+                }
+            }
+            other => {
+                return Err(dataset_error(
+                    &self.json,
+                    format!(
+                        "frame {:?}: camera_model {} is not one nerfstudio writes; use PINHOLE, OPENCV or OPENCV_FISHEYE",
+                        self.name,
+                        other.name()
+                    ),
+                ));
+            }
+        };
+        let mut lens = Lens::pinhole(fx, fy, cx, cy);
+        lens.model = model;
+        lens.distortion = if distortion
+            == (Distortion::Perspective {
+                k: [0.0; 6],
+                p: [0.0; 2],
+            }) {
+            Distortion::None
+        } else {
+            distortion
+        };
+        Ok(lens)
     }
 }
 
@@ -199,7 +328,6 @@ fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
     let folder = path.parent().unwrap_or(Path::new("."));
-    check_undistorted(path, &json, "the file")?;
     let top = intrinsics(path, &json, Intrinsics::default())?;
     let list = json.get("frames").and_then(Value::as_array).ok_or_else(|| {
         dataset_error(path, "no \"frames\" list; a transforms file needs frames with file_path and transform_matrix")
@@ -210,13 +338,13 @@ fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
             .get("file_path")
             .and_then(Value::as_str)
             .ok_or_else(|| dataset_error(path, format!("frame {index} has no \"file_path\"")))?;
-        check_undistorted(path, frame, &format!("frame {name:?}"))?;
         let c2w = transform_matrix(path, frame, name)?;
         let (rotation, translation) = opengl_c2w_to_opencv_w2c(c2w);
         frames.push(Frame {
             json: path.to_path_buf(),
             name: name.to_string(),
             image_path: resolve_image(folder, name)?,
+            mask_path: mask_path(path, folder, frame, name)?,
             rotation,
             translation,
             intrinsics: intrinsics(path, frame, top)?,
@@ -248,35 +376,40 @@ fn intrinsics(path: &Path, value: &Value, fallback: Intrinsics) -> Result<Intrin
         h: size("h")?.or(fallback.h),
         angle_x: number("camera_angle_x")?.or(fallback.angle_x),
         angle_y: number("camera_angle_y")?.or(fallback.angle_y),
+        model: match value.get("camera_model").and_then(Value::as_str) {
+            Some(name) => Some(CameraModel::from_name(name).ok_or_else(|| {
+                dataset_error(
+                    path,
+                    format!("camera_model {name:?} is unknown; nerfstudio writes PINHOLE, OPENCV or OPENCV_FISHEYE"),
+                )
+            })?),
+            None => fallback.model,
+        },
+        distortion: {
+            let mut d = fallback.distortion;
+            for (slot, key) in d.iter_mut().zip(DISTORTION_KEYS) {
+                if let Some(v) = number(key)? {
+                    *slot = Some(v);
+                }
+            }
+            d
+        },
     })
 }
 
-/// Rejects distorted or non-pinhole cameras (nerfstudio's `camera_model`, `k1`..`p2`).
-fn check_undistorted(path: &Path, value: &Value, what: &str) -> Result<()> {
-    if let Some(model) = value.get("camera_model").and_then(Value::as_str)
-        && !matches!(model, "OPENCV" | "PINHOLE" | "SIMPLE_PINHOLE")
-    {
+/// nerfstudio's `mask_path` of a frame (relative to the JSON's folder), which must exist.
+fn mask_path(path: &Path, folder: &Path, frame: &Value, name: &str) -> Result<Option<PathBuf>> {
+    let Some(mask) = frame.get("mask_path").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let full = folder.join(mask);
+    if !full.is_file() {
         return Err(dataset_error(
             path,
-            format!(
-                "{what} uses camera_model {model}; wgsplat only reads pinhole cameras — undistort the images first"
-            ),
+            format!("frame {name:?}: mask_path {mask:?} does not exist"),
         ));
     }
-    for key in ["k1", "k2", "k3", "k4", "p1", "p2"] {
-        if let Some(v) = value.get(key).and_then(Value::as_f64)
-            && v != 0.0
-        {
-            return Err(dataset_error(
-                path,
-                format!(
-                    "{what} has lens distortion ({key} = {v}); wgsplat only reads undistorted pinhole cameras — \
-                     undistort the images first (e.g. `colmap image_undistorter`, or nerfstudio's processing)"
-                ),
-            ));
-        }
-    }
-    Ok(())
+    Ok(Some(full))
 }
 
 /// The 4×4 (or 3×4) `transform_matrix` of a frame.

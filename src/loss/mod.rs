@@ -14,12 +14,15 @@
 //!   [`SsimPadding::Valid`] only at positions whose window lies inside the image (the mean
 //!   scikit-image reports). SSIM is the mean of the map over counted positions and channels.
 //! - **Mask** ([`LossOptions::mask_by_alpha`]): every pixel `p` gets the weight `w_p` = its
-//!   ground-truth alpha (else 1). The filters still see every pixel; only the means become
-//!   weighted: `L1 = Σ_p w_p Σ_c |x - y| / (3 Σ_p w_p)` and
-//!   `SSIM = Σ_q w_q Σ_c ssim_c(q) / (3 Σ_q w_q)` over counted positions `q` (MSE like L1).
-//!   If a weight sum is zero, L1 = MSE = 0 and SSIM = 1 (loss 0, gradient 0).
+//!   ground-truth alpha (else 1), and both images are multiplied by it before anything else
+//!   (`x' = w·x`, `y' = w·y`, as gsplat masks), so a masked pixel (w = 0) adds nothing to any
+//!   term, to its neighbours' SSIM windows or to the gradient, whatever its colour. The means
+//!   are weighted: `L1 = Σ_p Σ_c |x' - y'| / (3 Σ_p w_p)`, MSE likewise with squares, and
+//!   `SSIM = Σ_q w_q Σ_c ssim_c(q) / (3 Σ_q w_q)` over counted positions `q`. If a weight sum is
+//!   zero, L1 = MSE = 0 and SSIM = 1 (loss 0, gradient 0).
 //! - **Gradient**: `dLoss/dRendered`, `[H, W, 4]` with 0 in alpha. The L1 part is
-//!   `(1 - λ)·w_p·sign(x - y) / (3 Σ w)` (sign(0) = 0).
+//!   `(1 - λ)·w_p·sign(x' - y') / (3 Σ w)` (sign(0) = 0); the whole gradient of a pixel is
+//!   multiplied by its `w_p`.
 //!
 //! # Design note: kernels and intermediates
 //! Workgroups are (16×16 output tile, channel). The forward kernel stages the tile plus a

@@ -45,7 +45,7 @@ pub fn gaussian_window() -> [f64; 11] {
 }
 
 /// Ground-truth RGB planes (`[c][pixel]`) and per-pixel weights after decoding, compositing
-/// and masking as the options say.
+/// and masking as the options say (with a mask, the planes are multiplied by the weights).
 pub fn ground_truth_planes(
     gt: ReferenceGt<'_>,
     pixels: usize,
@@ -69,6 +69,9 @@ pub fn ground_truth_planes(
         }
         if options.mask_by_alpha {
             weights[p] = alpha;
+            for plane in &mut planes {
+                plane[p] *= alpha;
+            }
         }
     }
     (planes, weights)
@@ -167,7 +170,7 @@ pub fn reference_loss(
     let (y, weights) = ground_truth_planes(gt, pixels, options);
     let x: [Vec<f64>; 3] = [0, 1, 2].map(|c| {
         (0..pixels)
-            .map(|p| f64::from(rendered[4 * p + c]))
+            .map(|p| f64::from(rendered[4 * p + c]) * weights[p])
             .collect()
     });
     let lambda = f64::from(options.ssim_weight);
@@ -184,8 +187,8 @@ pub fn reference_loss(
     for c in 0..3 {
         for p in 0..pixels {
             let d = x[c][p] - y[c][p];
-            abs_sum += weights[p] * d.abs();
-            sq_sum += weights[p] * d * d;
+            abs_sum += d.abs();
+            sq_sum += d * d;
             if !counted(p) {
                 continue;
             }
@@ -274,7 +277,7 @@ fn gradient(
             } else {
                 0.0
             };
-            grad[4 * p + c] = sum + l1_scale * weights[p] * sign;
+            grad[4 * p + c] = weights[p] * (sum + l1_scale * sign);
         }
     }
     grad

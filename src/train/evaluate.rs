@@ -3,12 +3,13 @@
 
 use super::events::{Evaluation, ScoredViews};
 use super::trainer::Trainer;
+use super::trainer::view_loss_options;
 use crate::data::View;
 use crate::data::image::pack_rgba8;
 use crate::error::Result;
 use crate::gpu::MemoryCategory;
 use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
-use crate::loss::{ImageMetrics, LossOptions, record_metrics};
+use crate::loss::{ImageMetrics, record_metrics};
 use crate::splat::forward::{RenderOptions, render};
 use crate::tensor::Tensor;
 
@@ -85,20 +86,23 @@ impl Trainer {
                     )?
                 }
             };
-            let options = LossOptions {
-                background: Some(background),
-                ..Default::default()
-            };
+            let options = view_loss_options(view, background);
             let stats =
                 record_metrics(&mut enc, &fwd.image, &gt, &options)?.record_read(&mut enc)?;
             let distance = lpips
                 .map(|network| {
+                    let mask = view.is_masked().then_some(&gt);
+                    let rendered = LpipsImage {
+                        mask,
+                        ..LpipsImage::new(&fwd.image)
+                    };
                     let gt = LpipsImage {
                         image: &gt,
-                        background: Some(background),
+                        background: options.background,
+                        mask,
                     };
                     network
-                        .record(&mut enc, LpipsImage::new(&fwd.image), gt)?
+                        .record(&mut enc, rendered, gt)?
                         .record_read(&mut enc)
                 })
                 .transpose()?;

@@ -31,6 +31,10 @@ pub struct DataArgs {
     /// Resolution of the built-in scene (used when no dataset is given).
     #[arg(long, default_value_t = 128)]
     pub builtin_resolution: u32,
+    /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of
+    /// transparency. A masks/ folder beside images/ is used without this flag.
+    #[arg(long)]
+    pub alpha_as_mask: bool,
 }
 
 impl DataArgs {
@@ -43,6 +47,8 @@ impl DataArgs {
             test_list: self.test_list.clone(),
             builtin_resolution: self.builtin_resolution,
             background,
+            alpha_as_mask: self.alpha_as_mask,
+            progress: crate::data::LoadProgress::default(),
         }
     }
 }

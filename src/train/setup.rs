@@ -3,7 +3,7 @@
 
 use super::config::{Background, TrainConfig};
 use crate::data::builtin::{BuiltinOptions, generate};
-use crate::data::{Dataset, LoadOptions, Resolution, Split};
+use crate::data::{Dataset, LoadOptions, LoadProgress, Resolution, Split};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,10 @@ pub struct DataOptions {
     pub builtin_resolution: u32,
     /// Background the dataset's transparent pixels are composited on.
     pub background: [f32; 3],
+    /// Read the images' alpha channel as a loss mask.
+    pub alpha_as_mask: bool,
+    /// Ticked once per loaded image.
+    pub progress: LoadProgress,
 }
 
 impl Default for DataOptions {
@@ -35,6 +39,8 @@ impl Default for DataOptions {
             test_list: None,
             builtin_resolution: BuiltinOptions::default().resolution,
             background: [0.0; 3],
+            alpha_as_mask: false,
+            progress: LoadProgress::default(),
         }
     }
 }
@@ -98,6 +104,8 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
                     resolution,
                     split,
                     background: options.background,
+                    alpha_as_mask: options.alpha_as_mask,
+                    progress: options.progress.clone(),
                     ..LoadOptions::default()
                 },
             )

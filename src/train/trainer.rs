@@ -306,8 +306,7 @@ impl Trainer {
         let mut enc = self.boundary(enc, Stage::Raster)?;
         let loss_options = LossOptions {
             ssim_weight: self.config.ssim_weight,
-            background: Some(background),
-            ..Default::default()
+            ..view_loss_options(&self.dataset.train[view_index], background)
         };
         let loss = loss_and_grad(
             &mut enc,
@@ -444,5 +443,23 @@ impl Trainer {
     /// The RNG state of the last iteration (stored in checkpoints).
     pub fn rng_state(&self) -> u64 {
         self.rng_state
+    }
+}
+
+/// How a view's ground truth enters the loss and the metrics: composited on `background` by its
+/// alpha, or (masked views) taken as it is with the alpha as each pixel's weight (masked pixels
+/// count nowhere; see [`crate::loss`]).
+pub fn view_loss_options(view: &crate::data::View, background: [f32; 3]) -> LossOptions {
+    if view.is_masked() {
+        LossOptions {
+            background: None,
+            mask_by_alpha: true,
+            ..Default::default()
+        }
+    } else {
+        LossOptions {
+            background: Some(background),
+            ..Default::default()
+        }
     }
 }

@@ -48,8 +48,12 @@ fn load_dataset(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
     );
-    setup::load_dataset(folder, &args.data.options(background))
-        .with_context(|| format!("loading {what}"))
+    let dataset = setup::load_dataset(folder, &args.data.options(background))
+        .with_context(|| format!("loading {what}"))?;
+    for note in &dataset.notes {
+        eprintln!("wgsplat-viewer: {note}");
+    }
+    Ok(dataset)
 }
 
 /// The training settings from `--config` and the command-line options.

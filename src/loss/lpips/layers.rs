@@ -16,6 +16,7 @@ pub(super) const DISTANCE: &str = "lpips_distance.wgsl";
 const CONV_PIXELS: u64 = 64;
 const FLAG_RGBA8: u32 = 1;
 const FLAG_COMPOSITE: u32 = 2;
+const FLAG_MASK: u32 = 4;
 
 /// Uniform parameters of `lpips_prepare.wgsl`.
 #[repr(C)]
@@ -168,6 +169,23 @@ impl Lpips {
             background[..3].copy_from_slice(&bg);
         }
         let image = single_page(t, "input image")?;
+        let mask = match input.mask {
+            Some(mask) => {
+                if mask.dtype() != DType::U32 || mask.shape() != [height, width] {
+                    return Err(Error::Shape {
+                        op: "lpips",
+                        detail: format!(
+                            "a mask must be RGBA8 u32 [{height}, {width}], got {:?} {:?}",
+                            mask.dtype(),
+                            mask.shape()
+                        ),
+                    });
+                }
+                flags |= FLAG_MASK;
+                single_page(mask, "mask")?
+            }
+            None => image.clone(),
+        };
         let out = Tensor::uninit(
             enc,
             DType::F32,
@@ -187,7 +205,7 @@ impl Lpips {
         enc.dispatch(
             &kernel,
             &params,
-            &[image, single_page(&out, "input layer")?],
+            &[image, single_page(&out, "input layer")?, mask],
             grid,
         )?;
         Ok(GpuFeatureMap {

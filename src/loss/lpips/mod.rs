@@ -55,6 +55,9 @@ pub struct LpipsImage<'a> {
     pub image: &'a Tensor,
     /// Composite `a·rgb + (1 - a)·background` first (ground truth with alpha).
     pub background: Option<[f32; 3]>,
+    /// Multiply the colour by this RGBA8 image's alpha (a loss mask; give both images of a
+    /// distance the same one).
+    pub mask: Option<&'a Tensor>,
 }
 
 impl<'a> LpipsImage<'a> {
@@ -63,6 +66,7 @@ impl<'a> LpipsImage<'a> {
         LpipsImage {
             image,
             background: None,
+            mask: None,
         }
     }
 }

@@ -1,0 +1,261 @@
+//! Turning one posed image file into a [`View`]: reading it (or its pre-scaled copy in INRIA's
+//! `images_N`), applying its mask, undistorting it to a pinhole camera, and scaling it to the
+//! requested resolution, in that order. Shared by the COLMAP and NeRF readers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::image::{RgbaImage, read_image};
+use super::lens::Lens;
+use super::undistort::Undistortion;
+use super::{AlphaMeaning, LoadOptions, Resolution, View, dataset_error};
+use crate::error::Result;
+use crate::splat::Camera;
+
+/// Everything needed to load one view.
+pub(crate) struct ViewRequest {
+    /// The view's name in its dataset.
+    pub name: String,
+    /// The image file to read.
+    pub image_path: PathBuf,
+    /// Set when `image_path` is a copy pre-scaled by this factor (INRIA's `images_N`), which
+    /// replaces the resolution option's downscaling.
+    pub prescaled: Option<u32>,
+    /// The mask file (0 = ignore), when the dataset has one for this view.
+    pub mask_path: Option<PathBuf>,
+    /// The pose, planes and background; its intrinsics are replaced by the loaded ones.
+    pub camera: Camera,
+    /// The lens at `full_size`.
+    pub lens: Lens,
+    /// The size the lens was calibrated at (`None`: the image's own size).
+    pub full_size: Option<(u32, u32)>,
+    /// Names the camera in messages ("camera 3").
+    pub camera_name: String,
+    /// Views with equal keys share one lens (and one undistortion).
+    pub camera_key: String,
+}
+
+type CacheSlot = (
+    String,
+    Arc<OnceLock<std::result::Result<Arc<Undistortion>, String>>>,
+);
+
+/// Undistortions computed once per camera and image size, shared by the loading threads.
+#[derive(Default)]
+pub(crate) struct UndistortCache {
+    slots: Mutex<HashMap<(String, u32, u32), CacheSlot>>,
+}
+
+impl UndistortCache {
+    fn get(
+        &self,
+        request: &ViewRequest,
+        lens: &Lens,
+        width: u32,
+        height: u32,
+    ) -> std::result::Result<Arc<Undistortion>, String> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots
+                .entry((request.camera_key.clone(), width, height))
+                .or_insert_with(|| (request.camera_name.clone(), Arc::default()))
+                .1
+                .clone()
+        };
+        slot.get_or_init(|| Undistortion::new(lens, width, height).map(Arc::new))
+            .clone()
+    }
+
+    /// One note per undistorted camera (and a warning per cropped field of view), sorted.
+    pub fn notes(&self) -> Vec<String> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut notes: Vec<String> = Vec::new();
+        for (camera, slot) in slots.values() {
+            let Some(Ok(u)) = slot.get() else { continue };
+            notes.push(format!("{camera}: {}", u.describe()));
+            if let Some(crop) = u.fov_crop {
+                notes.push(format!(
+                    "warning: {camera} ({}) sees {:.0}° x {:.0}°, wider than a pinhole image can hold; its undistorted \
+                     images keep {:.0}° x {:.0}° (at most {:.0}° from the axis) and drop {:.1}% of its pixels",
+                    u.source.model.name(),
+                    crop.source_degrees[0],
+                    crop.source_degrees[1],
+                    crop.kept_degrees[0],
+                    crop.kept_degrees[1],
+                    super::undistort::MAX_HALF_FOV_DEGREES,
+                    100.0 * u.dropped_fraction
+                ));
+            }
+        }
+        notes.sort();
+        notes
+    }
+}
+
+/// Loads the view `request` describes (module docs give the order of the steps).
+pub(crate) fn load_view(
+    request: &ViewRequest,
+    options: &LoadOptions,
+    cache: &UndistortCache,
+) -> Result<View> {
+    let path = &request.image_path;
+    let mut image = read_image(path)?;
+    let (width, height) = (image.width, image.height);
+    let full = request.full_size.unwrap_or((width, height));
+    let mut lens = request.lens;
+    match request.prescaled {
+        Some(factor) => {
+            let expected = Resolution::Factor(factor).target_size(full.0, full.1)?;
+            if width.abs_diff(expected.0) > 1 || height.abs_diff(expected.1) > 1 {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "the pre-scaled image is {width}x{height}, but its camera is {}x{} and 1/{factor} of that is \
+                         about {}x{}; regenerate images_{factor} from images/",
+                        full.0, full.1, expected.0, expected.1
+                    ),
+                ));
+            }
+            lens = lens.scaled(
+                f64::from(width) / f64::from(full.0),
+                f64::from(height) / f64::from(full.1),
+            );
+        }
+        None if (width, height) != full => {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "the image is {width}x{height} but its camera says {}x{}; the images must be the ones the cameras \
+                     were reconstructed with — do not resize them by hand, use the resolution option instead",
+                    full.0, full.1
+                ),
+            ));
+        }
+        None => {}
+    }
+    let mut alpha = AlphaMeaning::Coverage;
+    if options.alpha_as_mask {
+        alpha = AlphaMeaning::Mask;
+    }
+    if let Some(mask_path) = &request.mask_path {
+        let mask = read_mask(mask_path, (width, height), full, path)?;
+        if alpha == AlphaMeaning::Coverage {
+            make_opaque(&mut image, options.background);
+            alpha = AlphaMeaning::Mask;
+        }
+        for (pixel, m) in image.pixels.chunks_exact_mut(4).zip(mask) {
+            pixel[3] = ((u16::from(pixel[3]) * u16::from(m) + 127) / 255) as u8;
+        }
+    }
+    if !lens.is_pinhole() {
+        let undistortion = cache.get(request, &lens, width, height).map_err(|why| {
+            dataset_error(
+                path,
+                format!("{} cannot be undistorted: {why}", request.camera_name),
+            )
+        })?;
+        let (undistorted, validity) = undistortion.apply(&image)?;
+        image = undistorted;
+        lens = undistortion.target;
+        if let Some(validity) = validity {
+            if alpha == AlphaMeaning::Coverage {
+                make_opaque(&mut image, options.background);
+                alpha = AlphaMeaning::Mask;
+            }
+            for (pixel, v) in image.pixels.chunks_exact_mut(4).zip(validity) {
+                pixel[3] = if v == 0 { 0 } else { pixel[3] };
+            }
+        }
+    }
+    let resolution = match request.prescaled {
+        Some(_) => Resolution::Full,
+        None => options.resolution,
+    };
+    let (target_w, target_h) = resolution.target_size(image.width, image.height)?;
+    let sx = f64::from(target_w) / f64::from(image.width);
+    let sy = f64::from(target_h) / f64::from(image.height);
+    let scaled = lens.scaled(sx, sy);
+    let mut camera = request.camera.clone();
+    camera.fx = scaled.fx as f32;
+    camera.fy = scaled.fy as f32;
+    camera.cx = scaled.cx as f32;
+    camera.cy = scaled.cy as f32;
+    camera.width = target_w;
+    camera.height = target_h;
+    let image = image.resized_area(target_w, target_h);
+    options.progress.tick();
+    Ok(View {
+        name: request.name.clone(),
+        path: Some(path.clone()),
+        camera,
+        image,
+        alpha,
+    })
+}
+
+/// Composites every pixel on `background` and makes it opaque.
+fn make_opaque(image: &mut RgbaImage, background: [f32; 3]) {
+    for pixel in image.pixels.chunks_exact_mut(4) {
+        if pixel[3] == 255 {
+            continue;
+        }
+        let a = f32::from(pixel[3]) / 255.0;
+        for k in 0..3 {
+            let v = f32::from(pixel[k]) * a + background[k] * 255.0 * (1.0 - a);
+            pixel[k] = v.round().clamp(0.0, 255.0) as u8;
+        }
+        pixel[3] = 255;
+    }
+}
+
+/// Reads a mask (any PNG/JPEG; its first channel, 0 = ignore, anything else = keep) for an image
+/// of `size`. A mask at the full calibrated size `full` is area-downscaled to `size` (for
+/// pre-scaled images). Any other size is an error naming both files.
+fn read_mask(
+    path: &Path,
+    size: (u32, u32),
+    full: (u32, u32),
+    image_path: &Path,
+) -> Result<Vec<u8>> {
+    let mask = read_image(path)?;
+    let binary = RgbaImage {
+        width: mask.width,
+        height: mask.height,
+        pixels: mask
+            .pixels
+            .chunks_exact(4)
+            .flat_map(|p| {
+                let keep = if p[0] > 0 { 255 } else { 0 };
+                [keep, keep, keep, 255]
+            })
+            .collect(),
+    };
+    let resized = if (mask.width, mask.height) == size {
+        binary
+    } else if (mask.width, mask.height) == full {
+        binary.resized_area(size.0, size.1)
+    } else {
+        return Err(dataset_error(
+            path,
+            format!(
+                "the mask is {}x{} but its image {} is {}x{}; a mask must have its image's size",
+                mask.width,
+                mask.height,
+                image_path.display(),
+                size.0,
+                size.1
+            ),
+        ));
+    };
+    Ok(resized.pixels.chunks_exact(4).map(|p| p[0]).collect())
+}
+
+/// The mask of image `name` in `masks_dir`: the same relative name, else with its extension
+/// replaced by (or followed by) `.png`.
+pub(crate) fn find_mask(masks_dir: &Path, name: &str) -> Option<PathBuf> {
+    let same = masks_dir.join(name);
+    let replaced = same.with_extension("png");
+    let appended = masks_dir.join(format!("{name}.png"));
+    [same, replaced, appended].into_iter().find(|p| p.is_file())
+}
