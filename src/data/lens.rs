@@ -262,6 +262,38 @@ impl Lens {
         })
     }
 
+    /// The parameters in COLMAP's order for [`Lens::model`] (the inverse of
+    /// [`Lens::from_params`]; coefficients the model lacks are dropped).
+    pub fn colmap_params(&self) -> Vec<f64> {
+        let (k, p, s, omega) = match self.distortion {
+            Distortion::None => ([0.0; 6], [0.0; 2], [0.0; 2], 0.0),
+            Distortion::Perspective { k, p } => (k, p, [0.0; 2], 0.0),
+            Distortion::Fisheye { k, p, s } => ([k[0], k[1], k[2], k[3], 0.0, 0.0], p, s, 0.0),
+            Distortion::Fov { omega } => ([0.0; 6], [0.0; 2], [0.0; 2], omega),
+        };
+        let (f2, f1) = (
+            [self.fx, self.fy, self.cx, self.cy],
+            [self.fx, self.cx, self.cy],
+        );
+        let tail: Vec<f64> = match self.model {
+            CameraModel::SimplePinhole | CameraModel::Pinhole => vec![],
+            CameraModel::SimpleRadial | CameraModel::SimpleRadialFisheye => vec![k[0]],
+            CameraModel::Radial | CameraModel::RadialFisheye => vec![k[0], k[1]],
+            CameraModel::OpenCv => vec![k[0], k[1], p[0], p[1]],
+            CameraModel::FullOpenCv => vec![k[0], k[1], p[0], p[1], k[2], k[3], k[4], k[5]],
+            CameraModel::OpenCvFisheye => vec![k[0], k[1], k[2], k[3]],
+            CameraModel::ThinPrismFisheye => vec![k[0], k[1], p[0], p[1], k[2], k[3], s[0], s[1]],
+            CameraModel::Fov => vec![omega],
+            CameraModel::RadTanThinPrismFisheye => vec![0.0; 12],
+        };
+        let head: &[f64] = if self.model.param_names()[1] == "fy" {
+            &f2
+        } else {
+            &f1
+        };
+        head.iter().copied().chain(tail).collect()
+    }
+
     /// True when the lens has no distortion (images are used as they are).
     pub fn is_pinhole(&self) -> bool {
         self.distortion == Distortion::None

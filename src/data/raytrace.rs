@@ -3,6 +3,7 @@
 //! independent of the splat rasterizer, so images it makes are honest ground truth.
 
 use super::RgbaImage;
+use super::lens::Lens;
 use crate::splat::Camera;
 
 /// Sub-pixel sample offsets (a rotated grid) used for every pixel; deterministic antialiasing.
@@ -254,6 +255,19 @@ impl Scene {
     /// [`PIXEL_SAMPLES`] rays per pixel: straight-alpha RGBA with alpha = covered fraction and
     /// colour = mean radiance of the rays that hit (0 where none did).
     pub fn render(&self, camera: &Camera) -> RgbaImage {
+        let pinhole = Lens::pinhole(
+            f64::from(camera.fx),
+            f64::from(camera.fy),
+            f64::from(camera.cx),
+            f64::from(camera.cy),
+        );
+        self.render_through(camera, &pinhole)
+    }
+
+    /// [`Scene::render`] through a distorted `lens` (replacing the camera's pinhole intrinsics):
+    /// each sample's ray is the lens's undistorted direction of its pixel position, so the image
+    /// is what that lens photographs. Samples with no ray (a fisheye past 90°) miss.
+    pub fn render_through(&self, camera: &Camera, lens: &Lens) -> RgbaImage {
         let mut image = RgbaImage::new(camera.width, camera.height);
         let origin = camera.position();
         let r = camera.rotation;
@@ -261,11 +275,19 @@ impl Scene {
             for x in 0..camera.width {
                 let (mut sum, mut hits) = ([0.0f32; 3], 0u32);
                 for [dx, dy] in PIXEL_SAMPLES {
-                    let local = [
-                        (x as f32 + dx - camera.cx) / camera.fx,
-                        (y as f32 + dy - camera.cy) / camera.fy,
-                        1.0,
-                    ];
+                    let local = if lens.is_pinhole() {
+                        [
+                            (x as f32 + dx - lens.cx as f32) / lens.fx as f32,
+                            (y as f32 + dy - lens.cy as f32) / lens.fy as f32,
+                            1.0,
+                        ]
+                    } else {
+                        let pixel = [f64::from(x as f32 + dx), f64::from(y as f32 + dy)];
+                        let Some([lx, ly]) = lens.unproject(pixel) else {
+                            continue;
+                        };
+                        [lx as f32, ly as f32, 1.0]
+                    };
                     // World direction = Rᵀ · local.
                     let world = [0, 1, 2]
                         .map(|c| r[0][c] * local[0] + r[1][c] * local[1] + r[2][c] * local[2]);

@@ -1,5 +1,5 @@
-//! Undistortion at load: the pinhole camera a distorted camera's images become, and the bilinear
-//! resampling that makes them.
+//! Undistortion at load: the pinhole camera a distorted camera's images become, and the bicubic
+//! resampling (OpenCV's `INTER_CUBIC` kernel) that makes them.
 //!
 //! The new camera follows COLMAP's `image_undistorter` with its defaults (`blank_pixels` 0,
 //! `min_scale` 0.2, `max_scale` 2): the focal lengths stay, the image border is mapped through the
@@ -180,7 +180,7 @@ impl Undistortion {
         )
     }
 
-    /// The undistorted image (bilinear, on premultiplied alpha) and, when some target pixels have
+    /// The undistorted image (bicubic, on premultiplied alpha) and, when some target pixels have
     /// no source, the validity of every pixel (255 = has a source, 0 = none).
     pub fn apply(&self, image: &RgbaImage) -> Result<(RgbaImage, Option<Vec<u8>>)> {
         let (tw, th) = self.target_size;
@@ -190,7 +190,7 @@ impl Undistortion {
             let mut valid = vec![0u8; tw as usize];
             for col in 0..tw as usize {
                 let [sx, sy] = self.map[row as usize * tw as usize + col];
-                if let Some(rgba) = sample_bilinear(image, sx, sy) {
+                if let Some(rgba) = sample_bicubic(image, sx, sy) {
                     pixels[col * 4..col * 4 + 4].copy_from_slice(&rgba);
                     valid[col] = 255;
                 }
@@ -283,26 +283,37 @@ fn dropped_fraction(
     dropped as f64 / total.max(1) as f64
 }
 
-/// Bilinear sample of `image` at a continuous position (pixel centres at +0.5), on premultiplied
-/// alpha, edges clamped; `None` outside the image.
-fn sample_bilinear(image: &RgbaImage, x: f32, y: f32) -> Option<[u8; 4]> {
+/// OpenCV's bicubic kernel parameter (`INTER_CUBIC`, Keys' cubic convolution with a = -0.75).
+const CUBIC_A: f32 = -0.75;
+
+/// The four cubic-convolution weights of taps -1, 0, 1, 2 at fraction `t` in [0, 1).
+fn cubic_weights(t: f32) -> [f32; 4] {
+    let a = CUBIC_A;
+    let near = |d: f32| ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+    let far = |d: f32| ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+    [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+}
+
+/// Bicubic sample (cubic convolution, as OpenCV's `INTER_CUBIC`) of `image` at a continuous
+/// position (pixel centres at +0.5), on premultiplied alpha with edge pixels repeated; `None`
+/// outside the image. Sharper than bilinear, which blurs a resampled image by up to half a
+/// pixel (a measurable loss of test PSNR on undistorted captures).
+pub(crate) fn sample_bicubic(image: &RgbaImage, x: f32, y: f32) -> Option<[u8; 4]> {
     let (w, h) = (image.width as f32, image.height as f32);
     if !(x >= 0.0 && y >= 0.0 && x <= w && y <= h) {
         return None;
     }
     let (fx, fy) = (x - 0.5, y - 0.5);
     let (x0, y0) = (fx.floor(), fy.floor());
-    let (ax, ay) = (fx - x0, fy - y0);
+    let (wx, wy) = (cubic_weights(fx - x0), cubic_weights(fy - y0));
     let clamp_x = |v: f32| v.clamp(0.0, w - 1.0) as u32;
     let clamp_y = |v: f32| v.clamp(0.0, h - 1.0) as u32;
     let mut acc = [0.0f32; 4];
-    for (dy, wy) in [(0.0, 1.0 - ay), (1.0, ay)] {
-        for (dx, wx) in [(0.0, 1.0 - ax), (1.0, ax)] {
-            let weight = wx * wy;
-            if weight == 0.0 {
-                continue;
-            }
-            let p = image.pixel(clamp_x(x0 + dx), clamp_y(y0 + dy));
+    for (j, weight_y) in wy.iter().enumerate() {
+        let row = clamp_y(y0 + j as f32 - 1.0);
+        for (i, weight_x) in wx.iter().enumerate() {
+            let p = image.pixel(clamp_x(x0 + i as f32 - 1.0), row);
+            let weight = weight_x * weight_y;
             let alpha = f32::from(p[3]);
             for k in 0..3 {
                 acc[k] += weight * f32::from(p[k]) * alpha;
@@ -310,11 +321,12 @@ fn sample_bilinear(image: &RgbaImage, x: f32, y: f32) -> Option<[u8; 4]> {
             acc[3] += weight * alpha;
         }
     }
+    let alpha = acc[3].clamp(0.0, 255.0);
     let mut out = [0u8; 4];
     for k in 0..3 {
         let straight = if acc[3] > 0.0 { acc[k] / acc[3] } else { 0.0 };
         out[k] = straight.round().clamp(0.0, 255.0) as u8;
     }
-    out[3] = acc[3].round().clamp(0.0, 255.0) as u8;
+    out[3] = alpha.round() as u8;
     Some(out)
 }

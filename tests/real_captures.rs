@@ -1,0 +1,317 @@
+//! Real-capture inputs end to end, on the built-in scene written as COLMAP folders
+//! (`wgsplat::data::capture`): train views photographed through OPENCV and OPENCV_FISHEYE lenses
+//! train as well as pinhole ones (scored on the same pinhole test views); half of every train
+//! image replaced by garbage under a mask trains as well as clean data; INRIA's `images_N`
+//! folders and mask sizes are honoured.
+
+use std::path::{Path, PathBuf};
+
+use wgsplat::data::builtin::BuiltinOptions;
+use wgsplat::data::capture::write_builtin_capture;
+use wgsplat::data::lens::{CameraModel, Distortion};
+use wgsplat::data::{Dataset, LoadOptions, Resolution, Split};
+use wgsplat::testing::fresh_context;
+use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::{TrainConfig, Trainer};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("wgsplat-capture-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scene_options() -> BuiltinOptions {
+    BuiltinOptions {
+        resolution: 48,
+        train_views: 24,
+        test_views: 6,
+        ..BuiltinOptions::default()
+    }
+}
+
+const PINHOLE: (CameraModel, Distortion) = (CameraModel::Pinhole, Distortion::None);
+const OPENCV: (CameraModel, Distortion) = (
+    CameraModel::OpenCv,
+    Distortion::Perspective {
+        k: [-0.18, 0.03, 0.0, 0.0, 0.0, 0.0],
+        p: [0.002, -0.001],
+    },
+);
+const FISHEYE: (CameraModel, Distortion) = (
+    CameraModel::OpenCvFisheye,
+    Distortion::Fisheye {
+        k: [0.04, -0.01, 0.002, 0.0],
+        p: [0.0; 2],
+        s: [0.0; 2],
+    },
+);
+
+fn load(dir: &Path, test: &[String]) -> Dataset {
+    let options = LoadOptions {
+        split: Split::TestNames(test.to_vec()),
+        ..LoadOptions::default()
+    };
+    Dataset::load(dir, &options).unwrap()
+}
+
+/// Iterations of the comparisons (twice as many for the masked run, which supervises half of
+/// every image).
+const ITERATIONS: u64 = 300;
+
+/// Test PSNR after a short training run.
+fn trained_psnr(dataset: Dataset) -> f64 {
+    trained(dataset, ITERATIONS, false).0
+}
+
+/// The pinhole (clean) capture's test PSNR, trained once for both comparisons. Returns it with
+/// the capture's test view names.
+fn clean_psnr() -> (f64, Vec<String>) {
+    static CLEAN: std::sync::OnceLock<(f64, Vec<String>)> = std::sync::OnceLock::new();
+    CLEAN
+        .get_or_init(|| {
+            let dir = TempDir::new("pinhole");
+            let test = write_builtin_capture(&dir.0, &scene_options(), PINHOLE, false).unwrap();
+            (trained_psnr(load(&dir.0, &test)), test)
+        })
+        .clone()
+}
+
+/// Test PSNR and the trained parameters (read back) after `iterations` iterations on the fast
+/// or the deterministic portable path.
+fn trained(dataset: Dataset, iterations: u64, portable: bool) -> (f64, Vec<f32>) {
+    let config = TrainConfig {
+        iterations,
+        densify_from: iterations / 6,
+        densify_every: iterations / 6,
+        densify_until: iterations * 5 / 6,
+        opacity_reset_every: 100_000,
+        sh_degree_interval: 100,
+        loss_readback_every: 50,
+        lpips: false,
+        ..TrainConfig::default()
+    };
+    let ctx = fresh_context(portable);
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
+    trainer.run(&mut |_| {}, &|| false).unwrap();
+    let means = trainer.params().means.read::<f32>(&ctx).unwrap();
+    (trainer.evaluate().unwrap().psnr, means)
+}
+
+#[test]
+fn distorted_cameras_train_like_pinhole_ones() {
+    let (pinhole, _) = clean_psnr();
+    eprintln!("pinhole: test PSNR {pinhole:.2} dB");
+    for (label, lens) in [("opencv", OPENCV), ("fisheye", FISHEYE)] {
+        let dir = TempDir::new(label);
+        let test = write_builtin_capture(&dir.0, &scene_options(), lens, false).unwrap();
+        let dataset = load(&dir.0, &test);
+        // Undistorted at load: the train views are pinhole now, with the same focal length.
+        let c = &dataset.train[0].camera;
+        assert!(
+            dataset
+                .notes
+                .iter()
+                .any(|n| n.contains("undistorted to PINHOLE")),
+            "{label}: {:?}",
+            dataset.notes
+        );
+        let f = wgsplat::data::builtin::focal_length(48);
+        assert_eq!((c.fx, c.fy), (f, f), "{label}: the focal length stays");
+        let psnr = trained_psnr(dataset);
+        eprintln!("{label}: test PSNR {psnr:.2} dB");
+        assert!(
+            psnr > pinhole - 1.0,
+            "{label} trained to {psnr:.2} dB, more than 1 dB below the pinhole capture's {pinhole:.2} dB"
+        );
+    }
+}
+
+#[test]
+fn garbage_under_masks_trains_like_clean_data() {
+    let clean_dir = TempDir::new("clean");
+    let test = write_builtin_capture(&clean_dir.0, &scene_options(), PINHOLE, false).unwrap();
+    let masked_dir = TempDir::new("masked");
+    write_builtin_capture(&masked_dir.0, &scene_options(), PINHOLE, true).unwrap();
+    let masked = load(&masked_dir.0, &test);
+    assert!(masked.train.iter().all(|v| v.is_masked()));
+    let ignored = masked.train[0]
+        .image
+        .pixels
+        .chunks_exact(4)
+        .filter(|p| p[3] == 0)
+        .count();
+    assert_eq!(ignored * 2, 48 * 48, "half of every train image is masked");
+    assert!(masked.test.iter().all(|v| !v.is_masked()));
+    // 1. The garbage is invisible: the clean images under the same masks train to the same
+    //    model, bit for bit (the portable path is deterministic).
+    let mut clean_under_masks = load(&clean_dir.0, &test);
+    for (view, garbage) in clean_under_masks.train.iter_mut().zip(&masked.train) {
+        for (pixel, mask) in view
+            .image
+            .pixels
+            .chunks_exact_mut(4)
+            .zip(garbage.image.pixels.chunks_exact(4))
+        {
+            // Composited on the black background first, as the loader does for masked views.
+            let a = f32::from(pixel[3]) / 255.0;
+            for k in 0..3 {
+                pixel[k] = (f32::from(pixel[k]) * a + 0.0 * 255.0 * (1.0 - a))
+                    .round()
+                    .clamp(0.0, 255.0) as u8;
+            }
+            pixel[3] = mask[3];
+        }
+        view.alpha = wgsplat::data::AlphaMeaning::Mask;
+    }
+    let (_, with_garbage) = trained(masked.clone(), 60, true);
+    let (_, without_garbage) = trained(clean_under_masks, 60, true);
+    assert!(
+        with_garbage == without_garbage,
+        "the colours under the masks changed the trained model"
+    );
+    // 2. Given as many supervised pixels as the clean run (twice the iterations, each seeing
+    //    half of its image), it scores as well as the clean data.
+    let (clean, _) = clean_psnr();
+    let (masked_psnr, _) = trained(masked, 2 * ITERATIONS, false);
+    eprintln!("clean {clean:.2} dB, half garbage under masks {masked_psnr:.2} dB");
+    assert!(
+        masked_psnr > clean - 1.0,
+        "masked garbage trained to {masked_psnr:.2} dB against {clean:.2} dB clean"
+    );
+    // 3. Without the masks the garbage is learnt: the scores drop far.
+    std::fs::remove_dir_all(masked_dir.0.join("masks")).unwrap();
+    let unmasked = trained_psnr(load(&masked_dir.0, &test));
+    eprintln!("the same garbage without masks {unmasked:.2} dB");
+    assert!(
+        unmasked < clean - 3.0,
+        "garbage without masks scored {unmasked:.2} dB"
+    );
+}
+
+#[test]
+fn prescaled_folders_and_mask_sizes() {
+    let dir = TempDir::new("prescaled");
+    let test = write_builtin_capture(&dir.0, &scene_options(), PINHOLE, true).unwrap();
+    // images_2 with a marker colour: -r 2 reads it instead of downscaling images/.
+    let half = dir.0.join("images_2");
+    std::fs::create_dir_all(&half).unwrap();
+    for entry in std::fs::read_dir(dir.0.join("images")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut image = wgsplat::data::image::read_image(&path)
+            .unwrap()
+            .resized_area(24, 24);
+        image
+            .pixels
+            .chunks_exact_mut(4)
+            .for_each(|p| p.copy_from_slice(&[1, 2, 3, 255]));
+        image
+            .write_png(&half.join(path.file_name().unwrap()))
+            .unwrap();
+    }
+    let options = LoadOptions {
+        resolution: Resolution::Factor(2),
+        split: Split::TestNames(test.clone()),
+        ..LoadOptions::default()
+    };
+    let dataset = Dataset::load(&dir.0, &options).unwrap();
+    let view = &dataset.test[0];
+    assert_eq!(
+        (view.image.width, view.camera.width, view.camera.fx),
+        (24, 24, dataset.test[0].camera.fx)
+    );
+    assert_eq!(
+        view.image.pixel(5, 5),
+        [1, 2, 3, 255],
+        "images_2 was not used"
+    );
+    // The full-size masks are scaled to the pre-scaled images (block (0, 0) of view 0 is masked).
+    assert!(dataset.train[0].is_masked() && dataset.train[0].image.pixel(0, 0)[3] == 0);
+    assert!(
+        dataset.notes.iter().any(|n| n.contains("images_2")),
+        "{:?}",
+        dataset.notes
+    );
+    // A mask of another size is an error naming both files.
+    let mask = dir.0.join("masks").join(&dataset.train[0].name);
+    wgsplat::data::image::RgbaImage::new(10, 10)
+        .write_png(&mask)
+        .unwrap();
+    let error = Dataset::load(&dir.0, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("10x10") && error.contains("48x48") && error.contains("mask"),
+        "{error}"
+    );
+}
+
+/// Writes the captures of these tests (and a distorted copy of `../shared/data/duck_colmap` when
+/// present) under `$WGSPLAT_CAPTURE_OUT` for trying them with the CLI:
+/// `WGSPLAT_CAPTURE_OUT=/tmp/captures cargo test --release --test real_captures -- --ignored`.
+#[test]
+#[ignore = "writes datasets for manual runs"]
+fn write_captures_for_the_cli() {
+    let Ok(out) = std::env::var("WGSPLAT_CAPTURE_OUT") else {
+        eprintln!("set WGSPLAT_CAPTURE_OUT to a folder");
+        return;
+    };
+    let out = PathBuf::from(out);
+    let options = BuiltinOptions {
+        resolution: 128,
+        train_views: 48,
+        test_views: 8,
+        ..BuiltinOptions::default()
+    };
+    for (label, lens, masks) in [
+        ("builtin_pinhole", PINHOLE, false),
+        ("builtin_opencv", OPENCV, false),
+        ("builtin_fisheye", FISHEYE, false),
+        ("builtin_masked", PINHOLE, true),
+    ] {
+        let dir = out.join(label);
+        let test = write_builtin_capture(&dir, &options, lens, masks).unwrap();
+        std::fs::write(dir.join("test_views.txt"), test.join("\n")).unwrap();
+    }
+    let Some(duck) = wgsplat::testing::shared_data("data/duck_colmap") else {
+        return;
+    };
+    let names = wgsplat::train::setup::read_test_list(&duck.join("nerf_test_views.txt")).unwrap();
+    let dataset = Dataset::load(
+        &duck,
+        &LoadOptions {
+            split: Split::TestNames(names.clone()),
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let train_names: Vec<String> = std::fs::read_to_string(duck.join("nerf_train_views.txt"))
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut nerf_split = dataset.clone();
+    nerf_split.train.retain(|v| train_names.contains(&v.name));
+    for (label, (model, distortion)) in [
+        ("duck_colmap_opencv", OPENCV),
+        ("duck_colmap_fisheye", FISHEYE),
+    ] {
+        let dir = out.join(label);
+        wgsplat::data::capture::write_distorted_copy(&nerf_split, &dir, model, distortion).unwrap();
+        std::fs::write(dir.join("test_views.txt"), names.join("\n")).unwrap();
+    }
+}
