@@ -167,8 +167,8 @@ fn garbage_under_masks_trains_like_clean_data() {
         {
             // Composited on the black background first, as the loader does for masked views.
             let a = f32::from(pixel[3]) / 255.0;
-            for k in 0..3 {
-                pixel[k] = (f32::from(pixel[k]) * a + 0.0 * 255.0 * (1.0 - a))
+            for channel in &mut pixel[..3] {
+                *channel = (f32::from(*channel) * a + 0.0 * 255.0 * (1.0 - a))
                     .round()
                     .clamp(0.0, 255.0) as u8;
             }

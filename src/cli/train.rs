@@ -247,7 +247,8 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "gaussians": trainer.params().len(), "scored_views": scored.name(),
         "test_psnr": test.then_some(scores.psnr), "test_ssim": test.then_some(scores.ssim), "test_lpips": scores.lpips.filter(|_| test),
         "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
-        "test_views": trainer.dataset().test.len(), "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
+        "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
+        "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
         "peak_gpu_bytes": report.by_category.iter().map(|(k, v)| (k.name().to_owned(), v.peak_bytes)).collect::<std::collections::BTreeMap<_, _>>(),
@@ -448,7 +449,8 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views
+                "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views,
+                "masked_views": scores.masked
             }))?
         );
     } else {

@@ -217,7 +217,7 @@ pub fn write_builtin_capture(
             let width = image.width as usize;
             let mut m = vec![255u8; image.pixel_count()];
             for (p, pixel) in image.pixels.chunks_exact_mut(4).enumerate() {
-                if ((p % width) / block + (p / width) / block + i) % 2 == 0 {
+                if ((p % width) / block + (p / width) / block + i).is_multiple_of(2) {
                     pixel.copy_from_slice(&(rng.next_u32() | 0xFF00_0000).to_le_bytes());
                     m[p] = 0;
                 }

@@ -116,6 +116,7 @@ impl Trainer {
         }
         let n = views.len().max(1) as f64;
         Ok(Evaluation {
+            masked: views.iter().filter(|v| v.is_masked()).count(),
             views: self.scored_views(),
             count: views.len(),
             psnr: psnr / n,

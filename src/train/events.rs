@@ -104,6 +104,9 @@ pub struct Evaluation {
     /// Mean LPIPS (AlexNet), or `None` when disabled (`TrainConfig::lpips`) or when the images
     /// are smaller than AlexNet accepts ([`crate::loss::lpips::MIN_IMAGE_SIDE`]).
     pub lpips: Option<f64>,
+    /// How many of the scored views carry a loss mask; their masked pixels are left out of every
+    /// score.
+    pub masked: usize,
 }
 
 impl Evaluation {
@@ -113,8 +116,12 @@ impl Evaluation {
             .lpips
             .map(|v| format!(", LPIPS {v:.4}"))
             .unwrap_or_default();
+        let masked = match self.masked {
+            0 => String::new(),
+            n => format!(" (masked pixels of {n} views excluded)"),
+        };
         format!(
-            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}",
+            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}{masked}",
             self.views.name(),
             self.psnr,
             self.ssim
