@@ -284,7 +284,6 @@ pub fn load_parts(
             lens: camera.lens,
             full_size: Some((camera.width, camera.height)),
             camera_name: format!("camera {}", camera.id),
-            camera_key: camera.id.to_string(),
         };
         load_view(&request, options, &cache)
     })?;

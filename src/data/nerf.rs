@@ -214,19 +214,8 @@ impl Frame {
             lens,
             full_size: Some(size),
             camera_name: format!("the camera of frame {:?}", self.name),
-            camera_key: self.camera_key(),
         };
         load_view(&request, options, cache)
-    }
-
-    /// The frames of one transforms file that share intrinsics share one undistortion: the key
-    /// is the intrinsics themselves.
-    fn camera_key(&self) -> String {
-        let i = self.intrinsics;
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            i.model, i.fl_x, i.fl_y, i.cx, i.cy, i.w, i.h, i.angle_x, i.angle_y, i.distortion
-        )
     }
 
     /// The lens of this frame: pinhole, nerfstudio's OPENCV (k1..k3 radial, p1 p2) or

@@ -2,7 +2,7 @@
 //! `images_N`), applying its mask, undistorting it to a pinhole camera, and scaling it to the
 //! requested resolution, in that order. Shared by the COLMAP and NeRF readers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -32,16 +32,16 @@ pub(crate) struct ViewRequest {
     pub full_size: Option<(u32, u32)>,
     /// Names the camera in messages ("camera 3").
     pub camera_name: String,
-    /// Views with equal keys share one lens (and one undistortion).
-    pub camera_key: String,
 }
 
+/// The cameras sharing one lens and image size, and their undistortion (made once).
 type CacheSlot = (
-    String,
+    BTreeSet<String>,
     Arc<OnceLock<std::result::Result<Arc<Undistortion>, String>>>,
 );
 
-/// Undistortions computed once per camera and image size, shared by the loading threads.
+/// Undistortions computed once per lens and image size (cameras with equal parameters share
+/// one), shared by the loading threads.
 #[derive(Default)]
 pub(crate) struct UndistortCache {
     slots: Mutex<HashMap<(String, u32, u32), CacheSlot>>,
@@ -57,22 +57,28 @@ impl UndistortCache {
     ) -> std::result::Result<Arc<Undistortion>, String> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots
-                .entry((request.camera_key.clone(), width, height))
-                .or_insert_with(|| (request.camera_name.clone(), Arc::default()))
-                .1
-                .clone()
+            // Debug formatting of f64 round-trips, so equal keys mean equal parameters.
+            let entry = slots
+                .entry((format!("{lens:?}"), width, height))
+                .or_default();
+            entry.0.insert(request.camera_name.clone());
+            entry.1.clone()
         };
         slot.get_or_init(|| Undistortion::new(lens, width, height).map(Arc::new))
             .clone()
     }
 
-    /// One note per undistorted camera (and a warning per cropped field of view), sorted.
+    /// One note per undistorted lens (and a warning per cropped field of view), sorted.
     pub fn notes(&self) -> Vec<String> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         let mut notes: Vec<String> = Vec::new();
-        for (camera, slot) in slots.values() {
+        for (names, slot) in slots.values() {
             let Some(Ok(u)) = slot.get() else { continue };
+            let first = names.iter().next().cloned().unwrap_or_default();
+            let camera = match names.len() {
+                1 => first,
+                n => format!("{first} and {} more with the same lens", n - 1),
+            };
             notes.push(format!("{camera}: {}", u.describe()));
             if let Some(crop) = u.fov_crop {
                 notes.push(format!(
