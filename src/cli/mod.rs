@@ -32,6 +32,19 @@ enum Command {
     Render(train::RenderArgs),
     /// PSNR and SSIM of a PLY on a dataset's test views.
     Eval(train::RenderArgs),
+    /// Convert a splat model between formats: INRIA PLY, .splat, SPZ (by extension, or --format).
+    Convert {
+        /// The model to read.
+        input: std::path::PathBuf,
+        /// The file to write.
+        output: std::path::PathBuf,
+        /// Output format: ply, splat or spz (default: OUTPUT's extension).
+        #[arg(long)]
+        format: Option<String>,
+        /// Input format (default: INPUT's extension).
+        #[arg(long)]
+        input_format: Option<String>,
+    },
     /// Benchmarks; each prints a table and writes JSON under target/bench/.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -42,6 +55,41 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+/// Runs `wgsplat convert`: reads INPUT, writes OUTPUT, and reports sizes and what was dropped.
+fn convert(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    format: Option<&str>,
+    input_format: Option<&str>,
+) -> anyhow::Result<()> {
+    use wgsplat::io::formats::{ModelFormat, read_model, write_model};
+    let from = match input_format {
+        Some(name) => ModelFormat::from_name(name)?,
+        None => ModelFormat::from_path(input)?,
+    };
+    let to = match format {
+        Some(name) => ModelFormat::from_name(name)?,
+        None => ModelFormat::from_path(output)?,
+    };
+    let model = read_model(input, from).with_context(|| format!("reading {}", input.display()))?;
+    let dropped =
+        write_model(output, to, &model).with_context(|| format!("writing {}", output.display()))?;
+    let n = model.gaussians.means.len();
+    let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "wrote {} Gaussians (SH degree {}) to {} as {}: {bytes} bytes, {:.1} bytes per Gaussian",
+        n,
+        model.sh_degree,
+        output.display(),
+        to.name(),
+        bytes as f64 / n.max(1) as f64
+    );
+    for line in dropped {
+        println!("warning: {line}");
+    }
+    Ok(())
 }
 
 fn context(portable: bool) -> anyhow::Result<wgsplat::GpuContext> {
@@ -62,6 +110,12 @@ pub fn run() -> ExitCode {
         Command::Render(args) => with_leak_check(cli.portable, |ctx| train::render_ply(ctx, args)),
         Command::Eval(args) => with_leak_check(cli.portable, |ctx| train::eval_ply(ctx, args)),
         Command::View { args } => return view(cli.portable, args),
+        Command::Convert {
+            input,
+            output,
+            format,
+            input_format,
+        } => convert(&input, &output, format.as_deref(), input_format.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

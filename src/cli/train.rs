@@ -10,7 +10,7 @@ use wgsplat::GpuContext;
 use wgsplat::data::{Dataset, View};
 use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
-use wgsplat::io::model::{load_ply_to_gpu, save_gpu_model_as_ply};
+use wgsplat::io::model::{load_model_to_gpu, save_gpu_model_as_ply};
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::{GaussianTensors, RasterMode};
 use wgsplat::train::init::initial_gaussians;
@@ -40,6 +40,10 @@ pub struct TrainArgs {
     /// --iterations; continue later with --resume.
     #[arg(long)]
     stop_at: Option<u64>,
+    /// Also write the final model in these formats beside point_cloud.ply (comma-separated:
+    /// splat, spz), e.g. --export spz,splat.
+    #[arg(long, value_delimiter = ',', value_name = "FORMAT")]
+    export: Vec<String>,
 }
 
 /// Prints a line above the progress bar, or on stdout when the bar is hidden (not a terminal).
@@ -227,6 +231,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
+    export_model(&ply, &args.export)?;
     let scores = trainer.evaluate()?;
     let scored = scores.views;
     let (test, train) = (scored == ScoredViews::Test, scored == ScoredViews::Train);
@@ -267,6 +272,26 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         ply.display(),
         args.out.join("metrics.json").display()
     );
+    Ok(())
+}
+
+/// Writes the model saved at `ply` in each of `formats` beside it (`point_cloud.spz`, ...),
+/// printing what each format dropped.
+fn export_model(ply: &Path, formats: &[String]) -> anyhow::Result<()> {
+    if formats.is_empty() {
+        return Ok(());
+    }
+    let model = wgsplat::io::read_ply(ply)?;
+    for name in formats {
+        let format = wgsplat::io::formats::ModelFormat::from_name(name)?;
+        let path = ply.with_extension(format.name());
+        let dropped = wgsplat::io::formats::write_model(&path, format, &model)
+            .with_context(|| format!("exporting {}", path.display()))?;
+        println!("wrote {}", path.display());
+        for line in dropped {
+            println!("  {}: {line}", format.name());
+        }
+    }
     Ok(())
 }
 
@@ -381,7 +406,7 @@ impl RenderArgs {
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
-    Ok(load_ply_to_gpu(ctx, path, "model")?.0)
+    Ok(load_model_to_gpu(ctx, path, "model")?.0)
 }
 
 /// Loads the dataset of `wgsplat render` / `wgsplat eval` with its test views held out (the

@@ -1,13 +1,17 @@
-//! Files: 3DGS PLY models ([`ply`]) and training checkpoints ([`checkpoint`]). Every write is
+//! Files: 3DGS PLY models ([`ply`]), the `.splat` ([`splat_file`]) and SPZ ([`spz`]) web
+//! formats (chosen by name in [`formats`]), and training checkpoints ([`checkpoint`]). Every write is
 //! atomic: the data goes to `<path>.tmp`, is flushed to disk, and is then renamed onto `path`, so
 //! a crash never leaves a half-written file under the real name.
 
 pub mod checkpoint;
 mod checkpoint_read;
+pub mod formats;
 pub mod model;
 pub mod ply;
 pub(crate) mod ply_read;
 pub(crate) mod ply_scalar;
+pub mod splat_file;
+pub mod spz;
 
 pub use checkpoint::{Checkpoint, load_checkpoint, save_checkpoint};
 pub use ply::{PlyModel, read_ply, write_ply};

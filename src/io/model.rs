@@ -1,20 +1,22 @@
-//! 3DGS PLY files to and from GPU models: the read-upload and download-write pairs every front
-//! end needs.
+//! Model files to and from GPU models: the read-upload and download-write pairs every front end
+//! needs. Reading takes every format [`super::formats`] reads, by extension.
 
-use super::ply::{PlyModel, read_ply, write_ply};
+use super::formats::{ModelFormat, read_model};
+use super::ply::{PlyModel, write_ply};
 use crate::error::Result;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
 use std::path::Path;
 
-/// Reads the PLY at `path` and uploads it as model parameters labelled `label`. The CPU copy is
-/// returned too, for callers that need the means (bounds, statistics); drop it otherwise.
-pub fn load_ply_to_gpu(
+/// Reads the model at `path` (PLY, `.splat` or SPZ, by extension) and uploads it as model
+/// parameters labelled `label`. The CPU copy is returned too, for callers that need the means
+/// (bounds, statistics); drop it otherwise.
+pub fn load_model_to_gpu(
     ctx: &GpuContext,
     path: &Path,
     label: &str,
 ) -> Result<(GaussianTensors, PlyModel)> {
-    let model = read_ply(path)?;
+    let model = read_model(path, ModelFormat::from_path(path)?)?;
     let mut enc = ctx.encoder("upload PLY model");
     let params = GaussianTensors::upload(
         &mut enc,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
-use wgsplat::io::model::load_ply_to_gpu;
+use wgsplat::io::model::load_model_to_gpu;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::TrainConfig;
 use wgsplat::train::setup;
@@ -92,14 +92,17 @@ pub fn load_model(
     ctx: &GpuContext,
     path: &Path,
 ) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
-    let (params, model) = load_ply_to_gpu(ctx, path, "viewer/model")
+    let (params, model) = load_model_to_gpu(ctx, path, "viewer/model")
         .with_context(|| format!("reading {}", path.display()))?;
     Ok((params, bounds(&model.gaussians.means)))
 }
 
-fn is_ply(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.to_string_lossy().eq_ignore_ascii_case("ply"))
+fn is_model_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| {
+        ["ply", "splat", "spz"]
+            .iter()
+            .any(|x| e.to_string_lossy().eq_ignore_ascii_case(x))
+    })
 }
 
 impl Source {
@@ -115,10 +118,10 @@ impl Source {
         args: &Args,
     ) -> anyhow::Result<Source> {
         match input {
-            Some(path) if path.is_file() || is_ply(path) => {
-                if !is_ply(path) {
+            Some(path) if path.is_file() || is_model_file(path) => {
+                if !is_model_file(path) {
                     anyhow::bail!(
-                        "{} is not a .ply file; give a PLY, a dataset folder, or nothing for the built-in scene",
+                        "{} is not a model file (.ply, .splat, .spz); give a model, a dataset folder, or nothing for the built-in scene",
                         path.display()
                     );
                 }

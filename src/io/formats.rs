@@ -1,0 +1,101 @@
+//! Splat model formats by file name: the INRIA PLY ([`super::ply`]), `.splat`
+//! ([`super::splat_file`]) and SPZ ([`super::spz`]), read and written through one
+//! [`PlyModel`] so that any of them converts to any other (`wgsplat convert`).
+
+use super::ply::{PlyModel, read_ply, write_ply};
+use super::{splat_file, spz};
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// A splat model file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFormat {
+    /// The INRIA 3DGS PLY (full precision, SH up to degree 3).
+    Ply,
+    /// antimatter15's `.splat` (32 bytes per Gaussian, SH degree 0).
+    Splat,
+    /// Niantic's SPZ (gzip, quantised; version 3 written, 2 and 3 read).
+    Spz,
+}
+
+impl ModelFormat {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [ModelFormat; 3] = [ModelFormat::Ply, ModelFormat::Splat, ModelFormat::Spz];
+
+    /// The format's name on the command line (`ply`, `splat`, `spz`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelFormat::Ply => "ply",
+            ModelFormat::Splat => "splat",
+            ModelFormat::Spz => "spz",
+        }
+    }
+
+    /// The format called `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Result<ModelFormat> {
+        let lower = name.to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == lower)
+            .ok_or_else(|| Error::InvalidSetting {
+                name: "format".into(),
+                value: name.into(),
+                expected: "one of ply, splat, spz".into(),
+            })
+    }
+
+    /// The format of `path` by its extension. PlayCanvas's `.compressed.ply` and SOG are named
+    /// as not (yet) supported rather than read as a plain PLY.
+    pub fn from_path(path: &Path) -> Result<ModelFormat> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let unsupported = |what: &str| Error::InvalidSetting {
+            name: "format".into(),
+            value: path.display().to_string(),
+            expected: format!("{what} is not supported yet; use .ply, .splat or .spz"),
+        };
+        if name.ends_with(".compressed.ply") {
+            return Err(unsupported("PlayCanvas's compressed PLY"));
+        }
+        if name.ends_with(".sog") || name == "meta.json" {
+            return Err(unsupported("SOG"));
+        }
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("ply") => Ok(ModelFormat::Ply),
+            Some("splat") => Ok(ModelFormat::Splat),
+            Some("spz") => Ok(ModelFormat::Spz),
+            _ => Err(Error::InvalidSetting {
+                name: "format".into(),
+                value: path.display().to_string(),
+                expected: "a file ending in .ply, .splat or .spz, or an explicit --format".into(),
+            }),
+        }
+    }
+}
+
+/// Reads the model at `path` in `format`.
+pub fn read_model(path: &Path, format: ModelFormat) -> Result<PlyModel> {
+    match format {
+        ModelFormat::Ply => read_ply(path),
+        ModelFormat::Splat => splat_file::read_splat(path),
+        ModelFormat::Spz => spz::read_spz(path),
+    }
+}
+
+/// Writes `model` to `path` in `format`, atomically. Returns one line per thing the format
+/// dropped (SH bands, range), empty when it kept everything at its documented precision.
+pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result<Vec<String>> {
+    match format {
+        ModelFormat::Ply => write_ply(path, &model.gaussians, model.sh_degree).map(|()| Vec::new()),
+        ModelFormat::Splat => splat_file::write_splat(path, model),
+        ModelFormat::Spz => spz::write_spz(path, model),
+    }
+}
