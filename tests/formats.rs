@@ -206,6 +206,53 @@ fn splat_round_trip_within_its_quantisation() {
     );
 }
 
+/// Compressed PLY's quantisation for `random_model` (chunk ranges of 40 units in position, 10
+/// in log scale, 0.96 in colour): 11-10-11-bit positions and scales, 8-bit colours in the chunk
+/// range and opacity, 10-bit smallest-three rotations, SH in 8 bits over ±4.
+const COMPRESSED_BOUNDS: FieldErrors = FieldErrors {
+    position: 0.5 * 40.0 / 1023.0,
+    log_scale: 0.5 * 10.0 / 1023.0,
+    rotation: 3e-3,
+    opacity: 0.5 / 255.0 + 1e-3,
+    dc: 0.5 * 0.96 / 255.0 / 0.282_094_8,
+    sh_band1: 0.5 * 8.0 / 256.0 + 1e-5,
+    sh_rest: 0.5 * 8.0 / 256.0 + 1e-5,
+};
+
+#[test]
+fn compressed_ply_round_trip_within_its_quantisation() {
+    let dir = TempDir::new("compressed");
+    for (n, degree) in [(1000, 3), (256, 1), (3, 0)] {
+        let model = random_model(n, degree, 31 + n as u64);
+        let path = dir.0.join(format!("m{n}.compressed.ply"));
+        assert_eq!(
+            ModelFormat::from_path(&path).unwrap(),
+            ModelFormat::CompressedPly
+        );
+        let dropped = write_model(&path, ModelFormat::CompressedPly, &model).unwrap();
+        assert!(dropped.is_empty(), "{dropped:?}");
+        let back = read_model(&path, ModelFormat::CompressedPly).unwrap();
+        assert_eq!(back.sh_degree, degree);
+        let what = format!("compressed PLY, {n} Gaussians, degree {degree}");
+        assert_within(&what, &field_errors(&model, &back), &COMPRESSED_BOUNDS);
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        eprintln!("{what}: {:.1} bytes per Gaussian", bytes as f64 / n as f64);
+    }
+    // A truncated body and a plain PLY under the name are named.
+    let path = dir.0.join("m1000.compressed.ply");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
+    let err = read_model(&path, ModelFormat::CompressedPly)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("truncated"), "{err}");
+    write_ply(&path, &random_model(5, 0, 1).gaussians, 0).unwrap();
+    let err = read_model(&path, ModelFormat::CompressedPly)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("chunk"), "{err}");
+}
+
 #[test]
 fn spz_stores_right_up_back_coordinates() {
     // One Gaussian at (1, 2, 3) with the identity rotation: SPZ holds (1, -2, -3) (PLY's
@@ -272,11 +319,11 @@ fn damaged_files_give_clear_errors() {
     bytes[32..36].copy_from_slice(&f32::NAN.to_le_bytes());
     std::fs::write(&splat, &bytes).unwrap();
     assert!(read(&splat, ModelFormat::Splat).contains("Gaussian 1"));
-    // Formats not read yet are named, not misread as plain PLY.
-    let err = ModelFormat::from_path(Path::new("scene.compressed.ply"))
+    // Formats not read yet are named, not misread.
+    let err = ModelFormat::from_path(Path::new("scene.sog"))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("compressed PLY"), "{err}");
+    assert!(err.contains("SOG"), "{err}");
 }
 
 /// The `splat-transform` command: `$WGSPLAT_SPLAT_TRANSFORM`, else the copy `.ci/run` installs
@@ -333,8 +380,9 @@ fn splat_transform_reads_and_writes_what_wgsplat_does() {
     for (format, expected, bounds) in [
         (ModelFormat::Spz, model.clone(), SPZ_BOUNDS),
         (ModelFormat::Splat, degree_zero(&model), SPLAT_BOUNDS),
+        (ModelFormat::CompressedPly, model.clone(), COMPRESSED_BOUNDS),
     ] {
-        let ours = dir.0.join(format!("ours.{}", format.name()));
+        let ours = dir.0.join(format!("ours.{}", format.extension()));
         write_model(&ours, format, &model).unwrap();
         let back = dir.0.join(format!("from_{}.ply", format.name()));
         run(&tool, &[&ours, &back]);
@@ -359,5 +407,27 @@ fn splat_transform_reads_and_writes_what_wgsplat_does() {
         "PLY -> splat-transform SPZ -> wgsplat",
         &field_errors(&model, &read),
         &SPZ_BOUNDS,
+    );
+    // 3. wgsplat decodes the compressed PLY splat-transform writes (its Gaussians reordered along
+    //    a Morton curve) as splat-transform itself decodes it.
+    let theirs = dir.0.join("theirs.compressed.ply");
+    run(&tool, &[&ply, &theirs]);
+    let decoded_by_them = dir.0.join("theirs_decoded.ply");
+    run(&tool, &[&theirs, &decoded_by_them]);
+    let ours = read_model(&theirs, ModelFormat::CompressedPly).unwrap();
+    let exact = FieldErrors {
+        position: 1e-4,
+        log_scale: 1e-4,
+        rotation: 1e-4,
+        opacity: 1e-4,
+        dc: 1e-4,
+        sh_band1: 1e-4,
+        sh_rest: 1e-4,
+    };
+    let what = "splat-transform compressed PLY decoded by wgsplat vs by splat-transform";
+    assert_within(
+        what,
+        &field_errors(&read_ply(&decoded_by_them).unwrap(), &ours),
+        &exact,
     );
 }

@@ -32,13 +32,14 @@ enum Command {
     Render(train::RenderArgs),
     /// PSNR and SSIM of a PLY on a dataset's test views.
     Eval(train::RenderArgs),
-    /// Convert a splat model between formats: INRIA PLY, .splat, SPZ (by extension, or --format).
+    /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ (by
+    /// extension, or --format).
     Convert {
         /// The model to read.
         input: std::path::PathBuf,
         /// The file to write.
         output: std::path::PathBuf,
-        /// Output format: ply, splat or spz (default: OUTPUT's extension).
+        /// Output format: ply, compressed-ply, splat or spz (default: OUTPUT's extension).
         #[arg(long)]
         format: Option<String>,
         /// Input format (default: INPUT's extension).

@@ -41,7 +41,7 @@ pub struct TrainArgs {
     #[arg(long)]
     stop_at: Option<u64>,
     /// Also write the final model in these formats beside point_cloud.ply (comma-separated:
-    /// splat, spz), e.g. --export spz,splat.
+    /// splat, spz, compressed-ply), e.g. --export spz,splat.
     #[arg(long, value_delimiter = ',', value_name = "FORMAT")]
     export: Vec<String>,
 }
@@ -284,7 +284,7 @@ fn export_model(ply: &Path, formats: &[String]) -> anyhow::Result<()> {
     let model = wgsplat::io::read_ply(ply)?;
     for name in formats {
         let format = wgsplat::io::formats::ModelFormat::from_name(name)?;
-        let path = ply.with_extension(format.name());
+        let path = ply.with_extension(format.extension());
         let dropped = wgsplat::io::formats::write_model(&path, format, &model)
             .with_context(|| format!("exporting {}", path.display()))?;
         println!("wrote {}", path.display());

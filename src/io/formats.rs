@@ -1,9 +1,10 @@
 //! Splat model formats by file name: the INRIA PLY ([`super::ply`]), `.splat`
-//! ([`super::splat_file`]) and SPZ ([`super::spz`]), read and written through one
-//! [`PlyModel`] so that any of them converts to any other (`wgsplat convert`).
+//! ([`super::splat_file`]), SPZ ([`super::spz`]) and PlayCanvas's compressed PLY
+//! ([`super::compressed_ply`]), read and written through one [`PlyModel`] so that any of them
+//! converts to any other (`wgsplat convert`).
 
 use super::ply::{PlyModel, read_ply, write_ply};
-use super::{splat_file, spz};
+use super::{compressed_ply, splat_file, spz};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -16,18 +17,34 @@ pub enum ModelFormat {
     Splat,
     /// Niantic's SPZ (gzip, quantised; version 3 written, 2 and 3 read).
     Spz,
+    /// PlayCanvas's compressed PLY (chunks of 256 with per-chunk ranges, `.compressed.ply`).
+    CompressedPly,
 }
 
 impl ModelFormat {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [ModelFormat; 3] = [ModelFormat::Ply, ModelFormat::Splat, ModelFormat::Spz];
+    pub const ALL: [ModelFormat; 4] = [
+        ModelFormat::Ply,
+        ModelFormat::Splat,
+        ModelFormat::Spz,
+        ModelFormat::CompressedPly,
+    ];
 
-    /// The format's name on the command line (`ply`, `splat`, `spz`).
+    /// The format's name on the command line (`ply`, `splat`, `spz`, `compressed-ply`).
     pub fn name(self) -> &'static str {
         match self {
             ModelFormat::Ply => "ply",
             ModelFormat::Splat => "splat",
             ModelFormat::Spz => "spz",
+            ModelFormat::CompressedPly => "compressed-ply",
+        }
+    }
+
+    /// The file extension, without the leading dot (`compressed.ply` for compressed PLY).
+    pub fn extension(self) -> &'static str {
+        match self {
+            ModelFormat::CompressedPly => "compressed.ply",
+            other => other.name(),
         }
     }
 
@@ -40,12 +57,12 @@ impl ModelFormat {
             .ok_or_else(|| Error::InvalidSetting {
                 name: "format".into(),
                 value: name.into(),
-                expected: "one of ply, splat, spz".into(),
+                expected: "one of ply, splat, spz, compressed-ply".into(),
             })
     }
 
-    /// The format of `path` by its extension. PlayCanvas's `.compressed.ply` and SOG are named
-    /// as not (yet) supported rather than read as a plain PLY.
+    /// The format of `path` by its extension (`.compressed.ply` before `.ply`). SOG is named as
+    /// not (yet) supported rather than misread.
     pub fn from_path(path: &Path) -> Result<ModelFormat> {
         let name = path
             .file_name()
@@ -55,10 +72,12 @@ impl ModelFormat {
         let unsupported = |what: &str| Error::InvalidSetting {
             name: "format".into(),
             value: path.display().to_string(),
-            expected: format!("{what} is not supported yet; use .ply, .splat or .spz"),
+            expected: format!(
+                "{what} is not supported yet; use .ply, .compressed.ply, .splat or .spz"
+            ),
         };
         if name.ends_with(".compressed.ply") {
-            return Err(unsupported("PlayCanvas's compressed PLY"));
+            return Ok(ModelFormat::CompressedPly);
         }
         if name.ends_with(".sog") || name == "meta.json" {
             return Err(unsupported("SOG"));
@@ -75,7 +94,7 @@ impl ModelFormat {
             _ => Err(Error::InvalidSetting {
                 name: "format".into(),
                 value: path.display().to_string(),
-                expected: "a file ending in .ply, .splat or .spz, or an explicit --format".into(),
+                expected: "a file ending in .ply, .compressed.ply, .splat or .spz, or an explicit --format".into(),
             }),
         }
     }
@@ -87,6 +106,7 @@ pub fn read_model(path: &Path, format: ModelFormat) -> Result<PlyModel> {
         ModelFormat::Ply => read_ply(path),
         ModelFormat::Splat => splat_file::read_splat(path),
         ModelFormat::Spz => spz::read_spz(path),
+        ModelFormat::CompressedPly => compressed_ply::read_compressed_ply(path),
     }
 }
 
@@ -97,5 +117,6 @@ pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result
         ModelFormat::Ply => write_ply(path, &model.gaussians, model.sh_degree).map(|()| Vec::new()),
         ModelFormat::Splat => splat_file::write_splat(path, model),
         ModelFormat::Spz => spz::write_spz(path, model),
+        ModelFormat::CompressedPly => compressed_ply::write_compressed_ply(path, model),
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 mod checkpoint_read;
+pub mod compressed_ply;
 pub mod formats;
 pub mod model;
 pub mod ply;

@@ -121,7 +121,7 @@ impl Source {
             Some(path) if path.is_file() || is_model_file(path) => {
                 if !is_model_file(path) {
                     anyhow::bail!(
-                        "{} is not a model file (.ply, .splat, .spz); give a model, a dataset folder, or nothing for the built-in scene",
+                        "{} is not a model file (.ply, .compressed.ply, .splat, .spz); give a model, a dataset folder, or nothing for the built-in scene",
                         path.display()
                     );
                 }
