@@ -20,103 +20,7 @@
 //! The inverse ([`Lens::undistort`]) is Newton's method on the 2-D map (on `(u, v)` for the
 //! fisheyes, which is then turned back into `(x, y)` with `tan θ`), converged to 1e-12.
 
-/// A COLMAP camera model, in COLMAP's model-id order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CameraModel {
-    /// `f, cx, cy`.
-    SimplePinhole,
-    /// `fx, fy, cx, cy`.
-    Pinhole,
-    /// `f, cx, cy, k`.
-    SimpleRadial,
-    /// `f, cx, cy, k1, k2`.
-    Radial,
-    /// `fx, fy, cx, cy, k1, k2, p1, p2`.
-    OpenCv,
-    /// `fx, fy, cx, cy, k1, k2, k3, k4`.
-    OpenCvFisheye,
-    /// `fx, fy, cx, cy, k1, k2, p1, p2, k3, k4, k5, k6`.
-    FullOpenCv,
-    /// `fx, fy, cx, cy, omega`.
-    Fov,
-    /// `f, cx, cy, k`.
-    SimpleRadialFisheye,
-    /// `f, cx, cy, k1, k2`.
-    RadialFisheye,
-    /// `fx, fy, cx, cy, k1, k2, p1, p2, k3, k4, sx1, sy1`.
-    ThinPrismFisheye,
-    /// `fx, fy, cx, cy, k0..k5, p0, p1, s0..s3` (Project Aria); read but not supported.
-    RadTanThinPrismFisheye,
-}
-
-impl CameraModel {
-    /// Every model, index = COLMAP model id.
-    pub const ALL: [CameraModel; 12] = [
-        CameraModel::SimplePinhole,
-        CameraModel::Pinhole,
-        CameraModel::SimpleRadial,
-        CameraModel::Radial,
-        CameraModel::OpenCv,
-        CameraModel::OpenCvFisheye,
-        CameraModel::FullOpenCv,
-        CameraModel::Fov,
-        CameraModel::SimpleRadialFisheye,
-        CameraModel::RadialFisheye,
-        CameraModel::ThinPrismFisheye,
-        CameraModel::RadTanThinPrismFisheye,
-    ];
-
-    /// The model with COLMAP model id `id`.
-    pub fn from_id(id: u32) -> Option<CameraModel> {
-        Self::ALL.get(id as usize).copied()
-    }
-
-    /// The model COLMAP (or nerfstudio's `camera_model`) calls `name`.
-    pub fn from_name(name: &str) -> Option<CameraModel> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// COLMAP's name of the model.
-    pub fn name(self) -> &'static str {
-        match self {
-            CameraModel::SimplePinhole => "SIMPLE_PINHOLE",
-            CameraModel::Pinhole => "PINHOLE",
-            CameraModel::SimpleRadial => "SIMPLE_RADIAL",
-            CameraModel::Radial => "RADIAL",
-            CameraModel::OpenCv => "OPENCV",
-            CameraModel::OpenCvFisheye => "OPENCV_FISHEYE",
-            CameraModel::FullOpenCv => "FULL_OPENCV",
-            CameraModel::Fov => "FOV",
-            CameraModel::SimpleRadialFisheye => "SIMPLE_RADIAL_FISHEYE",
-            CameraModel::RadialFisheye => "RADIAL_FISHEYE",
-            CameraModel::ThinPrismFisheye => "THIN_PRISM_FISHEYE",
-            CameraModel::RadTanThinPrismFisheye => "RAD_TAN_THIN_PRISM_FISHEYE",
-        }
-    }
-
-    /// The parameter names, in COLMAP's order.
-    pub fn param_names(self) -> &'static [&'static str] {
-        match self {
-            CameraModel::SimplePinhole => &["f", "cx", "cy"],
-            CameraModel::Pinhole => &["fx", "fy", "cx", "cy"],
-            CameraModel::SimpleRadial | CameraModel::SimpleRadialFisheye => &["f", "cx", "cy", "k"],
-            CameraModel::Radial | CameraModel::RadialFisheye => &["f", "cx", "cy", "k1", "k2"],
-            CameraModel::OpenCv => &["fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2"],
-            CameraModel::OpenCvFisheye => &["fx", "fy", "cx", "cy", "k1", "k2", "k3", "k4"],
-            CameraModel::FullOpenCv => &[
-                "fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2", "k3", "k4", "k5", "k6",
-            ],
-            CameraModel::Fov => &["fx", "fy", "cx", "cy", "omega"],
-            CameraModel::ThinPrismFisheye => &[
-                "fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2", "k3", "k4", "sx1", "sy1",
-            ],
-            CameraModel::RadTanThinPrismFisheye => &[
-                "fx", "fy", "cx", "cy", "k0", "k1", "k2", "k3", "k4", "k5", "p0", "p1", "s0", "s1",
-                "s2", "s3",
-            ],
-        }
-    }
-}
+pub use super::camera_model::CameraModel;
 
 /// The distortion part of a [`Lens`] (module docs give the formulas).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -252,6 +156,65 @@ impl Lens {
                 );
             }
         };
+        Ok(Lens {
+            model,
+            fx,
+            fy,
+            cx,
+            cy,
+            distortion,
+        })
+    }
+
+    /// The lens of a nerfstudio camera: `camera_model` (absent: `OPENCV` when any coefficient
+    /// is set, else `PINHOLE`) with `k1 k2 k3 k4 p1 p2` in `d` (absent keys 0). `OPENCV` takes
+    /// k1..k3 radial and p1 p2, `OPENCV_FISHEYE` k1..k4; a coefficient the model lacks, a
+    /// non-finite one, or another model is an error naming it.
+    pub fn from_nerfstudio(
+        model: Option<CameraModel>,
+        pinhole: [f64; 4],
+        d: [f64; 6],
+    ) -> Result<Lens, String> {
+        const KEYS: [&str; 6] = ["k1", "k2", "k3", "k4", "p1", "p2"];
+        if let Some(i) = d.iter().position(|v| !v.is_finite()) {
+            return Err(format!(
+                "distortion coefficient {} is {}, not a finite number",
+                KEYS[i], d[i]
+            ));
+        }
+        let model = model.unwrap_or(if d == [0.0; 6] {
+            CameraModel::Pinhole
+        } else {
+            CameraModel::OpenCv
+        });
+        let lacks = |allowed: &[usize]| (0..6).find(|i| d[*i] != 0.0 && !allowed.contains(i));
+        let (allowed, distortion): (&[usize], Distortion) = match model {
+            CameraModel::Pinhole | CameraModel::SimplePinhole => (&[], Distortion::None),
+            CameraModel::OpenCv => (
+                &[0, 1, 2, 4, 5],
+                perspective([d[0], d[1], d[2], 0.0, 0.0, 0.0], [d[4], d[5]]),
+            ),
+            CameraModel::OpenCvFisheye => (
+                &[0, 1, 2, 3],
+                fisheye([d[0], d[1], d[2], d[3]], [0.0; 2], [0.0; 2]),
+            ),
+            other => {
+                return Err(format!(
+                    "camera_model {} is not one nerfstudio writes; use PINHOLE, OPENCV or OPENCV_FISHEYE",
+                    other.name()
+                ));
+            }
+        };
+        if let Some(i) = lacks(allowed) {
+            return Err(format!(
+                "camera_model {} has no {} (= {}); use {}",
+                model.name(),
+                KEYS[i],
+                d[i],
+                if i == 3 { "OPENCV_FISHEYE" } else { "OPENCV" }
+            ));
+        }
+        let [fx, fy, cx, cy] = pinhole;
         Ok(Lens {
             model,
             fx,

@@ -14,6 +14,7 @@
 //! [`init`] builds initial Gaussians from the points (or random points in a box).
 
 pub mod builtin;
+pub mod camera_model;
 pub mod capture;
 pub mod colmap;
 pub mod colmap_binary;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::lens::{CameraModel, Distortion, Lens};
+use super::lens::{CameraModel, Lens};
 use super::prepare::{UndistortCache, ViewRequest, load_view};
 use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
 use crate::error::Result;
@@ -219,94 +219,15 @@ impl Frame {
     }
 
     /// The lens of this frame: pinhole, nerfstudio's OPENCV (k1..k3 radial, p1 p2) or
-    /// OPENCV_FISHEYE (k1..k4).
+    /// OPENCV_FISHEYE (k1..k4); see [`Lens::from_nerfstudio`].
     fn lens(&self, fx: f64, fy: f64, cx: f64, cy: f64) -> Result<Lens> {
         let i = self.intrinsics;
-        let d = i.distortion.map(|v| v.unwrap_or(0.0));
-        if let Some(index) = d.iter().position(|v| !v.is_finite()) {
-            return Err(dataset_error(
-                &self.json,
-                format!(
-                    "frame {:?}: distortion coefficient {} is {}, not a finite number",
-                    self.name, DISTORTION_KEYS[index], d[index]
-                ),
-            ));
-        }
-        let model = i.model.unwrap_or(if d == [0.0; 6] {
-            CameraModel::Pinhole
-        } else {
-            CameraModel::OpenCv
-        });
-        let distortion = match model {
-            CameraModel::Pinhole | CameraModel::SimplePinhole => {
-                if let Some(index) = d.iter().position(|&v| v != 0.0) {
-                    return Err(dataset_error(
-                        &self.json,
-                        format!(
-                            "frame {:?}: camera_model {} has no distortion, but {} = {}; use OPENCV or OPENCV_FISHEYE",
-                            self.name,
-                            model.name(),
-                            DISTORTION_KEYS[index],
-                            d[index]
-                        ),
-                    ));
-                }
-                Distortion::None
-            }
-            CameraModel::OpenCv => {
-                if d[3] != 0.0 {
-                    return Err(dataset_error(
-                        &self.json,
-                        format!(
-                            "frame {:?}: camera_model OPENCV has no k4 (= {}); k4 belongs to OPENCV_FISHEYE",
-                            self.name, d[3]
-                        ),
-                    ));
-                }
-                Distortion::Perspective {
-                    k: [d[0], d[1], d[2], 0.0, 0.0, 0.0],
-                    p: [d[4], d[5]],
-                }
-            }
-            CameraModel::OpenCvFisheye => {
-                if d[4] != 0.0 || d[5] != 0.0 {
-                    return Err(dataset_error(
-                        &self.json,
-                        format!(
-                            "frame {:?}: camera_model OPENCV_FISHEYE has no p1 / p2 (= {} / {})",
-                            self.name, d[4], d[5]
-                        ),
-                    ));
-                }
-                Distortion::Fisheye {
-                    k: [d[0], d[1], d[2], d[3]],
-                    p: [0.0; 2],
-                    s: [0.0; 2],
-                }
-            }
-            other => {
-                return Err(dataset_error(
-                    &self.json,
-                    format!(
-                        "frame {:?}: camera_model {} is not one nerfstudio writes; use PINHOLE, OPENCV or OPENCV_FISHEYE",
-                        self.name,
-                        other.name()
-                    ),
-                ));
-            }
-        };
-        let mut lens = Lens::pinhole(fx, fy, cx, cy);
-        lens.model = model;
-        lens.distortion = if distortion
-            == (Distortion::Perspective {
-                k: [0.0; 6],
-                p: [0.0; 2],
-            }) {
-            Distortion::None
-        } else {
-            distortion
-        };
-        Ok(lens)
+        Lens::from_nerfstudio(
+            i.model,
+            [fx, fy, cx, cy],
+            i.distortion.map(|v| v.unwrap_or(0.0)),
+        )
+        .map_err(|why| dataset_error(&self.json, format!("frame {:?}: {why}", self.name)))
     }
 }
 
