@@ -11,23 +11,7 @@ use wgsplat::io::{PlyModel, read_ply, write_ply};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::TestRng;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("wgsplat-formats-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use super::TempDir;
 
 /// A model whose values lie inside every format's range (SPZ: SH within ±1, log scales up to 5,
 /// positions within ±2048).

@@ -6,3 +6,24 @@
 mod formats;
 mod lens;
 mod real_captures;
+
+use std::path::PathBuf;
+
+/// A fresh folder under the system's temporary directory, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// `wgsplat-io-NAME-PID`, emptied first.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("wgsplat-io-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

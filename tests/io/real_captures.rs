@@ -15,23 +15,7 @@ use wgsplat::testing::fresh_context;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("wgsplat-capture-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use super::TempDir;
 
 fn scene_options() -> BuiltinOptions {
     BuiltinOptions {
