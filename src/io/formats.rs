@@ -1,10 +1,10 @@
 //! Splat model formats by file name: the INRIA PLY ([`super::ply`]), `.splat`
-//! ([`super::splat_file`]), SPZ ([`super::spz`]) and PlayCanvas's compressed PLY
-//! ([`super::compressed_ply`]), read and written through one [`PlyModel`] so that any of them
+//! ([`super::splat_file`]), SPZ ([`super::spz`]), PlayCanvas's compressed PLY
+//! ([`super::compressed_ply`]) and SOG ([`super::sog`]), read and written through one [`PlyModel`] so that any of them
 //! converts to any other (`wgsplat convert`).
 
 use super::ply::{PlyModel, read_ply, write_ply};
-use super::{compressed_ply, splat_file, spz};
+use super::{compressed_ply, sog, sog_read, splat_file, spz};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -19,24 +19,29 @@ pub enum ModelFormat {
     Spz,
     /// PlayCanvas's compressed PLY (chunks of 256 with per-chunk ranges, `.compressed.ply`).
     CompressedPly,
+    /// PlayCanvas's SOG version 2 (WebP textures and `meta.json`: a `.sog` zip, or a folder's
+    /// `meta.json`).
+    Sog,
 }
 
 impl ModelFormat {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [ModelFormat; 4] = [
+    pub const ALL: [ModelFormat; 5] = [
         ModelFormat::Ply,
         ModelFormat::Splat,
         ModelFormat::Spz,
         ModelFormat::CompressedPly,
+        ModelFormat::Sog,
     ];
 
-    /// The format's name on the command line (`ply`, `splat`, `spz`, `compressed-ply`).
+    /// The format's name on the command line (`ply`, `splat`, `spz`, `compressed-ply`, `sog`).
     pub fn name(self) -> &'static str {
         match self {
             ModelFormat::Ply => "ply",
             ModelFormat::Splat => "splat",
             ModelFormat::Spz => "spz",
             ModelFormat::CompressedPly => "compressed-ply",
+            ModelFormat::Sog => "sog",
         }
     }
 
@@ -57,30 +62,23 @@ impl ModelFormat {
             .ok_or_else(|| Error::InvalidSetting {
                 name: "format".into(),
                 value: name.into(),
-                expected: "one of ply, splat, spz, compressed-ply".into(),
+                expected: "one of ply, splat, spz, compressed-ply, sog".into(),
             })
     }
 
-    /// The format of `path` by its extension (`.compressed.ply` before `.ply`). SOG is named as
-    /// not (yet) supported rather than misread.
+    /// The format of `path` by its extension (`.compressed.ply` before `.ply`); a file named
+    /// `meta.json` is an unbundled SOG.
     pub fn from_path(path: &Path) -> Result<ModelFormat> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let unsupported = |what: &str| Error::InvalidSetting {
-            name: "format".into(),
-            value: path.display().to_string(),
-            expected: format!(
-                "{what} is not supported yet; use .ply, .compressed.ply, .splat or .spz"
-            ),
-        };
         if name.ends_with(".compressed.ply") {
             return Ok(ModelFormat::CompressedPly);
         }
         if name.ends_with(".sog") || name == "meta.json" {
-            return Err(unsupported("SOG"));
+            return Ok(ModelFormat::Sog);
         }
         match path
             .extension()
@@ -94,7 +92,7 @@ impl ModelFormat {
             _ => Err(Error::InvalidSetting {
                 name: "format".into(),
                 value: path.display().to_string(),
-                expected: "a file ending in .ply, .compressed.ply, .splat or .spz, or an explicit --format".into(),
+                expected: "a file ending in .ply, .compressed.ply, .splat, .spz or .sog (or named meta.json), or an explicit --format".into(),
             }),
         }
     }
@@ -107,6 +105,7 @@ pub fn read_model(path: &Path, format: ModelFormat) -> Result<PlyModel> {
         ModelFormat::Splat => splat_file::read_splat(path),
         ModelFormat::Spz => spz::read_spz(path),
         ModelFormat::CompressedPly => compressed_ply::read_compressed_ply(path),
+        ModelFormat::Sog => sog_read::read_sog(path),
     }
 }
 
@@ -118,5 +117,6 @@ pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result
         ModelFormat::Splat => splat_file::write_splat(path, model),
         ModelFormat::Spz => spz::write_spz(path, model),
         ModelFormat::CompressedPly => compressed_ply::write_compressed_ply(path, model),
+        ModelFormat::Sog => sog::write_sog(path, model),
     }
 }

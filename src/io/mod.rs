@@ -1,5 +1,5 @@
-//! Files: 3DGS PLY models ([`ply`]), the `.splat` ([`splat_file`]) and SPZ ([`spz`]) web
-//! formats (chosen by name in [`formats`]), and training checkpoints ([`checkpoint`]). Every write is
+//! Files: 3DGS PLY models ([`ply`]), the `.splat` ([`splat_file`]), SPZ ([`spz`]), compressed
+//! PLY ([`compressed_ply`]) and SOG ([`sog`]) web formats (chosen by name in [`formats`]), and training checkpoints ([`checkpoint`]). Every write is
 //! atomic: the data goes to `<path>.tmp`, is flushed to disk, and is then renamed onto `path`, so
 //! a crash never leaves a half-written file under the real name.
 
@@ -11,6 +11,9 @@ pub mod model;
 pub mod ply;
 pub(crate) mod ply_read;
 pub(crate) mod ply_scalar;
+pub mod sog;
+mod sog_codebook;
+pub mod sog_read;
 pub mod splat_file;
 pub mod spz;
 

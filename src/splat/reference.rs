@@ -16,7 +16,7 @@ pub const TRANSMITTANCE_MIN: f32 = 1e-4;
 pub const COV2D_DILATION: f32 = 0.3;
 
 /// Gaussians on the CPU, in the pre-activation form the optimizer works on.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CpuGaussians {
     /// World positions.
     pub means: Vec<[f32; 3]>,

@@ -15,7 +15,7 @@ use super::TempDir;
 
 /// A model whose values lie inside every format's range (SPZ: SH within ±1, log scales up to 5,
 /// positions within ±2048).
-fn random_model(n: usize, sh_degree: u32, seed: u64) -> PlyModel {
+pub(super) fn random_model(n: usize, sh_degree: u32, seed: u64) -> PlyModel {
     let mut rng = TestRng::new(seed);
     let mut g = CpuGaussians::default();
     for _ in 0..n {
@@ -44,17 +44,17 @@ fn sigmoid(x: f32) -> f32 {
 /// Largest errors per field between two models, with quaternions compared up to sign after
 /// normalising and opacities after the sigmoid.
 #[derive(Debug, Default)]
-struct FieldErrors {
-    position: f32,
-    log_scale: f32,
-    rotation: f32,
-    opacity: f32,
-    dc: f32,
-    sh_band1: f32,
-    sh_rest: f32,
+pub(super) struct FieldErrors {
+    pub position: f32,
+    pub log_scale: f32,
+    pub rotation: f32,
+    pub opacity: f32,
+    pub dc: f32,
+    pub sh_band1: f32,
+    pub sh_rest: f32,
 }
 
-fn field_errors(a: &PlyModel, b: &PlyModel) -> FieldErrors {
+pub(super) fn field_errors(a: &PlyModel, b: &PlyModel) -> FieldErrors {
     let (a, b_model) = (&a.gaussians, b);
     let b = &b_model.gaussians;
     assert_eq!(a.means.len(), b.means.len(), "Gaussian counts differ");
@@ -96,7 +96,7 @@ fn field_errors(a: &PlyModel, b: &PlyModel) -> FieldErrors {
 }
 
 /// Asserts every field error is within its bound, naming the first that is not.
-fn assert_within(what: &str, e: &FieldErrors, bounds: &FieldErrors) {
+pub(super) fn assert_within(what: &str, e: &FieldErrors, bounds: &FieldErrors) {
     eprintln!("{what}: worst errors {e:?}");
     let fields = [
         ("position", e.position, bounds.position),
@@ -303,17 +303,20 @@ fn damaged_files_give_clear_errors() {
     bytes[32..36].copy_from_slice(&f32::NAN.to_le_bytes());
     std::fs::write(&splat, &bytes).unwrap();
     assert!(read(&splat, ModelFormat::Splat).contains("Gaussian 1"));
-    // Formats not read yet are named, not misread.
-    let err = ModelFormat::from_path(Path::new("scene.sog"))
+    // An unknown extension is named, with the ones that are read.
+    let err = ModelFormat::from_path(Path::new("scene.ksplat"))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("SOG"), "{err}");
+    assert!(
+        err.contains("scene.ksplat") && err.contains(".sog"),
+        "{err}"
+    );
 }
 
 /// The `splat-transform` command: `$WGSPLAT_SPLAT_TRANSFORM`, else the copy `.ci/run` installs
 /// under `target/npm`, else one on PATH. `None` (skip, with the reason printed) only where
 /// Node.js itself is absent.
-fn splat_transform() -> Option<PathBuf> {
+pub(super) fn splat_transform() -> Option<PathBuf> {
     if Command::new("node").arg("--version").output().is_err() {
         eprintln!("skipping: Node.js is not installed, so PlayCanvas's splat-transform cannot run");
         return None;
@@ -341,7 +344,7 @@ fn splat_transform() -> Option<PathBuf> {
     );
 }
 
-fn run(tool: &Path, args: &[&Path]) {
+pub(super) fn run(tool: &Path, args: &[&Path]) {
     let output = Command::new(tool).args(args).arg("-w").output().unwrap();
     assert!(
         output.status.success(),

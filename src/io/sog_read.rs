@@ -1,0 +1,404 @@
+//! Reading SOG version 2 ([`super::sog`] describes the layout): a `.sog` zip bundle, or a
+//! `meta.json` with its textures beside it. Gaussians come back in the file's texture order.
+//! Every size, count, index and name is checked before use, and each failure says which file
+//! and what is wrong.
+
+use super::io_error;
+use super::ply::PlyModel;
+use super::sog::{Meta, VERSION, coefficients_of_bands, format_error};
+use crate::error::Result;
+use crate::splat::reference::CpuGaussians;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The largest file of a SOG set read (a 16383² RGBA WebP compresses far below this).
+const MAX_PART_BYTES: u64 = 1 << 30;
+/// Entries in every codebook.
+const CODEBOOK_ENTRIES: usize = 256;
+
+/// Where the parts are: a zip's entries, read up front, or a folder.
+enum Source {
+    Zip(HashMap<String, Vec<u8>>),
+    Folder(PathBuf),
+}
+
+impl Source {
+    fn open(path: &Path) -> Result<(Source, Vec<u8>)> {
+        let is_bundle = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with(".sog"));
+        if !is_bundle {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            let source = Source::Folder(dir.unwrap_or(Path::new(".")).to_path_buf());
+            let meta = read_limited(path)?;
+            return Ok((source, meta));
+        }
+        let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
+        let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
+            format_error(path, format!("not a readable zip archive ({e}); a .sog file is a zip of meta.json and WebP textures"))
+        })?;
+        let mut entries = HashMap::new();
+        for index in 0..archive.len() {
+            let mut entry = archive
+                .by_index(index)
+                .map_err(|e| format_error(path, format!("zip entry {index}: {e}")))?;
+            if entry.is_dir() {
+                continue;
+            }
+            let name = entry
+                .name()
+                .map_err(|e| {
+                    format_error(
+                        path,
+                        format!("zip entry {index} has an unreadable name: {e}"),
+                    )
+                })?
+                .to_string();
+            if entry.size() > MAX_PART_BYTES {
+                return Err(format_error(
+                    path,
+                    format!(
+                        "entry {name} is {} bytes, over the {MAX_PART_BYTES}-byte limit",
+                        entry.size()
+                    ),
+                ));
+            }
+            let mut bytes = Vec::new();
+            (&mut entry)
+                .take(MAX_PART_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| format_error(path, format!("entry {name} is damaged: {e}")))?;
+            if bytes.len() as u64 > MAX_PART_BYTES {
+                return Err(format_error(
+                    path,
+                    format!("entry {name} inflates past {MAX_PART_BYTES} bytes"),
+                ));
+            }
+            entries.insert(name, bytes);
+        }
+        let meta = entries.remove("meta.json").ok_or_else(|| {
+            let mut names: Vec<&String> = entries.keys().collect();
+            names.sort();
+            format_error(
+                path,
+                format!("the archive has no meta.json at its root (it holds {names:?})"),
+            )
+        })?;
+        Ok((Source::Zip(entries), meta))
+    }
+
+    /// The part named `name` in `meta.json`.
+    fn part(&mut self, path: &Path, name: &str) -> Result<Vec<u8>> {
+        if name.is_empty() || name.contains(['/', '\\']) || name == ".." || name == "." {
+            return Err(format_error(
+                path,
+                format!("meta.json names the file {name:?}; SOG parts are plain file names"),
+            ));
+        }
+        match self {
+            Source::Zip(entries) => entries.remove(name).ok_or_else(|| {
+                format_error(
+                    path,
+                    format!("the archive has no {name}, which meta.json names"),
+                )
+            }),
+            Source::Folder(dir) => {
+                let file = dir.join(name);
+                if !file.exists() {
+                    return Err(format_error(
+                        path,
+                        format!("{} is missing; meta.json names it", file.display()),
+                    ));
+                }
+                read_limited(&file)
+            }
+        }
+    }
+}
+
+fn read_limited(path: &Path) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PART_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "read", e))?;
+    if bytes.len() as u64 > MAX_PART_BYTES {
+        return Err(format_error(
+            path,
+            format!("over the {MAX_PART_BYTES}-byte limit for one SOG part"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A decoded RGBA texture.
+struct Texture {
+    rgba: Vec<u8>,
+    width: usize,
+    height: usize,
+}
+
+impl Texture {
+    fn texel(&self, i: usize) -> [u8; 4] {
+        self.rgba[i * 4..][..4].try_into().expect("4 bytes")
+    }
+}
+
+/// Decodes the WebP part `name`, which must hold at least `count` texels.
+fn texture(source: &mut Source, path: &Path, name: &str, count: usize) -> Result<Texture> {
+    let bytes = source.part(path, name)?;
+    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::WebP)
+        .map_err(|e| format_error(path, format!("{name} is not a decodable WebP image: {e}")))?
+        .into_rgba8();
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    if width * height < count {
+        return Err(format_error(
+            path,
+            format!(
+                "{name} is {width}×{height}, too small for the {count} Gaussians meta.json states"
+            ),
+        ));
+    }
+    Ok(Texture {
+        rgba: image.into_raw(),
+        width,
+        height,
+    })
+}
+
+fn first_file<'a>(
+    path: &Path,
+    files: &'a [String],
+    what: &str,
+    needed: usize,
+) -> Result<&'a [String]> {
+    if files.len() < needed {
+        return Err(format_error(
+            path,
+            format!(
+                "meta.json's {what}.files lists {} files, {needed} needed",
+                files.len()
+            ),
+        ));
+    }
+    Ok(files)
+}
+
+fn codebook<'a>(path: &Path, values: &'a [f32], what: &str) -> Result<&'a [f32]> {
+    if values.len() != CODEBOOK_ENTRIES {
+        return Err(format_error(
+            path,
+            format!(
+                "meta.json's {what}.codebook has {} entries, not {CODEBOOK_ENTRIES}",
+                values.len()
+            ),
+        ));
+    }
+    Ok(values)
+}
+
+/// `sign(t)·(e^|t| − 1)`, the inverse of the position transform.
+fn inverse_log_transform(t: f32) -> f32 {
+    t.signum() * t.abs().exp_m1()
+}
+
+/// The quaternion (w, x, y, z) of a rotation texel; an alpha outside 252–255 gives the identity,
+/// as splat-transform reads it.
+pub(crate) fn unpack_quat(texel: [u8; 4]) -> [f32; 4] {
+    let Some(largest) = texel[3].checked_sub(252).filter(|&m| m < 4) else {
+        return [1.0, 0.0, 0.0, 0.0];
+    };
+    let largest = usize::from(largest);
+    let mut q = [0f32; 4];
+    let mut k = 0;
+    for (i, c) in q.iter_mut().enumerate() {
+        if i != largest {
+            *c = (f32::from(texel[k]) / 255.0 * 2.0 - 1.0) / std::f32::consts::SQRT_2;
+            k += 1;
+        }
+    }
+    q[largest] = (1.0 - q.iter().map(|v| v * v).sum::<f32>()).max(0.0).sqrt();
+    q
+}
+
+/// Reads the SOG model at `path`: a `.sog` bundle, or the `meta.json` of loose files.
+pub fn read_sog(path: &Path) -> Result<PlyModel> {
+    let (mut source, meta_bytes) = Source::open(path)?;
+    let raw: serde_json::Value = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| format_error(path, format!("meta.json is not valid JSON: {e}")))?;
+    match raw.get("version").map(|v| v.as_u64()) {
+        None => {
+            return Err(format_error(
+                path,
+                "meta.json has no version: this is SOG version 1 (legacy), which wgsplat does not read; convert it with `splat-transform in/meta.json out.ply` first",
+            ));
+        }
+        Some(Some(v)) if v == u64::from(VERSION) => {}
+        Some(other) => {
+            return Err(format_error(
+                path,
+                format!(
+                    "meta.json says version {}, and only version {VERSION} is read",
+                    other.map_or("(not a number)".into(), |v| v.to_string())
+                ),
+            ));
+        }
+    }
+    let meta: Meta = serde_json::from_value(raw).map_err(|e| {
+        format_error(
+            path,
+            format!("meta.json does not describe a SOG version 2 model: {e}"),
+        )
+    })?;
+    let count = usize::try_from(meta.count)
+        .ok()
+        .filter(|&c| c <= super::sog::MAX_TEXTURE_SIDE * super::sog::MAX_TEXTURE_SIDE)
+        .ok_or_else(|| {
+            format_error(
+                path,
+                format!(
+                    "meta.json's count {} exceeds what 16383² textures hold",
+                    meta.count
+                ),
+            )
+        })?;
+    if meta
+        .means
+        .mins
+        .iter()
+        .chain(&meta.means.maxs)
+        .any(|v| !v.is_finite())
+    {
+        return Err(format_error(
+            path,
+            "meta.json's means.mins or means.maxs are not finite numbers",
+        ));
+    }
+
+    let means_files = first_file(path, &meta.means.files, "means", 2)?;
+    let low = texture(&mut source, path, &means_files[0], count)?;
+    let high = texture(&mut source, path, &means_files[1], count)?;
+    let axis = |a: usize, q: u16| {
+        let range = meta.means.maxs[a] - meta.means.mins[a];
+        let range = if range == 0.0 { 1.0 } else { range };
+        inverse_log_transform(meta.means.mins[a] + range * (f32::from(q) / 65535.0))
+    };
+    let means: Vec<[f32; 3]> = (0..count)
+        .map(|i| {
+            let (l, h) = (low.texel(i), high.texel(i));
+            std::array::from_fn(|a| axis(a, u16::from(l[a]) | (u16::from(h[a]) << 8)))
+        })
+        .collect();
+    drop((low, high));
+
+    let quats_texture = texture(
+        &mut source,
+        path,
+        &first_file(path, &meta.quats.files, "quats", 1)?[0],
+        count,
+    )?;
+    let quats: Vec<[f32; 4]> = (0..count)
+        .map(|i| unpack_quat(quats_texture.texel(i)))
+        .collect();
+    drop(quats_texture);
+
+    let scale_book = codebook(path, &meta.scales.codebook, "scales")?;
+    let scales_texture = texture(
+        &mut source,
+        path,
+        &first_file(path, &meta.scales.files, "scales", 1)?[0],
+        count,
+    )?;
+    let log_scales: Vec<[f32; 3]> = (0..count)
+        .map(|i| {
+            let t = scales_texture.texel(i);
+            std::array::from_fn(|a| scale_book[usize::from(t[a])])
+        })
+        .collect();
+    drop(scales_texture);
+
+    let colour_book = codebook(path, &meta.sh0.codebook, "sh0")?;
+    let sh0_texture = texture(
+        &mut source,
+        path,
+        &first_file(path, &meta.sh0.files, "sh0", 1)?[0],
+        count,
+    )?;
+    let mut sh = vec![[[0f32; 3]; 16]; count];
+    let mut opacity_logits = Vec::with_capacity(count);
+    for (i, s) in sh.iter_mut().enumerate() {
+        let t = sh0_texture.texel(i);
+        s[0] = std::array::from_fn(|c| colour_book[usize::from(t[c])]);
+        let alpha = (f32::from(t[3]) / 255.0).clamp(1e-6, 1.0 - 1e-6);
+        opacity_logits.push((alpha / (1.0 - alpha)).ln());
+    }
+    drop(sh0_texture);
+
+    let mut sh_degree = 0;
+    if let Some(sh_n) = &meta.sh_n {
+        if !(1..=3).contains(&sh_n.bands) {
+            return Err(format_error(
+                path,
+                format!("meta.json's shN.bands is {}; 1 to 3 expected", sh_n.bands),
+            ));
+        }
+        sh_degree = sh_n.bands;
+        let k = coefficients_of_bands(sh_n.bands);
+        let book = codebook(path, &sh_n.codebook, "shN")?;
+        let files = first_file(path, &sh_n.files, "shN", 2)?;
+        let centroids = texture(&mut source, path, &files[0], 0)?;
+        if centroids.width != 64 * k {
+            return Err(format_error(
+                path,
+                format!(
+                    "{} is {} texels wide; {} expected for {} SH bands (64 centroids × {k} coefficients)",
+                    files[0],
+                    centroids.width,
+                    64 * k,
+                    sh_n.bands
+                ),
+            ));
+        }
+        let entries = usize::try_from(sh_n.count).unwrap_or(usize::MAX);
+        if entries > 65_536 || entries.div_ceil(64) > centroids.height {
+            return Err(format_error(
+                path,
+                format!(
+                    "meta.json's shN.count {} does not fit {} ({} rows of 64 centroids; at most 65536)",
+                    sh_n.count, files[0], centroids.height
+                ),
+            ));
+        }
+        let labels = texture(&mut source, path, &files[1], count)?;
+        for (i, s) in sh.iter_mut().enumerate() {
+            let t = labels.texel(i);
+            let label = usize::from(t[0]) | (usize::from(t[1]) << 8);
+            if label >= entries {
+                return Err(format_error(
+                    path,
+                    format!(
+                        "{} gives Gaussian {i} the palette entry {label}, past the {entries} meta.json's shN.count states",
+                        files[1]
+                    ),
+                ));
+            }
+            let row = (label / 64) * centroids.width + (label % 64) * k;
+            for j in 0..k {
+                let texel = centroids.texel(row + j);
+                s[1 + j] = std::array::from_fn(|c| book[usize::from(texel[c])]);
+            }
+        }
+    }
+    Ok(PlyModel {
+        gaussians: CpuGaussians {
+            means,
+            log_scales,
+            quats,
+            opacity_logits,
+            sh,
+        },
+        sh_degree,
+    })
+}
