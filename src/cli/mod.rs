@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the subcommands.
 
 mod bench;
+mod convert;
 mod train;
 
 use anyhow::Context as _;
@@ -32,14 +33,15 @@ enum Command {
     Render(train::RenderArgs),
     /// PSNR and SSIM of a PLY on a dataset's test views.
     Eval(train::RenderArgs),
-    /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ (by
+    /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ, SOG (by
     /// extension, or --format).
     Convert {
         /// The model to read.
         input: std::path::PathBuf,
         /// The file to write.
         output: std::path::PathBuf,
-        /// Output format: ply, compressed-ply, splat or spz (default: OUTPUT's extension).
+        /// Output format: ply, compressed-ply, splat, spz or sog (default: OUTPUT's extension; a
+        /// `.sog` is a zip bundle, a file named `meta.json` writes SOG's loose files beside it).
         #[arg(long)]
         format: Option<String>,
         /// Input format (default: INPUT's extension).
@@ -56,41 +58,6 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-}
-
-/// Runs `wgsplat convert`: reads INPUT, writes OUTPUT, and reports sizes and what was dropped.
-fn convert(
-    input: &std::path::Path,
-    output: &std::path::Path,
-    format: Option<&str>,
-    input_format: Option<&str>,
-) -> anyhow::Result<()> {
-    use wgsplat::io::formats::{ModelFormat, read_model, write_model};
-    let from = match input_format {
-        Some(name) => ModelFormat::from_name(name)?,
-        None => ModelFormat::from_path(input)?,
-    };
-    let to = match format {
-        Some(name) => ModelFormat::from_name(name)?,
-        None => ModelFormat::from_path(output)?,
-    };
-    let model = read_model(input, from).with_context(|| format!("reading {}", input.display()))?;
-    let dropped =
-        write_model(output, to, &model).with_context(|| format!("writing {}", output.display()))?;
-    let n = model.gaussians.means.len();
-    let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
-    println!(
-        "wrote {} Gaussians (SH degree {}) to {} as {}: {bytes} bytes, {:.1} bytes per Gaussian",
-        n,
-        model.sh_degree,
-        output.display(),
-        to.name(),
-        bytes as f64 / n.max(1) as f64
-    );
-    for line in dropped {
-        println!("warning: {line}");
-    }
-    Ok(())
 }
 
 fn context(portable: bool) -> anyhow::Result<wgsplat::GpuContext> {
@@ -116,7 +83,7 @@ pub fn run() -> ExitCode {
             output,
             format,
             input_format,
-        } => convert(&input, &output, format.as_deref(), input_format.as_deref()),
+        } => convert::convert(&input, &output, format.as_deref(), input_format.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -41,7 +41,7 @@ pub struct TrainArgs {
     #[arg(long)]
     stop_at: Option<u64>,
     /// Also write the final model in these formats beside point_cloud.ply (comma-separated:
-    /// splat, spz, compressed-ply), e.g. --export spz,splat.
+    /// splat, spz, compressed-ply, sog), e.g. --export spz,sog.
     #[arg(long, value_delimiter = ',', value_name = "FORMAT")]
     export: Vec<String>,
 }

@@ -3,7 +3,8 @@
 //! ([`super::compressed_ply`]) and SOG ([`super::sog`]), read and written through one [`PlyModel`] so that any of them
 //! converts to any other (`wgsplat convert`).
 
-use super::ply::{PlyModel, read_ply, write_ply};
+use super::ply::{PlyModel, read_ply_with_progress, write_ply_with_progress};
+use super::progress::Progress;
 use super::{compressed_ply, sog, sog_read, splat_file, spz};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -100,23 +101,56 @@ impl ModelFormat {
 
 /// Reads the model at `path` in `format`.
 pub fn read_model(path: &Path, format: ModelFormat) -> Result<PlyModel> {
-    match format {
-        ModelFormat::Ply => read_ply(path),
+    read_model_with_progress(path, format, &Progress::new())
+}
+
+/// [`read_model`], reporting in `progress` (Gaussians for PLY, one step per format otherwise).
+pub fn read_model_with_progress(
+    path: &Path,
+    format: ModelFormat,
+    progress: &Progress,
+) -> Result<PlyModel> {
+    if format != ModelFormat::Ply {
+        progress.begin(&format!("reading {}", format.name()), 1);
+    }
+    let model = match format {
+        ModelFormat::Ply => read_ply_with_progress(path, progress),
         ModelFormat::Splat => splat_file::read_splat(path),
         ModelFormat::Spz => spz::read_spz(path),
         ModelFormat::CompressedPly => compressed_ply::read_compressed_ply(path),
         ModelFormat::Sog => sog_read::read_sog(path),
-    }
+    }?;
+    progress.finish();
+    Ok(model)
 }
 
 /// Writes `model` to `path` in `format`, atomically. Returns one line per thing the format
 /// dropped (SH bands, range), empty when it kept everything at its documented precision.
 pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result<Vec<String>> {
-    match format {
-        ModelFormat::Ply => write_ply(path, &model.gaussians, model.sh_degree).map(|()| Vec::new()),
+    write_model_with_progress(path, format, model, &Progress::new())
+}
+
+/// [`write_model`], reporting in `progress` (Gaussians for PLY, the textures for SOG, one step
+/// otherwise).
+pub fn write_model_with_progress(
+    path: &Path,
+    format: ModelFormat,
+    model: &PlyModel,
+    progress: &Progress,
+) -> Result<Vec<String>> {
+    if !matches!(format, ModelFormat::Ply | ModelFormat::Sog) {
+        progress.begin(&format!("writing {}", format.name()), 1);
+    }
+    let notes = match format {
+        ModelFormat::Ply => {
+            write_ply_with_progress(path, &model.gaussians, model.sh_degree, progress)
+                .map(|()| Vec::new())
+        }
         ModelFormat::Splat => splat_file::write_splat(path, model),
         ModelFormat::Spz => spz::write_spz(path, model),
         ModelFormat::CompressedPly => compressed_ply::write_compressed_ply(path, model),
-        ModelFormat::Sog => sog::write_sog(path, model),
-    }
+        ModelFormat::Sog => sog::write_sog(path, model, progress),
+    }?;
+    progress.finish();
+    Ok(notes)
 }

@@ -11,6 +11,7 @@ pub mod model;
 pub mod ply;
 pub(crate) mod ply_read;
 pub(crate) mod ply_scalar;
+pub mod progress;
 pub mod sog;
 mod sog_codebook;
 pub mod sog_read;

@@ -50,6 +50,21 @@ pub fn property_names(rest: usize) -> Vec<String> {
 
 /// Writes `gaussians` with SH up to `sh_degree` as a binary 3DGS PLY, atomically (see [`super`]).
 pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Result<()> {
+    write_ply_with_progress(
+        path,
+        gaussians,
+        sh_degree,
+        &super::progress::Progress::new(),
+    )
+}
+
+/// [`write_ply`], counting Gaussians written in `progress`.
+pub fn write_ply_with_progress(
+    path: &Path,
+    gaussians: &CpuGaussians,
+    sh_degree: u32,
+    progress: &super::progress::Progress,
+) -> Result<()> {
     let n = gaussians.means.len();
     let lengths = [
         gaussians.log_scales.len(),
@@ -76,6 +91,7 @@ pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Resul
         header.push_str(&format!("property float {name}\n"));
     }
     header.push_str("end_header\n");
+    progress.begin("writing PLY", n as u64);
     write_atomically(path, |w| {
         let temp = super::temp_path(path);
         w.write_all(header.as_bytes())
@@ -97,7 +113,11 @@ pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Resul
             bytes.extend(record.iter().flat_map(|v| v.to_le_bytes()));
             w.write_all(&bytes)
                 .map_err(|e| io_error(&temp, "write", e))?;
+            if i % 4096 == 4095 {
+                progress.advance(4096);
+            }
         }
+        progress.finish();
         Ok(())
     })
 }
@@ -173,9 +193,18 @@ fn columns(path: &Path, properties: &[Property]) -> Result<(Columns, u32)> {
 
 /// Reads a 3DGS PLY (ASCII or binary; extra properties and elements are ignored).
 pub fn read_ply(path: &Path) -> Result<PlyModel> {
+    read_ply_with_progress(path, &super::progress::Progress::new())
+}
+
+/// [`read_ply`], counting Gaussians read in `progress`.
+pub fn read_ply_with_progress(
+    path: &Path,
+    progress: &super::progress::Progress,
+) -> Result<PlyModel> {
     let reader = VertexReader::open(path, KIND)?;
     let (columns, sh_degree) = columns(path, reader.properties())?;
     let capacity = reader.capacity_hint();
+    progress.begin("reading PLY", reader.vertex_count());
     let mut g = CpuGaussians {
         means: Vec::with_capacity(capacity),
         log_scales: Vec::with_capacity(capacity),
@@ -196,8 +225,12 @@ pub fn read_ply(path: &Path) -> Result<PlyModel> {
         g.opacity_logits.push(r[6]);
         g.log_scales.push([r[7], r[8], r[9]]);
         g.quats.push([r[10], r[11], r[12], r[13]]);
+        if g.means.len() % 4096 == 0 {
+            progress.advance(4096);
+        }
         Ok(())
     })?;
+    progress.finish();
     Ok(PlyModel {
         gaussians: g,
         sh_degree,

@@ -364,6 +364,11 @@ impl VertexReader {
     }
 
     /// A capacity for per-vertex vectors that a lying header cannot inflate past the file size.
+    /// The vertex count the header declares.
+    pub(crate) fn vertex_count(&self) -> u64 {
+        self.vertex.count
+    }
+
     pub(crate) fn capacity_hint(&self) -> usize {
         let per_vertex = self.vertex.properties.len().max(1) as u64;
         self.vertex.count.min(self.file_len / per_vertex) as usize

@@ -22,6 +22,7 @@
 //! The reader is [`super::sog_read`]; the quantisers are in [`super::sog_codebook`].
 
 use super::ply::PlyModel;
+use super::progress::Progress;
 use super::sog_codebook::{ScalarCodebook, fit_palette};
 use super::splat_file::sigmoid;
 use super::{io_error, write_atomically};
@@ -265,7 +266,7 @@ impl Sink<'_> {
 /// Writes `model` as SOG version 2: a zip bundle when `path` ends in `.sog`, else the loose files
 /// beside `path` (`meta.json`, written last). Every file is written atomically. Returns what the
 /// format quantised beyond its fixed precision (the SH palette), for the caller to report.
-pub fn write_sog(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
+pub fn write_sog(path: &Path, model: &PlyModel, progress: &Progress) -> Result<Vec<String>> {
     let bundle = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -274,7 +275,7 @@ pub fn write_sog(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
         let mut notes = Vec::new();
         write_atomically(path, |file| {
             let mut sink = Sink::Zip(zip::ZipWriter::new(file));
-            notes = write_parts(path, model, &mut sink)?;
+            notes = write_parts(path, model, &mut sink, progress)?;
             if let Sink::Zip(zip) = sink {
                 zip.finish()
                     .map_err(|e| format_error(path, format!("finishing the zip: {e}")))?;
@@ -286,13 +287,18 @@ pub fn write_sog(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         let dir = dir.unwrap_or(Path::new("."));
         let mut sink = Sink::Folder(dir);
-        let notes = write_parts(path, model, &mut sink)?;
+        let notes = write_parts(path, model, &mut sink, progress)?;
         Ok(notes)
     }
 }
 
 /// Writes the textures, then `meta.json` (under `path`'s own name in a folder).
-fn write_parts(path: &Path, model: &PlyModel, sink: &mut Sink) -> Result<Vec<String>> {
+fn write_parts(
+    path: &Path,
+    model: &PlyModel,
+    sink: &mut Sink,
+    progress: &Progress,
+) -> Result<Vec<String>> {
     let g: &CpuGaussians = &model.gaussians;
     let n = g.means.len();
     if n == 0 {
@@ -310,11 +316,17 @@ fn write_parts(path: &Path, model: &PlyModel, sink: &mut Sink) -> Result<Vec<Str
             ),
         ));
     }
+    let bands = model.sh_degree.min(3);
+    // Steps: the Morton order, five textures, and (with SH) the palette and its two textures.
+    progress.begin("writing SOG", if bands > 0 { 9 } else { 6 });
     let order = morton_order(&g.means);
+    progress.advance(1);
     let mut put = |name: &str, rgba: Vec<u8>, w: usize, h: usize| -> Result<()> {
         let webp = encode_webp(path, &rgba, w, h)?;
         drop(rgba);
-        sink.put(path, name, &webp)
+        sink.put(path, name, &webp)?;
+        progress.advance(1);
+        Ok(())
     };
 
     // Positions.
@@ -408,7 +420,6 @@ fn write_parts(path: &Path, model: &PlyModel, sink: &mut Sink) -> Result<Vec<Str
     )?;
 
     let mut notes = Vec::new();
-    let bands = model.sh_degree.min(3);
     let sh_n = if bands > 0 {
         let k = coefficients_of_bands(bands);
         let point = |i: usize| g.sh[i][1..=k].as_flattened();
@@ -420,6 +431,7 @@ fn write_parts(path: &Path, model: &PlyModel, sink: &mut Sink) -> Result<Vec<Str
             PALETTE_ITERATIONS,
             super::sog_codebook::ONE_LEVEL_WORK,
         );
+        progress.advance(1);
         let entries = palette.len(3 * k);
         let codebook = ScalarCodebook::fit(palette.centroids.clone());
         let rows = entries.div_ceil(64);

@@ -98,11 +98,7 @@ pub fn load_model(
 }
 
 fn is_model_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| {
-        ["ply", "splat", "spz"]
-            .iter()
-            .any(|x| e.to_string_lossy().eq_ignore_ascii_case(x))
-    })
+    wgsplat::io::formats::ModelFormat::from_path(path).is_ok()
 }
 
 impl Source {
@@ -121,7 +117,7 @@ impl Source {
             Some(path) if path.is_file() || is_model_file(path) => {
                 if !is_model_file(path) {
                     anyhow::bail!(
-                        "{} is not a model file (.ply, .compressed.ply, .splat, .spz); give a model, a dataset folder, or nothing for the built-in scene",
+                        "{} is not a model file (.ply, .compressed.ply, .splat, .spz, .sog or a SOG meta.json); give a model, a dataset folder, or nothing for the built-in scene",
                         path.display()
                     );
                 }

@@ -1,6 +1,7 @@
 //! `wgsplat bench ...`: benchmarks that print a table and write JSON under `target/bench/`.
 //! Each benchmark runs a CPU baseline in the same process and reports the ratio.
 
+mod formats;
 mod knn;
 mod longrun;
 mod loss;
@@ -29,6 +30,9 @@ pub enum BenchCommand {
     Memory(memory::MemoryArgs),
     /// Training iterations per second and milliseconds per stage, fast path against portable.
     Train(train::TrainBenchArgs),
+    /// Each model format's bytes per Gaussian, write and read times, and render PSNR against the
+    /// PLY it was written from, on a dataset's views.
+    Formats(formats::FormatsArgs),
     /// A long training run sampled every N iterations: process RSS beside the allocator's bytes
     /// and wgpu's live objects, all flat after warm-up.
     Longrun(longrun::LongrunArgs),
@@ -44,6 +48,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Train(args) => train::run(args, portable_only),
         BenchCommand::Memory(args) => memory::run(args, portable_only),
         BenchCommand::Longrun(args) => longrun::run(args, portable_only),
+        BenchCommand::Formats(args) => formats::run(args, portable_only),
     }
 }
 
