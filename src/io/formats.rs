@@ -5,7 +5,7 @@
 
 use super::ply::{PlyModel, read_ply_with_progress, write_ply_with_progress};
 use super::progress::Progress;
-use super::{compressed_ply, sog, sog_read, splat_file, spz};
+use super::{compressed_ply, sog, splat_file, spz};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -118,7 +118,7 @@ pub fn read_model_with_progress(
         ModelFormat::Splat => splat_file::read_splat(path),
         ModelFormat::Spz => spz::read_spz(path),
         ModelFormat::CompressedPly => compressed_ply::read_compressed_ply(path),
-        ModelFormat::Sog => sog_read::read_sog(path),
+        ModelFormat::Sog => sog::read_sog(path),
     }?;
     progress.finish();
     Ok(model)

@@ -14,7 +14,8 @@ pub(crate) mod ply_scalar;
 pub mod progress;
 pub mod sog;
 mod sog_codebook;
-pub mod sog_read;
+mod sog_read;
+mod sog_write;
 pub mod splat_file;
 pub mod spz;
 

@@ -225,7 +225,7 @@ pub fn read_ply_with_progress(
         g.opacity_logits.push(r[6]);
         g.log_scales.push([r[7], r[8], r[9]]);
         g.quats.push([r[10], r[11], r[12], r[13]]);
-        if g.means.len() % 4096 == 0 {
+        if g.means.len().is_multiple_of(4096) {
             progress.advance(4096);
         }
         Ok(())
