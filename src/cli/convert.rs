@@ -29,6 +29,32 @@ fn draw(progress: &Progress, done: &std::sync::atomic::AtomicBool) {
     bar.finish_and_clear();
 }
 
+/// Bytes written: the file, or for SOG's loose files, `meta.json` and the textures it names.
+fn output_bytes(output: &Path, format: ModelFormat) -> u64 {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let bundle = output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("sog"));
+    if format != ModelFormat::Sog || bundle {
+        return size(output);
+    }
+    let dir = output.parent().unwrap_or(Path::new("."));
+    let textures = [
+        "means_l",
+        "means_u",
+        "quats",
+        "scales",
+        "sh0",
+        "shN_centroids",
+        "shN_labels",
+    ];
+    size(output)
+        + textures
+            .iter()
+            .map(|t| size(&dir.join(format!("{t}.webp"))))
+            .sum::<u64>()
+}
+
 /// Runs `wgsplat convert`: reads INPUT, writes OUTPUT, and reports sizes and what was dropped.
 pub fn convert(
     input: &Path,
@@ -59,7 +85,7 @@ pub fn convert(
         result
     })?;
     let n = model.gaussians.means.len();
-    let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    let bytes = output_bytes(output, to);
     println!(
         "wrote {} Gaussians (SH degree {}) to {} as {}: {bytes} bytes, {:.1} bytes per Gaussian",
         n,
