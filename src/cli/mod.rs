@@ -2,6 +2,7 @@
 
 mod bench;
 mod convert;
+mod render;
 mod train;
 
 use anyhow::Context as _;
@@ -30,9 +31,9 @@ enum Command {
     /// Train Gaussians on a dataset (or, with no DATA, on the built-in scene).
     Train(Box<train::TrainArgs>),
     /// Render a PLY from a dataset's cameras into PNG files.
-    Render(train::RenderArgs),
+    Render(render::RenderArgs),
     /// PSNR and SSIM of a PLY on a dataset's test views.
-    Eval(train::RenderArgs),
+    Eval(render::RenderArgs),
     /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ, SOG (by
     /// extension, or --format).
     Convert {
@@ -75,8 +76,8 @@ pub fn run() -> ExitCode {
         Command::Info { json } => info(cli.portable, json),
         Command::Bench(command) => bench::run(command, cli.portable),
         Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
-        Command::Render(args) => with_leak_check(cli.portable, |ctx| train::render_ply(ctx, args)),
-        Command::Eval(args) => with_leak_check(cli.portable, |ctx| train::eval_ply(ctx, args)),
+        Command::Render(args) => with_leak_check(cli.portable, |ctx| render::render_ply(ctx, args)),
+        Command::Eval(args) => with_leak_check(cli.portable, |ctx| render::eval_ply(ctx, args)),
         Command::View { args } => return view(cli.portable, args),
         Command::Convert {
             input,

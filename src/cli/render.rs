@@ -1,0 +1,204 @@
+//! `wgsplat render` and `wgsplat eval`: a saved model rendered from a dataset's cameras into PNG
+//! files, or scored on its test views; also the renders `train --save-renders` writes.
+
+use crate::cli::train::load_dataset;
+use anyhow::Context as _;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use wgsplat::GpuContext;
+use wgsplat::data::{Dataset, View};
+use wgsplat::io::model::load_model_to_gpu;
+use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::{GaussianTensors, RasterMode};
+use wgsplat::train::options::DataArgs;
+use wgsplat::train::setup;
+use wgsplat::train::{TrainConfig, Trainer};
+
+/// A file stem for each view, unique within `views`: the view's name without its extension, with
+/// path separators turned into `_` (NeRF-synthetic names such as `./test/r_0.png` become
+/// `test_r_0`); a name that would still repeat gets its index appended.
+fn render_file_stems(views: &[View]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    views
+        .iter()
+        .enumerate()
+        .map(|(i, view)| {
+            let path = Path::new(&view.name);
+            let without_ext = path.with_extension("");
+            let mut stem: String = without_ext
+                .to_string_lossy()
+                .trim_start_matches("./")
+                .chars()
+                .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+                .collect();
+            if stem.is_empty() {
+                stem = format!("view_{i}");
+            }
+            if !seen.insert(stem.clone()) {
+                stem = format!("{stem}_{i}");
+                seen.insert(stem.clone());
+            }
+            stem
+        })
+        .collect()
+}
+
+/// Renders `views` at full SH degree into `dir` as PNGs (one per view, names from
+/// [`render_file_stems`]); returns how many files were written.
+pub(super) fn save_renders(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    views: &[View],
+    background: [f32; 3],
+    raster_mode: RasterMode,
+    dir: &Path,
+) -> anyhow::Result<usize> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let stems = render_file_stems(views);
+    for (view, stem) in views.iter().zip(&stems) {
+        let mut camera = view.camera.clone();
+        camera.background = background;
+        let fwd = render(
+            ctx,
+            params,
+            &camera,
+            RenderOptions {
+                sh_degree: params.max_sh_degree(),
+                raster_mode,
+                ..Default::default()
+            },
+        )?;
+        let rgba = fwd.image.read::<f32>(ctx)?;
+        let pixels: Vec<u8> = rgba
+            .iter()
+            .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+            .collect();
+        let image = wgsplat::data::image::RgbaImage {
+            width: view.camera.width,
+            height: view.camera.height,
+            pixels,
+        };
+        image.write_png(&dir.join(format!("{stem}.png")))?;
+    }
+    Ok(views.len())
+}
+
+/// Options of `wgsplat render` and `wgsplat eval`.
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// A 3DGS PLY file.
+    ply: PathBuf,
+    /// The dataset whose cameras to render (omit for the built-in scene).
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    #[command(flatten)]
+    data_args: DataArgs,
+    /// Output folder (render only).
+    #[arg(long, default_value = "renders")]
+    out: PathBuf,
+    /// Which views: test or train.
+    #[arg(long, default_value = "test")]
+    split: String,
+    /// Print JSON (eval only).
+    #[arg(long)]
+    json: bool,
+    /// Background to render and score on: black, white, or the one the model was trained on
+    /// (NeRF-synthetic models trained with `--background white` must be scored on white).
+    #[arg(long, default_value = "black")]
+    background: String,
+    /// Skip LPIPS (eval only).
+    #[arg(long)]
+    no_lpips: bool,
+    /// Render antialiased splats: for models trained with --antialiased.
+    #[arg(long)]
+    antialiased: bool,
+}
+
+impl RenderArgs {
+    fn raster_mode(&self) -> RasterMode {
+        if self.antialiased {
+            RasterMode::Antialiased
+        } else {
+            RasterMode::Classic
+        }
+    }
+}
+
+fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
+    Ok(load_model_to_gpu(ctx, path, "model")?.0)
+}
+
+/// Loads the dataset of `wgsplat render` / `wgsplat eval` with its test views held out (the
+/// dataset's own split, or `--test-list` / `--test-every`), whether or not `--eval` was given.
+fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result<Dataset> {
+    let mut data_args = args.data_args.clone();
+    data_args.eval = true;
+    load_dataset(args.dataset.as_deref(), &data_args, background)
+}
+
+/// Runs `wgsplat render`: the requested split's views, one PNG each.
+pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    let params = load_model(ctx, &args.ply)?;
+    let background = setup::background_color(setup::parse_background(&args.background)?);
+    let dataset = load_split_dataset(&args, background)?;
+    let views = match args.split.as_str() {
+        "test" => &dataset.test,
+        "train" => &dataset.train,
+        other => anyhow::bail!("--split {other:?}: expected test or train"),
+    };
+    if views.is_empty() {
+        anyhow::bail!(
+            "the dataset has no {} views to render (use --split train, or --test-every N)",
+            args.split
+        );
+    }
+    let written = save_renders(
+        ctx,
+        &params,
+        views,
+        background,
+        args.raster_mode(),
+        &args.out,
+    )?;
+    println!(
+        "wrote renders of {written} {} views to {}",
+        args.split,
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Runs `wgsplat eval`.
+pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    let params = load_model(ctx, &args.ply)?;
+    let background = setup::parse_background(&args.background)?;
+    let dataset = load_split_dataset(&args, setup::background_color(background))?;
+    let views = dataset.test.len();
+    let degree = params.max_sh_degree();
+    let trainer = Trainer::new(
+        ctx,
+        dataset,
+        params,
+        TrainConfig {
+            sh_degree: degree,
+            sh_degree_interval: 1,
+            background,
+            lpips: !args.no_lpips,
+            raster_mode: args.raster_mode(),
+            ..TrainConfig::default()
+        },
+    )?;
+    let scores = trainer.evaluate_at_full_degree()?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views,
+                "masked_views": scores.masked
+            }))?
+        );
+    } else {
+        println!("{} over {views} views", scores.summary());
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! [`Trainer::step`]: one training iteration (its stages are listed on the method).
+
+use super::*;
+
+/// A loss readback in flight, with one sum per parameter attribute: NaN or infinity anywhere in
+/// an attribute makes its sum non-finite, so the model's health is checked with the loss for a
+/// few bytes of readback.
+struct PendingCheck {
+    iteration: u64,
+    loss: TensorReadback,
+    /// The six attribute sums, in [`ATTRIBUTE_NAMES`](crate::splat::gaussians::ATTRIBUTE_NAMES) order.
+    attribute_sums: TensorReadback,
+}
+
+impl Trainer {
+    /// Runs one iteration. Returns the loss of an earlier iteration when a readback completed
+    /// (every `loss_readback_every` iterations).
+    ///
+    /// Two submissions: the projection (whose 8-byte count readback sizes everything after it),
+    /// then binning, rasterization, loss, backward and Adam in one encoder. When `eval_every`
+    /// is due, the evaluation runs after the optimizer step and before densification, and
+    /// [`Trainer::run_until`] reports it.
+    pub fn step(&mut self) -> Result<Option<LossReport>> {
+        let view_index = self.view_for(self.iteration);
+        let mut rng = self.iteration_rng(self.iteration);
+        let background = self.background(&mut rng);
+        self.rng_state = rng.next_u64();
+        let mut camera: Camera = self.dataset.train[view_index].camera.clone();
+        camera.background = background;
+        if let Some(profile) = &mut self.profile {
+            profile.begin(&self.ctx)?;
+        }
+        let mut enc = self.ctx.encoder("train: projection");
+        let projection = record_projection(
+            &mut enc,
+            &self.params,
+            &camera,
+            RenderOptions {
+                sh_degree: self.active_sh_degree(),
+                raster_mode: self.config.raster_mode,
+                ..Default::default()
+            },
+        )?;
+        self.ctx.submit(enc)?;
+        let counted = projection.read_counts(&self.ctx)?;
+        if let Some(profile) = &mut self.profile {
+            profile.count(counted.num_visible, counted.num_intersections);
+        }
+        self.lap(Stage::Project)?;
+        let mut enc = self.ctx.encoder("train step");
+        let binned = record_binning(&mut enc, counted)?;
+        let mut enc = self.boundary(enc, Stage::Sort)?;
+        let fwd = record_raster(&mut enc, binned)?;
+        let mut enc = self.boundary(enc, Stage::Raster)?;
+        let loss_options = LossOptions {
+            ssim_weight: self.config.ssim_weight,
+            ..view_loss_options(&self.dataset.train[view_index], background)
+        };
+        let loss = loss_and_grad(
+            &mut enc,
+            &fwd.image,
+            &self.train_images[view_index],
+            &loss_options,
+        )?;
+        let mut enc = self.boundary(enc, Stage::Loss)?;
+        let mcmc = self.config.strategy == Strategy::Mcmc;
+        let densifying = !mcmc && self.iteration < self.config.densify_until;
+        let stats = densifying.then_some(&self.stats);
+        record_backward(
+            &mut enc,
+            &self.params,
+            &fwd,
+            &loss.grad,
+            &self.grads,
+            stats,
+            BackwardOptions::default(),
+        )?;
+        drop(fwd);
+        if mcmc {
+            mcmc::record_regularizers(
+                &mut enc,
+                &self.params,
+                &self.grads,
+                self.config.mcmc_opacity_reg,
+                self.config.mcmc_scale_reg,
+            )?;
+        }
+        let mut enc = self.boundary(enc, Stage::Backward)?;
+        let lrs = self.schedule.at(self.iteration);
+        self.optimizer
+            .step(&mut enc, &self.params, &self.grads, &lrs)?;
+        if mcmc {
+            let noise_scale = (self.config.mcmc_noise_lr * f64::from(lrs.means)) as f32;
+            let seed = (self.rng_state >> 32) as u32;
+            mcmc::record_noise(&mut enc, &self.params, noise_scale, seed)?;
+        }
+        self.iteration += 1;
+        let mut report = None;
+        let mut check = None;
+        if self
+            .iteration
+            .is_multiple_of(self.config.loss_readback_every)
+            || self.iteration == self.config.iterations
+        {
+            let sums = Tensor::uninit(
+                &mut enc,
+                DType::F32,
+                &[6],
+                MemoryCategory::Other,
+                "train/attribute_sums",
+            )?;
+            for (i, attribute) in self.params.attributes().into_iter().enumerate() {
+                let sum = crate::ops::reduce::reduce(
+                    &mut enc,
+                    attribute,
+                    crate::ops::reduce::ReduceOp::Sum,
+                )?;
+                crate::ops::copy_range(&mut enc, &sum, 0, &sums, i as u64, 1)?;
+            }
+            check = Some(PendingCheck {
+                iteration: self.iteration,
+                loss: loss.stats.record_read(&mut enc)?,
+                attribute_sums: sums.record_read(&mut enc)?,
+            });
+        }
+        self.ctx.submit(enc)?;
+        self.lap(Stage::Adam)?;
+        if let Some(pending) = check {
+            let iteration = pending.iteration;
+            let values = pending.loss.wait::<f32>(&self.ctx)?;
+            let (loss_value, mse) = (values[0], values[3]);
+            let sums = pending.attribute_sums.wait::<f32>(&self.ctx)?;
+            for (&value, name) in sums.iter().zip(crate::splat::gaussians::ATTRIBUTE_NAMES) {
+                if !value.is_finite() {
+                    return Err(Error::NonFinite {
+                        what: format!("the sum of parameter {name} at iteration {iteration}"),
+                        value,
+                    });
+                }
+            }
+            if !loss_value.is_finite() {
+                return Err(Error::NonFinite {
+                    what: format!("the training loss at iteration {iteration}"),
+                    value: loss_value,
+                });
+            }
+            let psnr = if mse > 0.0 {
+                -10.0 * mse.log10()
+            } else {
+                f32::INFINITY
+            };
+            report = Some(LossReport {
+                iteration,
+                loss: loss_value,
+                train_psnr: psnr,
+            });
+        }
+        // Score the model the optimizer step produced, before this iteration's refinement (an
+        // opacity reset would otherwise be what the evaluation at a reset iteration measures).
+        self.due_evaluation = None;
+        if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
+            self.due_evaluation = Some(self.evaluate()?);
+        }
+        match self.config.strategy {
+            Strategy::Default => densify::after_step(self)?,
+            Strategy::Mcmc => mcmc::after_step(self)?,
+        }
+        self.lap(Stage::Densify)?;
+        Ok(report)
+    }
+}
