@@ -8,8 +8,6 @@ use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::fresh_context;
-use wgsplat::train::densify::apply_row_changes;
-use wgsplat::train::mcmc::{grow, relocate_dead};
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
@@ -84,30 +82,26 @@ fn every_densify_step_peaks_within_a_quarter_of_the_steady_state() {
     let none = indices(&ctx, &[]);
     let mut ratios = vec![(
         "split 50%",
-        peak_ratio(&ctx, || {
-            apply_row_changes(&mut t, &keep, &none, &split).unwrap()
-        }),
+        peak_ratio(&ctx, || t.apply_row_changes(&keep, &none, &split).unwrap()),
     )];
     assert_eq!(t.params().len(), 3 * n as u64 / 2);
     let m = t.params().len() as u32;
     let keep = indices(&ctx, &(0..m).filter(|i| i % 10 >= 3).collect::<Vec<_>>());
     ratios.push((
         "prune 30%",
-        peak_ratio(&ctx, || {
-            apply_row_changes(&mut t, &keep, &none, &none).unwrap()
-        }),
+        peak_ratio(&ctx, || t.apply_row_changes(&keep, &none, &none).unwrap()),
     ));
     let mut relocated = 0;
     ratios.push((
         "relocate",
-        peak_ratio(&ctx, || relocated = relocate_dead(&mut t).unwrap()),
+        peak_ratio(&ctx, || relocated = t.relocate_dead().unwrap()),
     ));
     assert!(relocated > 0, "nothing was relocated");
     let before = t.params().len();
     ratios.push((
         "grow 5%",
         peak_ratio(&ctx, || {
-            grow(&mut t).unwrap();
+            t.grow().unwrap();
         }),
     ));
     assert_eq!(t.params().len(), before + before / 20);

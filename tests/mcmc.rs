@@ -10,8 +10,8 @@ use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages, compare_close, fresh_context};
 use wgsplat::train::init::initial_gaussians;
-use wgsplat::train::mcmc::{grow, record_noise, record_regularizers, relocate_dead};
-use wgsplat::train::{Strategy, TrainConfig, Trainer};
+use wgsplat::train::mcmc::{record_noise, record_regularizers};
+use wgsplat::train::{StrategyKind, TrainConfig, Trainer};
 
 const DEAD_LOGIT: f32 = -8.0;
 
@@ -65,7 +65,7 @@ fn trainer(ctx: &GpuContext, cpu: &CpuGaussians, cap: u64) -> Trainer {
         GaussianTensors::upload(&mut enc, cpu, 3, MemoryCategory::Parameters, "params").unwrap();
     ctx.submit(enc).unwrap();
     let config = TrainConfig {
-        strategy: Strategy::Mcmc,
+        strategy: StrategyKind::Mcmc,
         max_gaussians: cap,
         iterations: 100,
         ..TrainConfig::default()
@@ -118,7 +118,7 @@ fn check_relocation(ctx: &GpuContext) {
         .filter(|&i| sigmoid(before.opacity_logits[i]) <= 0.005)
         .collect();
     assert_eq!(dead.len(), n.div_ceil(3));
-    let moved = relocate_dead(&mut t).unwrap();
+    let moved = t.relocate_dead().unwrap();
     assert_eq!(moved, dead.len() as u64);
     let after = t.params().download(ctx).unwrap();
     let (m1, m2) = moments(&t);
@@ -188,11 +188,7 @@ fn check_relocation(ctx: &GpuContext) {
             .all(|&l| sigmoid(l) > 0.005 - 1e-6),
         "a dead row survived"
     );
-    assert_eq!(
-        relocate_dead(&mut t).unwrap(),
-        0,
-        "nothing left to relocate"
-    );
+    assert_eq!(t.relocate_dead().unwrap(), 0, "nothing left to relocate");
 }
 
 #[test]
@@ -208,7 +204,7 @@ fn growth_adds_five_percent_up_to_the_cap() {
         let cpu = model(1000, 3);
         let mut t = trainer(ctx, &cpu, 1080);
         let before = t.params().download(ctx).unwrap();
-        assert_eq!(grow(&mut t).unwrap(), 50);
+        assert_eq!(t.grow().unwrap(), 50);
         assert_eq!(t.params().len(), 1050);
         assert_eq!(t.optimizer().len(), 1050);
         let after = t.params().download(ctx).unwrap();
@@ -224,8 +220,8 @@ fn growth_adds_five_percent_up_to_the_cap() {
             assert_eq!(after.opacity_logits[i], after.opacity_logits[source]);
             assert!(row_is_zero(&m1, i) && row_is_zero(&m2, i));
         }
-        assert_eq!(grow(&mut t).unwrap(), 30, "growth stops at the cap");
-        assert_eq!(grow(&mut t).unwrap(), 0);
+        assert_eq!(t.grow().unwrap(), 30, "growth stops at the cap");
+        assert_eq!(t.grow().unwrap(), 0);
         t.step().unwrap();
     }
 }
@@ -327,7 +323,7 @@ fn mcmc_training_improves_within_its_cap() {
     })
     .unwrap();
     let config = TrainConfig {
-        strategy: Strategy::Mcmc,
+        strategy: StrategyKind::Mcmc,
         max_gaussians: 1800,
         iterations: 160,
         lpips: false,

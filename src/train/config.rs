@@ -22,7 +22,7 @@ pub enum Background {
 /// How the Gaussian set changes during training.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Strategy {
+pub enum StrategyKind {
     /// 3DGS's adaptive density control: clone, split, prune and opacity resets.
     #[default]
     Default,
@@ -32,13 +32,13 @@ pub enum Strategy {
     Mcmc,
 }
 
-impl std::str::FromStr for Strategy {
+impl std::str::FromStr for StrategyKind {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
         match text {
-            "default" | "3dgs" => Ok(Strategy::Default),
-            "mcmc" => Ok(Strategy::Mcmc),
+            "default" | "3dgs" => Ok(StrategyKind::Default),
+            "mcmc" => Ok(StrategyKind::Mcmc),
             other => Err(Error::InvalidArgument {
                 op: "strategy",
                 detail: format!("unknown strategy {other:?}: use default or mcmc"),
@@ -109,7 +109,7 @@ pub struct TrainConfig {
     /// Upper bound on the number of Gaussians (0 = none; MCMC needs one).
     pub max_gaussians: u64,
     /// Densification strategy.
-    pub strategy: Strategy,
+    pub strategy: StrategyKind,
     /// MCMC: refinements (relocation and growth) run every `densify_every` iterations from
     /// `densify_from` until this iteration.
     pub mcmc_refine_until: u64,
@@ -164,7 +164,7 @@ impl Default for TrainConfig {
             prune_screen_radius: 0.0,
             opacity_reset_every: 3000,
             max_gaussians: 0,
-            strategy: Strategy::Default,
+            strategy: StrategyKind::Default,
             mcmc_refine_until: 25_000,
             mcmc_growth: 0.05,
             mcmc_noise_lr: 5e5,
@@ -211,7 +211,7 @@ impl TrainConfig {
     /// may derive it from a memory budget after validating the rest).
     pub fn validate_for_training(&self) -> Result<()> {
         self.validate()?;
-        if self.strategy == Strategy::Mcmc && self.max_gaussians == 0 {
+        if self.strategy == StrategyKind::Mcmc && self.max_gaussians == 0 {
             return Err(Error::InvalidArgument {
                 op: "train config",
                 detail: "the mcmc strategy needs a cap: pass --max-gaussians N or --memory-budget"

@@ -15,10 +15,11 @@
 //! new rows start at zero). The three counts are read back once per densification step.
 //! `max_gaussians` caps growth by truncating the clone and split lists.
 
-use super::config::Background;
-use super::trainer::Trainer;
+use super::config::{Background, StrategyKind};
+use super::state::ModelState;
+use super::strategy::{DensifyReport, RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
-use crate::gpu::Encoder;
+use crate::gpu::{Encoder, GpuContext};
 use crate::mirror;
 use crate::ops;
 use crate::optim::rows::{concat_gaussian_rows, select_gaussian_rows};
@@ -89,30 +90,60 @@ const RESET_LOGIT: f32 = -4.595_12;
 /// 3DGS's split scale divisor.
 const SPLIT_SCALE_DIVISOR: f32 = 1.6;
 
-/// Runs whatever densification or reset is due after the iteration just taken.
-pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
-    let c = t.config.clone();
-    let it = t.iteration;
-    if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
-        densify(t, it > c.opacity_reset_every)?;
+/// 3DGS's adaptive density control (see the module documentation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Default
     }
-    // INRIA also resets once at `densify_from` on a white background: the initial Gaussians' grey
-    // (or any colour) over white must be made transparent before densification starts.
-    let periodic = c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every);
-    let white_start = c.background == Background::White && it == c.densify_from;
-    if it < c.densify_until && (periodic || white_start) {
-        let mut enc = t.ctx.encoder("opacity reset");
-        ops::clamp_inplace(
-            &mut enc,
-            &t.params.opacity_logits,
-            f32::NEG_INFINITY,
-            RESET_LOGIT,
-        )?;
-        t.optimizer
-            .clear_group_moments(&mut enc, Attribute::OpacityLogits)?;
-        t.ctx.submit(enc)?;
+
+    fn wants_statistics(&self, step: &StepInfo) -> bool {
+        step.iteration < step.config.densify_until
     }
-    Ok(())
+
+    fn before_optimizer(&self, _: &mut Encoder, _: &ModelState, _: &StepInfo) -> Result<()> {
+        Ok(())
+    }
+
+    fn after_optimizer(&self, _: &mut Encoder, _: &ModelState, _: &StepInfo) -> Result<()> {
+        Ok(())
+    }
+
+    /// Densifies and prunes, and resets opacities, when due after the iteration just taken.
+    fn after_step(
+        &mut self,
+        ctx: &GpuContext,
+        state: &mut ModelState,
+        step: &StepInfo,
+    ) -> Result<RefinementReport> {
+        let c = step.config;
+        let it = step.iteration;
+        let mut report = RefinementReport::default();
+        if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
+            report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every)?);
+        }
+        // INRIA also resets once at `densify_from` on a white background: the initial Gaussians'
+        // grey (or any colour) over white must be made transparent before densification starts.
+        let periodic = c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every);
+        let white_start = c.background == Background::White && it == c.densify_from;
+        if it < c.densify_until && (periodic || white_start) {
+            let mut enc = ctx.encoder("opacity reset");
+            ops::clamp_inplace(
+                &mut enc,
+                &state.params.opacity_logits,
+                f32::NEG_INFINITY,
+                RESET_LOGIT,
+            )?;
+            state
+                .optimizer
+                .clear_group_moments(&mut enc, Attribute::OpacityLogits)?;
+            ctx.submit(enc)?;
+            report.opacity_reset = true;
+        }
+        Ok(report)
+    }
 }
 
 fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> {
@@ -127,40 +158,45 @@ fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> 
 }
 
 /// One densify-and-prune step.
-pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
-    let ctx = t.ctx.clone();
-    let n = t.params.len() as usize;
-    let rows = t.params.rows_per_page;
-    let extent = t.dataset.extent;
+pub(crate) fn densify(
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo,
+    prune_big: bool,
+) -> Result<DensifyReport> {
+    let config = step.config;
+    let n = state.params.len() as usize;
+    let rows = state.params.rows_per_page;
+    let extent = step.extent;
     let mut enc = ctx.encoder("densify: classify");
     let keep = flags(&mut enc, n, rows, "densify/keep")?;
     let clone = flags(&mut enc, n, rows, "densify/clone")?;
     let split = flags(&mut enc, n, rows, "densify/split")?;
     let kernel = ctx.kernel("densify_classify.wgsl", "classify")?;
-    for page in 0..t.params.num_pages() {
-        let count = t.params.page_rows(page);
+    for page in 0..state.params.num_pages() {
+        let count = state.params.page_rows(page);
         let params = DensifyParams {
             count: count as u32,
             prune_big: u32::from(prune_big),
-            grad_threshold: if t.config.absgrad {
-                t.config.absgrad_threshold
+            grad_threshold: if config.absgrad {
+                config.absgrad_threshold
             } else {
-                t.config.densify_grad_threshold
+                config.densify_grad_threshold
             },
-            scale_threshold: t.config.percent_dense * extent,
-            prune_opacity: t.config.prune_opacity,
-            max_screen_radius: t.config.prune_screen_radius,
+            scale_threshold: config.percent_dense * extent,
+            prune_opacity: config.prune_opacity,
+            max_screen_radius: config.prune_screen_radius,
             max_world_scale: 0.1 * extent,
             split_scale_divisor: SPLIT_SCALE_DIVISOR,
-            grad_column: u32::from(t.config.absgrad),
+            grad_column: u32::from(config.absgrad),
             _pad0: 0,
             _pad1: 0,
             _pad2: 0,
         };
         let bindings = [
-            t.stats.page_binding(page),
-            t.params.log_scales.page_binding(page),
-            t.params.opacity_logits.page_binding(page),
+            state.stats.page_binding(page),
+            state.params.log_scales.page_binding(page),
+            state.params.opacity_logits.page_binding(page),
             keep.page_binding(page),
             clone.page_binding(page),
             split.page_binding(page),
@@ -183,12 +219,12 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
     ctx.submit(enc)?;
     let mut counts = [0u64; 3];
     for (slot, pending) in counts.iter_mut().zip(reads) {
-        *slot = u64::from(pending.wait::<u32>(&ctx)?[0]);
+        *slot = u64::from(pending.wait::<u32>(ctx)?[0]);
     }
     let [mut k, mut c, mut s] = counts;
     // Cap the growth: drop splits first, then clones, so the model never exceeds the cap.
-    if t.config.max_gaussians > 0 {
-        let cap = t.config.max_gaussians.max(k);
+    if config.max_gaussians > 0 {
+        let cap = config.max_gaussians.max(k);
         let room = cap - k;
         if c + 2 * s > room {
             s = s.min(room / 2);
@@ -200,7 +236,12 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
     let clone = cloned.values.prefix(c)?;
     let split = split_ids.values.prefix(s)?;
     drop((kept.count, cloned.count, split_ids.count));
-    apply_row_changes(t, &keep, &clone, &split)
+    apply_row_changes(ctx, state, step, &keep, &clone, &split)?;
+    Ok(DensifyReport {
+        kept: k,
+        cloned: c,
+        split: s,
+    })
 }
 
 /// Applies a densification decision: keeps rows `keep` (u32 indices, in order), then appends a
@@ -212,33 +253,34 @@ pub(crate) fn densify(t: &mut Trainer, prune_big: bool) -> Result<()> {
 /// rebuilt one attribute tensor at a time, so the transient peak above the larger of the
 /// before and after models is the new rows' parameters plus one attribute tensor.
 pub fn apply_row_changes(
-    t: &mut Trainer,
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo,
     keep: &Tensor,
     clone: &Tensor,
     split: &Tensor,
 ) -> Result<()> {
-    let ctx = t.ctx.clone();
     let (c, s) = (clone.len(), split.len());
     let mut enc = ctx.encoder("densify: apply");
-    t.release_gradients(&mut enc)?;
+    state.release_gradients(&mut enc)?;
     let mut new_rows: Option<GaussianTensors> = None;
     if c > 0 {
         new_rows = Some(select_gaussian_rows(
             &mut enc,
-            &t.params,
+            &state.params,
             clone,
             "densify/clones",
         )?);
     }
     if s > 0 {
-        let a = select_gaussian_rows(&mut enc, &t.params, split, "densify/children")?;
-        let b = select_gaussian_rows(&mut enc, &t.params, split, "densify/children")?;
+        let a = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
+        let b = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
         let kernel = ctx.kernel("densify_split.wgsl", "split")?;
         for page in 0..a.num_pages() {
             let count = a.page_rows(page);
             let params = SplitParams {
                 count: count as u32,
-                seed: (t.rng_state as u32) ^ (t.iteration as u32).wrapping_mul(2_654_435_761),
+                seed: (step.rng_state as u32) ^ (step.iteration as u32).wrapping_mul(2_654_435_761),
                 scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(),
                 _pad0: 0,
             };
@@ -263,12 +305,16 @@ pub fn apply_row_changes(
             None => children,
         });
     }
-    t.optimizer.select_rows(&mut enc, &mut t.params, keep)?;
+    state
+        .optimizer
+        .select_rows(&mut enc, &mut state.params, keep)?;
     if let Some(rows) = &new_rows {
-        t.optimizer.append_rows(&mut enc, &mut t.params, rows)?;
+        state
+            .optimizer
+            .append_rows(&mut enc, &mut state.params, rows)?;
     }
     drop(new_rows);
-    t.rebuild_gradients(&mut enc)?;
+    state.rebuild_gradients(&mut enc)?;
     ctx.submit(enc)?;
     Ok(())
 }

@@ -49,7 +49,7 @@ impl Trainer {
 
     /// [`Trainer::evaluate`] with every SH band the model has.
     pub fn evaluate_at_full_degree(&self) -> Result<Evaluation> {
-        self.evaluate_with_degree(self.params.max_sh_degree())
+        self.evaluate_with_degree(self.state.params.max_sh_degree())
     }
 
     fn evaluate_with_degree(&self, sh_degree: u32) -> Result<Evaluation> {
@@ -62,7 +62,7 @@ impl Trainer {
             camera.background = background;
             let fwd = render(
                 &self.ctx,
-                &self.params,
+                &self.state.params,
                 &camera,
                 RenderOptions {
                     sh_degree,

@@ -16,10 +16,11 @@
 //! `shaders/shared/mcmc.wgsl`): the multiplicities sum to exactly K by construction, and nothing
 //! larger than a counter is read back (the dead count, once per relocation).
 
-use super::config::Strategy;
-use super::trainer::Trainer;
+use super::config::StrategyKind;
+use super::state::ModelState;
+use super::strategy::{RefinementReport, StepInfo, Strategy};
 use crate::error::{Error, Result};
-use crate::gpu::{Encoder, MemoryCategory};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::mirror;
 use crate::ops;
 use crate::ops::scan::ScanKind;
@@ -277,14 +278,20 @@ fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tenso
     Ok(())
 }
 
-/// The sampling uniform shared by a relocation or growth step of `t`.
-fn base_params(t: &Trainer, mode: u32, samples: u64, salt: u64) -> McmcParams {
-    let bits = (t.rng_state ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 40;
+/// The sampling uniform shared by a relocation or growth step.
+fn base_params(
+    state: &ModelState,
+    step: &StepInfo,
+    mode: u32,
+    samples: u64,
+    salt: u64,
+) -> McmcParams {
+    let bits = (step.rng_state ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 40;
     McmcParams {
         samples: samples as u32,
         mode,
-        weight_scale: weight_scale(t.params.len()),
-        min_opacity: t.config.prune_opacity,
+        weight_scale: weight_scale(state.params.len()),
+        min_opacity: step.config.prune_opacity,
         offset: bits as f32 / (1u64 << 24) as f32,
         ..Default::default()
     }
@@ -292,81 +299,129 @@ fn base_params(t: &Trainer, mode: u32, samples: u64, salt: u64) -> McmcParams {
 
 /// Relocates every dead Gaussian onto a live one drawn in proportion to opacity; returns how
 /// many were relocated (0 when none is dead, or none is alive).
-pub fn relocate_dead(t: &mut Trainer) -> Result<u64> {
-    let ctx = t.ctx.clone();
-    let n = t.params.len();
+pub fn relocate_dead(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) -> Result<u64> {
+    let n = state.params.len();
     if n == 0 {
         return Ok(0);
     }
     let mut enc = ctx.encoder("mcmc: find dead");
-    let (weights, dead) = weigh(&mut enc, &t.params, base_params(t, MODE_RELOCATE, 0, 1))?;
+    let (weights, dead) = weigh(
+        &mut enc,
+        &state.params,
+        base_params(state, step, MODE_RELOCATE, 0, 1),
+    )?;
     let dead_ids = ops::compact::compact_indices(&mut enc, &dead)?;
     drop(dead);
     let pending = dead_ids.count.record_read(&mut enc)?;
     ctx.submit(enc)?;
-    let k = u64::from(pending.wait::<u32>(&ctx)?[0]);
+    let k = u64::from(pending.wait::<u32>(ctx)?[0]);
     if k == 0 || k >= n {
         return Ok(0);
     }
     let mut enc = ctx.encoder("mcmc: relocate");
-    let base = base_params(t, MODE_RELOCATE, k, 1);
-    let (draws, source_from_draw) = draw(&mut enc, &t.params, &weights, base)?;
+    let base = base_params(state, step, MODE_RELOCATE, k, 1);
+    let (draws, source_from_draw) = draw(&mut enc, &state.params, &weights, base)?;
     drop(weights);
-    let reset = correct(&mut enc, &t.params, &draws, base)?;
+    let reset = correct(&mut enc, &state.params, &draws, base)?;
     drop(draws);
-    let copies = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/copies")?;
+    let copies = select_gaussian_rows(&mut enc, &state.params, &source_from_draw, "mcmc/copies")?;
     drop(source_from_draw);
     let dead_from_copy = dead_ids.values.prefix(k)?;
-    scatter_gaussian_rows(&mut enc, &copies, &dead_from_copy, &t.params)?;
-    clear_moments(&mut enc, &t.optimizer, &reset)?;
+    scatter_gaussian_rows(&mut enc, &copies, &dead_from_copy, &state.params)?;
+    clear_moments(&mut enc, &state.optimizer, &reset)?;
     ctx.submit(enc)?;
     Ok(k)
 }
 
 /// Grows the set by `mcmc_growth` (up to `max_gaussians`) with copies of Gaussians drawn in
 /// proportion to opacity; returns how many were added.
-pub fn grow(t: &mut Trainer) -> Result<u64> {
-    let ctx = t.ctx.clone();
-    let n = t.params.len();
-    let target = ((n as f64 * (1.0 + t.config.mcmc_growth)).floor() as u64)
-        .min(t.config.max_gaussians.max(n));
+pub fn grow(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) -> Result<u64> {
+    let n = state.params.len();
+    let target = ((n as f64 * (1.0 + step.config.mcmc_growth)).floor() as u64)
+        .min(step.config.max_gaussians.max(n));
     let k = target.saturating_sub(n);
     if n == 0 || k == 0 {
         return Ok(0);
     }
     let mut enc = ctx.encoder("mcmc: grow");
-    let base = base_params(t, MODE_GROW, k, 2);
-    let (weights, _) = weigh(&mut enc, &t.params, base)?;
-    let (draws, source_from_draw) = draw(&mut enc, &t.params, &weights, base)?;
+    let base = base_params(state, step, MODE_GROW, k, 2);
+    let (weights, _) = weigh(&mut enc, &state.params, base)?;
+    let (draws, source_from_draw) = draw(&mut enc, &state.params, &weights, base)?;
     drop(weights);
-    let reset = correct(&mut enc, &t.params, &draws, base)?;
+    let reset = correct(&mut enc, &state.params, &draws, base)?;
     drop(draws);
-    clear_moments(&mut enc, &t.optimizer, &reset)?;
+    clear_moments(&mut enc, &state.optimizer, &reset)?;
     drop(reset);
-    let new_rows = select_gaussian_rows(&mut enc, &t.params, &source_from_draw, "mcmc/new")?;
+    let new_rows = select_gaussian_rows(&mut enc, &state.params, &source_from_draw, "mcmc/new")?;
     drop(source_from_draw);
-    t.release_gradients(&mut enc)?;
-    t.optimizer
-        .append_rows(&mut enc, &mut t.params, &new_rows)?;
+    state.release_gradients(&mut enc)?;
+    state
+        .optimizer
+        .append_rows(&mut enc, &mut state.params, &new_rows)?;
     drop(new_rows);
-    t.rebuild_gradients(&mut enc)?;
+    state.rebuild_gradients(&mut enc)?;
     ctx.submit(enc)?;
     Ok(k)
 }
 
-/// Runs the refinement due after the iteration just taken (MCMC only).
-pub(crate) fn after_step(t: &mut Trainer) -> Result<()> {
-    let c = &t.config;
-    let it = t.iteration;
-    if c.strategy == Strategy::Mcmc
-        && it < c.mcmc_refine_until
-        && it > c.densify_from
-        && it.is_multiple_of(c.densify_every)
-    {
-        relocate_dead(t)?;
-        grow(t)?;
+/// 3DGS-MCMC (see the module documentation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct McmcStrategy;
+
+impl Strategy for McmcStrategy {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Mcmc
     }
-    Ok(())
+
+    /// MCMC never reads the densification statistics.
+    fn wants_statistics(&self, _: &StepInfo) -> bool {
+        false
+    }
+
+    /// The opacity and scale regularisers' gradients.
+    fn before_optimizer(
+        &self,
+        enc: &mut Encoder,
+        state: &ModelState,
+        step: &StepInfo,
+    ) -> Result<()> {
+        record_regularizers(
+            enc,
+            &state.params,
+            &state.grads,
+            step.config.mcmc_opacity_reg,
+            step.config.mcmc_scale_reg,
+        )
+    }
+
+    /// The opacity-gated noise on the means, scaled by the position learning rate.
+    fn after_optimizer(
+        &self,
+        enc: &mut Encoder,
+        state: &ModelState,
+        step: &StepInfo,
+    ) -> Result<()> {
+        let noise_scale = (step.config.mcmc_noise_lr * f64::from(step.learning_rates.means)) as f32;
+        let seed = (step.rng_state >> 32) as u32;
+        record_noise(enc, &state.params, noise_scale, seed)
+    }
+
+    /// Relocation, then growth, when due after the iteration just taken.
+    fn after_step(
+        &mut self,
+        ctx: &GpuContext,
+        state: &mut ModelState,
+        step: &StepInfo,
+    ) -> Result<RefinementReport> {
+        let c = step.config;
+        let it = step.iteration;
+        let mut report = RefinementReport::default();
+        if it < c.mcmc_refine_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
+            report.relocated = relocate_dead(ctx, state, step)?;
+            report.grown = grow(ctx, state, step)?;
+        }
+        Ok(report)
+    }
 }
 
 /// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·

@@ -13,8 +13,10 @@ pub mod profile;
 pub mod resume;
 pub mod run;
 pub mod setup;
+pub mod state;
+pub mod strategy;
 pub mod trainer;
 
-pub use config::{Background, Strategy, TrainConfig};
+pub use config::{Background, StrategyKind, TrainConfig};
 pub use events::{Evaluation, ScoredViews, TrainEvent};
 pub use trainer::{LossReport, Trainer};

@@ -62,12 +62,12 @@ impl Trainer {
         save_trainer_checkpoint(
             &self.ctx,
             path,
-            &self.params,
-            &self.optimizer,
+            &self.state.params,
+            &self.state.optimizer,
             TrainerState {
                 iteration: self.iteration,
                 rng_state: self.rng_state,
-                densify_stats: Some(&self.stats),
+                densify_stats: Some(&self.state.stats),
                 extra: &serde_json::Value::Object(fields),
                 require_finite: true,
             },
@@ -113,9 +113,9 @@ impl Trainer {
             ..
         } = checkpoint;
         let mut trainer = Trainer::new(ctx, dataset, params, config)?;
-        trainer.optimizer = optimizer;
+        trainer.state.optimizer = optimizer;
         if let Some(stats) = densify_stats {
-            trainer.stats = stats;
+            trainer.state.stats = stats;
         }
         trainer.iteration = iteration;
         trainer.rng_state = rng_state;

@@ -10,7 +10,7 @@ impl Trainer {
     pub fn run(&mut self, sink: &mut dyn FnMut(TrainEvent), stop: &dyn Fn() -> bool) -> Result<()> {
         sink(TrainEvent::Started {
             iterations: self.config.iterations,
-            gaussians: self.params.len(),
+            gaussians: self.state.params.len(),
             adapter: self.ctx.info().name.clone(),
         });
         self.run_until(self.config.iterations, sink, stop)
@@ -26,7 +26,7 @@ impl Trainer {
         let start = std::time::Instant::now();
         let first = self.iteration;
         while self.iteration < target.min(self.config.iterations) && !stop() {
-            let before = self.params.len();
+            let before = self.state.params.len();
             if let Some(LossReport {
                 iteration,
                 loss,
@@ -40,16 +40,16 @@ impl Trainer {
                     iteration,
                     loss,
                     train_psnr,
-                    gaussians: self.params.len(),
+                    gaussians: self.state.params.len(),
                     iterations_per_second: rate,
                     gpu_bytes,
                 });
             }
-            if self.params.len() != before {
+            if self.state.params.len() != before {
                 sink(TrainEvent::Densified {
                     iteration: self.iteration,
                     before,
-                    after: self.params.len(),
+                    after: self.state.params.len(),
                 });
             }
             if let Some(scores) = self.due_evaluation.take() {

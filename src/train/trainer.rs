@@ -9,21 +9,24 @@
 
 mod step;
 
-use super::config::{Background, Strategy, TrainConfig};
+use super::config::{Background, TrainConfig};
 use super::densify;
 use super::events::Evaluation;
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
+use super::state::ModelState;
+use super::strategy::{self, DensifyReport, RefinementReport, StepInfo, Strategy};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::lpips::Lpips;
 use crate::loss::{LossOptions, loss_and_grad};
+use crate::optim::LearningRates;
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::rng::SplitMix64;
-use crate::splat::backward::{BackwardOptions, STATS_STRIDE, record_backward};
+use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
@@ -34,10 +37,12 @@ pub struct Trainer {
     pub(crate) config: TrainConfig,
     pub(crate) dataset: Dataset,
     pub(crate) train_images: Vec<Tensor>,
-    pub(crate) params: GaussianTensors,
-    pub(crate) grads: GaussianTensors,
-    pub(crate) optimizer: GaussianOptimizer,
-    pub(crate) stats: Tensor,
+    /// Parameters, gradients, moments and statistics.
+    pub(crate) state: ModelState,
+    /// How the Gaussian set changes (from `config.strategy`).
+    strategy: Box<dyn Strategy>,
+    /// What the strategy did after the latest iteration.
+    last_refinement: RefinementReport,
     schedule: LearningRateSchedule,
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
@@ -59,23 +64,6 @@ pub struct LossReport {
     pub loss: f32,
     /// PSNR of that iteration's render against its training view.
     pub train_psnr: f32,
-}
-
-/// A zeroed `[N, 4]` statistics tensor paged like `params`.
-fn new_stats(enc: &mut crate::gpu::Encoder, params: &GaussianTensors) -> Result<Tensor> {
-    let n = params.len() as usize;
-    let t = Tensor::uninit_rows(
-        enc,
-        DType::F32,
-        &[n, STATS_STRIDE as usize],
-        params.rows_per_page,
-        MemoryCategory::OptimizerState,
-        "densify/stats",
-    )?;
-    for page in 0..t.num_pages() {
-        enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
-    }
-    Ok(t)
 }
 
 impl Trainer {
@@ -106,17 +94,14 @@ impl Trainer {
                 "dataset/train_images",
             )?);
         }
-        let grads =
-            GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "grads")?;
-        let optimizer = GaussianOptimizer::new(
+        let state = ModelState::new(
             &mut enc,
-            &params,
+            params,
             AdamConfig {
                 eps: config.adam_eps,
                 ..AdamConfig::default()
             },
         )?;
-        let stats = new_stats(&mut enc, &params)?;
         ctx.submit(enc)?;
         let extent = f64::from(dataset.extent);
         let mut schedule = LearningRateSchedule::three_dgs(extent, config.iterations);
@@ -135,13 +120,12 @@ impl Trainer {
         Ok(Trainer {
             ctx: ctx.clone(),
             rng_state: config.seed,
+            strategy: strategy::for_kind(config.strategy),
+            last_refinement: RefinementReport::default(),
             config,
             dataset,
             train_images,
-            params,
-            grads,
-            optimizer,
-            stats,
+            state,
             schedule,
             iteration: 0,
             profile: None,
@@ -152,7 +136,18 @@ impl Trainer {
 
     /// The current parameters.
     pub fn params(&self) -> &GaussianTensors {
-        &self.params
+        &self.state.params
+    }
+
+    /// What the training strategy did after the latest iteration (densification, opacity reset,
+    /// MCMC relocation and growth).
+    pub fn last_refinement(&self) -> RefinementReport {
+        self.last_refinement
+    }
+
+    /// The parameters with their gradients, moments and statistics.
+    pub fn state(&self) -> &ModelState {
+        &self.state
     }
 
     /// Iterations completed.
@@ -179,7 +174,7 @@ impl Trainer {
     pub fn active_sh_degree(&self) -> u32 {
         ((self.iteration / self.config.sh_degree_interval) as u32)
             .min(self.config.sh_degree)
-            .min(self.params.max_sh_degree())
+            .min(self.state.params.max_sh_degree())
     }
 
     /// The random stream of one iteration: a pure function of the seed and the iteration, so a
@@ -213,24 +208,6 @@ impl Trainer {
         }
     }
 
-    /// Releases the gradients and densification statistics before the Gaussian set changes
-    /// shape, and flushes `enc` so their memory is really free before the rows are rebuilt.
-    pub(crate) fn release_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
-        let degree = self.params.max_sh_degree();
-        self.grads = GaussianTensors::uninit(enc, 0, degree, MemoryCategory::Gradients, "grads")?;
-        self.stats = new_stats(enc, &self.grads)?;
-        enc.flush_and_wait()
-    }
-
-    /// Zeroed gradients and statistics shaped like the current parameters (after a change of
-    /// the Gaussian set).
-    pub(crate) fn rebuild_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
-        self.grads =
-            GaussianTensors::zeros_like(enc, &self.params, MemoryCategory::Gradients, "grads")?;
-        self.stats = new_stats(enc, &self.params)?;
-        Ok(())
-    }
-
     /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
     /// charge the time to that stage (see [`StageProfile`]).
     pub fn enable_profiling(&mut self) {
@@ -259,21 +236,73 @@ impl Trainer {
 
     /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks
     /// and front ends; training runs it on the configured schedule).
-    pub fn densify_now(&mut self) -> Result<()> {
+    pub fn densify_now(&mut self) -> Result<DensifyReport> {
         let prune_big = self.iteration > self.config.opacity_reset_every;
-        densify::densify(self, prune_big)
+        self.with_step(|ctx, state, step| densify::densify(ctx, state, step, prune_big))
+    }
+
+    /// Applies a densification decision now (see [`densify::apply_row_changes`]): benchmarks
+    /// and tests of the row operations.
+    pub fn apply_row_changes(
+        &mut self,
+        keep: &Tensor,
+        clone: &Tensor,
+        split: &Tensor,
+    ) -> Result<()> {
+        self.with_step(|ctx, state, step| {
+            densify::apply_row_changes(ctx, state, step, keep, clone, split)
+        })
+    }
+
+    /// Relocates dead Gaussians now, as an MCMC refinement does (see
+    /// [`mcmc::relocate_dead`]); returns how many moved.
+    pub fn relocate_dead(&mut self) -> Result<u64> {
+        self.with_step(mcmc::relocate_dead)
+    }
+
+    /// Grows the model now, as an MCMC refinement does (see [`mcmc::grow`]); returns how many
+    /// Gaussians were added.
+    pub fn grow(&mut self) -> Result<u64> {
+        self.with_step(mcmc::grow)
+    }
+
+    /// What the strategy hooks see at the current iteration, with `learning_rates`.
+    fn step_info<'a>(&'a self, learning_rates: &'a LearningRates) -> StepInfo<'a> {
+        StepInfo {
+            config: &self.config,
+            iteration: self.iteration,
+            extent: self.dataset.extent,
+            rng_state: self.rng_state,
+            learning_rates,
+        }
+    }
+
+    /// Runs `f` on the model state with the current iteration's [`StepInfo`].
+    fn with_step<R>(
+        &mut self,
+        f: impl FnOnce(&GpuContext, &mut ModelState, &StepInfo) -> Result<R>,
+    ) -> Result<R> {
+        let lrs = self.schedule.at(self.iteration);
+        let step = StepInfo {
+            config: &self.config,
+            iteration: self.iteration,
+            extent: self.dataset.extent,
+            rng_state: self.rng_state,
+            learning_rates: &lrs,
+        };
+        f(&self.ctx, &mut self.state, &step)
     }
 
     /// The densification statistics accumulated since the last densification step, `[N, 4]`:
     /// screen-space gradient-norm sum, absgrad-norm sum, views seen, largest screen radius (px).
     /// Tests write them to drive [`Trainer::densify_now`].
     pub fn densification_stats(&self) -> &Tensor {
-        &self.stats
+        &self.state.stats
     }
 
     /// The optimizer.
     pub fn optimizer(&self) -> &GaussianOptimizer {
-        &self.optimizer
+        &self.state.optimizer
     }
 
     /// The RNG state of the last iteration (stored in checkpoints).

@@ -13,8 +13,6 @@ use wgsplat::rng::SplitMix64;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::train::budget::floats_per_gaussian;
-use wgsplat::train::densify::apply_row_changes;
-use wgsplat::train::mcmc::{grow, relocate_dead};
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
@@ -162,21 +160,21 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     let (keep_t, split_t) = (upload_indices(ctx, &keep)?, upload_indices(ctx, &split)?);
     let none = upload_indices(ctx, &[])?;
     steps.push(measure(ctx, &format!("split {percent}%"), || {
-        Ok(apply_row_changes(&mut trainer, &keep_t, &none, &split_t)?)
+        Ok(trainer.apply_row_changes(&keep_t, &none, &split_t)?)
     })?);
     drop((keep_t, split_t));
     let m = trainer.params().len();
     let keep: Vec<u32> = (0..m as u32).filter(|i| i % 10 >= 3).collect();
     let keep_t = upload_indices(ctx, &keep)?;
     steps.push(measure(ctx, "prune 30%", || {
-        Ok(apply_row_changes(&mut trainer, &keep_t, &none, &none)?)
+        Ok(trainer.apply_row_changes(&keep_t, &none, &none)?)
     })?);
     steps.push(measure(ctx, "relocate", || {
-        relocated = relocate_dead(&mut trainer)?;
+        relocated = trainer.relocate_dead()?;
         Ok(())
     })?);
     steps.push(measure(ctx, "mcmc grow 5%", || {
-        grown = grow(&mut trainer)?;
+        grown = trainer.grow()?;
         Ok(())
     })?);
     println!("relocated {relocated} dead Gaussians, grew by {grown}");

@@ -33,7 +33,7 @@ impl Trainer {
         let mut enc = self.ctx.encoder("train: projection");
         let projection = record_projection(
             &mut enc,
-            &self.params,
+            &self.state.params,
             &camera,
             RenderOptions {
                 sh_degree: self.active_sh_degree(),
@@ -63,37 +63,29 @@ impl Trainer {
             &loss_options,
         )?;
         let mut enc = self.boundary(enc, Stage::Loss)?;
-        let mcmc = self.config.strategy == Strategy::Mcmc;
-        let densifying = !mcmc && self.iteration < self.config.densify_until;
-        let stats = densifying.then_some(&self.stats);
+        let lrs = self.schedule.at(self.iteration);
+        let stats = self
+            .strategy
+            .wants_statistics(&self.step_info(&lrs))
+            .then_some(&self.state.stats);
         record_backward(
             &mut enc,
-            &self.params,
+            &self.state.params,
             &fwd,
             &loss.grad,
-            &self.grads,
+            &self.state.grads,
             stats,
             BackwardOptions::default(),
         )?;
         drop(fwd);
-        if mcmc {
-            mcmc::record_regularizers(
-                &mut enc,
-                &self.params,
-                &self.grads,
-                self.config.mcmc_opacity_reg,
-                self.config.mcmc_scale_reg,
-            )?;
-        }
+        self.strategy
+            .before_optimizer(&mut enc, &self.state, &self.step_info(&lrs))?;
         let mut enc = self.boundary(enc, Stage::Backward)?;
-        let lrs = self.schedule.at(self.iteration);
-        self.optimizer
-            .step(&mut enc, &self.params, &self.grads, &lrs)?;
-        if mcmc {
-            let noise_scale = (self.config.mcmc_noise_lr * f64::from(lrs.means)) as f32;
-            let seed = (self.rng_state >> 32) as u32;
-            mcmc::record_noise(&mut enc, &self.params, noise_scale, seed)?;
-        }
+        self.state
+            .optimizer
+            .step(&mut enc, &self.state.params, &self.state.grads, &lrs)?;
+        self.strategy
+            .after_optimizer(&mut enc, &self.state, &self.step_info(&lrs))?;
         self.iteration += 1;
         let mut report = None;
         let mut check = None;
@@ -109,7 +101,7 @@ impl Trainer {
                 MemoryCategory::Other,
                 "train/attribute_sums",
             )?;
-            for (i, attribute) in self.params.attributes().into_iter().enumerate() {
+            for (i, attribute) in self.state.params.attributes().into_iter().enumerate() {
                 let sum = crate::ops::reduce::reduce(
                     &mut enc,
                     attribute,
@@ -161,10 +153,16 @@ impl Trainer {
         if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
             self.due_evaluation = Some(self.evaluate()?);
         }
-        match self.config.strategy {
-            Strategy::Default => densify::after_step(self)?,
-            Strategy::Mcmc => mcmc::after_step(self)?,
-        }
+        let step = StepInfo {
+            config: &self.config,
+            iteration: self.iteration,
+            extent: self.dataset.extent,
+            rng_state: self.rng_state,
+            learning_rates: &lrs,
+        };
+        self.last_refinement = self
+            .strategy
+            .after_step(&self.ctx, &mut self.state, &step)?;
         self.lap(Stage::Densify)?;
         Ok(report)
     }
