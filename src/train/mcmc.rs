@@ -16,9 +16,10 @@
 //! `shaders/shared/mcmc.wgsl`): the multiplicities sum to exactly K by construction, and nothing
 //! larger than a counter is read back (the dead count, once per relocation).
 
-use super::config::StrategyKind;
+use super::mcmc_step::NoiseParams;
+pub use super::mcmc_step::{McmcStrategy, record_noise, record_regularizers};
 use super::state::ModelState;
-use super::strategy::{RefinementReport, StepInfo, Strategy};
+use super::strategy::StepInfo;
 use crate::error::{Error, Result};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::mirror;
@@ -41,20 +42,6 @@ struct McmcParams {
     min_opacity: f32,
     offset: f32,
     width: u32,
-}
-
-/// Uniform of `mcmc_regularize.wgsl` and `mcmc_perturb.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct NoiseParams {
-    count: u32,
-    page_offset: u32,
-    seed: u32,
-    _pad0: u32,
-    noise_scale: f32,
-    opacity_reg: f32,
-    scale_reg: f32,
-    _pad1: u32,
 }
 
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
@@ -131,7 +118,7 @@ fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<T
 /// Dispatches `entry` of `file` once per page of `g` (every MCMC stage works row by row on
 /// tensors paged like the model): `params(count, page_offset)` gives the page's uniform and
 /// `bindings(page)` its storage buffers.
-fn dispatch_pages<'a, P: bytemuck::Pod>(
+pub(super) fn dispatch_pages<'a, P: bytemuck::Pod>(
     enc: &mut Encoder,
     g: &GaussianTensors,
     file: &str,
@@ -362,124 +349,4 @@ pub fn grow(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) -> Result
     state.rebuild_gradients(&mut enc)?;
     ctx.submit(enc)?;
     Ok(k)
-}
-
-/// 3DGS-MCMC (see the module documentation).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct McmcStrategy;
-
-impl Strategy for McmcStrategy {
-    fn kind(&self) -> StrategyKind {
-        StrategyKind::Mcmc
-    }
-
-    /// MCMC never reads the densification statistics.
-    fn wants_statistics(&self, _: &StepInfo) -> bool {
-        false
-    }
-
-    /// The opacity and scale regularisers' gradients.
-    fn before_optimizer(
-        &self,
-        enc: &mut Encoder,
-        state: &ModelState,
-        step: &StepInfo,
-    ) -> Result<()> {
-        record_regularizers(
-            enc,
-            &state.params,
-            &state.grads,
-            step.config.mcmc_opacity_reg,
-            step.config.mcmc_scale_reg,
-        )
-    }
-
-    /// The opacity-gated noise on the means, scaled by the position learning rate.
-    fn after_optimizer(
-        &self,
-        enc: &mut Encoder,
-        state: &ModelState,
-        step: &StepInfo,
-    ) -> Result<()> {
-        let noise_scale = (step.config.mcmc_noise_lr * f64::from(step.learning_rates.means)) as f32;
-        let seed = (step.rng_state >> 32) as u32;
-        record_noise(enc, &state.params, noise_scale, seed)
-    }
-
-    /// Relocation, then growth, when due after the iteration just taken.
-    fn after_step(
-        &mut self,
-        ctx: &GpuContext,
-        state: &mut ModelState,
-        step: &StepInfo,
-    ) -> Result<RefinementReport> {
-        let c = step.config;
-        let it = step.iteration;
-        let mut report = RefinementReport::default();
-        if it < c.mcmc_refine_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
-            report.relocated = relocate_dead(ctx, state, step)?;
-            report.grown = grow(ctx, state, step)?;
-        }
-        Ok(report)
-    }
-}
-
-/// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·
-/// mean(scale) over all N opacities and 3N scales, added to `grads`.
-pub fn record_regularizers(
-    enc: &mut Encoder,
-    g: &GaussianTensors,
-    grads: &GaussianTensors,
-    opacity_reg: f32,
-    scale_reg: f32,
-) -> Result<()> {
-    let n = g.len().max(1) as f32;
-    let base = NoiseParams {
-        opacity_reg: opacity_reg / n,
-        scale_reg: scale_reg / (3.0 * n),
-        ..Default::default()
-    };
-    let params = |count, page_offset| NoiseParams {
-        count,
-        page_offset,
-        ..base
-    };
-    dispatch_pages(enc, g, "mcmc_regularize.wgsl", "regularize", params, |p| {
-        vec![
-            g.opacity_logits.page_binding(p),
-            g.log_scales.page_binding(p),
-            grads.opacity_logits.page_binding(p),
-            grads.log_scales.page_binding(p),
-        ]
-    })?;
-    Ok(())
-}
-
-/// Records MCMC's position noise: each mean moves by Σ ε · gate(opacity) · `noise_scale`
-/// (`mcmc_noise_lr` × the position learning rate), with ε from `seed` and the Gaussian's index.
-pub fn record_noise(
-    enc: &mut Encoder,
-    g: &GaussianTensors,
-    noise_scale: f32,
-    seed: u32,
-) -> Result<()> {
-    let base = NoiseParams {
-        seed,
-        noise_scale,
-        ..Default::default()
-    };
-    let params = |count, page_offset| NoiseParams {
-        count,
-        page_offset,
-        ..base
-    };
-    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", params, |p| {
-        vec![
-            g.opacity_logits.page_binding(p),
-            g.log_scales.page_binding(p),
-            g.quats.page_binding(p),
-            g.means.page_binding(p),
-        ]
-    })?;
-    Ok(())
 }

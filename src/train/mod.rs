@@ -8,6 +8,7 @@ pub mod evaluate;
 pub mod events;
 pub mod init;
 pub mod mcmc;
+mod mcmc_step;
 pub mod options;
 pub mod profile;
 pub mod resume;

@@ -1,0 +1,145 @@
+//! The per-iteration half of 3DGS-MCMC ([`super::mcmc`] has the refinement): the
+//! [`McmcStrategy`] hooks, the regularisers' gradients added before Adam and the opacity-gated
+//! position noise added after it.
+
+use super::config::StrategyKind;
+use super::mcmc::{dispatch_pages, grow, relocate_dead};
+use super::state::ModelState;
+use super::strategy::{RefinementReport, StepInfo, Strategy};
+use crate::error::Result;
+use crate::gpu::{Encoder, GpuContext};
+use crate::splat::GaussianTensors;
+
+/// Uniform of `mcmc_regularize.wgsl` and `mcmc_perturb.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct NoiseParams {
+    pub(super) count: u32,
+    pub(super) page_offset: u32,
+    pub(super) seed: u32,
+    pub(super) _pad0: u32,
+    pub(super) noise_scale: f32,
+    pub(super) opacity_reg: f32,
+    pub(super) scale_reg: f32,
+    pub(super) _pad1: u32,
+}
+
+/// 3DGS-MCMC (see [`super::mcmc`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct McmcStrategy;
+
+impl Strategy for McmcStrategy {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Mcmc
+    }
+
+    /// MCMC never reads the densification statistics.
+    fn wants_statistics(&self, _: &StepInfo) -> bool {
+        false
+    }
+
+    /// The opacity and scale regularisers' gradients.
+    fn before_optimizer(
+        &self,
+        enc: &mut Encoder,
+        state: &ModelState,
+        step: &StepInfo,
+    ) -> Result<()> {
+        record_regularizers(
+            enc,
+            &state.params,
+            &state.grads,
+            step.config.mcmc_opacity_reg,
+            step.config.mcmc_scale_reg,
+        )
+    }
+
+    /// The opacity-gated noise on the means, scaled by the position learning rate.
+    fn after_optimizer(
+        &self,
+        enc: &mut Encoder,
+        state: &ModelState,
+        step: &StepInfo,
+    ) -> Result<()> {
+        let noise_scale = (step.config.mcmc_noise_lr * f64::from(step.learning_rates.means)) as f32;
+        let seed = (step.rng_state >> 32) as u32;
+        record_noise(enc, &state.params, noise_scale, seed)
+    }
+
+    /// Relocation, then growth, when due after the iteration just taken.
+    fn after_step(
+        &mut self,
+        ctx: &GpuContext,
+        state: &mut ModelState,
+        step: &StepInfo,
+    ) -> Result<RefinementReport> {
+        let c = step.config;
+        let it = step.iteration;
+        let mut report = RefinementReport::default();
+        if it < c.mcmc_refine_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
+            report.relocated = relocate_dead(ctx, state, step)?;
+            report.grown = grow(ctx, state, step)?;
+        }
+        Ok(report)
+    }
+}
+
+/// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·
+/// mean(scale) over all N opacities and 3N scales, added to `grads`.
+pub fn record_regularizers(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    grads: &GaussianTensors,
+    opacity_reg: f32,
+    scale_reg: f32,
+) -> Result<()> {
+    let n = g.len().max(1) as f32;
+    let base = NoiseParams {
+        opacity_reg: opacity_reg / n,
+        scale_reg: scale_reg / (3.0 * n),
+        ..Default::default()
+    };
+    let params = |count, page_offset| NoiseParams {
+        count,
+        page_offset,
+        ..base
+    };
+    dispatch_pages(enc, g, "mcmc_regularize.wgsl", "regularize", params, |p| {
+        vec![
+            g.opacity_logits.page_binding(p),
+            g.log_scales.page_binding(p),
+            grads.opacity_logits.page_binding(p),
+            grads.log_scales.page_binding(p),
+        ]
+    })?;
+    Ok(())
+}
+
+/// Records MCMC's position noise: each mean moves by Σ ε · gate(opacity) · `noise_scale`
+/// (`mcmc_noise_lr` × the position learning rate), with ε from `seed` and the Gaussian's index.
+pub fn record_noise(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    noise_scale: f32,
+    seed: u32,
+) -> Result<()> {
+    let base = NoiseParams {
+        seed,
+        noise_scale,
+        ..Default::default()
+    };
+    let params = |count, page_offset| NoiseParams {
+        count,
+        page_offset,
+        ..base
+    };
+    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", params, |p| {
+        vec![
+            g.opacity_logits.page_binding(p),
+            g.log_scales.page_binding(p),
+            g.quats.page_binding(p),
+            g.means.page_binding(p),
+        ]
+    })?;
+    Ok(())
+}
