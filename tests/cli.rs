@@ -1,5 +1,6 @@
 //! The `wgsplat` binary end to end: a resumed training run equals an uninterrupted one bit for bit,
-//! and bad inputs give errors that name the file and the fix while losing nothing already written.
+//! bad inputs give errors that name the file and the fix while losing nothing already written,
+//! and `convert` writes every model format, saying what each dropped.
 //!
 //! The resume test runs multi-threaded lavapipe: no kernel sums floats in an order that depends
 //! on scheduling, so any difference would come from state the checkpoint failed to carry.
@@ -418,4 +419,89 @@ fn render_writes_the_requested_split_under_unique_names() {
     ]);
     assert!(err.contains("test or train"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn convert_writes_every_format_and_says_what_it_dropped() {
+    use wgsplat::io::formats::{ModelFormat, read_model};
+    let dir = temp_dir("convert");
+    let mut g = wgsplat::splat::reference::CpuGaussians::default();
+    for i in 0..300 {
+        let t = i as f32 * 0.1;
+        g.means.push([t.sin() * 3.0, t.cos() * 3.0, t * 0.05]);
+        g.log_scales.push([-3.0, -2.5, -2.0]);
+        g.quats.push([1.0, 0.1 * t.sin(), 0.0, 0.2]);
+        g.opacity_logits.push(t.cos());
+        let mut sh = [[0.0f32; 3]; 16];
+        sh[0] = [0.3, -0.2, t.sin()];
+        sh[1] = [0.05 * t.cos(), 0.0, 0.01];
+        g.sh.push(sh);
+    }
+    let input = dir.join("in.ply");
+    wgsplat::io::write_ply(&input, &g, 3).unwrap();
+    let input = input.to_str().unwrap();
+    for (name, format, dropped) in [
+        ("out.spz", ModelFormat::Spz, None),
+        ("out.compressed.ply", ModelFormat::CompressedPly, None),
+        ("out.splat", ModelFormat::Splat, Some("SH degree 0 only")),
+        ("out.sog", ModelFormat::Sog, Some("palette")),
+        ("loose/meta.json", ModelFormat::Sog, Some("palette")),
+    ] {
+        let output = dir.join(name);
+        std::fs::create_dir_all(output.parent().unwrap()).unwrap();
+        let out = wgsplat(&["convert", input, output.to_str().unwrap()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("wrote 300 Gaussians"), "{name}: {stdout}");
+        match dropped {
+            Some(words) => assert!(
+                stdout.contains("warning:") && stdout.contains(words),
+                "{name}: {stdout}"
+            ),
+            None => assert!(!stdout.contains("warning:"), "{name}: {stdout}"),
+        }
+        let back = read_model(&output, format).unwrap();
+        assert_eq!(back.gaussians.means.len(), 300, "{name}");
+        // And back to PLY through the binary.
+        let ply = dir.join(format!("{}.back.ply", name.replace('/', "_")));
+        let out = wgsplat(&["convert", output.to_str().unwrap(), ply.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{name} -> PLY: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A loose SOG set's size counts its textures, not meta.json alone.
+    let out = wgsplat(&[
+        "convert",
+        input,
+        dir.join("loose/meta.json").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let bytes: u64 = stdout
+        .split(": ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let meta = std::fs::metadata(dir.join("loose/meta.json"))
+        .unwrap()
+        .len();
+    assert!(bytes > meta + 1000, "{stdout}");
+    // Unknown extensions and unreadable inputs fail, naming the file, without a panic.
+    let err = expect_failure(&["convert", input, dir.join("out.ksplat").to_str().unwrap()]);
+    assert!(err.contains("out.ksplat") && err.contains(".sog"), "{err}");
+    std::fs::write(dir.join("bad.sog"), b"not a zip").unwrap();
+    let err = expect_failure(&[
+        "convert",
+        dir.join("bad.sog").to_str().unwrap(),
+        dir.join("x.ply").to_str().unwrap(),
+    ]);
+    assert!(err.contains("bad.sog") && err.contains("zip"), "{err}");
+    assert!(!dir.join("x.ply").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
