@@ -8,16 +8,22 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
 use std::path::Path;
 
-/// Reads the model at `path` (PLY, `.splat` or SPZ, by extension) and uploads it as model
-/// parameters labelled `label`. The CPU copy is returned too, for callers that need the means
-/// (bounds, statistics); drop it otherwise.
+/// Reads the model at `path` (any format [`super::formats`] reads, by extension) and uploads it
+/// as model parameters labelled `label`. The CPU copy is returned too, for callers that need the
+/// means (bounds, statistics); drop it otherwise.
 pub fn load_model_to_gpu(
     ctx: &GpuContext,
     path: &Path,
     label: &str,
 ) -> Result<(GaussianTensors, PlyModel)> {
     let model = read_model(path, ModelFormat::from_path(path)?)?;
-    let mut enc = ctx.encoder("upload PLY model");
+    let params = upload_model(ctx, &model, label)?;
+    Ok((params, model))
+}
+
+/// Uploads `model` as model parameters labelled `label` (the upload is submitted, not awaited).
+pub fn upload_model(ctx: &GpuContext, model: &PlyModel, label: &str) -> Result<GaussianTensors> {
+    let mut enc = ctx.encoder("upload model");
     let params = GaussianTensors::upload(
         &mut enc,
         &model.gaussians,
@@ -26,7 +32,7 @@ pub fn load_model_to_gpu(
         label,
     )?;
     ctx.submit(enc)?;
-    Ok((params, model))
+    Ok(params)
 }
 
 /// Downloads `params` and writes them to `path` as a 3DGS PLY, atomically.

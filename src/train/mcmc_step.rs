@@ -24,6 +24,15 @@ pub(super) struct NoiseParams {
     pub(super) _pad1: u32,
 }
 
+/// `base` with one page's row count and first row.
+fn paged(base: NoiseParams) -> impl Fn(u32, u32) -> NoiseParams {
+    move |count, page_offset| NoiseParams {
+        count,
+        page_offset,
+        ..base
+    }
+}
+
 /// 3DGS-MCMC (see [`super::mcmc`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct McmcStrategy;
@@ -99,19 +108,21 @@ pub fn record_regularizers(
         scale_reg: scale_reg / (3.0 * n),
         ..Default::default()
     };
-    let params = |count, page_offset| NoiseParams {
-        count,
-        page_offset,
-        ..base
-    };
-    dispatch_pages(enc, g, "mcmc_regularize.wgsl", "regularize", params, |p| {
-        vec![
-            g.opacity_logits.page_binding(p),
-            g.log_scales.page_binding(p),
-            grads.opacity_logits.page_binding(p),
-            grads.log_scales.page_binding(p),
-        ]
-    })?;
+    dispatch_pages(
+        enc,
+        g,
+        "mcmc_regularize.wgsl",
+        "regularize",
+        paged(base),
+        |p| {
+            vec![
+                g.opacity_logits.page_binding(p),
+                g.log_scales.page_binding(p),
+                grads.opacity_logits.page_binding(p),
+                grads.log_scales.page_binding(p),
+            ]
+        },
+    )?;
     Ok(())
 }
 
@@ -128,12 +139,7 @@ pub fn record_noise(
         noise_scale,
         ..Default::default()
     };
-    let params = |count, page_offset| NoiseParams {
-        count,
-        page_offset,
-        ..base
-    };
-    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", params, |p| {
+    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", paged(base), |p| {
         vec![
             g.opacity_logits.page_binding(p),
             g.log_scales.page_binding(p),

@@ -21,7 +21,7 @@ pub struct StepInfo<'a> {
     pub extent: f32,
     /// The iteration's RNG state (seeds any sampling a hook does).
     pub rng_state: u64,
-    /// The iteration's learning rates.
+    /// The learning rates at `iteration`.
     pub learning_rates: &'a LearningRates,
 }
 

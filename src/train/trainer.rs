@@ -238,7 +238,7 @@ impl Trainer {
     /// and front ends; training runs it on the configured schedule).
     pub fn densify_now(&mut self) -> Result<DensifyReport> {
         let prune_big = self.iteration > self.config.opacity_reset_every;
-        self.with_step(|ctx, state, step| densify::densify(ctx, state, step, prune_big))
+        self.with_step(|_, ctx, state, step| densify::densify(ctx, state, step, prune_big))
     }
 
     /// Applies a densification decision now (see [`densify::apply_row_changes`]): benchmarks
@@ -249,7 +249,7 @@ impl Trainer {
         clone: &Tensor,
         split: &Tensor,
     ) -> Result<()> {
-        self.with_step(|ctx, state, step| {
+        self.with_step(|_, ctx, state, step| {
             densify::apply_row_changes(ctx, state, step, keep, clone, split)
         })
     }
@@ -257,13 +257,13 @@ impl Trainer {
     /// Relocates dead Gaussians now, as an MCMC refinement does (see
     /// [`mcmc::relocate_dead`]); returns how many moved.
     pub fn relocate_dead(&mut self) -> Result<u64> {
-        self.with_step(mcmc::relocate_dead)
+        self.with_step(|_, ctx, state, step| mcmc::relocate_dead(ctx, state, step))
     }
 
     /// Grows the model now, as an MCMC refinement does (see [`mcmc::grow`]); returns how many
     /// Gaussians were added.
     pub fn grow(&mut self) -> Result<u64> {
-        self.with_step(mcmc::grow)
+        self.with_step(|_, ctx, state, step| mcmc::grow(ctx, state, step))
     }
 
     /// What the strategy hooks see at the current iteration, with `learning_rates`.
@@ -277,10 +277,10 @@ impl Trainer {
         }
     }
 
-    /// Runs `f` on the model state with the current iteration's [`StepInfo`].
-    fn with_step<R>(
+    /// Runs `f` on the strategy and the model state with the current iteration's [`StepInfo`].
+    pub(super) fn with_step<R>(
         &mut self,
-        f: impl FnOnce(&GpuContext, &mut ModelState, &StepInfo) -> Result<R>,
+        f: impl FnOnce(&mut dyn Strategy, &GpuContext, &mut ModelState, &StepInfo) -> Result<R>,
     ) -> Result<R> {
         let lrs = self.schedule.at(self.iteration);
         let step = StepInfo {
@@ -290,7 +290,7 @@ impl Trainer {
             rng_state: self.rng_state,
             learning_rates: &lrs,
         };
-        f(&self.ctx, &mut self.state, &step)
+        f(self.strategy.as_mut(), &self.ctx, &mut self.state, &step)
     }
 
     /// The densification statistics accumulated since the last densification step, `[N, 4]`:

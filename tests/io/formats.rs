@@ -112,6 +112,17 @@ pub(super) fn assert_within(what: &str, e: &FieldErrors, bounds: &FieldErrors) {
     }
 }
 
+/// Bounds of 1e-4 on every field: two decoders of the same file.
+pub(super) const SAME_DECODE: FieldErrors = FieldErrors {
+    position: 1e-4,
+    log_scale: 1e-4,
+    rotation: 1e-4,
+    opacity: 1e-4,
+    dc: 1e-4,
+    sh_band1: 1e-4,
+    sh_rest: 1e-4,
+};
+
 /// SPZ's quantisation: 1/4096 positions, 1/16 log scales, 8-bit alpha and colour (0.15 scale),
 /// 9-bit smallest-three rotations, SH buckets of 8/128 (band 1) and 16/128 (bands 2, 3).
 const SPZ_BOUNDS: FieldErrors = FieldErrors {
@@ -345,24 +356,44 @@ pub(super) fn splat_transform() -> Option<PathBuf> {
 }
 
 pub(super) fn run(tool: &Path, args: &[&Path]) {
-    let output = Command::new(tool).args(args).arg("-w").output().unwrap();
+    run_with(tool, args, &[]);
+}
+
+/// Runs splat-transform on `args` with the options `extra` (and `-w`), asserting success.
+pub(super) fn run_with(tool: &Path, args: &[&Path], extra: &[&str]) {
+    let output = Command::new(tool)
+        .args(args)
+        .args(extra)
+        .arg("-w")
+        .output()
+        .unwrap();
     assert!(
         output.status.success(),
-        "splat-transform {args:?} failed:\n{}\n{}",
+        "splat-transform {args:?} {extra:?} failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
 }
 
+/// splat-transform, a fresh folder `name`, and `model` written there as `model.ply`; `None`
+/// (the test skips, saying why) where Node.js is absent.
+pub(super) fn splat_transform_setup(
+    name: &str,
+    model: &PlyModel,
+) -> Option<(PathBuf, TempDir, PathBuf)> {
+    let tool = splat_transform()?;
+    let dir = TempDir::new(name);
+    let ply = dir.0.join("model.ply");
+    write_ply(&ply, &model.gaussians, model.sh_degree).unwrap();
+    Some((tool, dir, ply))
+}
+
 #[test]
 fn splat_transform_reads_and_writes_what_wgsplat_does() {
-    let Some(tool) = splat_transform() else {
+    let model = random_model(700, 3, 21);
+    let Some((tool, dir, ply)) = splat_transform_setup("splat-transform", &model) else {
         return;
     };
-    let dir = TempDir::new("splat-transform");
-    let model = random_model(700, 3, 21);
-    let ply = dir.0.join("model.ply");
-    write_ply(&ply, &model.gaussians, 3).unwrap();
     // 1. splat-transform reads wgsplat's SPZ and .splat and writes them back as PLY.
     for (format, expected, bounds) in [
         (ModelFormat::Spz, model.clone(), SPZ_BOUNDS),
@@ -379,16 +410,7 @@ fn splat_transform_reads_and_writes_what_wgsplat_does() {
     }
     // 2. wgsplat reads the SPZ splat-transform writes from the same PLY.
     let theirs = dir.0.join("theirs.spz");
-    let output = Command::new(&tool)
-        .args([ply.as_os_str(), theirs.as_os_str()])
-        .args(["--spz-version", "3", "-w"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_with(&tool, &[&ply, &theirs], &["--spz-version", "3"]);
     let read = read_model(&theirs, ModelFormat::Spz).unwrap();
     assert_within(
         "PLY -> splat-transform SPZ -> wgsplat",
@@ -402,19 +424,10 @@ fn splat_transform_reads_and_writes_what_wgsplat_does() {
     let decoded_by_them = dir.0.join("theirs_decoded.ply");
     run(&tool, &[&theirs, &decoded_by_them]);
     let ours = read_model(&theirs, ModelFormat::CompressedPly).unwrap();
-    let exact = FieldErrors {
-        position: 1e-4,
-        log_scale: 1e-4,
-        rotation: 1e-4,
-        opacity: 1e-4,
-        dc: 1e-4,
-        sh_band1: 1e-4,
-        sh_rest: 1e-4,
-    };
     let what = "splat-transform compressed PLY decoded by wgsplat vs by splat-transform";
     assert_within(
         what,
         &field_errors(&read_ply(&decoded_by_them).unwrap(), &ours),
-        &exact,
+        &SAME_DECODE,
     );
 }

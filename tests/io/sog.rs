@@ -6,12 +6,13 @@
 use std::path::Path;
 
 use wgsplat::io::formats::{ModelFormat, read_model, write_model};
-use wgsplat::io::{PlyModel, read_ply, write_ply};
+use wgsplat::io::{PlyModel, read_ply};
 use wgsplat::testing::TestRng;
 
 use super::TempDir;
 use super::formats::{
-    FieldErrors, assert_within, field_errors, random_model, run, splat_transform,
+    FieldErrors, SAME_DECODE, assert_within, field_errors, random_model, run, run_with,
+    splat_transform_setup,
 };
 
 /// SOG's quantisation for [`random_model`]'s ranges: 16-bit positions in log space (half a step
@@ -71,17 +72,6 @@ fn align_by_position(reference: &PlyModel, decoded: &PlyModel) -> PlyModel {
     }
     out
 }
-
-/// Bounds of 1e-4 on every field: two decoders of the same file.
-const SAME_DECODE: FieldErrors = FieldErrors {
-    position: 1e-4,
-    log_scale: 1e-4,
-    rotation: 1e-4,
-    opacity: 1e-4,
-    dc: 1e-4,
-    sh_band1: 1e-4,
-    sh_rest: 1e-4,
-};
 
 #[test]
 fn sog_round_trip_within_its_quantisation() {
@@ -206,13 +196,10 @@ fn damaged_sog_files_give_clear_errors() {
 
 #[test]
 fn splat_transform_reads_and_writes_sog() {
-    let Some(tool) = splat_transform() else {
+    let model = clustered_sh_model(700, 3, 23);
+    let Some((tool, dir, ply)) = splat_transform_setup("sog-splat-transform", &model) else {
         return;
     };
-    let dir = TempDir::new("sog-splat-transform");
-    let model = clustered_sh_model(700, 3, 23);
-    let ply = dir.0.join("model.ply");
-    write_ply(&ply, &model.gaussians, 3).unwrap();
     // 1. splat-transform decodes wgsplat's SOG as wgsplat does, and both are within SOG's
     //    quantisation of the model written.
     let ours = dir.0.join("ours.sog");
@@ -233,16 +220,7 @@ fn splat_transform_reads_and_writes_sog() {
     );
     // 2. wgsplat decodes splat-transform's SOG (written on the CPU) as splat-transform does.
     let theirs = dir.0.join("theirs.sog");
-    let output = std::process::Command::new(&tool)
-        .args([ply.as_os_str(), theirs.as_os_str()])
-        .args(["-g", "cpu", "-w"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_with(&tool, &[&ply, &theirs], &["-g", "cpu"]);
     let decoded_by_them = dir.0.join("theirs_decoded.ply");
     run(&tool, &[&theirs, &decoded_by_them]);
     let ours = read_model(&theirs, ModelFormat::Sog).unwrap();

@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::data::View;
-use wgsplat::gpu::MemoryCategory;
 use wgsplat::io::PlyModel;
 use wgsplat::io::formats::{ModelFormat, read_model, write_model};
-use wgsplat::splat::GaussianTensors;
+use wgsplat::io::model::upload_model;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::options::DataArgs;
 
@@ -41,15 +40,7 @@ fn render_all(
     model: &PlyModel,
     views: &[&View],
 ) -> anyhow::Result<Vec<Vec<f32>>> {
-    let mut enc = ctx.encoder("upload model for bench formats");
-    let params = GaussianTensors::upload(
-        &mut enc,
-        &model.gaussians,
-        model.sh_degree,
-        MemoryCategory::Parameters,
-        "bench formats model",
-    )?;
-    ctx.submit(enc)?;
+    let params = upload_model(ctx, model, "bench formats model")?;
     views
         .iter()
         .map(|view| {

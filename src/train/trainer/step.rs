@@ -153,16 +153,8 @@ impl Trainer {
         if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
             self.due_evaluation = Some(self.evaluate()?);
         }
-        let step = StepInfo {
-            config: &self.config,
-            iteration: self.iteration,
-            extent: self.dataset.extent,
-            rng_state: self.rng_state,
-            learning_rates: &lrs,
-        };
-        self.last_refinement = self
-            .strategy
-            .after_step(&self.ctx, &mut self.state, &step)?;
+        self.last_refinement =
+            self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
         self.lap(Stage::Densify)?;
         Ok(report)
     }
