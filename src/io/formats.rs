@@ -130,15 +130,18 @@ pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result
     write_model_with_progress(path, format, model, &Progress::new())
 }
 
-/// [`write_model`], reporting in `progress` (Gaussians for PLY, the textures for SOG, one step
-/// otherwise).
+/// [`write_model`], reporting in `progress` (Gaussians for PLY, the textures for SOG, bytes
+/// compressed for SPZ, one step otherwise).
 pub fn write_model_with_progress(
     path: &Path,
     format: ModelFormat,
     model: &PlyModel,
     progress: &Progress,
 ) -> Result<Vec<String>> {
-    if !matches!(format, ModelFormat::Ply | ModelFormat::Sog) {
+    if !matches!(
+        format,
+        ModelFormat::Ply | ModelFormat::Sog | ModelFormat::Spz
+    ) {
         progress.begin(&format!("writing {}", format.name()), 1);
     }
     let notes = match format {
@@ -147,7 +150,7 @@ pub fn write_model_with_progress(
                 .map(|()| Vec::new())
         }
         ModelFormat::Splat => splat_file::write_splat(path, model),
-        ModelFormat::Spz => spz::write_spz(path, model),
+        ModelFormat::Spz => spz::write_spz(path, model, progress),
         ModelFormat::CompressedPly => compressed_ply::write_compressed_ply(path, model),
         ModelFormat::Sog => sog::write_sog(path, model, progress),
     }?;

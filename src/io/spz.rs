@@ -17,6 +17,7 @@
 //!   reference library's `coordinateConverter(RDF, RUB)` says.
 
 use super::ply::PlyModel;
+use super::progress::Progress;
 use super::splat_file::{logit_of_byte, sigmoid};
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
@@ -58,9 +59,10 @@ fn byte(v: f32) -> u8 {
     v.round().clamp(0.0, 255.0) as u8
 }
 
-/// Writes `model` as SPZ version 3, atomically. Returns what the format dropped or quantised
-/// beyond its stated precision (positions past the 24-bit range), for the caller to report.
-pub fn write_spz(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
+/// Writes `model` as SPZ version 3, atomically, counting the bytes compressed in `progress`.
+/// Returns what the format dropped or quantised beyond its stated precision (positions past the
+/// 24-bit range), for the caller to report.
+pub fn write_spz(path: &Path, model: &PlyModel, progress: &Progress) -> Result<Vec<String>> {
     let g = &model.gaussians;
     let n = g.means.len();
     let count = u32::try_from(n)
@@ -112,16 +114,21 @@ pub fn write_spz(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
             }
         }
     }
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    encoder
-        .write_all(&data)
-        .map_err(|e| io_error(path, "compress", e))?;
-    let compressed = encoder
-        .finish()
-        .map_err(|e| io_error(path, "compress", e))?;
+    // Compressed straight into the file, a megabyte at a time, so the compressed copy never sits
+    // in memory beside the raw one and the progress moves with the work.
+    progress.begin("writing SPZ", data.len() as u64);
     write_atomically(path, |w| {
-        w.write_all(&compressed)
-            .map_err(|e| io_error(path, "write", e))
+        let mut encoder = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+        for chunk in data.chunks(1 << 20) {
+            encoder
+                .write_all(chunk)
+                .map_err(|e| io_error(path, "compress and write", e))?;
+            progress.advance(chunk.len() as u64);
+        }
+        encoder
+            .finish()
+            .map_err(|e| io_error(path, "compress and write", e))?;
+        Ok(())
     })?;
     let mut dropped = Vec::new();
     if model.sh_degree > 3 {
