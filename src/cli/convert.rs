@@ -32,10 +32,7 @@ fn draw(progress: &Progress, done: &std::sync::atomic::AtomicBool) {
 /// Bytes written: the file, or for SOG's loose files, `meta.json` and the textures it names.
 fn output_bytes(output: &Path, format: ModelFormat) -> u64 {
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let bundle = output
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("sog"));
-    if format != ModelFormat::Sog || bundle {
+    if format != ModelFormat::Sog || !wgsplat::io::sog::is_loose_set(output) {
         return size(output);
     }
     let dir = output.parent().unwrap_or(Path::new("."));

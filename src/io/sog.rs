@@ -1,7 +1,8 @@
 //! SOG ("Splat Optimized Graphics", version 2), PlayCanvas's web format, as its reference tool
 //! `@playcanvas/splat-transform` writes and reads it: the attributes in WebP-lossless RGBA
-//! textures and a `meta.json` that says how to decode them. A `.sog` file is a zip of those
-//! files; a path named `meta.json` is the same set as loose files in its folder.
+//! textures and a `meta.json` that says how to decode them. A `.sog` file (or any path not named
+//! `meta.json`) is a zip of those files; a path named `meta.json` is the same set as loose files
+//! in its folder.
 //!
 //! Gaussian `i` (in Morton order of the positions) is texel `i` of every texture, row-major, in
 //! textures `W = ceil(sqrt(n) / 4)·4` wide and `ceil(n / W / 4)·4` high.
@@ -28,6 +29,14 @@ use std::path::Path;
 
 pub use super::sog_read::read_sog;
 pub use super::sog_write::write_sog;
+/// Whether `path` names SOG's loose files (a file named `meta.json`, with the textures beside
+/// it); any other name is a zip bundle (normally `.sog`).
+pub fn is_loose_set(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case("meta.json"))
+}
+
 /// The SOG version written and read.
 pub const VERSION: u32 = 2;
 /// WebP's largest texture side.

@@ -3,7 +3,7 @@
 //! plain file names; anything else is refused.
 
 use super::io_error;
-use super::sog::format_error;
+use super::sog::{format_error, is_loose_set};
 use crate::error::Result;
 use std::collections::HashMap;
 use std::io::Read;
@@ -19,11 +19,7 @@ pub(super) enum Source {
 
 impl Source {
     pub(super) fn open(path: &Path) -> Result<(Source, Vec<u8>)> {
-        let is_bundle = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.to_ascii_lowercase().ends_with(".sog"));
-        if !is_bundle {
+        if is_loose_set(path) {
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
             let source = Source::Folder(dir.unwrap_or(Path::new(".")).to_path_buf());
             let meta = read_limited(path)?;

@@ -6,7 +6,7 @@ use super::ply::PlyModel;
 use super::progress::Progress;
 use super::sog::{
     Asset, CodebookMeta, FilesMeta, MAX_TEXTURE_SIDE, MeansMeta, Meta, ShMeta, VERSION,
-    coefficients_of_bands, format_error, log_transform, texture_size,
+    coefficients_of_bands, format_error, is_loose_set, log_transform, texture_size,
 };
 use super::sog_codebook::{ScalarCodebook, fit_palette};
 use super::sog_texels::{encode_webp, morton_order, pack_quat, texture};
@@ -59,15 +59,11 @@ impl Sink<'_> {
     }
 }
 
-/// Writes `model` as SOG version 2: a zip bundle when `path` ends in `.sog`, else the loose files
-/// beside `path` (`meta.json`, written last). Every file is written atomically. Returns what the
+/// Writes `model` as SOG version 2: the loose files beside `path` when it is named `meta.json`
+/// (written last), else a zip bundle at `path`. Every file is written atomically. Returns what the
 /// format quantised beyond its fixed precision (the SH palette), for the caller to report.
 pub fn write_sog(path: &Path, model: &PlyModel, progress: &Progress) -> Result<Vec<String>> {
-    let bundle = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.to_ascii_lowercase().ends_with(".sog"));
-    if bundle {
+    if !is_loose_set(path) {
         let mut notes = Vec::new();
         write_atomically(path, |file| {
             let mut sink = Sink::Zip(Box::new(zip::ZipWriter::new(file)));

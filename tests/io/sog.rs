@@ -110,6 +110,14 @@ fn sog_round_trip_within_its_quantisation() {
         read_model(&meta, ModelFormat::Sog).unwrap(),
     );
     assert_eq!(a.gaussians, b.gaussians);
+    // Any other name (with an explicit format) is a bundle too.
+    let other = dir.0.join("m.bin");
+    write_model(&other, ModelFormat::Sog, &model).unwrap();
+    assert_eq!(&std::fs::read(&other).unwrap()[..2], b"PK");
+    assert_eq!(
+        read_model(&other, ModelFormat::Sog).unwrap().gaussians,
+        a.gaussians
+    );
     assert!(folder.join("shN_labels.webp").exists() && !folder.join("meta.json.tmp").exists());
 }
 
