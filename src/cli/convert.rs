@@ -31,25 +31,10 @@ fn draw(progress: &Progress, done: &std::sync::atomic::AtomicBool) {
 
 /// Bytes written: the file, or for SOG's loose files, `meta.json` and the textures it names.
 fn output_bytes(output: &Path, format: ModelFormat) -> u64 {
-    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    if format != ModelFormat::Sog || !wgsplat::io::sog::is_loose_set(output) {
-        return size(output);
+    if format == ModelFormat::Sog && wgsplat::io::sog::is_loose_set(output) {
+        return wgsplat::io::sog::loose_set_bytes(output);
     }
-    let dir = output.parent().unwrap_or(Path::new("."));
-    let textures = [
-        "means_l",
-        "means_u",
-        "quats",
-        "scales",
-        "sh0",
-        "shN_centroids",
-        "shN_labels",
-    ];
-    size(output)
-        + textures
-            .iter()
-            .map(|t| size(&dir.join(format!("{t}.webp"))))
-            .sum::<u64>()
+    std::fs::metadata(output).map(|m| m.len()).unwrap_or(0)
 }
 
 /// Runs `wgsplat convert`: reads INPUT, writes OUTPUT, and reports sizes and what was dropped.

@@ -37,6 +37,32 @@ pub fn is_loose_set(path: &Path) -> bool {
         .is_some_and(|n| n.eq_ignore_ascii_case("meta.json"))
 }
 
+/// Bytes of the loose SOG set whose `meta.json` is `meta_path`: the file and every texture it
+/// names (0 for a part that cannot be read).
+pub fn loose_set_bytes(meta_path: &Path) -> u64 {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let Some(meta) = std::fs::read(meta_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Meta>(&bytes).ok())
+    else {
+        return size(meta_path);
+    };
+    let dir = meta_path.parent().unwrap_or(Path::new("."));
+    let sh_files = meta.sh_n.iter().flat_map(|s| &s.files);
+    let files = meta
+        .means
+        .files
+        .iter()
+        .chain(&meta.scales.files)
+        .chain(&meta.quats.files);
+    size(meta_path)
+        + files
+            .chain(&meta.sh0.files)
+            .chain(sh_files)
+            .map(|name| size(&dir.join(name)))
+            .sum::<u64>()
+}
+
 /// The SOG version written and read.
 pub const VERSION: u32 = 2;
 /// WebP's largest texture side.
