@@ -6,6 +6,7 @@
 use super::ply::PlyModel;
 use super::sog::{Meta, VERSION, coefficients_of_bands, format_error};
 use super::sog_source::Source;
+use crate::data::init::logit;
 use crate::error::Result;
 use crate::splat::reference::CpuGaussians;
 use std::path::Path;
@@ -48,7 +49,8 @@ fn texture(source: &mut Source, path: &Path, name: &str, count: usize) -> Result
     })
 }
 
-fn first_file<'a>(
+/// `files`, checked to list at least `needed` names (`what` names the `meta.json` entry).
+fn listed_files<'a>(
     path: &Path,
     files: &'a [String],
     what: &str,
@@ -64,6 +66,17 @@ fn first_file<'a>(
         ));
     }
     Ok(files)
+}
+
+/// The one texture of a `meta.json` entry whose `files` list a single part.
+fn only_texture(
+    source: &mut Source,
+    path: &Path,
+    files: &[String],
+    what: &str,
+    count: usize,
+) -> Result<Texture> {
+    texture(source, path, &listed_files(path, files, what, 1)?[0], count)
 }
 
 fn codebook<'a>(path: &Path, values: &'a [f32], what: &str) -> Result<&'a [f32]> {
@@ -157,7 +170,7 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
         ));
     }
 
-    let means_files = first_file(path, &meta.means.files, "means", 2)?;
+    let means_files = listed_files(path, &meta.means.files, "means", 2)?;
     let low = texture(&mut source, path, &means_files[0], count)?;
     let high = texture(&mut source, path, &means_files[1], count)?;
     let axis = |a: usize, q: u16| {
@@ -173,24 +186,14 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
         .collect();
     drop((low, high));
 
-    let quats_texture = texture(
-        &mut source,
-        path,
-        &first_file(path, &meta.quats.files, "quats", 1)?[0],
-        count,
-    )?;
+    let quats_texture = only_texture(&mut source, path, &meta.quats.files, "quats", count)?;
     let quats: Vec<[f32; 4]> = (0..count)
         .map(|i| unpack_quat(quats_texture.texel(i)))
         .collect();
     drop(quats_texture);
 
     let scale_book = codebook(path, &meta.scales.codebook, "scales")?;
-    let scales_texture = texture(
-        &mut source,
-        path,
-        &first_file(path, &meta.scales.files, "scales", 1)?[0],
-        count,
-    )?;
+    let scales_texture = only_texture(&mut source, path, &meta.scales.files, "scales", count)?;
     let log_scales: Vec<[f32; 3]> = (0..count)
         .map(|i| {
             let t = scales_texture.texel(i);
@@ -200,19 +203,14 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
     drop(scales_texture);
 
     let colour_book = codebook(path, &meta.sh0.codebook, "sh0")?;
-    let sh0_texture = texture(
-        &mut source,
-        path,
-        &first_file(path, &meta.sh0.files, "sh0", 1)?[0],
-        count,
-    )?;
+    let sh0_texture = only_texture(&mut source, path, &meta.sh0.files, "sh0", count)?;
     let mut sh = vec![[[0f32; 3]; 16]; count];
     let mut opacity_logits = Vec::with_capacity(count);
     for (i, s) in sh.iter_mut().enumerate() {
         let t = sh0_texture.texel(i);
         s[0] = std::array::from_fn(|c| colour_book[usize::from(t[c])]);
-        let alpha = (f32::from(t[3]) / 255.0).clamp(1e-6, 1.0 - 1e-6);
-        opacity_logits.push((alpha / (1.0 - alpha)).ln());
+        // Clamped as splat-transform decodes it (not `.splat`'s half step), so both agree.
+        opacity_logits.push(logit((f32::from(t[3]) / 255.0).clamp(1e-6, 1.0 - 1e-6)));
     }
     drop(sh0_texture);
 
@@ -227,7 +225,7 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
         sh_degree = sh_n.bands;
         let k = coefficients_of_bands(sh_n.bands);
         let book = codebook(path, &sh_n.codebook, "shN")?;
-        let files = first_file(path, &sh_n.files, "shN", 2)?;
+        let files = listed_files(path, &sh_n.files, "shN", 2)?;
         let centroids = texture(&mut source, path, &files[0], 0)?;
         if centroids.width != 64 * k {
             return Err(format_error(

@@ -10,7 +10,7 @@ use super::sog::{
 };
 use super::sog_codebook::{ScalarCodebook, fit_palette};
 use super::sog_texels::{encode_webp, morton_order, pack_quat, texture};
-use super::splat_file::sigmoid;
+use super::splat_file::{sigmoid, unit_byte};
 use super::{io_error, write_atomically};
 use crate::error::Result;
 use crate::splat::reference::CpuGaussians;
@@ -197,9 +197,7 @@ fn write_parts(
         "sh0.webp",
         texture(&order, width, height, |i| {
             let dc = g.sh[i][0];
-            let alpha = (sigmoid(g.opacity_logits[i]) * 255.0)
-                .round()
-                .clamp(0.0, 255.0) as u8;
+            let alpha = unit_byte(sigmoid(g.opacity_logits[i]));
             [
                 colours.label(dc[0]),
                 colours.label(dc[1]),

@@ -22,7 +22,6 @@ use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::lpips::Lpips;
 use crate::loss::{LossOptions, loss_and_grad};
-use crate::optim::LearningRates;
 use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::rng::SplitMix64;
@@ -266,18 +265,8 @@ impl Trainer {
         self.with_step(|_, ctx, state, step| mcmc::grow(ctx, state, step))
     }
 
-    /// What the strategy hooks see at the current iteration, with `learning_rates`.
-    fn step_info<'a>(&'a self, learning_rates: &'a LearningRates) -> StepInfo<'a> {
-        StepInfo {
-            config: &self.config,
-            iteration: self.iteration,
-            extent: self.dataset.extent,
-            rng_state: self.rng_state,
-            learning_rates,
-        }
-    }
-
-    /// Runs `f` on the strategy and the model state with the current iteration's [`StepInfo`].
+    /// Runs `f` on the strategy and the model state with the current iteration's [`StepInfo`]
+    /// (its learning rates from the schedule): the one place the hooks' view is built.
     pub(super) fn with_step<R>(
         &mut self,
         f: impl FnOnce(&mut dyn Strategy, &GpuContext, &mut ModelState, &StepInfo) -> Result<R>,

@@ -64,10 +64,9 @@ impl Trainer {
         )?;
         let mut enc = self.boundary(enc, Stage::Loss)?;
         let lrs = self.schedule.at(self.iteration);
-        let stats = self
-            .strategy
-            .wants_statistics(&self.step_info(&lrs))
-            .then_some(&self.state.stats);
+        let wants_statistics =
+            self.with_step(|strategy, _, _, step| Ok(strategy.wants_statistics(step)))?;
+        let stats = wants_statistics.then_some(&self.state.stats);
         record_backward(
             &mut enc,
             &self.state.params,
@@ -78,14 +77,14 @@ impl Trainer {
             BackwardOptions::default(),
         )?;
         drop(fwd);
-        self.strategy
-            .before_optimizer(&mut enc, &self.state, &self.step_info(&lrs))?;
+        self.with_step(|strategy, _, state, step| {
+            strategy.before_optimizer(&mut enc, state, step)
+        })?;
         let mut enc = self.boundary(enc, Stage::Backward)?;
         self.state
             .optimizer
             .step(&mut enc, &self.state.params, &self.state.grads, &lrs)?;
-        self.strategy
-            .after_optimizer(&mut enc, &self.state, &self.step_info(&lrs))?;
+        self.with_step(|strategy, _, state, step| strategy.after_optimizer(&mut enc, state, step))?;
         self.iteration += 1;
         let mut report = None;
         let mut check = None;
