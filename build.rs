@@ -1,5 +1,15 @@
 //! Embeds every WGSL file under `shaders/` into the library, so the shader table always matches the
-//! directory and nothing is listed by hand.
+//! directory and nothing is listed by hand; then reflects every variant of every stage shader with
+//! naga and generates the typed kernel bindings (`$OUT_DIR/kernels.rs`, included by
+//! `src/gpu/kernels.rs`). A shader that does not validate fails the build.
+
+#[path = "src/gpu/wgsl_source.rs"]
+#[allow(dead_code)]
+mod wgsl_source;
+#[path = "build/reflect.rs"]
+mod reflect;
+#[path = "build/emit.rs"]
+mod emit;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +36,22 @@ fn main() {
     println!("cargo:rerun-if-changed=shaders");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
+    let mut sources: Vec<(&'static str, &'static str)> = Vec::new();
+    for file in &files {
+        let rel = file.to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(root.join(file)).expect("shaders are UTF-8 text");
+        sources.push((Box::leak(rel.into_boxed_str()), Box::leak(text.into_boxed_str())));
+    }
+    let lookup = |path: &str| sources.iter().find(|(p, _)| *p == path).copied();
+    let stages: Vec<&'static str> = sources
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| !p.starts_with("shared/"))
+        .collect();
+    let reflection = reflect::Reflection::of(&stages, &lookup);
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out_dir.join("kernels.rs"), emit::generate(&reflection))
+        .expect("OUT_DIR is writable");
     let mut table = String::from(
         "/// Every WGSL file under `shaders/`: (path relative to `shaders/`, source).\npub(crate) static SHADER_FILES: &[(&str, &str)] = &[\n",
     );

@@ -214,7 +214,8 @@ impl Encoder {
     }
 
     /// Records one dispatch of `kernel` with `params` at binding 0 (a uniform) and `storage` at
-    /// bindings 1, 2, ... . `P` must match the WGSL params struct (checked by the mirror tests).
+    /// bindings 1, 2, ... . `P` must match the WGSL params struct. Prefer the typed
+    /// [`Encoder::run`], which names every binding.
     pub fn dispatch<P: bytemuck::Pod>(
         &mut self,
         kernel: &Kernel,
@@ -222,16 +223,32 @@ impl Encoder {
         storage: &[wgpu::BufferBinding<'_>],
         grid: WorkgroupGrid,
     ) -> Result<()> {
+        let entries: Vec<_> = storage
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u32 + 1, b.clone()))
+            .collect();
+        self.dispatch_bound(kernel, bytemuck::bytes_of(params), &entries, grid)
+    }
+
+    /// Records one dispatch of `kernel` with the uniform bytes `params` at binding 0 and the
+    /// storage buffers `storage` at the binding numbers given.
+    pub(crate) fn dispatch_bound(
+        &mut self,
+        kernel: &Kernel,
+        params: &[u8],
+        storage: &[(u32, wgpu::BufferBinding<'_>)],
+        grid: WorkgroupGrid,
+    ) -> Result<()> {
         if grid.is_empty() {
             return Ok(());
         }
         // wgpu rejects a buffer bound read-write and at another binding of the same dispatch,
         // but only at submission and without naming the kernel: check here.
-        for (i, a) in storage.iter().enumerate() {
-            for (j, b) in storage.iter().enumerate().skip(i + 1) {
-                let (bi, bj) = (i as u32 + 1, j as u32 + 1);
-                let writes = kernel.writable_bindings.contains(&bi)
-                    || kernel.writable_bindings.contains(&bj);
+        for (i, (bi, a)) in storage.iter().enumerate() {
+            for (bj, b) in storage.iter().skip(i + 1) {
+                let writes = kernel.writable_bindings.contains(bi)
+                    || kernel.writable_bindings.contains(bj);
                 if writes && a.buffer == b.buffer {
                     return Err(Error::InvalidArgument {
                         op: "dispatch",
@@ -244,15 +261,14 @@ impl Encoder {
                 }
             }
         }
-        let bytes = bytemuck::bytes_of(params);
         let align = u64::from(
             self.ctx
                 .device()
                 .limits()
                 .min_uniform_buffer_offset_alignment,
         );
-        let slice = self.arena_reserve(bytes.len() as u64, align)?;
-        self.arena_write(slice, bytes);
+        let slice = self.arena_reserve(params.len() as u64, align)?;
+        self.arena_write(slice, params);
         let arena_buffer = self.arena[slice.chunk].buffer.raw().clone();
         let mut entries = Vec::with_capacity(storage.len() + 1);
         entries.push(wgpu::BindGroupEntry {
@@ -263,9 +279,9 @@ impl Encoder {
                 size: std::num::NonZeroU64::new(slice.size),
             }),
         });
-        for (i, binding) in storage.iter().enumerate() {
+        for (index, binding) in storage {
             entries.push(wgpu::BindGroupEntry {
-                binding: i as u32 + 1,
+                binding: *index,
                 resource: wgpu::BindingResource::Buffer(binding.clone()),
             });
         }

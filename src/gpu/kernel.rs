@@ -18,6 +18,9 @@ pub struct Kernel {
     /// Bindings (group 0) the module declares `read_write`: one buffer may not be bound there and
     /// at any other binding of the same dispatch (checked by [`crate::gpu::Encoder::dispatch`]).
     pub(crate) writable_bindings: Vec<u32>,
+    /// Bindings (group 0) this entry point uses in this variant: the pipeline's layout holds
+    /// exactly these.
+    pub(crate) used_bindings: Vec<u32>,
 }
 
 impl Kernel {
@@ -70,6 +73,22 @@ impl GpuContext {
                 message: format!("no entry point named {entry:?}"),
             })?;
         let workgroup_size = entry_point.workgroup_size;
+        let entry_index = compiled
+            .module
+            .entry_points
+            .iter()
+            .position(|e| e.name == entry)
+            .unwrap_or(0);
+        let entry_info = compiled.info.get_entry_point(entry_index);
+        let used_bindings = compiled
+            .module
+            .global_variables
+            .iter()
+            .filter_map(|(handle, g)| match &g.binding {
+                Some(b) if b.group == 0 && !entry_info[handle].is_empty() => Some(b.binding),
+                _ => None,
+            })
+            .collect();
         let writable_bindings = compiled
             .module
             .global_variables
@@ -114,6 +133,7 @@ impl GpuContext {
             workgroup_size,
             name,
             writable_bindings,
+            used_bindings,
         });
         self.inner
             .gpu()

@@ -7,11 +7,13 @@ pub mod encoder;
 pub mod host;
 pub mod info;
 pub mod kernel;
+pub mod kernels;
 pub mod memory;
 pub mod options;
 pub mod pool;
 pub mod readback;
 pub mod shader;
+pub mod wgsl_source;
 
 pub use allocator::{Allocator, BufferKind, GpuBuffer};
 pub use context::{ContextOptions, GpuContext, POISON_WORD};

@@ -6,11 +6,11 @@
 //! file. A variant is a set of [`ShaderFlag`]s; [`Variant::all_for`] lists every variant a file can be
 //! built in, and the test suite compiles all of them.
 //!
-//! Directive syntax (the `#` must be the first non-blank character of the line):
-//! - `#import "shared/name.wgsl"`: paste that file once (repeated imports are ignored);
-//! - `#if SUBGROUPS`, `#if !FLOAT_ATOMICS`, `#else`, `#endif`: conditional blocks, nestable.
+//! The directives themselves are parsed by [`super::wgsl_source`], which `build.rs` shares.
 
 use crate::error::{Error, Result};
+use crate::gpu::wgsl_source;
+pub use crate::gpu::wgsl_source::Preprocessed;
 use std::collections::BTreeSet;
 
 include!(concat!(env!("OUT_DIR"), "/shader_files.rs"));
@@ -44,7 +44,8 @@ impl ShaderFlag {
         }
     }
 
-    fn from_directive_name(name: &str) -> Option<Self> {
+    /// The flag a directive name stands for.
+    pub fn from_directive_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|f| f.directive_name() == name)
     }
 }
@@ -151,194 +152,31 @@ pub fn stage_files() -> impl Iterator<Item = &'static str> {
     all_files().filter(|p| !p.starts_with("shared/"))
 }
 
-fn source_of(file: &str) -> Option<&'static str> {
-    SHADER_FILES
-        .iter()
-        .find(|(path, _)| *path == file)
-        .map(|(_, src)| *src)
+fn lookup(file: &str) -> Option<(&'static str, &'static str)> {
+    SHADER_FILES.iter().find(|(path, _)| *path == file).copied()
 }
 
-/// Preprocessed WGSL with a map from output lines to their origin.
-#[derive(Clone, Debug)]
-pub struct Preprocessed {
-    /// The assembled WGSL.
-    pub source: String,
-    /// For each output line (0-based), the file and 1-based line it came from.
-    pub origin: Vec<(&'static str, u32)>,
-}
-
-impl Preprocessed {
-    /// Maps a 1-based line of the assembled source back to (file, line).
-    pub fn locate(&self, line: u32) -> (&'static str, u32) {
-        self.origin
-            .get(line.saturating_sub(1) as usize)
-            .copied()
-            .unwrap_or(("<unknown>", 0))
-    }
-}
-
-enum Directive<'a> {
-    Import(&'a str),
-    If { flag: ShaderFlag, negated: bool },
-    Else,
-    EndIf,
-}
-
-fn parse_directive<'a>(file: &str, line_no: u32, line: &'a str) -> Result<Option<Directive<'a>>> {
-    let trimmed = line.trim_start();
-    let Some(rest) = trimmed.strip_prefix('#') else {
-        return Ok(None);
-    };
-    let bad = |message: String| Error::ShaderDirective {
-        file: file.to_owned(),
-        line: line_no,
-        message,
-    };
-    let mut words = rest.split_whitespace();
-    match words.next() {
-        Some("import") => {
-            let arg = words
-                .next()
-                .ok_or_else(|| bad("#import needs a quoted path".into()))?;
-            let path = arg
-                .strip_prefix('"')
-                .and_then(|a| a.strip_suffix('"'))
-                .ok_or_else(|| bad(format!("#import path must be quoted, got {arg}")))?;
-            Ok(Some(Directive::Import(path)))
-        }
-        Some("if") => {
-            let arg = words.next().ok_or_else(|| bad("#if needs a flag".into()))?;
-            let (negated, name) = match arg.strip_prefix('!') {
-                Some(n) => (true, n),
-                None => (false, arg),
-            };
-            let flag = ShaderFlag::from_directive_name(name).ok_or_else(|| {
-                bad(format!(
-                    "unknown flag {name}; known flags are SUBGROUPS, FLOAT_ATOMICS and CPU_LAYOUT"
-                ))
-            })?;
-            Ok(Some(Directive::If { flag, negated }))
-        }
-        Some("else") => Ok(Some(Directive::Else)),
-        Some("endif") => Ok(Some(Directive::EndIf)),
-        other => Err(bad(format!("unknown directive #{}", other.unwrap_or("")))),
+fn directive_error(e: wgsl_source::DirectiveError) -> Error {
+    Error::ShaderDirective {
+        file: e.file,
+        line: e.line,
+        message: e.message,
     }
 }
 
 /// The flags tested by a file and everything it imports.
 pub fn flags_used(file: &str) -> Result<BTreeSet<ShaderFlag>> {
-    let mut flags = BTreeSet::new();
-    let mut seen = BTreeSet::new();
-    collect_flags(file, &mut flags, &mut seen, file, 0)?;
-    Ok(flags)
-}
-
-fn collect_flags(
-    file: &str,
-    flags: &mut BTreeSet<ShaderFlag>,
-    seen: &mut BTreeSet<String>,
-    from: &str,
-    from_line: u32,
-) -> Result<()> {
-    if !seen.insert(file.to_owned()) {
-        return Ok(());
-    }
-    let source = source_of(file).ok_or_else(|| Error::ShaderDirective {
-        file: from.to_owned(),
-        line: from_line,
-        message: format!("no shader file {file:?} under shaders/"),
-    })?;
-    for (index, line) in source.lines().enumerate() {
-        let line_no = index as u32 + 1;
-        match parse_directive(file, line_no, line)? {
-            Some(Directive::Import(path)) => collect_flags(path, flags, seen, file, line_no)?,
-            Some(Directive::If { flag, .. }) => {
-                flags.insert(flag);
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    let names = wgsl_source::flags_used(file, &lookup).map_err(directive_error)?;
+    Ok(names
+        .into_iter()
+        .filter_map(ShaderFlag::from_directive_name)
+        .collect())
 }
 
 /// Assembles one variant of a file.
 pub fn preprocess(file: &str, variant: Variant) -> Result<Preprocessed> {
-    let mut out = Preprocessed {
-        source: String::new(),
-        origin: Vec::new(),
-    };
-    let mut imported = BTreeSet::new();
-    emit(file, variant, &mut out, &mut imported, file, 0)?;
-    Ok(out)
-}
-
-fn emit(
-    file: &str,
-    variant: Variant,
-    out: &mut Preprocessed,
-    imported: &mut BTreeSet<String>,
-    from: &str,
-    from_line: u32,
-) -> Result<()> {
-    if !imported.insert(file.to_owned()) {
-        return Ok(());
-    }
-    let (static_file, source) = SHADER_FILES
-        .iter()
-        .find(|(p, _)| *p == file)
-        .copied()
-        .ok_or_else(|| Error::ShaderDirective {
-            file: from.to_owned(),
-            line: from_line,
-            message: format!("no shader file {file:?} under shaders/"),
-        })?;
-    // Stack of (branch active, parent active, else seen).
-    let mut stack: Vec<(bool, bool, bool)> = Vec::new();
-    let active = |stack: &Vec<(bool, bool, bool)>| stack.last().is_none_or(|s| s.0);
-    for (index, line) in source.lines().enumerate() {
-        let line_no = index as u32 + 1;
-        let bad = |message: &str| Error::ShaderDirective {
-            file: file.to_owned(),
-            line: line_no,
-            message: message.to_owned(),
-        };
-        match parse_directive(file, line_no, line)? {
-            Some(Directive::Import(path)) => {
-                if active(&stack) {
-                    emit(path, variant, out, imported, static_file, line_no)?;
-                }
-            }
-            Some(Directive::If { flag, negated }) => {
-                let parent = active(&stack);
-                stack.push((parent && (variant.has(flag) != negated), parent, false));
-            }
-            Some(Directive::Else) => {
-                let top = stack.last_mut().ok_or_else(|| bad("#else without #if"))?;
-                if top.2 {
-                    return Err(bad("second #else for one #if"));
-                }
-                *top = (top.1 && !top.0, top.1, true);
-            }
-            Some(Directive::EndIf) => {
-                stack.pop().ok_or_else(|| bad("#endif without #if"))?;
-            }
-            None => {
-                if active(&stack) {
-                    out.source.push_str(line);
-                    out.source.push('\n');
-                    out.origin.push((static_file, line_no));
-                }
-            }
-        }
-    }
-    if !stack.is_empty() {
-        return Err(Error::ShaderDirective {
-            file: file.to_owned(),
-            line: source.lines().count() as u32,
-            message: "#if without #endif".to_owned(),
-        });
-    }
-    Ok(())
+    let enabled = |name: &str| ShaderFlag::from_directive_name(name).is_some_and(|f| variant.has(f));
+    wgsl_source::preprocess(file, &enabled, &lookup).map_err(directive_error)
 }
 
 /// A parsed and validated shader variant.
@@ -410,13 +248,18 @@ mod tests {
 
     #[test]
     fn bad_directive_is_reported_with_file_and_line() {
-        let err = parse_directive("x.wgsl", 7, "#frobnicate")
-            .err()
-            .expect("must fail");
+        let err = directive_error(
+            wgsl_source::parse_directive("x.wgsl", 7, "#frobnicate")
+                .err()
+                .expect("must fail"),
+        );
         assert!(err.to_string().contains("x.wgsl:7"), "{err}");
-        let err = parse_directive("x.wgsl", 3, "#if NOPE")
+        let err = wgsl_source::parse_directive("x.wgsl", 3, "#if NOPE")
             .err()
             .expect("must fail");
-        assert!(err.to_string().contains("unknown flag NOPE"), "{err}");
+        assert!(err.message.contains("unknown flag NOPE"), "{err:?}");
+        for flag in ShaderFlag::ALL {
+            assert!(wgsl_source::KNOWN_FLAGS.contains(&flag.directive_name()));
+        }
     }
 }

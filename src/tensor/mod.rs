@@ -294,6 +294,12 @@ impl Tensor {
         }
     }
 
+    /// Page `index` as a typed kernel argument ([`crate::gpu::kernels::Arg::Typed`]): the dispatch
+    /// checks this tensor's dtype against the WGSL binding.
+    pub fn page_arg(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
+        crate::gpu::kernels::Arg::Typed(self.page_binding(index), self.dtype)
+    }
+
     /// The same storage with another shape of equal element count.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         let len = element_count(shape)?;

@@ -19,71 +19,13 @@ use super::config::{Background, StrategyKind};
 use super::state::ModelState;
 use super::strategy::{DensifyReport, RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
+use crate::gpu::kernels::{densify_classify, densify_split};
 use crate::gpu::{Encoder, GpuContext};
-use crate::mirror;
 use crate::ops;
 use crate::optim::rows::{concat_gaussian_rows, select_gaussian_rows};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
-
-/// Uniform of `densify_classify.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct DensifyParams {
-    count: u32,
-    prune_big: u32,
-    grad_threshold: f32,
-    scale_threshold: f32,
-    prune_opacity: f32,
-    max_screen_radius: f32,
-    max_world_scale: f32,
-    split_scale_divisor: f32,
-    grad_column: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-/// Uniform of `densify_split.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct SplitParams {
-    count: u32,
-    seed: u32,
-    scale_divisor_log: f32,
-    _pad0: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![
-        mirror!(
-            DensifyParams,
-            "densify_classify.wgsl",
-            "DensifyParams",
-            [
-                count,
-                prune_big,
-                grad_threshold,
-                scale_threshold,
-                prune_opacity,
-                max_screen_radius,
-                max_world_scale,
-                split_scale_divisor,
-                grad_column,
-                _pad0,
-                _pad1,
-                _pad2
-            ]
-        ),
-        mirror!(
-            SplitParams,
-            "densify_split.wgsl",
-            "SplitParams",
-            [count, seed, scale_divisor_log, _pad0]
-        ),
-    ]
-}
 
 /// The logit of opacity 0.01, which an opacity reset clamps to.
 const RESET_LOGIT: f32 = -4.595_12;
@@ -172,42 +114,39 @@ pub(crate) fn densify(
     let keep = flags(&mut enc, n, rows, "densify/keep")?;
     let clone = flags(&mut enc, n, rows, "densify/clone")?;
     let split = flags(&mut enc, n, rows, "densify/split")?;
-    let kernel = ctx.kernel("densify_classify.wgsl", "classify")?;
-    for page in 0..state.params.num_pages() {
-        let count = state.params.page_rows(page);
-        let params = DensifyParams {
-            count: count as u32,
-            prune_big: u32::from(prune_big),
-            grad_threshold: if config.absgrad {
-                config.absgrad_threshold
-            } else {
-                config.densify_grad_threshold
+    let classify = ctx.typed::<densify_classify::Classify>()?;
+    let params = densify_classify::DensifyParams {
+        prune_big: u32::from(prune_big),
+        grad_threshold: if config.absgrad {
+            config.absgrad_threshold
+        } else {
+            config.densify_grad_threshold
+        },
+        scale_threshold: config.percent_dense * extent,
+        prune_opacity: config.prune_opacity,
+        max_screen_radius: config.prune_screen_radius,
+        max_world_scale: 0.1 * extent,
+        split_scale_divisor: SPLIT_SCALE_DIVISOR,
+        grad_column: u32::from(config.absgrad),
+        ..Default::default()
+    };
+    enc.run_pages(&classify, n as u64, rows, |page| {
+        let p = page.page;
+        (
+            densify_classify::DensifyParams {
+                count: page.rows as u32,
+                ..params
             },
-            scale_threshold: config.percent_dense * extent,
-            prune_opacity: config.prune_opacity,
-            max_screen_radius: config.prune_screen_radius,
-            max_world_scale: 0.1 * extent,
-            split_scale_divisor: SPLIT_SCALE_DIVISOR,
-            grad_column: u32::from(config.absgrad),
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
-        };
-        let bindings = [
-            state.stats.page_binding(page),
-            state.params.log_scales.page_binding(page),
-            state.params.opacity_logits.page_binding(page),
-            keep.page_binding(page),
-            clone.page_binding(page),
-            split.page_binding(page),
-        ];
-        enc.dispatch(
-            &kernel,
-            &params,
-            &bindings,
-            ops::grid(&enc, count, kernel.threads())?,
-        )?;
-    }
+            densify_classify::ClassifyBindings {
+                stats: state.stats.page_arg(p),
+                log_scales: state.params.log_scales.page_arg(p),
+                opacity_logits: state.params.opacity_logits.page_arg(p),
+                keep_flags: keep.page_arg(p),
+                clone_flags: clone.page_arg(p),
+                split_flags: split.page_arg(p),
+            },
+        )
+    })?;
     let kept = ops::compact::compact_indices(&mut enc, &keep)?;
     let cloned = ops::compact::compact_indices(&mut enc, &clone)?;
     let split_ids = ops::compact::compact_indices(&mut enc, &split)?;
@@ -275,29 +214,26 @@ pub fn apply_row_changes(
     if s > 0 {
         let a = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
         let b = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
-        let kernel = ctx.kernel("densify_split.wgsl", "split")?;
-        for page in 0..a.num_pages() {
-            let count = a.page_rows(page);
-            let params = SplitParams {
-                count: count as u32,
-                seed: (step.rng_state as u32) ^ (step.iteration as u32).wrapping_mul(2_654_435_761),
-                scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(),
-                _pad0: 0,
-            };
-            let bindings = [
-                b.log_scales.page_binding(page),
-                a.quats.page_binding(page),
-                a.means.page_binding(page),
-                b.means.page_binding(page),
-                a.log_scales.page_binding(page),
-            ];
-            enc.dispatch(
-                &kernel,
-                &params,
-                &bindings,
-                ops::grid(&enc, count, kernel.threads())?,
-            )?;
-        }
+        let kernel = ctx.typed::<densify_split::Split>()?;
+        let seed = (step.rng_state as u32) ^ (step.iteration as u32).wrapping_mul(2_654_435_761);
+        enc.run_pages(&kernel, a.len(), a.rows_per_page, |page| {
+            let p = page.page;
+            (
+                densify_split::SplitParams {
+                    count: page.rows as u32,
+                    seed,
+                    scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(),
+                    ..Default::default()
+                },
+                densify_split::SplitBindings {
+                    log_scales: b.log_scales.page_arg(p),
+                    quats: a.quats.page_arg(p),
+                    means_a: a.means.page_arg(p),
+                    means_b: b.means.page_arg(p),
+                    log_scales_a: a.log_scales.page_arg(p),
+                },
+            )
+        })?;
         ops::add_scalar_inplace(&mut enc, &b.log_scales, -SPLIT_SCALE_DIVISOR.ln())?;
         let children = concat_gaussian_rows(&mut enc, &a, &b, "densify/children")?;
         new_rows = Some(match new_rows {
