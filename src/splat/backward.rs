@@ -13,18 +13,22 @@
 //!
 //! Gradients are written, not accumulated: each parameter has exactly one gradient buffer.
 
-use super::forward::{ForwardOutput, placeholder};
+use super::forward::ForwardOutput;
 use super::gaussians::GaussianTensors;
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    Arg, opacity_backward, page_rows, project_backward, rasterize_backward_sum, sh_backward,
+};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor};
 
-/// Floats per gradient row: x, y, conic a, b, c, opacity, r, g, b, |x|, |y|, padding.
-pub const V_STRIDE: u64 = 12;
+/// Floats per gradient row: x, y, conic a, b, c, opacity, r, g, b, |x|, |y|, padding
+/// (`V_STRIDE` in the backward shaders).
+pub const V_STRIDE: u64 = rasterize_backward_sum::V_STRIDE as u64;
 /// Floats per Gaussian in the densification statistics: grad-norm sum, absgrad-norm sum, visible
-/// count, largest screen radius in pixels.
-pub const STATS_STRIDE: u64 = 4;
+/// count, largest screen radius in pixels (`STATS_STRIDE` in `shaders/opacity_backward.wgsl`).
+pub const STATS_STRIDE: u64 = opacity_backward::STATS_STRIDE as u64;
 
 /// Options of the backward pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,60 +109,51 @@ pub fn record_backward(
             &v_projected,
         )?;
     }
-    let project = ctx.kernel("project_backward.wgsl", "project_backward")?;
-    let sh = ctx.kernel("sh_backward.wgsl", "sh_backward")?;
-    let opacity = ctx.kernel("opacity_backward.wgsl", "opacity_backward")?;
-    let f32_placeholder = placeholder(enc, DType::F32)?;
-    let rest_grad_placeholder = placeholder(enc, DType::F32)?;
+    let project = ctx.typed::<project_backward::ProjectBackward>()?;
+    let sh = ctx.typed::<sh_backward::ShBackward>()?;
+    let opacity = ctx.typed::<opacity_backward::OpacityBackward>()?;
     let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
-    for page in 0..g.num_pages() {
-        let count = g.page_rows(page);
-        let pu = u.with_count(count, page as u64 * g.rows_per_page, flags);
-        let grid = ops::grid(enc, count, project.threads())?;
-        let bindings = [
-            g.means.page_binding(page),
-            g.log_scales.page_binding(page),
-            g.quats.page_binding(page),
-            v_projected.page_binding(page),
-            grads.means.page_binding(page),
-            grads.log_scales.page_binding(page),
-            grads.quats.page_binding(page),
-            g.opacity_logits.page_binding(page),
-        ];
-        enc.dispatch(&project, &pu, &bindings, grid)?;
-        let (rest, v_rest) = if g.sh_rest.is_empty() {
-            // Two placeholders: one buffer bound read-only and read-write in one dispatch is a
-            // validation error (SH degree 0 models).
-            (
-                f32_placeholder.page_binding(0),
-                rest_grad_placeholder.page_binding(0),
-            )
-        } else {
-            (
-                g.sh_rest.page_binding(page),
-                grads.sh_rest.page_binding(page),
-            )
+    // The three kernels of a page run before the next page's, on the projection's grid.
+    for span in page_rows(g.len(), g.rows_per_page) {
+        let page = span.page;
+        let pu = u.with_count(span.rows, span.first_row, flags);
+        let grid = ops::grid(enc, span.rows, project.threads())?;
+        let bindings = project_backward::ProjectBackwardBindings {
+            means: g.means.page_arg(page),
+            log_scales: g.log_scales.page_arg(page),
+            quats: g.quats.page_arg(page),
+            v_projected: v_projected.page_arg(page),
+            v_means: grads.means.page_arg(page),
+            v_log_scales: grads.log_scales.page_arg(page),
+            v_quats: grads.quats.page_arg(page),
+            opacity_logits: g.opacity_logits.page_arg(page),
         };
-        let bindings = [
-            g.means.page_binding(page),
-            g.sh_dc.page_binding(page),
-            rest,
-            v_projected.page_binding(page),
-            grads.sh_dc.page_binding(page),
-            v_rest,
-            grads.means.page_binding(page),
-        ];
-        enc.dispatch(&sh, &pu, &bindings, grid)?;
-        let stats_binding =
-            stats.map_or_else(|| f32_placeholder.page_binding(0), |s| s.page_binding(page));
-        let bindings = [
-            g.opacity_logits.page_binding(page),
-            fwd.projected.page_binding(page),
-            v_projected.page_binding(page),
-            grads.opacity_logits.page_binding(page),
-            stats_binding,
-        ];
-        enc.dispatch(&opacity, &pu, &bindings, grid)?;
+        enc.run(&project, &pu, bindings, grid)?;
+        // SH degree 0 models have no rest coefficients: each absent binding gets its own
+        // placeholder (one buffer bound read-only and read-write is a validation error).
+        let (sh_rest, v_sh_rest) = if g.sh_rest.is_empty() {
+            (Arg::Absent, Arg::Absent)
+        } else {
+            (g.sh_rest.page_arg(page), grads.sh_rest.page_arg(page))
+        };
+        let bindings = sh_backward::ShBackwardBindings {
+            means: g.means.page_arg(page),
+            sh_dc: g.sh_dc.page_arg(page),
+            sh_rest,
+            v_projected: v_projected.page_arg(page),
+            v_sh_dc: grads.sh_dc.page_arg(page),
+            v_sh_rest,
+            v_means: grads.means.page_arg(page),
+        };
+        enc.run(&sh, &pu, bindings, grid)?;
+        let bindings = opacity_backward::OpacityBackwardBindings {
+            opacity_logits: g.opacity_logits.page_arg(page),
+            projected: fwd.projected.page_arg(page),
+            v_projected: v_projected.page_arg(page),
+            v_opacity_logits: grads.opacity_logits.page_arg(page),
+            stats: stats.map_or(Arg::Absent, |s| s.page_arg(page)),
+        };
+        enc.run(&opacity, &pu, bindings, grid)?;
     }
     Ok(BackwardOutput {
         v_splats,

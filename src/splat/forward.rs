@@ -18,14 +18,18 @@ use super::camera::Camera;
 use super::gaussians::GaussianTensors;
 use super::uniform::{AlphaMode, RasterMode, RenderUniform};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    self, Arg, index_isects, map_intersections, page_rows, project_forward, sh_forward,
+    shared_splat,
+};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor, TensorReadback};
 
 pub use super::raster::record_raster;
 
-/// Floats per projected splat row (see `shaders/shared/splat.wgsl`).
-pub const SPLAT_STRIDE: u64 = 12;
+/// Floats per projected splat row (`SPLAT_STRIDE` in `shaders/shared/splat.wgsl`).
+pub const SPLAT_STRIDE: u64 = shared_splat::SPLAT_STRIDE as u64;
 
 /// Options of one render.
 #[derive(Clone, Copy, Debug, Default)]
@@ -112,17 +116,6 @@ fn check_camera(camera: &Camera) -> Result<()> {
     }
 }
 
-/// A 1-element tensor standing in for an empty binding.
-pub(crate) fn placeholder(enc: &mut Encoder, dtype: DType) -> Result<Tensor> {
-    Tensor::zeros(
-        enc,
-        dtype,
-        &[1],
-        MemoryCategory::FrameScratch,
-        "splat/placeholder",
-    )
-}
-
 /// Records projection and colour of every Gaussian, and the counts V and I.
 pub fn record_projection(
     enc: &mut Encoder,
@@ -152,39 +145,35 @@ pub fn record_projection(
     )?;
     let tiles_touched = scratch(enc, &[n], DType::U32, "splat/tiles_touched")?;
     let depth_keys = scratch(enc, &[n], DType::U32, "splat/depth_keys")?;
-    let project = enc.ctx().kernel("project_forward.wgsl", "project")?;
-    let color = enc.ctx().kernel("sh_forward.wgsl", "color")?;
-    let rest_placeholder = if g.sh_rest.is_empty() {
-        Some(placeholder(enc, DType::F32)?)
-    } else {
-        None
-    };
-    for page in 0..g.num_pages() {
-        let count = g.page_rows(page);
-        let u = uniform.with_count(count, page as u64 * rows, 0);
-        let grid = ops::grid(enc, count, project.threads())?;
-        let bindings = [
-            g.means.page_binding(page),
-            g.log_scales.page_binding(page),
-            g.quats.page_binding(page),
-            g.opacity_logits.page_binding(page),
-            projected.page_binding(page),
-            tiles_touched.page_binding(page),
-            depth_keys.page_binding(page),
-        ];
-        enc.dispatch(&project, &u, &bindings, grid)?;
-        let rest = match &rest_placeholder {
-            Some(placeholder) => placeholder.page_binding(0),
-            None => g.sh_rest.page_binding(page),
+    let project = enc.ctx().typed::<project_forward::Project>()?;
+    let color = enc.ctx().typed::<sh_forward::Color>()?;
+    // Both kernels of a page run before the next page's, on the projection's grid.
+    for span in page_rows(g.len(), rows) {
+        let page = span.page;
+        let u = uniform.with_count(span.rows, span.first_row, 0);
+        let grid = ops::grid(enc, span.rows, project.threads())?;
+        let bindings = project_forward::ProjectBindings {
+            means: g.means.page_arg(page),
+            log_scales: g.log_scales.page_arg(page),
+            quats: g.quats.page_arg(page),
+            opacity_logits: g.opacity_logits.page_arg(page),
+            projected: projected.page_arg(page),
+            tiles_touched: tiles_touched.page_arg(page),
+            depth_keys: depth_keys.page_arg(page),
         };
-        let bindings = [
-            g.means.page_binding(page),
-            g.sh_dc.page_binding(page),
-            rest,
-            projected.page_binding(page),
-            tiles_touched.page_binding(page),
-        ];
-        enc.dispatch(&color, &u, &bindings, grid)?;
+        enc.run(&project, &u, bindings, grid)?;
+        let bindings = sh_forward::ColorBindings {
+            means: g.means.page_arg(page),
+            sh_dc: g.sh_dc.page_arg(page),
+            sh_rest: if g.sh_rest.is_empty() {
+                Arg::Absent
+            } else {
+                g.sh_rest.page_arg(page)
+            },
+            projected: projected.page_arg(page),
+            tiles_touched: tiles_touched.page_arg(page),
+        };
+        enc.run(&color, &u, bindings, grid)?;
     }
     let visible = ops::count::count_nonzero(enc, &tiles_touched)?;
     // I is the sum of the tile counts; the offsets themselves are scanned later, in depth order.
@@ -331,24 +320,20 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         "splat/isect_ids",
     )?;
     if v > 0 && isects > 0 {
-        let emit = ctx.kernel("map_intersections.wgsl", "emit")?;
+        let emit = ctx.typed::<map_intersections::Emit>()?;
         let rows = splats.page_elems() / SPLAT_STRIDE;
-        for page in 0..splats.num_pages() {
-            let count = splats.page_len(page) / SPLAT_STRIDE;
-            let bindings = [
-                splats.page_binding(page),
-                offsets.page_binding(0),
-                tile_keys.page_binding(0),
-                splat_from_orig.page_binding(0),
-                isect_ids.page_binding(0),
-            ];
-            enc.dispatch(
-                &emit,
-                &u.with_count(count, page as u64 * rows, isects),
-                &bindings,
-                ops::grid(enc, count, emit.threads())?,
-            )?;
-        }
+        enc.run_pages(&emit, v, rows, |page| {
+            (
+                u.with_count(page.rows, page.first_row, isects),
+                map_intersections::EmitBindings {
+                    splats: splats.page_arg(page.page),
+                    offsets: offsets.page_arg(0),
+                    tile_keys: tile_keys.page_arg(0),
+                    splat_from_isect: splat_from_orig.page_arg(0),
+                    isect_ids: isect_ids.page_arg(0),
+                },
+            )
+        })?;
     }
     let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
     let (sorted_keys, orig_from_isect) =
@@ -366,19 +351,15 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     let splat_from_isect = index(enc, "splat/splat_from_isect")?;
     let isect_from_orig = index(enc, "splat/isect_from_orig")?;
     if isects > 0 {
-        let kernel = ctx.kernel("index_isects.wgsl", "index_isects")?;
-        let bindings = [
-            orig_from_isect.page_binding(0),
-            splat_from_orig.page_binding(0),
-            splat_from_isect.page_binding(0),
-            isect_from_orig.page_binding(0),
-        ];
-        enc.dispatch(
-            &kernel,
-            &u.with_count(isects, 0, 0),
-            &bindings,
-            ops::grid(enc, isects, kernel.threads())?,
-        )?;
+        let kernel = ctx.typed::<index_isects::IndexIsects>()?;
+        let bindings = index_isects::IndexIsectsBindings {
+            orig_from_isect: orig_from_isect.page_arg(0),
+            splat_from_orig: splat_from_orig.page_arg(0),
+            splat_from_isect: splat_from_isect.page_arg(0),
+            isect_from_orig: isect_from_orig.page_arg(0),
+        };
+        let grid = ops::grid(enc, isects, kernel.threads())?;
+        enc.run(&kernel, &u.with_count(isects, 0, 0), bindings, grid)?;
     }
     drop((orig_from_isect, splat_from_orig));
     let tile_ranges = Tensor::zeros(
@@ -389,14 +370,13 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         "splat/tile_ranges",
     )?;
     if isects > 0 {
-        let ranges = ctx.kernel("tile_ranges.wgsl", "ranges_from_keys")?;
-        let bindings = [sorted_keys.page_binding(0), tile_ranges.page_binding(0)];
-        enc.dispatch(
-            &ranges,
-            &u.with_count(isects, 0, 0),
-            &bindings,
-            ops::grid(enc, isects, ranges.threads())?,
-        )?;
+        let ranges = ctx.typed::<kernels::tile_ranges::RangesFromKeys>()?;
+        let bindings = kernels::tile_ranges::RangesFromKeysBindings {
+            tile_keys: sorted_keys.page_arg(0),
+            ranges: tile_ranges.page_arg(0),
+        };
+        let grid = ops::grid(enc, isects, ranges.threads())?;
+        enc.run(&ranges, &u.with_count(isects, 0, 0), bindings, grid)?;
     }
     Ok(Binned {
         projection: p,

@@ -12,12 +12,13 @@
 //! way, since every pixel composites the same splats in the same order.
 
 use super::backward::V_STRIDE;
-use super::forward::{Binned, ForwardOutput, SPLAT_STRIDE, placeholder};
-use super::uniform::RenderUniform;
+use super::forward::{Binned, ForwardOutput, SPLAT_STRIDE};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::shared_isect_window::{BackwardUniform, IsectWindow};
+use crate::gpu::kernels::{
+    Arg, rasterize, rasterize_backward, rasterize_backward_sum, shared_isect_window,
+};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory, WorkgroupGrid};
-use crate::mirror;
-use crate::ops;
 use crate::tensor::{DType, Tensor};
 
 /// Splats per chunk (rows per page of the splat and splat-gradient tensors): as many rows of
@@ -61,38 +62,33 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
     let image = frame(enc, DType::F32, &[h, w, 4], "splat/image")?;
     let depth = frame(enc, DType::F32, &[h, w], "splat/depth")?;
     let consumed = frame(enc, DType::U32, &[h * w], "splat/consumed")?;
-    let splat_placeholder = if v > 0 {
-        None
-    } else {
-        Some(placeholder(enc, DType::F32)?)
-    };
-    let isect_b = if isects > 0 {
-        splat_from_isect.clone()
-    } else {
-        placeholder(enc, DType::U32)?
-    };
-    let raster = ctx.kernel("rasterize.wgsl", "rasterize")?;
+    let raster = ctx.typed::<rasterize::Rasterize>()?;
     let grid = raster_grid(&ctx, num_tiles)?;
     // With no visible splats, one dispatch over an empty chunk still writes the background.
     let chunks = splats.num_pages().max(1);
     for chunk in 0..chunks {
-        let (first, count) = match &splat_placeholder {
-            Some(_) => (0, 0),
-            None => chunk_span(&splats, chunk, SPLAT_STRIDE),
+        let (first, count) = if v > 0 {
+            chunk_span(&splats, chunk, SPLAT_STRIDE)
+        } else {
+            (0, 0)
         };
-        let splats_b = match &splat_placeholder {
-            Some(placeholder) => placeholder.page_binding(0),
-            None => splats.page_binding(chunk),
+        let bindings = rasterize::RasterizeBindings {
+            splats: if v > 0 {
+                splats.page_arg(chunk)
+            } else {
+                Arg::Absent
+            },
+            splat_from_isect: if isects > 0 {
+                splat_from_isect.page_arg(0)
+            } else {
+                Arg::Absent
+            },
+            ranges: tile_ranges.page_arg(0),
+            rgba: image.page_arg(0),
+            depth: depth.page_arg(0),
+            consumed: consumed.page_arg(0),
         };
-        let bindings = [
-            splats_b,
-            isect_b.page_binding(0),
-            tile_ranges.page_binding(0),
-            image.page_binding(0),
-            depth.page_binding(0),
-            consumed.page_binding(0),
-        ];
-        enc.dispatch(&raster, &u.with_count(count, first, v), &bindings, grid)?;
+        enc.run(&raster, &u.with_count(count, first, v), bindings, grid)?;
     }
     Ok(ForwardOutput {
         image,
@@ -112,44 +108,8 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
     })
 }
 
-/// The uniform of the backward kernels (`BackwardUniform` in `shaders/shared/isect_window.wgsl`):
-/// the render parameters of the chunk and the window of tile-sorted intersections.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct BackwardUniform {
-    render: RenderUniform,
-    window: IsectWindow,
-}
-
-/// A window of tile-sorted intersections (`IsectWindow` in `shaders/shared/isect_window.wgsl`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct IsectWindow {
-    begin: u32,
-    end: u32,
-    total: u32,
-    pad: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![
-        mirror!(
-            BackwardUniform,
-            "rasterize_backward.wgsl",
-            "BackwardUniform",
-            [render, window]
-        ),
-        mirror!(
-            IsectWindow,
-            "rasterize_backward.wgsl",
-            "IsectWindow",
-            [begin, end, total, pad]
-        ),
-    ]
-}
-
 /// Floats per intersection row of the backward (`ROW_GRADS` in `shaders/shared/isect_window.wgsl`).
-pub const ROW_GRADS: u64 = 11;
+pub const ROW_GRADS: u64 = shared_isect_window::ROW_GRADS as u64;
 
 /// Intersections per backward window: as many rows of [`ROW_GRADS`] floats as one page holds.
 pub fn isect_rows_per_window(ctx: &GpuContext) -> u64 {
@@ -214,8 +174,8 @@ pub(crate) fn record_raster_backward(
         MemoryCategory::FrameScratch,
         "splat/isect_rows",
     )?;
-    let kernel = ctx.kernel("rasterize_backward.wgsl", "rasterize_backward")?;
-    let sum = ctx.kernel("rasterize_backward_sum.wgsl", "sum_isect_rows")?;
+    let kernel = ctx.typed::<rasterize_backward::RasterizeBackward>()?;
+    let sum = ctx.typed::<rasterize_backward_sum::SumIsectRows>()?;
     let grid = raster_grid(&ctx, u64::from(tx) * u64::from(ty))?;
     let total = u32::try_from(isects).map_err(|_| Error::Shape {
         op: "record_raster_backward",
@@ -238,37 +198,32 @@ pub(crate) fn record_raster_backward(
                 render: u.with_count(count, first, v),
                 window,
             };
-            let bindings = [
-                fwd.splats.page_binding(chunk),
-                fwd.splat_from_isect.page_binding(0),
-                fwd.tile_ranges.page_binding(0),
-                fwd.image.page_binding(0),
-                fwd.consumed.page_binding(0),
-                v_image.page_binding(0),
-                isect_rows.page_binding(0),
-                carry.page_binding(0),
-            ];
-            enc.dispatch(&kernel, &params, &bindings, grid)?;
-        }
-        for chunk in 0..chunks {
-            let (first, count) = chunk_span(&fwd.splats, chunk, SPLAT_STRIDE);
-            let params = BackwardUniform {
-                render: u.with_count(count, first, v),
-                window,
+            let bindings = rasterize_backward::RasterizeBackwardBindings {
+                splats: fwd.splats.page_arg(chunk),
+                splat_from_isect: fwd.splat_from_isect.page_arg(0),
+                ranges: fwd.tile_ranges.page_arg(0),
+                rgba: fwd.image.page_arg(0),
+                consumed: fwd.consumed.page_arg(0),
+                v_rgba: v_image.page_arg(0),
+                rows: isect_rows.page_arg(0),
+                carry: carry.page_arg(0),
             };
-            let bindings = [
-                fwd.isect_offsets.page_binding(0),
-                fwd.isect_from_orig.page_binding(0),
-                isect_rows.page_binding(0),
-                v_splats.page_binding(chunk),
-            ];
-            enc.dispatch(
-                &sum,
-                &params,
-                &bindings,
-                ops::grid(enc, count, sum.threads())?,
-            )?;
+            enc.run(&kernel, &params, bindings, grid)?;
         }
+        enc.run_pages(&sum, v, rows, |page| {
+            (
+                BackwardUniform {
+                    render: u.with_count(page.rows, page.first_row, v),
+                    window,
+                },
+                rasterize_backward_sum::SumIsectRowsBindings {
+                    isect_offsets: fwd.isect_offsets.page_arg(0),
+                    isect_from_orig: fwd.isect_from_orig.page_arg(0),
+                    rows: isect_rows.page_arg(0),
+                    v_splats: v_splats.page_arg(page.page),
+                },
+            )
+        })?;
     }
     Ok(v_splats)
 }

@@ -1,7 +1,8 @@
-//! `RenderUniform`, the parameters every splatting kernel receives (mirrors `shaders/shared/splat.wgsl`).
+//! `RenderUniform`, the parameters every splatting kernel receives (generated from
+//! `shaders/shared/splat.wgsl`; its constructor and accessors live here).
 
 use super::camera::Camera;
-use crate::mirror;
+use crate::gpu::kernels::shared_splat;
 
 /// Alpha cutoff behaviour.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,66 +40,12 @@ impl RasterMode {
     }
 }
 
-/// Tile edge in pixels.
-pub const TILE_SIZE: u32 = 16;
+/// Tile edge in pixels (`TILE_SIZE` in `shaders/shared/splat.wgsl`).
+pub use crate::gpu::kernels::shared_splat::TILE_SIZE;
 
-/// Uniform parameters of the splatting kernels.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct RenderUniform {
-    view_r0: [f32; 4],
-    view_r1: [f32; 4],
-    view_r2: [f32; 4],
-    cam_pos: [f32; 4],
-    background: [f32; 4],
-    focal: [f32; 2],
-    principal: [f32; 2],
-    image_size: [u32; 2],
-    tile_counts: [u32; 2],
-    near: f32,
-    far: f32,
-    sh_degree: u32,
-    pub(crate) count: u32,
-    sh_rest_count: u32,
-    alpha_mode: u32,
-    pub(crate) page_offset: u32,
-    pub(crate) aux: u32,
-    raster_mode: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        RenderUniform,
-        "rasterize.wgsl",
-        "RenderUniform",
-        [
-            view_r0,
-            view_r1,
-            view_r2,
-            cam_pos,
-            background,
-            focal,
-            principal,
-            image_size,
-            tile_counts,
-            near,
-            far,
-            sh_degree,
-            count,
-            sh_rest_count,
-            alpha_mode,
-            page_offset,
-            aux,
-            raster_mode,
-            _pad0,
-            _pad1,
-            _pad2
-        ]
-    )]
-}
+/// Uniform parameters of the splatting kernels: the `RenderUniform` struct generated from
+/// `shaders/shared/splat.wgsl` (constructed with [`RenderUniform::new`]).
+pub use crate::gpu::kernels::shared_splat::RenderUniform;
 
 /// Tiles along x and y for an image.
 pub fn tile_counts(width: u32, height: u32) -> [u32; 2] {
@@ -145,8 +92,8 @@ impl RenderUniform {
             page_offset: 0,
             aux: 0,
             raster_mode: match raster_mode {
-                RasterMode::Classic => 0,
-                RasterMode::Antialiased => 1,
+                RasterMode::Classic => shared_splat::RASTER_CLASSIC,
+                RasterMode::Antialiased => shared_splat::RASTER_ANTIALIASED,
             },
             ..Default::default()
         }
