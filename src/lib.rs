@@ -34,8 +34,6 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
     all.extend(splat::uniform::mirrors());
     all.extend(splat::raster::mirrors());
-    all.extend(train::mcmc::mirrors());
-    all.extend(loss::mirrors());
     all.extend(optim::mirrors());
     all.extend(knn::mirrors());
     all
