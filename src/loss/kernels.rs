@@ -5,91 +5,21 @@
 use super::bands::{self, RowWindow, TILE};
 use super::{LossOptions, SsimPadding};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    Arg, KernelSpec, loss_finalize, loss_weights, shared_ssim, ssim_backward, ssim_forward,
+};
 use crate::gpu::{Encoder, GpuBuffer, MemoryCategory, WorkgroupGrid};
-use crate::mirror;
 use crate::tensor::{DType, Tensor};
 
-const FORWARD: &str = "ssim_forward.wgsl";
-const BACKWARD: &str = "ssim_backward.wgsl";
-const WEIGHTS: &str = "loss_weights.wgsl";
-const FINALIZE: &str = "loss_finalize.wgsl";
-
 /// Gaussian window radius: outputs read inputs up to this many pixels away.
-pub(crate) const RADIUS: u64 = 5;
+pub(crate) const RADIUS: u64 = shared_ssim::RADIUS as u64;
 /// Bytes of one record (four f32 partial sums) per workgroup.
 const RECORD_BYTES: u64 = 16;
-/// Workgroup memory the fused backward kernel declares: 1512 vec4.
-pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = 24_192;
-/// Output columns of a tile of the fused backward kernel (`TILE_WIDTH` in
-/// shaders/ssim_backward.wgsl); the other passes' tiles are [`TILE`] square.
-const BACKWARD_TILE_WIDTH: u64 = 32;
-
-const FLAG_GT_RGBA8: u32 = 1;
-const FLAG_COMPOSITE: u32 = 2;
-const FLAG_MASK: u32 = 4;
-const FLAG_VALID: u32 = 8;
-const FLAG_CLAMP: u32 = 16;
-
-/// Uniform parameters of the tiled loss kernels (`LossParams` in shaders/shared/ssim.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct LossParams {
-    width: u32,
-    height: u32,
-    band_row0: u32,
-    band_rows: u32,
-    x_row0: u32,
-    y_row0: u32,
-    out_row0: u32,
-    record0: u32,
-    tiles_x: u32,
-    flags: u32,
-    ssim_weight: f32,
-    _pad0: u32,
-    background: [f32; 4],
-}
-
-/// Uniform parameters of shaders/loss_finalize.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct FinalizeParams {
-    count: u32,
-    ssim_weight: f32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    // LossParams lives in shaders/shared/ssim.wgsl, which every tiled kernel imports.
-    vec![
-        mirror!(
-            LossParams,
-            FORWARD,
-            "LossParams",
-            [
-                width,
-                height,
-                band_row0,
-                band_rows,
-                x_row0,
-                y_row0,
-                out_row0,
-                record0,
-                tiles_x,
-                flags,
-                ssim_weight,
-                _pad0,
-                background
-            ]
-        ),
-        mirror!(
-            FinalizeParams,
-            FINALIZE,
-            "FinalizeParams",
-            [count, ssim_weight, _pad0, _pad1]
-        ),
-    ]
-}
+/// Workgroup memory the fused backward kernel declares: `MOMENTS` vec4.
+pub(crate) const BACKWARD_WORKGROUP_BYTES: u32 = ssim_backward::MOMENTS * 16;
+/// Output columns of a tile of the fused backward kernel; the other passes' tiles are [`TILE`]
+/// square.
+const BACKWARD_TILE_WIDTH: u64 = ssim_backward::TILE_WIDTH as u64;
 
 /// Which tiled pass to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,19 +89,19 @@ impl Images<'_> {
         let o = self.options;
         let mut flags = 0;
         if self.gt.dtype() == DType::U32 {
-            flags |= FLAG_GT_RGBA8;
+            flags |= shared_ssim::FLAG_GT_RGBA8;
         }
         if o.background.is_some() {
-            flags |= FLAG_COMPOSITE;
+            flags |= shared_ssim::FLAG_COMPOSITE;
         }
         if o.mask_by_alpha {
-            flags |= FLAG_MASK;
+            flags |= shared_ssim::FLAG_MASK;
         }
         if o.padding == SsimPadding::Valid {
-            flags |= FLAG_VALID;
+            flags |= shared_ssim::FLAG_VALID;
         }
         if self.clamp_rendered {
-            flags |= FLAG_CLAMP;
+            flags |= shared_ssim::FLAG_CLAMP;
         }
         flags
     }
@@ -255,30 +185,94 @@ pub(crate) fn tiled_pass(
     };
     let count = images.record_count(pass);
     let records = alloc_records(enc, count)?;
-    let (file, entry) = match pass {
-        Pass::Forward => (FORWARD, "ssim_forward"),
-        Pass::Backward => (BACKWARD, "ssim_loss_backward"),
-        Pass::Weights => (WEIGHTS, "loss_weights"),
+    let windows = Windows {
+        x: x_window.as_ref(),
+        y: &y_window,
+        out: None,
     };
-    let kernel = enc.ctx().kernel(file, entry)?;
+    let records_arg = || Arg::raw(records.raw());
+    // The kernels read the ground truth as words (packed RGBA8, or the bits of f32 RGBA).
+    let gt_arg = || Arg::Raw(y_window.binding());
+    match (pass, &x_window, norm, &out_window, grad) {
+        (Pass::Weights, ..) => {
+            run_bands::<loss_weights::LossWeights>(enc, images, pass, band, &windows, || {
+                loss_weights::LossWeightsBindings {
+                    gt: gt_arg(),
+                    records: records_arg(),
+                }
+            })?
+        }
+        (Pass::Forward, Some(x), ..) => {
+            run_bands::<ssim_forward::SsimForward>(enc, images, pass, band, &windows, || {
+                ssim_forward::SsimForwardBindings {
+                    rendered: Arg::Typed(x.binding(), images.rendered.dtype()),
+                    gt: gt_arg(),
+                    records: records_arg(),
+                }
+            })?
+        }
+        (Pass::Backward, Some(x), Some(norm), Some(out), Some(grad)) => {
+            run_bands::<ssim_backward::SsimLossBackward>(
+                enc,
+                images,
+                pass,
+                band,
+                &Windows {
+                    out: Some(out),
+                    ..windows
+                },
+                || ssim_backward::SsimLossBackwardBindings {
+                    rendered: Arg::Typed(x.binding(), images.rendered.dtype()),
+                    gt: gt_arg(),
+                    norm: Arg::raw(norm.raw()),
+                    grad: Arg::Typed(out.binding(), grad.dtype()),
+                    records: records_arg(),
+                },
+            )?
+        }
+        _ => unreachable!("the forward and backward passes have their images (checked above)"),
+    }
+    Ok((records, count))
+}
+
+/// The row windows of a tiled pass: the rendered image (not read by the weights pass), the
+/// ground truth, and the gradient (written by the backward pass only).
+#[derive(Clone, Copy)]
+struct Windows<'w> {
+    x: Option<&'w RowWindow<'w>>,
+    y: &'w RowWindow<'w>,
+    out: Option<&'w RowWindow<'w>>,
+}
+
+/// Records `K` once per band of at most `band` rows: loads the band's rows into the windows,
+/// dispatches one workgroup per record with `bindings()`, and copies the gradient rows back.
+fn run_bands<'w, K: KernelSpec<Params = shared_ssim::LossParams>>(
+    enc: &mut Encoder,
+    images: &Images<'_>,
+    pass: Pass,
+    band: u64,
+    windows: &Windows<'_>,
+    bindings: impl Fn() -> K::Bindings<'w>,
+) -> Result<()> {
+    let (width, height) = (images.width, images.height);
+    let halo = pass.halo();
+    let kernel = enc.ctx().typed::<K>()?;
     let background = images.options.background.unwrap_or([0.0; 3]);
     let mut record0 = 0u64;
     let mut first = 0u64;
     while first < height {
         let end = (first + band).min(height);
         let (read_first, read_end) = (first.saturating_sub(halo), (end + halo).min(height));
-        let x_row0 = x_window
-            .as_ref()
-            .map_or(0, |w| w.load(enc, read_first, read_end));
-        let y_row0 = y_window.load(enc, read_first, read_end);
-        let params = LossParams {
+        let x_row0 = windows.x.map_or(0, |w| w.load(enc, read_first, read_end));
+        let y_row0 = windows.y.load(enc, read_first, read_end);
+        let params = shared_ssim::LossParams {
             width: width as u32,
             height: height as u32,
             band_row0: first as u32,
             band_rows: (end - first) as u32,
             x_row0,
             y_row0,
-            out_row0: out_window.as_ref().map_or(0, |w| w.output_row0(first)),
+            out_row0: windows.out.map_or(0, |w| w.output_row0(first)),
             record0: record0 as u32,
             tiles_x: images.tiles_x(pass) as u32,
             flags: images.flags(),
@@ -289,45 +283,14 @@ pub(crate) fn tiled_pass(
         let workgroups =
             images.tiles_x(pass) * (end - first).div_ceil(TILE) * pass.workgroups_per_tile();
         let grid = crate::ops::grid(enc, workgroups, 1)?;
-        let records_binding = wgpu::BufferBinding {
-            buffer: records.raw(),
-            offset: 0,
-            size: None,
-        };
-        match (&x_window, norm, &out_window) {
-            (None, _, _) => enc.dispatch(
-                &kernel,
-                &params,
-                &[y_window.binding(), records_binding],
-                grid,
-            )?,
-            (Some(x), Some(norm), Some(out)) => {
-                let norm_binding = wgpu::BufferBinding {
-                    buffer: norm.raw(),
-                    offset: 0,
-                    size: None,
-                };
-                let bindings = [
-                    x.binding(),
-                    y_window.binding(),
-                    norm_binding,
-                    out.binding(),
-                    records_binding,
-                ];
-                enc.dispatch(&kernel, &params, &bindings, grid)?;
-                out.store(enc, first, end);
-            }
-            (Some(x), _, _) => enc.dispatch(
-                &kernel,
-                &params,
-                &[x.binding(), y_window.binding(), records_binding],
-                grid,
-            )?,
+        enc.run(&kernel, &params, bindings(), grid)?;
+        if let Some(out) = windows.out {
+            out.store(enc, first, end);
         }
         record0 += workgroups;
         first = end;
     }
-    Ok((records, count))
+    Ok(())
 }
 
 /// Records the reduction of `count` records into `out` (4 f32): column sums, or with `norm`
@@ -340,16 +303,10 @@ pub(crate) fn finalize(
     ssim_weight: f32,
     out: &GpuBuffer,
 ) -> Result<()> {
-    let params = FinalizeParams {
+    let params = loss_finalize::FinalizeParams {
         count: count as u32,
         ssim_weight,
-        _pad0: 0,
-        _pad1: 0,
-    };
-    let records_binding = wgpu::BufferBinding {
-        buffer: records.raw(),
-        offset: 0,
-        size: None,
+        ..Default::default()
     };
     let out_binding = wgpu::BufferBinding {
         buffer: out.raw(),
@@ -359,22 +316,21 @@ pub(crate) fn finalize(
     let one = WorkgroupGrid { x: 1, y: 1 };
     match norm {
         Some(norm) => {
-            let kernel = enc.ctx().kernel(FINALIZE, "finalize_loss")?;
-            let norm_binding = wgpu::BufferBinding {
-                buffer: norm.raw(),
-                offset: 0,
-                size: None,
+            let kernel = enc.ctx().typed::<loss_finalize::FinalizeLoss>()?;
+            let bindings = loss_finalize::FinalizeLossBindings {
+                records: Arg::raw(records.raw()),
+                out: out_binding.into(),
+                norm: Arg::raw(norm.raw()),
             };
-            enc.dispatch(
-                &kernel,
-                &params,
-                &[records_binding, out_binding, norm_binding],
-                one,
-            )
+            enc.run(&kernel, &params, bindings, one)
         }
         None => {
-            let kernel = enc.ctx().kernel(FINALIZE, "finalize_sums")?;
-            enc.dispatch(&kernel, &params, &[records_binding, out_binding], one)
+            let kernel = enc.ctx().typed::<loss_finalize::FinalizeSums>()?;
+            let bindings = loss_finalize::FinalizeSumsBindings {
+                records: Arg::raw(records.raw()),
+                out: out_binding.into(),
+            };
+            enc.run(&kernel, &params, bindings, one)
         }
     }
 }

@@ -348,10 +348,3 @@ pub fn evaluate_metrics(
     ctx.submit(enc)?;
     ImageMetrics::from_stats(&pending.wait::<f32>(ctx)?)
 }
-
-/// Every Rust struct in `loss` that mirrors a WGSL struct.
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let mut all = kernels::mirrors();
-    all.extend(lpips::mirrors());
-    all
-}

@@ -16,13 +16,15 @@
 //! `shaders/shared/mcmc.wgsl`): the multiplicities sum to exactly K by construction, and nothing
 //! larger than a counter is read back (the dead count, once per relocation).
 
-use super::mcmc_step::NoiseParams;
 pub use super::mcmc_step::{McmcStrategy, record_noise, record_regularizers};
 use super::state::ModelState;
 use super::strategy::StepInfo;
 use crate::error::{Error, Result};
+use crate::gpu::kernels::shared_mcmc::{MODE_RELOCATE, McmcParams};
+use crate::gpu::kernels::{
+    PageRows, mcmc_clear_rows, mcmc_correct, mcmc_draws, mcmc_expand, mcmc_weigh,
+};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
-use crate::mirror;
 use crate::ops;
 use crate::ops::scan::ScanKind;
 use crate::optim::GaussianOptimizer;
@@ -30,70 +32,6 @@ use crate::optim::rows::{row_width, scatter_gaussian_rows, select_gaussian_rows}
 use crate::splat::GaussianTensors;
 use crate::tensor::{DType, Tensor};
 
-/// Uniform of the `mcmc_*.wgsl` sampling stages (`shaders/shared/mcmc.wgsl`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct McmcParams {
-    count: u32,
-    page_offset: u32,
-    samples: u32,
-    mode: u32,
-    weight_scale: f32,
-    min_opacity: f32,
-    offset: f32,
-    width: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let sampling = [
-        "mcmc_weigh.wgsl",
-        "mcmc_draws.wgsl",
-        "mcmc_expand.wgsl",
-        "mcmc_correct.wgsl",
-        "mcmc_clear_rows.wgsl",
-    ];
-    let mut all: Vec<_> = sampling
-        .into_iter()
-        .map(|file| {
-            mirror!(
-                McmcParams,
-                file,
-                "McmcParams",
-                [
-                    count,
-                    page_offset,
-                    samples,
-                    mode,
-                    weight_scale,
-                    min_opacity,
-                    offset,
-                    width
-                ]
-            )
-        })
-        .collect();
-    for file in ["mcmc_regularize.wgsl", "mcmc_perturb.wgsl"] {
-        all.push(mirror!(
-            NoiseParams,
-            file,
-            "NoiseParams",
-            [
-                count,
-                page_offset,
-                seed,
-                _pad0,
-                noise_scale,
-                opacity_reg,
-                scale_reg,
-                _pad1
-            ]
-        ));
-    }
-    all
-}
-
-/// Draws for relocation: dead Gaussians are not eligible sources.
-const MODE_RELOCATE: u32 = 0;
 /// Draws for growth: every finite Gaussian is eligible.
 const MODE_GROW: u32 = 1;
 
@@ -115,32 +53,12 @@ fn per_gaussian(enc: &mut Encoder, g: &GaussianTensors, label: &str) -> Result<T
     )
 }
 
-/// Dispatches `entry` of `file` once per page of `g` (every MCMC stage works row by row on
-/// tensors paged like the model): `params(count, page_offset)` gives the page's uniform and
-/// `bindings(page)` its storage buffers.
-pub(super) fn dispatch_pages<'a, P: bytemuck::Pod>(
-    enc: &mut Encoder,
-    g: &GaussianTensors,
-    file: &str,
-    entry: &str,
-    params: impl Fn(u32, u32) -> P,
-    bindings: impl Fn(usize) -> Vec<wgpu::BufferBinding<'a>>,
-) -> Result<()> {
-    let kernel = enc.ctx().kernel(file, entry)?;
-    for page in 0..g.num_pages() {
-        let count = g.page_rows(page);
-        let uniform = params(count as u32, (page as u64 * g.rows_per_page) as u32);
-        let grid = ops::grid(enc, count, kernel.threads())?;
-        enc.dispatch(&kernel, &uniform, &bindings(page), grid)?;
-    }
-    Ok(())
-}
-
-/// `base` with the page's count and offset filled in.
-fn paged(base: McmcParams) -> impl Fn(u32, u32) -> McmcParams {
-    move |count, page_offset| McmcParams {
-        count,
-        page_offset,
+/// `base` with one page's row count and first row (every MCMC stage works row by row on
+/// tensors paged like the model).
+fn paged(base: McmcParams, page: PageRows) -> McmcParams {
+    McmcParams {
+        count: page.rows as u32,
+        page_offset: page.first_row as u32,
         ..base
     }
 }
@@ -149,12 +67,17 @@ fn paged(base: McmcParams) -> impl Fn(u32, u32) -> McmcParams {
 fn weigh(enc: &mut Encoder, g: &GaussianTensors, base: McmcParams) -> Result<(Tensor, Tensor)> {
     let weights = per_gaussian(enc, g, "mcmc/weights")?;
     let dead = per_gaussian(enc, g, "mcmc/dead")?;
-    dispatch_pages(enc, g, "mcmc_weigh.wgsl", "weigh", paged(base), |p| {
-        vec![
-            g.opacity_logits.page_binding(p),
-            weights.page_binding(p),
-            dead.page_binding(p),
-        ]
+    let kernel = enc.ctx().typed::<mcmc_weigh::Weigh>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_weigh::WeighBindings {
+                opacity_logits: g.opacity_logits.page_arg(p),
+                weights: weights.page_arg(p),
+                dead: dead.page_arg(p),
+            },
+        )
     })?;
     Ok((weights, dead))
 }
@@ -186,21 +109,19 @@ fn draw(
     )?;
     ops::scan::scan_with_total(enc, weights, &cdf, ScanKind::Inclusive, &total)?;
     let draws = per_gaussian(enc, g, "mcmc/draws")?;
-    dispatch_pages(
-        enc,
-        g,
-        "mcmc_draws.wgsl",
-        "multiplicity",
-        paged(base),
-        |p| {
-            vec![
-                weights.page_binding(p),
-                cdf.page_binding(p),
-                total.page_binding(0),
-                draws.page_binding(p),
-            ]
-        },
-    )?;
+    let kernel = enc.ctx().typed::<mcmc_draws::Multiplicity>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_draws::MultiplicityBindings {
+                weights: weights.page_arg(p),
+                cdf: cdf.page_arg(p),
+                total: total.page_arg(0),
+                draws: draws.page_arg(p),
+            },
+        )
+    })?;
     drop((cdf, total));
     let first_slot = per_gaussian(enc, g, "mcmc/first_slot")?;
     ops::scan::exclusive_scan_u32(enc, &draws, &first_slot)?;
@@ -211,12 +132,17 @@ fn draw(
         MemoryCategory::FrameScratch,
         "mcmc/source_from_draw",
     )?;
-    dispatch_pages(enc, g, "mcmc_expand.wgsl", "expand", paged(base), |p| {
-        vec![
-            draws.page_binding(p),
-            first_slot.page_binding(p),
-            source_from_draw.page_binding(0),
-        ]
+    let kernel = enc.ctx().typed::<mcmc_expand::Expand>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_expand::ExpandBindings {
+                draws: draws.page_arg(p),
+                first_slot: first_slot.page_arg(p),
+                source_from_draw: source_from_draw.page_arg(0),
+            },
+        )
     })?;
     Ok((draws, source_from_draw))
 }
@@ -229,19 +155,25 @@ fn correct(
     base: McmcParams,
 ) -> Result<Tensor> {
     let reset = per_gaussian(enc, g, "mcmc/reset")?;
-    dispatch_pages(enc, g, "mcmc_correct.wgsl", "correct", paged(base), |p| {
-        vec![
-            draws.page_binding(p),
-            g.opacity_logits.page_binding(p),
-            g.log_scales.page_binding(p),
-            reset.page_binding(p),
-        ]
+    let kernel = enc.ctx().typed::<mcmc_correct::Correct>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_correct::CorrectBindings {
+                draws: draws.page_arg(p),
+                opacity_logits: g.opacity_logits.page_arg(p),
+                log_scales: g.log_scales.page_arg(p),
+                reset: reset.page_arg(p),
+            },
+        )
     })?;
     Ok(reset)
 }
 
 /// Zeroes both Adam moments on the rows flagged in `reset`.
 fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tensor) -> Result<()> {
+    let kernel = enc.ctx().typed::<mcmc_clear_rows::ClearRows>()?;
     for moments in [optimizer.moment1(), optimizer.moment2()] {
         for attribute in moments.attributes() {
             let width = row_width(attribute) as u32;
@@ -252,14 +184,16 @@ fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tenso
                 width,
                 ..Default::default()
             };
-            dispatch_pages(
-                enc,
-                moments,
-                "mcmc_clear_rows.wgsl",
-                "clear_rows",
-                paged(base),
-                |p| vec![reset.page_binding(p), attribute.page_binding(p)],
-            )?;
+            enc.run_pages(&kernel, moments.len(), moments.rows_per_page, |page| {
+                let p = page.page;
+                (
+                    paged(base, page),
+                    mcmc_clear_rows::ClearRowsBindings {
+                        reset: reset.page_arg(p),
+                        rows: attribute.page_arg(p),
+                    },
+                )
+            })?;
         }
     }
     Ok(())

@@ -3,32 +3,20 @@
 //! position noise added after it.
 
 use super::config::StrategyKind;
-use super::mcmc::{dispatch_pages, grow, relocate_dead};
+use super::mcmc::{grow, relocate_dead};
 use super::state::ModelState;
 use super::strategy::{RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
+use crate::gpu::kernels::shared_mcmc_noise::NoiseParams;
+use crate::gpu::kernels::{PageRows, mcmc_perturb, mcmc_regularize};
 use crate::gpu::{Encoder, GpuContext};
 use crate::splat::GaussianTensors;
 
-/// Uniform of `mcmc_regularize.wgsl` and `mcmc_perturb.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct NoiseParams {
-    pub(super) count: u32,
-    pub(super) page_offset: u32,
-    pub(super) seed: u32,
-    pub(super) _pad0: u32,
-    pub(super) noise_scale: f32,
-    pub(super) opacity_reg: f32,
-    pub(super) scale_reg: f32,
-    pub(super) _pad1: u32,
-}
-
 /// `base` with one page's row count and first row.
-fn paged(base: NoiseParams) -> impl Fn(u32, u32) -> NoiseParams {
-    move |count, page_offset| NoiseParams {
-        count,
-        page_offset,
+fn paged(base: NoiseParams, page: PageRows) -> NoiseParams {
+    NoiseParams {
+        count: page.rows as u32,
+        page_offset: page.first_row as u32,
         ..base
     }
 }
@@ -108,22 +96,19 @@ pub fn record_regularizers(
         scale_reg: scale_reg / (3.0 * n),
         ..Default::default()
     };
-    dispatch_pages(
-        enc,
-        g,
-        "mcmc_regularize.wgsl",
-        "regularize",
-        paged(base),
-        |p| {
-            vec![
-                g.opacity_logits.page_binding(p),
-                g.log_scales.page_binding(p),
-                grads.opacity_logits.page_binding(p),
-                grads.log_scales.page_binding(p),
-            ]
-        },
-    )?;
-    Ok(())
+    let kernel = enc.ctx().typed::<mcmc_regularize::Regularize>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_regularize::RegularizeBindings {
+                opacity_logits: g.opacity_logits.page_arg(p),
+                log_scales: g.log_scales.page_arg(p),
+                grad_opacity_logits: grads.opacity_logits.page_arg(p),
+                grad_log_scales: grads.log_scales.page_arg(p),
+            },
+        )
+    })
 }
 
 /// Records MCMC's position noise: each mean moves by Σ ε · gate(opacity) · `noise_scale`
@@ -139,13 +124,17 @@ pub fn record_noise(
         noise_scale,
         ..Default::default()
     };
-    dispatch_pages(enc, g, "mcmc_perturb.wgsl", "perturb", paged(base), |p| {
-        vec![
-            g.opacity_logits.page_binding(p),
-            g.log_scales.page_binding(p),
-            g.quats.page_binding(p),
-            g.means.page_binding(p),
-        ]
-    })?;
-    Ok(())
+    let kernel = enc.ctx().typed::<mcmc_perturb::Perturb>()?;
+    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
+        let p = page.page;
+        (
+            paged(base, page),
+            mcmc_perturb::PerturbBindings {
+                opacity_logits: g.opacity_logits.page_arg(p),
+                log_scales: g.log_scales.page_arg(p),
+                quats: g.quats.page_arg(p),
+                means: g.means.page_arg(p),
+            },
+        )
+    })
 }

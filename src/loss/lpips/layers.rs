@@ -1,121 +1,18 @@
-//! Recording of the LPIPS layers: the uniform parameters of the four kernels (mirrors of their
-//! WGSL structs), the input layer, one convolution with its ReLU, and the max-pooling.
+//! Recording of the LPIPS layers: the input layer, one convolution with its ReLU, and the
+//! max-pooling.
 
-use super::{CONV_CHANNELS, GpuConv, GpuFeatureMap, Lpips, LpipsImage, MIN_IMAGE_SIDE};
+use super::{GpuConv, GpuFeatureMap, Lpips, LpipsImage, MIN_IMAGE_SIDE};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    Arg, lpips_conv, lpips_pool,
+    lpips_prepare::{self, FLAG_COMPOSITE, FLAG_MASK, FLAG_RGBA8},
+    shared_lpips::{CONV_CHANNELS, CONV_PIXELS},
+};
 use crate::gpu::{Encoder, MemoryCategory, WorkgroupGrid};
-use crate::mirror;
 use crate::tensor::{DType, Tensor};
 
-pub(super) const PREPARE: &str = "lpips_prepare.wgsl";
-pub(super) const CONV: &str = "lpips_conv.wgsl";
-pub(super) const POOL: &str = "lpips_pool.wgsl";
-pub(super) const DISTANCE: &str = "lpips_distance.wgsl";
-
-/// Output pixels per convolution workgroup (`CONV_PIXELS` in shaders/shared/lpips.wgsl).
-const CONV_PIXELS: u64 = 64;
-const FLAG_RGBA8: u32 = 1;
-const FLAG_COMPOSITE: u32 = 2;
-const FLAG_MASK: u32 = 4;
-
-/// Uniform parameters of `lpips_prepare.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct PrepareParams {
-    width: u32,
-    height: u32,
-    flags: u32,
-    _pad0: u32,
-    background: [f32; 4],
-}
-
-/// Uniform parameters of `lpips_conv.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct ConvParams {
-    in_channels: u32,
-    in_height: u32,
-    in_width: u32,
-    kernel_size: u32,
-    out_channels: u32,
-    out_height: u32,
-    out_width: u32,
-    stride: u32,
-    padding: u32,
-    pixel_blocks: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-/// Uniform parameters of `lpips_pool.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct PoolParams {
-    channels: u32,
-    in_height: u32,
-    in_width: u32,
-    out_height: u32,
-    out_width: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-/// Uniform parameters of `lpips_distance.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct DistanceParams {
-    pub(super) channels: u32,
-    pub(super) pixels: u32,
-    pub(super) out_offset: u32,
-    pub(super) scale: f32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![
-        mirror!(
-            PrepareParams,
-            PREPARE,
-            "PrepareParams",
-            [width, height, flags, _pad0, background]
-        ),
-        mirror!(
-            ConvParams,
-            CONV,
-            "ConvParams",
-            [
-                in_channels,
-                in_height,
-                in_width,
-                kernel_size,
-                out_channels,
-                out_height,
-                out_width,
-                stride,
-                padding,
-                pixel_blocks,
-                _pad0,
-                _pad1
-            ]
-        ),
-        mirror!(
-            PoolParams,
-            POOL,
-            "PoolParams",
-            [
-                channels, in_height, in_width, out_height, out_width, _pad0, _pad1, _pad2
-            ]
-        ),
-        mirror!(
-            DistanceParams,
-            DISTANCE,
-            "DistanceParams",
-            [channels, pixels, out_offset, scale]
-        ),
-    ]
-}
-
-pub(super) fn single_page<'a>(t: &'a Tensor, what: &str) -> Result<wgpu::BufferBinding<'a>> {
+/// The only page of `t` as a kernel argument (LPIPS binds every tensor whole).
+pub(super) fn single_page<'a>(t: &'a Tensor, what: &str) -> Result<Arg<'a>> {
     if t.num_pages() != 1 {
         return Err(Error::Overflow {
             what: format!("LPIPS {what}"),
@@ -125,7 +22,7 @@ pub(super) fn single_page<'a>(t: &'a Tensor, what: &str) -> Result<wgpu::BufferB
                 .into(),
         });
     }
-    Ok(t.page_binding(0))
+    Ok(t.page_arg(0))
 }
 
 impl Lpips {
@@ -168,7 +65,11 @@ impl Lpips {
             flags |= FLAG_COMPOSITE;
             background[..3].copy_from_slice(&bg);
         }
-        let image = single_page(t, "input image")?;
+        // The kernel reads the image as words (packed RGBA8, or the bits of f32 RGBA).
+        let image = match single_page(t, "input image")? {
+            Arg::Typed(binding, _) => Arg::Raw(binding),
+            arg => arg,
+        };
         let mask = match input.mask {
             Some(mask) => {
                 if mask.dtype() != DType::U32 || mask.shape() != [height, width] {
@@ -184,7 +85,7 @@ impl Lpips {
                 flags |= FLAG_MASK;
                 single_page(mask, "mask")?
             }
-            None => image.clone(),
+            None => Arg::Absent,
         };
         let out = Tensor::uninit(
             enc,
@@ -193,21 +94,21 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/input",
         )?;
-        let kernel = enc.ctx().kernel(PREPARE, "prepare")?;
-        let params = PrepareParams {
+        let kernel = enc.ctx().typed::<lpips_prepare::Prepare>()?;
+        let params = lpips_prepare::PrepareParams {
             width: w32,
             height: h32,
             flags,
-            _pad0: 0,
             background,
+            ..Default::default()
         };
         let grid = crate::ops::grid(enc, (width * height) as u64, kernel.threads())?;
-        enc.dispatch(
-            &kernel,
-            &params,
-            &[image, single_page(&out, "input layer")?, mask],
-            grid,
-        )?;
+        let bindings = lpips_prepare::PrepareBindings {
+            image,
+            prepared: single_page(&out, "input layer")?,
+            mask,
+        };
+        enc.run(&kernel, &params, bindings, grid)?;
         Ok(GpuFeatureMap {
             tensor: out,
             channels: 3,
@@ -239,9 +140,9 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/features",
         )?;
-        let pixel_blocks = (u64::from(oh) * u64::from(ow)).div_ceil(CONV_PIXELS);
+        let pixel_blocks = (u64::from(oh) * u64::from(ow)).div_ceil(u64::from(CONV_PIXELS));
         let groups = u64::from(s.out_channels / CONV_CHANNELS);
-        let params = ConvParams {
+        let params = lpips_conv::ConvParams {
             in_channels: s.in_channels,
             in_height: x.height,
             in_width: x.width,
@@ -254,22 +155,18 @@ impl Lpips {
             pixel_blocks: pixel_blocks as u32,
             ..Default::default()
         };
-        let kernel = enc.ctx().kernel(CONV, "conv")?;
+        let kernel = enc.ctx().typed::<lpips_conv::Conv>()?;
         let grid = WorkgroupGrid::for_workgroups(
             pixel_blocks * groups,
             enc.ctx().max_workgroups_per_dimension(),
         )?;
-        enc.dispatch(
-            &kernel,
-            &params,
-            &[
-                single_page(&x.tensor, "feature map")?,
-                single_page(&layer.weights, "kernel")?,
-                single_page(&layer.bias, "bias")?,
-                single_page(&out, "feature map")?,
-            ],
-            grid,
-        )?;
+        let bindings = lpips_conv::ConvBindings {
+            input: single_page(&x.tensor, "feature map")?,
+            weights: single_page(&layer.weights, "kernel")?,
+            bias: single_page(&layer.bias, "bias")?,
+            output: single_page(&out, "feature map")?,
+        };
+        enc.run(&kernel, &params, bindings, grid)?;
         Ok(GpuFeatureMap {
             tensor: out,
             channels: s.out_channels,
@@ -293,7 +190,7 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/pooled",
         )?;
-        let params = PoolParams {
+        let params = lpips_pool::PoolParams {
             channels: x.channels,
             in_height: x.height,
             in_width: x.width,
@@ -301,17 +198,13 @@ impl Lpips {
             out_width: ow,
             ..Default::default()
         };
-        let kernel = enc.ctx().kernel(POOL, "max_pool")?;
+        let kernel = enc.ctx().typed::<lpips_pool::MaxPool>()?;
         let grid = crate::ops::grid(enc, out.len(), kernel.threads())?;
-        enc.dispatch(
-            &kernel,
-            &params,
-            &[
-                single_page(&x.tensor, "feature map")?,
-                single_page(&out, "pooled map")?,
-            ],
-            grid,
-        )?;
+        let bindings = lpips_pool::MaxPoolBindings {
+            input: single_page(&x.tensor, "feature map")?,
+            output: single_page(&out, "pooled map")?,
+        };
+        enc.run(&kernel, &params, bindings, grid)?;
         Ok(GpuFeatureMap {
             tensor: out,
             channels: x.channels,

@@ -31,15 +31,12 @@ pub mod reference;
 pub mod weights;
 
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{lpips_distance, shared_lpips::CONV_CHANNELS};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::tensor::{DType, Tensor};
-use layers::{DISTANCE, DistanceParams, single_page};
+use layers::single_page;
 use weights::{ConvShape, LpipsWeights};
 
-pub(crate) use layers::mirrors;
-
-/// Output channels per convolution workgroup (`CONV_CHANNELS` in shaders/shared/lpips.wgsl).
-const CONV_CHANNELS: u32 = 16;
 /// The fixed input shift of LPIPS (`SHIFT` in lpips_prepare.wgsl).
 pub(crate) const INPUT_SHIFT: [f32; 3] = [-0.030, -0.088, -0.188];
 /// The fixed input scale of LPIPS (`SCALE` in lpips_prepare.wgsl).
@@ -189,27 +186,23 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/distances",
         )?;
-        let kernel = enc.ctx().kernel(DISTANCE, "distance")?;
+        let kernel = enc.ctx().typed::<lpips_distance::Distance>()?;
         let mut offset = 0u64;
         for (((x, y), head), &n) in fa.iter().zip(&fb).zip(&self.heads).zip(&pixels) {
-            let params = DistanceParams {
+            let params = lpips_distance::DistanceParams {
                 channels: x.channels,
                 pixels: n as u32,
                 out_offset: offset as u32,
                 scale: (1.0 / n as f64) as f32,
             };
             let grid = crate::ops::grid(enc, n, kernel.threads())?;
-            enc.dispatch(
-                &kernel,
-                &params,
-                &[
-                    single_page(&x.tensor, "feature map")?,
-                    single_page(&y.tensor, "feature map")?,
-                    single_page(head, "head")?,
-                    single_page(&distances, "distances")?,
-                ],
-                grid,
-            )?;
+            let bindings = lpips_distance::DistanceBindings {
+                features_a: single_page(&x.tensor, "feature map")?,
+                features_b: single_page(&y.tensor, "feature map")?,
+                head: single_page(head, "head")?,
+                distances: single_page(&distances, "distances")?,
+            };
+            enc.run(&kernel, &params, bindings, grid)?;
             offset += n;
         }
         crate::ops::reduce::sum_f32(enc, &distances)
