@@ -230,7 +230,14 @@ pub(crate) fn tiled_pass(
                 },
             )?
         }
-        _ => unreachable!("the forward and backward passes have their images (checked above)"),
+        _ => {
+            return Err(crate::error::Error::InvalidArgument {
+                op: "loss",
+                detail: format!(
+                    "the {pass:?} pass needs the rendered image, and the backward pass also its normalisers and gradient"
+                ),
+            });
+        }
     }
     Ok((records, count))
 }
