@@ -36,7 +36,6 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     all.extend(splat::raster::mirrors());
     all.extend(train::mcmc::mirrors());
     all.extend(loss::mirrors());
-    all.extend(optim::mirrors());
     all.extend(knn::mirrors());
     all
 }
