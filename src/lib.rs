@@ -32,7 +32,6 @@ pub use tensor::{DType, Element, Tensor};
 /// Every Rust struct in the library that mirrors a WGSL struct (checked against naga in the tests).
 pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     let mut all = ops::mirrors();
-    all.extend(optim::mirrors());
     all.extend(knn::mirrors());
     all
 }

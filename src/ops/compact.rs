@@ -8,43 +8,9 @@
 //! the positions inside its destination page. Nothing is read back to the CPU.
 
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, Arg};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
-use crate::mirror;
 use crate::tensor::{DType, Tensor};
-
-const FILE: &str = "compact.wgsl";
-
-/// Uniform parameters of `compact.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct CompactParams {
-    n: u32,
-    source_start: u32,
-    dest_start: u32,
-    dest_len: u32,
-    write_indices: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        CompactParams,
-        FILE,
-        "CompactParams",
-        [
-            n,
-            source_start,
-            dest_start,
-            dest_len,
-            write_indices,
-            _pad0,
-            _pad1,
-            _pad2
-        ]
-    )]
-}
 
 /// The result of a compaction, still on the GPU.
 #[derive(Clone, Debug)]
@@ -110,17 +76,15 @@ fn compact_into(
     )?;
     super::scan::exclusive_scan_flags(enc, flags, &positions, Some(&count))?;
     let out = Tensor::uninit(enc, dtype, &[n], category, "wgsplat/compacted")?;
-    let kernel = enc.ctx().kernel(FILE, "scatter_kept")?;
+    let kernel = enc.ctx().typed::<kernels::compact::ScatterKept>()?;
     for source_page in 0..flags.num_pages() {
         let len = flags.page_len(source_page);
         let grid = super::grid(enc, len, kernel.threads())?;
-        // Indices need no values; the flags stand in for the unused binding.
-        let values_binding = source.unwrap_or(flags).page_binding(source_page);
         // Kept elements of this source page land below its end, so only output pages starting
         // there can receive any (the output may be paged differently from the flags).
         let source_end = flags.page_start(source_page) + len;
         for dest_page in (0..out.num_pages()).take_while(|&p| out.page_start(p) < source_end) {
-            let params = CompactParams {
+            let params = kernels::compact::CompactParams {
                 n: len as u32,
                 source_start: flags.page_start(source_page) as u32,
                 dest_start: out.page_start(dest_page) as u32,
@@ -128,13 +92,14 @@ fn compact_into(
                 write_indices: u32::from(source.is_none()),
                 ..Default::default()
             };
-            let bindings = [
-                flags.page_binding(source_page),
-                positions.page_binding(source_page),
-                values_binding.clone(),
-                out.page_binding(dest_page),
-            ];
-            enc.dispatch(&kernel, &params, &bindings, grid)?;
+            // Values move as 32-bit patterns of any dtype (bound raw); indices need none.
+            let bindings = kernels::compact::ScatterKeptBindings {
+                flags: flags.page_arg(source_page),
+                positions: positions.page_arg(source_page),
+                values: source.map_or(Arg::Absent, |v| Arg::Raw(v.page_binding(source_page))),
+                out: Arg::Raw(out.page_binding(dest_page)),
+            };
+            enc.run(&kernel, &params, bindings, grid)?;
         }
     }
     Ok(Compacted { values: out, count })

@@ -5,45 +5,20 @@
 //! tensor holds the count as two u32 words, low then high; no step goes through floats.
 
 use crate::error::Result;
-use crate::gpu::kernel::Kernel;
+use crate::gpu::kernels::{self, Arg, TypedKernel};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
-use crate::mirror;
 use crate::tensor::{DType, Tensor};
-
-const FILE: &str = "count.wgsl";
-/// Flags (or pairs) each invocation reads; equals `COUNT_ITEMS` in shaders/count.wgsl (checked by a
-/// unit test).
-const ITEMS_PER_THREAD: u32 = 16;
-
-/// Uniform parameters of `count.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct CountParams {
-    n: u32,
-    accumulate: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        CountParams,
-        FILE,
-        "CountParams",
-        [n, accumulate, _pad0, _pad1]
-    )]
-}
 
 /// Sums `pairs` 64-bit values stored as (lo, hi) u32 pairs in `input` and adds the sum, with
 /// carry, into `result` (2 u32 words: lo, hi).
 fn accumulate_pairs(
     enc: &mut Encoder,
-    reduce: &Kernel,
+    reduce: &TypedKernel<kernels::count::ReducePairs>,
     input: wgpu::BufferBinding<'_>,
     pairs: u64,
     result: &Tensor,
 ) -> Result<()> {
-    let block = reduce.threads() * ITEMS_PER_THREAD;
+    let block = reduce.threads() * kernels::count::COUNT_ITEMS;
     let mut level = input;
     let mut remaining = pairs;
     // Keeps the current level's scratch alive while `level` borrows it.
@@ -51,29 +26,32 @@ fn accumulate_pairs(
     while remaining > u64::from(block) {
         let next_pairs = remaining.div_ceil(u64::from(block));
         let next = enc.alloc(next_pairs * 8, MemoryCategory::Other, "wgsplat/count-pairs")?;
-        let params = CountParams {
+        let params = kernels::count::CountParams {
             n: remaining as u32,
             accumulate: 0,
             ..Default::default()
         };
         let grid = super::grid(enc, remaining, block)?;
-        enc.dispatch(
-            reduce,
-            &params,
-            &[level, next.raw().as_entire_buffer_binding()],
-            grid,
-        )?;
+        let bindings = kernels::count::ReducePairsBindings {
+            input: Arg::Raw(level),
+            output: Arg::raw(next.raw()),
+        };
+        enc.run(reduce, &params, bindings, grid)?;
         scratch = next;
         level = scratch.raw().as_entire_buffer_binding();
         remaining = next_pairs;
     }
-    let params = CountParams {
+    let params = kernels::count::CountParams {
         n: remaining as u32,
         accumulate: 1,
         ..Default::default()
     };
     let grid = super::grid(enc, remaining, block)?;
-    enc.dispatch(reduce, &params, &[level, result.page_binding(0)], grid)
+    let bindings = kernels::count::ReducePairsBindings {
+        input: Arg::Raw(level),
+        output: result.page_arg(0),
+    };
+    enc.run(reduce, &params, bindings, grid)
 }
 
 /// Records an exact count of the nonzero elements of the u32 tensor `flags`. Returns a new
@@ -87,27 +65,23 @@ pub fn count_nonzero(enc: &mut Encoder, flags: &Tensor) -> Result<Tensor> {
         MemoryCategory::Other,
         "wgsplat/count",
     )?;
-    let count_blocks = enc.ctx().kernel(FILE, "count_blocks")?;
-    let reduce = enc.ctx().kernel(FILE, "reduce_pairs")?;
-    let block = count_blocks.threads() * ITEMS_PER_THREAD;
+    let count_blocks = enc.ctx().typed::<kernels::count::CountBlocks>()?;
+    let reduce = enc.ctx().typed::<kernels::count::ReducePairs>()?;
+    let block = count_blocks.threads() * kernels::count::COUNT_ITEMS;
     for page in 0..flags.num_pages() {
         let n = flags.page_len(page);
         let blocks = n.div_ceil(u64::from(block));
         let counts = enc.alloc(blocks * 8, MemoryCategory::Other, "wgsplat/count-pairs")?;
-        let params = CountParams {
+        let params = kernels::count::CountParams {
             n: n as u32,
             ..Default::default()
         };
         let grid = super::grid(enc, n, block)?;
-        enc.dispatch(
-            &count_blocks,
-            &params,
-            &[
-                flags.page_binding(page),
-                counts.raw().as_entire_buffer_binding(),
-            ],
-            grid,
-        )?;
+        let bindings = kernels::count::CountBlocksBindings {
+            input: flags.page_arg(page),
+            output: Arg::raw(counts.raw()),
+        };
+        enc.run(&count_blocks, &params, bindings, grid)?;
         accumulate_pairs(
             enc,
             &reduce,
@@ -138,24 +112,7 @@ pub fn count_nonzero_blocking(ctx: &GpuContext, flags: &Tensor) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::shader::{self, Variant};
     use crate::testing::{TestRng, both_paths};
-
-    #[test]
-    fn items_per_thread_matches_the_shader() {
-        let compiled = shader::compile(FILE, Variant::PORTABLE).expect("count.wgsl compiles");
-        let module = &compiled.module;
-        let (_, constant) = module
-            .constants
-            .iter()
-            .find(|(_, c)| c.name.as_deref() == Some("COUNT_ITEMS"))
-            .expect("COUNT_ITEMS constant");
-        let value = match module.global_expressions[constant.init] {
-            naga::Expression::Literal(naga::Literal::U32(v)) => v,
-            ref other => panic!("COUNT_ITEMS is not a u32 literal: {other:?}"),
-        };
-        assert_eq!(value, ITEMS_PER_THREAD);
-    }
 
     #[test]
     fn pair_sums_carry_into_the_high_word() {
@@ -182,7 +139,7 @@ mod tests {
                 let result =
                     Tensor::zeros(&mut enc, DType::U32, &[2], MemoryCategory::Other, "result")
                         .unwrap();
-                let reduce = ctx.kernel(FILE, "reduce_pairs").unwrap();
+                let reduce = ctx.typed::<kernels::count::ReducePairs>().unwrap();
                 accumulate_pairs(
                     &mut enc,
                     &reduce,

@@ -18,38 +18,9 @@
 pub use super::elementwise_codes::{BinaryOp, UnaryOp};
 use super::elementwise_codes::{Encoded, encode_binary, encode_unary};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{Arg, elementwise, elementwise_inplace, shared_elementwise_ops};
 use crate::gpu::{Encoder, MemoryCategory};
-use crate::mirror;
 use crate::tensor::Tensor;
-
-const FILE_OUT: &str = "elementwise.wgsl";
-const FILE_INPLACE: &str = "elementwise_inplace.wgsl";
-
-/// Uniform parameters shared by both element-wise shader files.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ElementwiseParams {
-    n: u32,
-    op: u32,
-    swap: u32,
-    s0_bits: u32,
-    s1_bits: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let fields = |file| {
-        mirror!(
-            ElementwiseParams,
-            file,
-            "ElementwiseParams",
-            [n, op, swap, s0_bits, s1_bits, _pad0, _pad1, _pad2]
-        )
-    };
-    vec![fields(FILE_OUT), fields(FILE_INPLACE)]
-}
 
 fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     let first = tensors[0];
@@ -60,8 +31,8 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-fn params(n: u64, e: Encoded, swap: bool) -> ElementwiseParams {
-    ElementwiseParams {
+fn params(n: u64, e: Encoded, swap: bool) -> shared_elementwise_ops::ElementwiseParams {
+    shared_elementwise_ops::ElementwiseParams {
         n: n as u32,
         op: e.op,
         swap: u32::from(swap),
@@ -79,18 +50,19 @@ fn dispatch_out(
     rhs: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    let kernel = enc.ctx().kernel(FILE_OUT, "map_out")?;
-    for page in 0..out.num_pages() {
-        let n = out.page_len(page);
-        let grid = super::grid(enc, n, kernel.threads())?;
-        let bindings = [
-            lhs.page_binding(page),
-            rhs.page_binding(page),
-            out.page_binding(page),
-        ];
-        enc.dispatch(&kernel, &params(n, e, false), &bindings, grid)?;
-    }
-    Ok(())
+    let kernel = enc.ctx().typed::<elementwise::MapOut>()?;
+    // The kernels move 32-bit words of any dtype: the buffers are bound raw.
+    enc.run_pages(&kernel, out.len(), out.page_elems(), |page| {
+        let p = page.page;
+        (
+            params(page.rows, e, false),
+            elementwise::MapOutBindings {
+                lhs: Arg::Raw(lhs.page_binding(p)),
+                rhs: Arg::Raw(rhs.page_binding(p)),
+                out: Arg::Raw(out.page_binding(p)),
+            },
+        )
+    })
 }
 
 /// `values = op(values, rhs)` (or `op(rhs, values)` with `swap`) for distinct tensors.
@@ -105,18 +77,17 @@ fn dispatch_inplace(
         let copy_of_rhs = temporary_copy(enc, rhs)?;
         return dispatch_inplace(enc, e, values, &copy_of_rhs, swap);
     }
-    let kernel = enc.ctx().kernel(FILE_INPLACE, "map_inplace")?;
-    for page in 0..values.num_pages() {
-        let n = values.page_len(page);
-        let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(
-            &kernel,
-            &params(n, e, swap),
-            &[values.page_binding(page), rhs.page_binding(page)],
-            grid,
-        )?;
-    }
-    Ok(())
+    let kernel = enc.ctx().typed::<elementwise_inplace::MapInplace>()?;
+    enc.run_pages(&kernel, values.len(), values.page_elems(), |page| {
+        let p = page.page;
+        (
+            params(page.rows, e, swap),
+            elementwise_inplace::MapInplaceBindings {
+                values: Arg::Raw(values.page_binding(p)),
+                rhs: Arg::Raw(rhs.page_binding(p)),
+            },
+        )
+    })
 }
 
 fn temporary_copy(enc: &mut Encoder, t: &Tensor) -> Result<Tensor> {
@@ -175,18 +146,15 @@ pub fn unary(enc: &mut Encoder, op: UnaryOp, x: &Tensor, out: &Tensor) -> Result
 /// `values = op(values)`, in place.
 pub fn unary_inplace(enc: &mut Encoder, op: UnaryOp, values: &Tensor) -> Result<()> {
     let e = encode_unary(op, values.dtype())?;
-    let kernel = enc.ctx().kernel(FILE_INPLACE, "map_self")?;
-    for page in 0..values.num_pages() {
-        let n = values.page_len(page);
-        let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(
-            &kernel,
-            &params(n, e, false),
-            &[values.page_binding(page)],
-            grid,
-        )?;
-    }
-    Ok(())
+    let kernel = enc.ctx().typed::<elementwise_inplace::MapSelf>()?;
+    enc.run_pages(&kernel, values.len(), values.page_elems(), |page| {
+        (
+            params(page.rows, e, false),
+            elementwise_inplace::MapSelfBindings {
+                values: Arg::Raw(values.page_binding(page.page)),
+            },
+        )
+    })
 }
 
 /// `out = a + b` (f32, u32, i32; integers wrap).

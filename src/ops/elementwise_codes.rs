@@ -2,41 +2,9 @@
 //! `shaders/shared/elementwise_ops.wgsl` and the scalar operands as bit patterns, per dtype.
 
 use crate::error::{Error, Result};
+// The `OP_*` codes, generated from `shaders/shared/elementwise_ops.wgsl`.
+use crate::gpu::kernels::shared_elementwise_ops as code;
 use crate::tensor::DType;
-
-/// Op codes of `shaders/shared/elementwise_ops.wgsl` (the `OP_*` constants there).
-mod code {
-    pub const F32_ADD: u32 = 0;
-    pub const F32_SUB: u32 = 1;
-    pub const F32_MUL: u32 = 2;
-    pub const F32_DIV: u32 = 3;
-    pub const F32_MIN: u32 = 4;
-    pub const F32_MAX: u32 = 5;
-    pub const F32_LINCOMB: u32 = 6;
-    pub const F32_LINCOMB_SQ: u32 = 7;
-    pub const F32_SCALE: u32 = 16;
-    pub const F32_ADD_SCALAR: u32 = 17;
-    pub const F32_AFFINE: u32 = 18;
-    pub const F32_CLAMP: u32 = 19;
-    pub const F32_ABS: u32 = 20;
-    pub const F32_NEG: u32 = 21;
-    pub const F32_EXP: u32 = 22;
-    pub const F32_LOG: u32 = 23;
-    pub const F32_SQRT: u32 = 24;
-    pub const F32_RSQRT: u32 = 25;
-    pub const F32_SQUARE: u32 = 26;
-    pub const F32_RECIP: u32 = 27;
-    pub const F32_SIGMOID: u32 = 28;
-    pub const F32_POW_SCALAR: u32 = 29;
-    pub const U32_ADD: u32 = 40;
-    pub const U32_SUB: u32 = 41;
-    pub const U32_MUL: u32 = 42;
-    pub const U32_MIN: u32 = 43;
-    pub const U32_MAX: u32 = 44;
-    pub const I32_MIN: u32 = 45;
-    pub const I32_MAX: u32 = 46;
-    pub const INT_ADD_SCALAR: u32 = 47;
-}
 
 /// A binary element-wise operation `out = lhs op rhs`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,12 +103,12 @@ fn dtype_error(op: &'static str, expected: &str, got: DType) -> Error {
 pub(crate) fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
     let plain = |op| Ok(Encoded { op, s0: 0, s1: 0 });
     match (op, dtype) {
-        (BinaryOp::Add, DType::F32) => plain(code::F32_ADD),
-        (BinaryOp::Sub, DType::F32) => plain(code::F32_SUB),
-        (BinaryOp::Mul, DType::F32) => plain(code::F32_MUL),
-        (BinaryOp::Div, DType::F32) => plain(code::F32_DIV),
-        (BinaryOp::Min, DType::F32) => plain(code::F32_MIN),
-        (BinaryOp::Max, DType::F32) => plain(code::F32_MAX),
+        (BinaryOp::Add, DType::F32) => plain(code::OP_F32_ADD),
+        (BinaryOp::Sub, DType::F32) => plain(code::OP_F32_SUB),
+        (BinaryOp::Mul, DType::F32) => plain(code::OP_F32_MUL),
+        (BinaryOp::Div, DType::F32) => plain(code::OP_F32_DIV),
+        (BinaryOp::Min, DType::F32) => plain(code::OP_F32_MIN),
+        (BinaryOp::Max, DType::F32) => plain(code::OP_F32_MAX),
         (
             BinaryOp::LinearCombination {
                 lhs_scale,
@@ -148,7 +116,7 @@ pub(crate) fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
             },
             DType::F32,
         ) => Ok(Encoded {
-            op: code::F32_LINCOMB,
+            op: code::OP_F32_LINCOMB,
             s0: lhs_scale.to_bits(),
             s1: rhs_scale.to_bits(),
         }),
@@ -159,18 +127,18 @@ pub(crate) fn encode_binary(op: BinaryOp, dtype: DType) -> Result<Encoded> {
             },
             DType::F32,
         ) => Ok(Encoded {
-            op: code::F32_LINCOMB_SQ,
+            op: code::OP_F32_LINCOMB_SQ,
             s0: lhs_scale.to_bits(),
             s1: rhs_scale.to_bits(),
         }),
         // Two's complement: wrapping add/sub/mul are the same bits for u32 and i32.
-        (BinaryOp::Add, DType::U32 | DType::I32) => plain(code::U32_ADD),
-        (BinaryOp::Sub, DType::U32 | DType::I32) => plain(code::U32_SUB),
-        (BinaryOp::Mul, DType::U32 | DType::I32) => plain(code::U32_MUL),
-        (BinaryOp::Min, DType::U32) => plain(code::U32_MIN),
-        (BinaryOp::Max, DType::U32) => plain(code::U32_MAX),
-        (BinaryOp::Min, DType::I32) => plain(code::I32_MIN),
-        (BinaryOp::Max, DType::I32) => plain(code::I32_MAX),
+        (BinaryOp::Add, DType::U32 | DType::I32) => plain(code::OP_U32_ADD),
+        (BinaryOp::Sub, DType::U32 | DType::I32) => plain(code::OP_U32_SUB),
+        (BinaryOp::Mul, DType::U32 | DType::I32) => plain(code::OP_U32_MUL),
+        (BinaryOp::Min, DType::U32) => plain(code::OP_U32_MIN),
+        (BinaryOp::Max, DType::U32) => plain(code::OP_U32_MAX),
+        (BinaryOp::Min, DType::I32) => plain(code::OP_I32_MIN),
+        (BinaryOp::Max, DType::I32) => plain(code::OP_I32_MAX),
         (_, got) => Err(dtype_error(
             "elementwise binary",
             &format!("F32 for {op:?}"),
@@ -191,24 +159,24 @@ pub(crate) fn encode_unary(op: UnaryOp, dtype: DType) -> Result<Encoded> {
         )
     };
     let (needed, encoded) = match op {
-        UnaryOp::Scale(s) => float(code::F32_SCALE, s, 0.0),
-        UnaryOp::AddScalar(s) => float(code::F32_ADD_SCALAR, s, 0.0),
-        UnaryOp::Affine { scale, offset } => float(code::F32_AFFINE, scale, offset),
-        UnaryOp::Clamp { lo, hi } => float(code::F32_CLAMP, lo, hi),
-        UnaryOp::Abs => float(code::F32_ABS, 0.0, 0.0),
-        UnaryOp::Neg => float(code::F32_NEG, 0.0, 0.0),
-        UnaryOp::Exp => float(code::F32_EXP, 0.0, 0.0),
-        UnaryOp::Log => float(code::F32_LOG, 0.0, 0.0),
-        UnaryOp::Sqrt => float(code::F32_SQRT, 0.0, 0.0),
-        UnaryOp::Rsqrt => float(code::F32_RSQRT, 0.0, 0.0),
-        UnaryOp::Square => float(code::F32_SQUARE, 0.0, 0.0),
-        UnaryOp::Recip => float(code::F32_RECIP, 0.0, 0.0),
-        UnaryOp::Sigmoid => float(code::F32_SIGMOID, 0.0, 0.0),
-        UnaryOp::PowScalar(p) => float(code::F32_POW_SCALAR, p, 0.0),
+        UnaryOp::Scale(s) => float(code::OP_F32_SCALE, s, 0.0),
+        UnaryOp::AddScalar(s) => float(code::OP_F32_ADD_SCALAR, s, 0.0),
+        UnaryOp::Affine { scale, offset } => float(code::OP_F32_AFFINE, scale, offset),
+        UnaryOp::Clamp { lo, hi } => float(code::OP_F32_CLAMP, lo, hi),
+        UnaryOp::Abs => float(code::OP_F32_ABS, 0.0, 0.0),
+        UnaryOp::Neg => float(code::OP_F32_NEG, 0.0, 0.0),
+        UnaryOp::Exp => float(code::OP_F32_EXP, 0.0, 0.0),
+        UnaryOp::Log => float(code::OP_F32_LOG, 0.0, 0.0),
+        UnaryOp::Sqrt => float(code::OP_F32_SQRT, 0.0, 0.0),
+        UnaryOp::Rsqrt => float(code::OP_F32_RSQRT, 0.0, 0.0),
+        UnaryOp::Square => float(code::OP_F32_SQUARE, 0.0, 0.0),
+        UnaryOp::Recip => float(code::OP_F32_RECIP, 0.0, 0.0),
+        UnaryOp::Sigmoid => float(code::OP_F32_SIGMOID, 0.0, 0.0),
+        UnaryOp::PowScalar(p) => float(code::OP_F32_POW_SCALAR, p, 0.0),
         UnaryOp::AddScalarU32(s) => (
             DType::U32,
             Encoded {
-                op: code::INT_ADD_SCALAR,
+                op: code::OP_INT_ADD_SCALAR,
                 s0: s,
                 s1: 0,
             },
@@ -216,7 +184,7 @@ pub(crate) fn encode_unary(op: UnaryOp, dtype: DType) -> Result<Encoded> {
         UnaryOp::AddScalarI32(s) => (
             DType::I32,
             Encoded {
-                op: code::INT_ADD_SCALAR,
+                op: code::OP_INT_ADD_SCALAR,
                 s0: s as u32,
                 s1: 0,
             },

@@ -2,33 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
-use crate::mirror;
+use crate::gpu::kernels::{self, Arg};
 use crate::tensor::{DType, Element, Tensor};
-
-const FILE: &str = "fill.wgsl";
-
-/// Uniform parameters of `fill.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct FillParams {
-    n: u32,
-    offset: u32,
-    mode: u32,
-    start_bits: u32,
-    step_bits: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        FillParams,
-        FILE,
-        "FillParams",
-        [n, offset, mode, start_bits, step_bits, _pad0, _pad1, _pad2]
-    )]
-}
 
 fn mode(dtype: DType) -> u32 {
     match dtype {
@@ -42,18 +17,20 @@ fn mode(dtype: DType) -> u32 {
 pub fn fill<T: Element>(enc: &mut Encoder, t: &Tensor, value: T) -> Result<()> {
     t.expect_dtype("fill", T::DTYPE)?;
     let bits: u32 = bytemuck::cast(value);
-    let kernel = enc.ctx().kernel(FILE, "fill")?;
-    for page in 0..t.num_pages() {
-        let n = t.page_len(page);
-        let params = FillParams {
-            n: n as u32,
-            start_bits: bits,
-            ..Default::default()
-        };
-        let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[t.page_binding(page)], grid)?;
-    }
-    Ok(())
+    let kernel = enc.ctx().typed::<kernels::fill::Fill>()?;
+    // The kernel writes 32-bit patterns of any dtype: the pages are bound raw.
+    enc.run_pages(&kernel, t.len(), t.page_elems(), |page| {
+        (
+            kernels::fill::FillParams {
+                n: page.rows as u32,
+                start_bits: bits,
+                ..Default::default()
+            },
+            kernels::fill::FillBindings {
+                out: Arg::Raw(t.page_binding(page.page)),
+            },
+        )
+    })
 }
 
 /// Writes `start + i * step` into element `i` of `t` (wrapping for integers; `f32(i)` for floats).
@@ -67,19 +44,20 @@ pub fn arange<T: Element>(enc: &mut Encoder, t: &Tensor, start: T, step: T) -> R
             hint: "arange indices are 32-bit; fill a shorter tensor".into(),
         });
     }
-    let kernel = enc.ctx().kernel(FILE, "arange")?;
-    for page in 0..t.num_pages() {
-        let n = t.page_len(page);
-        let params = FillParams {
-            n: n as u32,
-            offset: t.page_start(page) as u32,
-            mode: mode(T::DTYPE),
-            start_bits: bytemuck::cast(start),
-            step_bits: bytemuck::cast(step),
-            ..Default::default()
-        };
-        let grid = super::grid(enc, n, kernel.threads())?;
-        enc.dispatch(&kernel, &params, &[t.page_binding(page)], grid)?;
-    }
-    Ok(())
+    let kernel = enc.ctx().typed::<kernels::fill::Arange>()?;
+    enc.run_pages(&kernel, t.len(), t.page_elems(), |page| {
+        (
+            kernels::fill::FillParams {
+                n: page.rows as u32,
+                offset: page.first_row as u32,
+                mode: mode(T::DTYPE),
+                start_bits: bytemuck::cast(start),
+                step_bits: bytemuck::cast(step),
+                ..Default::default()
+            },
+            kernels::fill::ArangeBindings {
+                out: Arg::Raw(t.page_binding(page.page)),
+            },
+        )
+    })
 }

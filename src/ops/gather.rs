@@ -16,50 +16,8 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
-use crate::mirror;
+use crate::gpu::kernels::{self, Arg, KernelSpec, TypedKernel};
 use crate::tensor::{DType, Tensor};
-
-const FILE: &str = "gather.wgsl";
-
-/// Uniform parameters of `gather.wgsl` (field meanings documented there).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct GatherParams {
-    lin_len: u32,
-    lin_row0: u32,
-    lin_col0: u32,
-    width: u32,
-    index_row0: u32,
-    index_len: u32,
-    addr_row0: u32,
-    addr_col0: u32,
-    addr_len: u32,
-    addr_rows_span: u32,
-    rows_total: u32,
-    zero_out_of_range: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        GatherParams,
-        FILE,
-        "GatherParams",
-        [
-            lin_len,
-            lin_row0,
-            lin_col0,
-            width,
-            index_row0,
-            index_len,
-            addr_row0,
-            addr_col0,
-            addr_len,
-            addr_rows_span,
-            rows_total,
-            zero_out_of_range
-        ]
-    )]
-}
 
 /// Which way values move.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -115,12 +73,34 @@ fn move_rows(
     addressed: &Tensor,
     width: u64,
 ) -> Result<()> {
-    let entry = if dir == Direction::Gather {
-        "gather_rows"
-    } else {
-        "scatter_rows"
-    };
-    let kernel = enc.ctx().kernel(FILE, entry)?;
+    match dir {
+        Direction::Gather => {
+            let kernel = enc.ctx().typed::<kernels::gather::GatherRows>()?;
+            move_rows_with(enc, &kernel, dir, linear, index, addressed, width)
+        }
+        Direction::Scatter => {
+            let kernel = enc.ctx().typed::<kernels::gather::ScatterRows>()?;
+            move_rows_with(enc, &kernel, dir, linear, index, addressed, width)
+        }
+    }
+}
+
+/// [`move_rows`] with the entry point of `dir` (both share their params and bindings).
+fn move_rows_with<K>(
+    enc: &mut Encoder,
+    kernel: &TypedKernel<K>,
+    dir: Direction,
+    linear: &Tensor,
+    index: &Tensor,
+    addressed: &Tensor,
+    width: u64,
+) -> Result<()>
+where
+    K: for<'a> KernelSpec<
+            Params = kernels::gather::GatherParams,
+            Bindings<'a> = kernels::gather::GatherRowsBindings<'a>,
+        >,
+{
     let rows_total = (addressed.len() / width) as u32;
     for lin_page in 0..linear.num_pages() {
         let (start, len) = (linear.page_start(lin_page), linear.page_len(lin_page));
@@ -131,7 +111,7 @@ fn move_rows(
             for addr_page in 0..addressed.num_pages() {
                 let addr_start = addressed.page_start(addr_page);
                 let addr_len = addressed.page_len(addr_page);
-                let params = GatherParams {
+                let params = kernels::gather::GatherParams {
                     lin_len: len as u32,
                     lin_row0: first_row as u32,
                     lin_col0: (start % width) as u32,
@@ -146,6 +126,7 @@ fn move_rows(
                     zero_out_of_range: u32::from(dir == Direction::Gather && addr_page == 0),
                 };
                 let grid = super::grid(enc, len, kernel.threads())?;
+                // Values move as 32-bit patterns of any dtype: bound raw.
                 let (values_in, values_out) = match dir {
                     Direction::Gather => (
                         addressed.page_binding(addr_page),
@@ -156,12 +137,12 @@ fn move_rows(
                         addressed.page_binding(addr_page),
                     ),
                 };
-                enc.dispatch(
-                    &kernel,
-                    &params,
-                    &[values_in, index.page_binding(index_page), values_out],
-                    grid,
-                )?;
+                let bindings = kernels::gather::GatherRowsBindings {
+                    values_in: Arg::Raw(values_in),
+                    row_index: index.page_arg(index_page),
+                    values_out: Arg::Raw(values_out),
+                };
+                enc.run(kernel, &params, bindings, grid)?;
             }
         }
     }

@@ -47,13 +47,7 @@ pub(crate) fn grid(enc: &Encoder, items: u64, per_workgroup: u32) -> Result<Work
 /// Every Rust struct in `ops` that mirrors a WGSL struct.
 pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     let mut all = Vec::new();
-    all.extend(elementwise::mirrors());
-    all.extend(fill::mirrors());
-    all.extend(gather::mirrors());
-    all.extend(reduce::mirrors());
     all.extend(scan::mirrors());
-    all.extend(count::mirrors());
-    all.extend(compact::mirrors());
     all.extend(radix_sort::mirrors());
     all
 }

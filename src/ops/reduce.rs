@@ -27,37 +27,16 @@
 //! so `D = 10 * passes <= max(10, ceil(log2 n) + 9)`. Overflow to infinity is not covered. [`sum_f32_error_bound`] evaluates the bound for a context.
 
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, Arg};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
-use crate::mirror;
 use crate::tensor::{DType, Element, Tensor};
 
-const FILE: &str = "reduce.wgsl";
-
 /// Elements one workgroup reduces per pass (256 invocations x 4 elements).
-pub const ITEMS_PER_WORKGROUP: u64 = 1024;
+pub const ITEMS_PER_WORKGROUP: u64 = kernels::reduce::ITEMS_PER_WORKGROUP as u64;
 /// Invocations per workgroup.
-const WORKGROUP_SIZE: u64 = 256;
+const WORKGROUP_SIZE: u64 = kernels::reduce::WG as u64;
 /// Tree depth of one pass on the portable path: 2 (4 elements pairwise) + 8 (256-way tree).
 pub const PORTABLE_DEPTH_PER_PASS: u64 = 10;
-
-/// Uniform parameters of `reduce.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ReduceParams {
-    n: u32,
-    op: u32,
-    out_offset: u32,
-    _pad0: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        ReduceParams,
-        FILE,
-        "ReduceParams",
-        [n, op, out_offset, _pad0]
-    )]
-}
 
 /// What to reduce with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,15 +51,16 @@ pub enum ReduceOp {
 
 /// The `OP_*` code of reduce.wgsl and the identity (result for an empty tensor) as bits.
 fn op_code(op: ReduceOp, dtype: DType) -> (u32, u32) {
+    use kernels::reduce as code;
     match (op, dtype) {
-        (ReduceOp::Sum, DType::F32) => (0, 0),
-        (ReduceOp::Min, DType::F32) => (1, f32::INFINITY.to_bits()),
-        (ReduceOp::Max, DType::F32) => (2, f32::NEG_INFINITY.to_bits()),
-        (ReduceOp::Sum, DType::U32 | DType::I32) => (3, 0),
-        (ReduceOp::Min, DType::U32) => (4, u32::MAX),
-        (ReduceOp::Max, DType::U32) => (5, 0),
-        (ReduceOp::Min, DType::I32) => (6, i32::MAX as u32),
-        (ReduceOp::Max, DType::I32) => (7, i32::MIN as u32),
+        (ReduceOp::Sum, DType::F32) => (code::OP_F32_SUM, 0),
+        (ReduceOp::Min, DType::F32) => (code::OP_F32_MIN, f32::INFINITY.to_bits()),
+        (ReduceOp::Max, DType::F32) => (code::OP_F32_MAX, f32::NEG_INFINITY.to_bits()),
+        (ReduceOp::Sum, DType::U32 | DType::I32) => (code::OP_U32_SUM, 0),
+        (ReduceOp::Min, DType::U32) => (code::OP_U32_MIN, u32::MAX),
+        (ReduceOp::Max, DType::U32) => (code::OP_U32_MAX, 0),
+        (ReduceOp::Min, DType::I32) => (code::OP_I32_MIN, i32::MAX as u32),
+        (ReduceOp::Max, DType::I32) => (code::OP_I32_MAX, i32::MIN as u32),
     }
 }
 
@@ -100,7 +80,7 @@ fn partial_len(len: u64, page_elems: u64) -> u64 {
 
 /// Records one pass: every page of `src` writes its partials into a new tensor.
 fn reduce_pass(enc: &mut Encoder, src: &Tensor, code: u32) -> Result<Tensor> {
-    let kernel = enc.ctx().kernel(FILE, "reduce_pass")?;
+    let kernel = enc.ctx().typed::<kernels::reduce::ReducePass>()?;
     let out_len = partial_len(src.len(), src.page_elems());
     let out = Tensor::uninit(
         enc,
@@ -116,19 +96,23 @@ fn reduce_pass(enc: &mut Encoder, src: &Tensor, code: u32) -> Result<Tensor> {
             (first / out.page_elems()) as usize,
             first % out.page_elems(),
         );
-        let params = ReduceParams {
+        let params = kernels::reduce::ReduceParams {
             n: src.page_len(page) as u32,
             op: code,
             out_offset: out_offset as u32,
             _pad0: 0,
         };
-        let grid = super::grid(enc, src.page_len(page), ITEMS_PER_WORKGROUP as u32)?;
-        enc.dispatch(
-            &kernel,
-            &params,
-            &[src.page_binding(page), out.page_binding(out_page)],
-            grid,
+        let grid = super::grid(
+            enc,
+            src.page_len(page),
+            kernels::reduce::ITEMS_PER_WORKGROUP,
         )?;
+        // Any dtype: the kernel reads and writes 32-bit patterns, bound raw.
+        let bindings = kernels::reduce::ReducePassBindings {
+            src: Arg::Raw(src.page_binding(page)),
+            partials: Arg::Raw(out.page_binding(out_page)),
+        };
+        enc.run(&kernel, &params, bindings, grid)?;
     }
     Ok(out)
 }

@@ -4,45 +4,11 @@
 
 use super::rows::{append_rows_in_place, keep_rows_in_place};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{Arg, adam::AdamParams, adam::AdamStep, adam::AdamStepBindings};
 use crate::gpu::{Encoder, MemoryCategory};
-use crate::mirror;
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
-
-const FILE: &str = "adam.wgsl";
-
-/// Uniform parameters of `adam.wgsl` (field meanings documented there).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct AdamParams {
-    n: u32,
-    step_size: f32,
-    inv_sqrt_bias_correction2: f32,
-    eps: f32,
-    beta1: f32,
-    one_minus_beta1: f32,
-    beta2: f32,
-    one_minus_beta2: f32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![mirror!(
-        AdamParams,
-        FILE,
-        "AdamParams",
-        [
-            n,
-            step_size,
-            inv_sqrt_bias_correction2,
-            eps,
-            beta1,
-            one_minus_beta1,
-            beta2,
-            one_minus_beta2
-        ]
-    )]
-}
 
 /// Adam's hyper-parameters (3DGS: β = (0.9, 0.999), ε = 1e-15).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,7 +101,7 @@ pub fn adam_step(
         }
     }
     let base = config.params(step, lr)?;
-    let kernel = enc.ctx().kernel(FILE, "adam_step")?;
+    let kernel = enc.ctx().typed::<AdamStep>()?;
     for page in 0..param.num_pages() {
         let n = param.page_len(page);
         if n == 0 {
@@ -146,13 +112,13 @@ pub fn adam_step(
             ..base
         };
         let grid = crate::ops::grid(enc, n.div_ceil(4), kernel.threads())?;
-        let bindings = [
-            vec4_binding(param, page)?,
-            vec4_binding(grad, page)?,
-            vec4_binding(moment1, page)?,
-            vec4_binding(moment2, page)?,
-        ];
-        enc.dispatch(&kernel, &params, &bindings, grid)?;
+        let bindings = AdamStepBindings {
+            param: vec4_arg(param, page)?,
+            grad: vec4_arg(grad, page)?,
+            moment1: vec4_arg(moment1, page)?,
+            moment2: vec4_arg(moment2, page)?,
+        };
+        enc.run(&kernel, &params, bindings, grid)?;
     }
     Ok(())
 }
@@ -160,7 +126,7 @@ pub fn adam_step(
 /// Page `page` of `t` seen as vec4s: its elements rounded up to 16 bytes. Buffers are whole size
 /// classes (multiples of [`crate::gpu::memory::MIN_BUFFER_BYTES`]), so the rounded range lies inside
 /// the page's buffer; the kernel leaves the padding as it found it.
-fn vec4_binding(t: &Tensor, page: usize) -> Result<wgpu::BufferBinding<'_>> {
+fn vec4_arg(t: &Tensor, page: usize) -> Result<Arg<'_>> {
     let binding = t.page_binding(page);
     let bytes = binding.size.map_or(0, |s| s.get()).div_ceil(16) * 16;
     if bytes > binding.buffer.size() {
@@ -172,10 +138,11 @@ fn vec4_binding(t: &Tensor, page: usize) -> Result<wgpu::BufferBinding<'_>> {
             ),
         });
     }
-    Ok(wgpu::BufferBinding {
+    let binding = wgpu::BufferBinding {
         size: std::num::NonZeroU64::new(bytes),
         ..binding
-    })
+    };
+    Ok(Arg::Typed(binding, t.dtype()))
 }
 
 /// One learning rate per parameter group.

@@ -9,8 +9,3 @@ pub mod schedule;
 pub use adam::{AdamConfig, GaussianOptimizer, LearningRates, adam_step};
 pub use rows::{concat_gaussian_rows, row_width, scatter_gaussian_rows, select_gaussian_rows};
 pub use schedule::{ExponentialDecay, LearningRateSchedule};
-
-/// Every Rust struct in `optim` that mirrors a WGSL struct.
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    adam::mirrors()
-}
