@@ -96,8 +96,8 @@ fn compact_into(
             let bindings = kernels::compact::ScatterKeptBindings {
                 flags: flags.page_arg(source_page),
                 positions: positions.page_arg(source_page),
-                values: source.map_or(Arg::Absent, |v| Arg::Raw(v.page_binding(source_page))),
-                out: Arg::Raw(out.page_binding(dest_page)),
+                values: source.map_or(Arg::Absent, |v| v.page_raw(source_page)),
+                out: out.page_raw(dest_page),
             };
             enc.run(&kernel, &params, bindings, grid)?;
         }

@@ -18,7 +18,7 @@
 pub use super::elementwise_codes::{BinaryOp, UnaryOp};
 use super::elementwise_codes::{Encoded, encode_binary, encode_unary};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{Arg, elementwise, elementwise_inplace, shared_elementwise_ops};
+use crate::gpu::kernels::{elementwise, elementwise_inplace, shared_elementwise_ops};
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::tensor::Tensor;
 
@@ -57,9 +57,9 @@ fn dispatch_out(
         (
             params(page.rows, e, false),
             elementwise::MapOutBindings {
-                lhs: Arg::Raw(lhs.page_binding(p)),
-                rhs: Arg::Raw(rhs.page_binding(p)),
-                out: Arg::Raw(out.page_binding(p)),
+                lhs: lhs.page_raw(p),
+                rhs: rhs.page_raw(p),
+                out: out.page_raw(p),
             },
         )
     })
@@ -83,8 +83,8 @@ fn dispatch_inplace(
         (
             params(page.rows, e, swap),
             elementwise_inplace::MapInplaceBindings {
-                values: Arg::Raw(values.page_binding(p)),
-                rhs: Arg::Raw(rhs.page_binding(p)),
+                values: values.page_raw(p),
+                rhs: rhs.page_raw(p),
             },
         )
     })
@@ -151,7 +151,7 @@ pub fn unary_inplace(enc: &mut Encoder, op: UnaryOp, values: &Tensor) -> Result<
         (
             params(page.rows, e, false),
             elementwise_inplace::MapSelfBindings {
-                values: Arg::Raw(values.page_binding(page.page)),
+                values: values.page_raw(page.page),
             },
         )
     })

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
-use crate::gpu::kernels::{self, Arg};
+use crate::gpu::kernels;
 use crate::tensor::{DType, Element, Tensor};
 
 fn mode(dtype: DType) -> u32 {
@@ -27,7 +27,7 @@ pub fn fill<T: Element>(enc: &mut Encoder, t: &Tensor, value: T) -> Result<()> {
                 ..Default::default()
             },
             kernels::fill::FillBindings {
-                out: Arg::Raw(t.page_binding(page.page)),
+                out: t.page_raw(page.page),
             },
         )
     })
@@ -56,7 +56,7 @@ pub fn arange<T: Element>(enc: &mut Encoder, t: &Tensor, start: T, step: T) -> R
                 ..Default::default()
             },
             kernels::fill::ArangeBindings {
-                out: Arg::Raw(t.page_binding(page.page)),
+                out: t.page_raw(page.page),
             },
         )
     })

@@ -16,7 +16,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
-use crate::gpu::kernels::{self, Arg, KernelSpec, TypedKernel};
+use crate::gpu::kernels::{self, KernelSpec, TypedKernel};
 use crate::tensor::{DType, Tensor};
 
 /// Which way values move.
@@ -128,19 +128,13 @@ where
                 let grid = super::grid(enc, len, kernel.threads())?;
                 // Values move as 32-bit patterns of any dtype: bound raw.
                 let (values_in, values_out) = match dir {
-                    Direction::Gather => (
-                        addressed.page_binding(addr_page),
-                        linear.page_binding(lin_page),
-                    ),
-                    Direction::Scatter => (
-                        linear.page_binding(lin_page),
-                        addressed.page_binding(addr_page),
-                    ),
+                    Direction::Gather => (addressed.page_raw(addr_page), linear.page_raw(lin_page)),
+                    Direction::Scatter => (linear.page_raw(lin_page), addressed.page_raw(addr_page)),
                 };
                 let bindings = kernels::gather::GatherRowsBindings {
-                    values_in: Arg::Raw(values_in),
+                    values_in,
                     row_index: index.page_arg(index_page),
-                    values_out: Arg::Raw(values_out),
+                    values_out,
                 };
                 enc.run(kernel, &params, bindings, grid)?;
             }

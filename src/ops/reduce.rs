@@ -27,7 +27,7 @@
 //! so `D = 10 * passes <= max(10, ceil(log2 n) + 9)`. Overflow to infinity is not covered. [`sum_f32_error_bound`] evaluates the bound for a context.
 
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{self, Arg};
+use crate::gpu::kernels;
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::tensor::{DType, Element, Tensor};
 
@@ -109,8 +109,8 @@ fn reduce_pass(enc: &mut Encoder, src: &Tensor, code: u32) -> Result<Tensor> {
         )?;
         // Any dtype: the kernel reads and writes 32-bit patterns, bound raw.
         let bindings = kernels::reduce::ReducePassBindings {
-            src: Arg::Raw(src.page_binding(page)),
-            partials: Arg::Raw(out.page_binding(out_page)),
+            src: src.page_raw(page),
+            partials: out.page_raw(out_page),
         };
         enc.run(&kernel, &params, bindings, grid)?;
     }

@@ -300,6 +300,12 @@ impl Tensor {
         crate::gpu::kernels::Arg::Typed(self.page_binding(index), self.dtype)
     }
 
+    /// Page `index` as an untyped kernel argument ([`crate::gpu::kernels::Arg::Raw`]), for kernels
+    /// that move 32-bit words of any dtype.
+    pub fn page_raw(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
+        crate::gpu::kernels::Arg::Raw(self.page_binding(index))
+    }
+
     /// The same storage with another shape of equal element count.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         let len = element_count(shape)?;
