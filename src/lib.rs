@@ -37,6 +37,5 @@ pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
     all.extend(train::mcmc::mirrors());
     all.extend(loss::mirrors());
     all.extend(optim::mirrors());
-    all.extend(knn::mirrors());
     all
 }

@@ -51,9 +51,7 @@ pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
     all.extend(fill::mirrors());
     all.extend(gather::mirrors());
     all.extend(reduce::mirrors());
-    all.extend(scan::mirrors());
     all.extend(count::mirrors());
     all.extend(compact::mirrors());
-    all.extend(radix_sort::mirrors());
     all
 }
