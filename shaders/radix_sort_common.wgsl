@@ -22,6 +22,26 @@ const RADIX: u32 = 16u;
 const RAKE_LANES: u32 = 16u;
 const RAKE_SPAN: u32 = 8u;
 
+// Uniform parameters of one pass of the histogram (radix_sort_histogram.wgsl) and scatter
+// (radix_sort_scatter.wgsl) kernels.
+struct RadixPassParams {
+    // Keys in the source page.
+    n: u32,
+    // Global index of the source page's first block.
+    block_base: u32,
+    // Blocks over all pages (the row length of the digit table).
+    num_blocks: u32,
+    // Position of this pass's digit.
+    shift: u32,
+    // Mask of this pass's digit after shifting (fewer than 4 bits on a short last pass).
+    digit_mask: u32,
+    // Global index of the destination page's first element (scatter only).
+    dst_start: u32,
+    // Elements in the destination page (scatter only).
+    dst_len: u32,
+    _pad0: u32,
+}
+
 struct Invocation {
     @builtin(local_invocation_index) lid: u32,
 #if SUBGROUPS

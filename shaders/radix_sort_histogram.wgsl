@@ -3,25 +3,6 @@
 #import "shared/dispatch.wgsl"
 #import "radix_sort_common.wgsl"
 
-// Shared with radix_sort_scatter.wgsl (same layout, mirrored separately).
-struct RadixPassParams {
-    // Keys in the source page.
-    n: u32,
-    // Global index of the source page's first block.
-    block_base: u32,
-    // Blocks over all pages (the row length of the digit table).
-    num_blocks: u32,
-    // Position of this pass's digit.
-    shift: u32,
-    // Mask of this pass's digit after shifting (fewer than 4 bits on a short last pass).
-    digit_mask: u32,
-    // Global index of the destination page's first element (scatter only).
-    dst_start: u32,
-    // Elements in the destination page (scatter only).
-    dst_len: u32,
-    _pad0: u32,
-}
-
 @group(0) @binding(0) var<uniform> params_uniform: RadixPassParams;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
 var<private> params: RadixPassParams;

@@ -28,10 +28,3 @@ pub mod train;
 pub use error::{Error, Result};
 pub use gpu::{ContextOptions, Encoder, GpuContext, MemoryCategory, MemoryReport};
 pub use tensor::{DType, Element, Tensor};
-
-/// Every Rust struct in the library that mirrors a WGSL struct (checked against naga in the tests).
-pub fn mirrored_structs() -> Vec<gpu::mirror::Mirror> {
-    let mut all = ops::mirrors();
-    all.extend(knn::mirrors());
-    all
-}

@@ -25,4 +25,3 @@ pub use kernel::Kernel;
 pub use memory::{MemoryCategory, MemoryReport};
 pub use readback::Readback;
 pub use shader::{ShaderFlag, Variant};
-pub mod mirror;

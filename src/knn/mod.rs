@@ -64,6 +64,7 @@ pub use reference::{
 pub use tree::{FANOUT, LEAF_SIZE};
 
 use crate::error::{Error, Result};
+use crate::gpu::kernels::knn_keys;
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor};
@@ -74,12 +75,9 @@ pub const NEIGHBOURS: usize = 3;
 /// Lower clamp of the result (as in 3DGS), also the value for a point with no other point.
 pub const MIN_MEAN_SQ_DIST: f32 = 1e-7;
 /// Bits used of each 32-bit word of the sort key, most significant word first
-/// (shaders/knn_keys.wgsl); the op runs one radix sort per word.
-pub const KEY_BITS: [u32; 4] = [30, 32, 32, 32];
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    stages::mirrors()
-}
+/// (shaders/knn_keys.wgsl: the coarse word holds `COARSE_BITS` bits per axis); the op runs one
+/// radix sort per word.
+pub const KEY_BITS: [u32; 4] = [3 * knn_keys::COARSE_BITS, 32, 32, 32];
 
 /// Checks the input and returns the number of points.
 fn check_points(enc: &Encoder, points: &Tensor) -> Result<u64> {

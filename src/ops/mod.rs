@@ -43,11 +43,3 @@ pub(crate) fn grid(enc: &Encoder, items: u64, per_workgroup: u32) -> Result<Work
         enc.ctx().max_workgroups_per_dimension(),
     )
 }
-
-/// Every Rust struct in `ops` that mirrors a WGSL struct.
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let mut all = Vec::new();
-    all.extend(scan::mirrors());
-    all.extend(radix_sort::mirrors());
-    all
-}

@@ -19,69 +19,19 @@
 //! page: page `p` holds blocks `p * blocks_per_page ..`, so the block order is the element order.
 
 use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    Arg, TypedKernel, radix_sort_common, radix_sort_histogram, radix_sort_scan, radix_sort_scatter,
+};
 use crate::gpu::{Encoder, GpuBuffer, MemoryCategory};
-use crate::mirror;
 use crate::tensor::{DType, Tensor};
 use std::num::NonZeroU64;
 
-const HISTOGRAM_FILE: &str = "radix_sort_histogram.wgsl";
-const SCAN_FILE: &str = "radix_sort_scan.wgsl";
-const SCATTER_FILE: &str = "radix_sort_scatter.wgsl";
-
 /// Bits of the key sorted per pass.
 pub const DIGIT_BITS: u32 = 4;
-/// Bins of one digit.
-const RADIX: u64 = 1 << DIGIT_BITS;
-/// Keys per sort block (one workgroup) and entries per scan block; `BLOCK` in
+const _: () = assert!(1 << DIGIT_BITS == radix_sort_common::RADIX);
+/// Keys per sort block (one workgroup) and entries per scan block: `BLOCK` in
 /// shaders/radix_sort_common.wgsl.
-pub const BLOCK: u64 = 2048;
-
-/// Uniform parameters of the histogram and scatter kernels (`RadixPassParams` in both files).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct RadixPassParams {
-    n: u32,
-    block_base: u32,
-    num_blocks: u32,
-    shift: u32,
-    digit_mask: u32,
-    dst_start: u32,
-    dst_len: u32,
-    _pad0: u32,
-}
-
-/// Uniform parameters of the digit-table scan kernels.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct RadixScanParams {
-    n: u32,
-    add_block_sums: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    let pass_fields = |file| {
-        mirror!(
-            RadixPassParams,
-            file,
-            "RadixPassParams",
-            [
-                n, block_base, num_blocks, shift, digit_mask, dst_start, dst_len, _pad0
-            ]
-        )
-    };
-    vec![
-        pass_fields(HISTOGRAM_FILE),
-        pass_fields(SCATTER_FILE),
-        mirror!(
-            RadixScanParams,
-            SCAN_FILE,
-            "RadixScanParams",
-            [n, add_block_sums, _pad0, _pad1]
-        ),
-    ]
-}
+pub const BLOCK: u64 = radix_sort_common::BLOCK as u64;
 
 /// Sorts `keys` (u32) by their low `bits` bits (1..=32), stably, carrying `values` (any 32-bit
 /// dtype, same length) along. Returns new tensors `(sorted_keys, permuted_values)`; the inputs are
@@ -133,12 +83,13 @@ impl BlockLayout {
     }
 }
 
-fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
-    wgpu::BufferBinding {
+/// The requested bytes of `buffer`, as raw words.
+fn whole(buffer: &GpuBuffer) -> Arg<'_> {
+    Arg::Raw(wgpu::BufferBinding {
         buffer: buffer.raw(),
         offset: 0,
         size: NonZeroU64::new(buffer.requested()),
-    }
+    })
 }
 
 fn check_arguments(enc: &Encoder, keys: &Tensor, values: Option<&Tensor>, bits: u32) -> Result<()> {
@@ -157,7 +108,7 @@ fn check_arguments(enc: &Encoder, keys: &Tensor, values: Option<&Tensor>, bits: 
             hint: "sort positions are 32-bit; sort fewer keys at a time".into(),
         });
     }
-    let table_bytes = BlockLayout::of(keys).num_blocks * RADIX * 4;
+    let table_bytes = BlockLayout::of(keys).num_blocks * u64::from(radix_sort_common::RADIX) * 4;
     let limits = &enc.ctx().info().limits;
     let binding_limit = limits
         .max_storage_buffer_binding_size
@@ -175,11 +126,9 @@ fn check_arguments(enc: &Encoder, keys: &Tensor, values: Option<&Tensor>, bits: 
     Ok(())
 }
 
-/// The scratch of the digit-table scan: one block-sum buffer per level above the table, and a
-/// placeholder bound where a kernel has no block sums to read.
+/// The scratch of the digit-table scan: one block-sum buffer per level above the table.
 struct TableScan {
     levels: Vec<(u64, GpuBuffer)>,
-    placeholder: GpuBuffer,
 }
 
 impl TableScan {
@@ -193,61 +142,64 @@ impl TableScan {
                 enc.alloc(n * 4, MemoryCategory::SortScratch, "radix sort scan sums")?,
             ));
         }
-        let placeholder = enc.alloc(
-            16,
-            MemoryCategory::SortScratch,
-            "radix sort scan placeholder",
-        )?;
-        Ok(TableScan {
-            levels,
-            placeholder,
-        })
+        Ok(TableScan { levels })
     }
 
     /// Records the exclusive scan of the first `entries` entries of `table`.
     fn record(&self, enc: &mut Encoder, table: &GpuBuffer, entries: u64) -> Result<()> {
-        let reduce = enc.ctx().kernel(SCAN_FILE, "reduce_blocks")?;
-        let scan = enc.ctx().kernel(SCAN_FILE, "scan_blocks")?;
+        let reduce = enc.ctx().typed::<radix_sort_scan::ReduceBlocks>()?;
+        let scan = enc.ctx().typed::<radix_sort_scan::ScanBlocks>()?;
         // Reduce level by level, scan the top block, then scan back down adding block sums.
         let mut below: Vec<(&GpuBuffer, u64)> = vec![(table, entries)];
         for (n, sums) in &self.levels {
             let (data, data_n) = below[below.len() - 1];
-            let params = RadixScanParams {
+            let params = radix_sort_scan::RadixScanParams {
                 n: data_n as u32,
                 ..Default::default()
             };
-            let grid = super::grid(enc, data_n, BLOCK as u32)?;
-            enc.dispatch(&reduce, &params, &[whole(data), whole(sums)], grid)?;
+            let grid = super::grid(enc, data_n, radix_sort_common::BLOCK)?;
+            let bindings = radix_sort_scan::ReduceBlocksBindings {
+                entries: whole(data),
+                block_sums: whole(sums),
+            };
+            enc.run(&reduce, &params, bindings, grid)?;
             below.push((sums, *n));
         }
         let (top, top_n) = below[below.len() - 1];
-        let params = RadixScanParams {
+        let params = radix_sort_scan::RadixScanParams {
             n: top_n as u32,
             ..Default::default()
         };
-        enc.dispatch(
-            &scan,
-            &params,
-            &[whole(top), whole(&self.placeholder)],
-            super::grid(enc, top_n, BLOCK as u32)?,
-        )?;
+        // The top block starts from zero: it reads no block sums.
+        let bindings = radix_sort_scan::ScanBlocksBindings {
+            entries: whole(top),
+            block_sums: Arg::Absent,
+        };
+        let grid = super::grid(enc, top_n, radix_sort_common::BLOCK)?;
+        enc.run(&scan, &params, bindings, grid)?;
         for level in (0..below.len() - 1).rev() {
             let (data, data_n) = below[level];
             let sums = below[level + 1].0;
-            let params = RadixScanParams {
+            let params = radix_sort_scan::RadixScanParams {
                 n: data_n as u32,
                 add_block_sums: 1,
                 ..Default::default()
             };
-            enc.dispatch(
-                &scan,
-                &params,
-                &[whole(data), whole(sums)],
-                super::grid(enc, data_n, BLOCK as u32)?,
-            )?;
+            let bindings = radix_sort_scan::ScanBlocksBindings {
+                entries: whole(data),
+                block_sums: whole(sums),
+            };
+            let grid = super::grid(enc, data_n, radix_sort_common::BLOCK)?;
+            enc.run(&scan, &params, bindings, grid)?;
         }
         Ok(())
     }
+}
+
+/// The scatter kernel of a sort: with or without values.
+enum Scatter {
+    Keys(TypedKernel<radix_sort_scatter::ScatterKeys>),
+    Pairs(TypedKernel<radix_sort_scatter::ScatterPairs>),
 }
 
 fn sort(
@@ -277,22 +229,19 @@ fn sort(
         return scratch_pair(enc, "radix sort output");
     }
     let layout = BlockLayout::of(keys);
-    let table_entries = layout.num_blocks * RADIX;
+    let table_entries = layout.num_blocks * u64::from(radix_sort_common::RADIX);
     let table = enc.alloc(
         table_entries * 4,
         MemoryCategory::SortScratch,
         "radix sort digit table",
     )?;
     let table_scan = TableScan::new(enc, table_entries)?;
-    let histogram = enc.ctx().kernel(HISTOGRAM_FILE, "count_digits")?;
-    let scatter = enc.ctx().kernel(
-        SCATTER_FILE,
-        if values.is_some() {
-            "scatter_pairs"
-        } else {
-            "scatter_keys"
-        },
-    )?;
+    let histogram = enc.ctx().typed::<radix_sort_histogram::CountDigits>()?;
+    let scatter = if values.is_some() {
+        Scatter::Pairs(enc.ctx().typed()?)
+    } else {
+        Scatter::Keys(enc.ctx().typed()?)
+    };
 
     // Pass i writes targets[i % 2]; a single pass needs no second pair.
     let mut targets = vec![scratch_pair(enc, "radix sort ping")?];
@@ -303,7 +252,7 @@ fn sort(
     for pass in 0..passes {
         let shift = pass * DIGIT_BITS;
         let digit_mask = (1u32 << (bits - shift).min(DIGIT_BITS)) - 1;
-        let base = RadixPassParams {
+        let base = radix_sort_common::RadixPassParams {
             num_blocks: layout.num_blocks as u32,
             shift,
             digit_mask,
@@ -312,40 +261,56 @@ fn sort(
         let (src_keys, src_values) = &source;
         let (dst_keys, dst_values) = &targets[pass as usize % targets.len()];
         for page in 0..src_keys.num_pages() {
-            let params = RadixPassParams {
+            let params = radix_sort_common::RadixPassParams {
                 n: src_keys.page_len(page) as u32,
                 block_base: (page as u64 * layout.blocks_per_page) as u32,
                 ..base
             };
-            let grid = super::grid(enc, src_keys.page_len(page), BLOCK as u32)?;
-            enc.dispatch(
-                &histogram,
-                &params,
-                &[src_keys.page_binding(page), whole(&table)],
-                grid,
-            )?;
+            let grid = super::grid(enc, src_keys.page_len(page), radix_sort_common::BLOCK)?;
+            let bindings = radix_sort_histogram::CountDigitsBindings {
+                keys: src_keys.page_arg(page),
+                block_counts: whole(&table),
+            };
+            enc.run(&histogram, &params, bindings, grid)?;
         }
         table_scan.record(enc, &table, table_entries)?;
         for page in 0..src_keys.num_pages() {
-            let grid = super::grid(enc, src_keys.page_len(page), BLOCK as u32)?;
+            let grid = super::grid(enc, src_keys.page_len(page), radix_sort_common::BLOCK)?;
             for dst_page in 0..dst_keys.num_pages() {
-                let params = RadixPassParams {
+                let params = radix_sort_common::RadixPassParams {
                     n: src_keys.page_len(page) as u32,
                     block_base: (page as u64 * layout.blocks_per_page) as u32,
                     dst_start: dst_keys.page_start(dst_page) as u32,
                     dst_len: dst_keys.page_len(dst_page) as u32,
                     ..base
                 };
-                let mut bindings = vec![
-                    src_keys.page_binding(page),
-                    whole(&table),
-                    dst_keys.page_binding(dst_page),
-                ];
-                if let (Some(src_v), Some(dst_v)) = (src_values, dst_values) {
-                    bindings.push(src_v.page_binding(page));
-                    bindings.push(dst_v.page_binding(dst_page));
+                match (&scatter, src_values, dst_values) {
+                    (Scatter::Keys(kernel), None, None) => {
+                        let bindings = radix_sort_scatter::ScatterKeysBindings {
+                            keys_in: src_keys.page_arg(page),
+                            scanned_counts: whole(&table),
+                            keys_out: dst_keys.page_arg(dst_page),
+                        };
+                        enc.run(kernel, &params, bindings, grid)?;
+                    }
+                    (Scatter::Pairs(kernel), Some(src_v), Some(dst_v)) => {
+                        // Values of any 32-bit dtype move as raw words.
+                        let bindings = radix_sort_scatter::ScatterPairsBindings {
+                            keys_in: src_keys.page_arg(page),
+                            scanned_counts: whole(&table),
+                            keys_out: dst_keys.page_arg(dst_page),
+                            values_in: src_v.page_raw(page),
+                            values_out: dst_v.page_raw(dst_page),
+                        };
+                        enc.run(kernel, &params, bindings, grid)?;
+                    }
+                    _ => {
+                        return Err(Error::InvalidArgument {
+                            op: "radix sort",
+                            detail: "internal: the scatter kernel does not match the values".into(),
+                        });
+                    }
                 }
-                enc.dispatch(&scatter, &params, &bindings, grid)?;
             }
         }
         source = targets[pass as usize % targets.len()].clone();

@@ -11,18 +11,10 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::allocator::GpuBuffer;
-use crate::gpu::kernel::Kernel;
+use crate::gpu::kernels::{self, Arg, KernelSpec, TypedKernel};
 use crate::gpu::shader::Variant;
-use crate::gpu::{Encoder, MemoryCategory};
-use crate::mirror;
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::tensor::{DType, Tensor};
-use std::sync::Arc;
-
-const SCAN_FILE: &str = "scan.wgsl";
-const IN_PLACE_FILE: &str = "scan_in_place.wgsl";
-/// Elements each invocation scans; equals `SCAN_ITEMS` in shaders/shared/block_scan.wgsl (checked by
-/// a unit test).
-const ITEMS_PER_THREAD: u32 = 16;
 
 /// Which prefix a scan produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,61 +25,11 @@ pub enum ScanKind {
     Inclusive,
 }
 
-/// Uniform parameters of `scan.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ScanParams {
-    n: u32,
-    inclusive: u32,
-    flags_mode: u32,
-    offset_index: u32,
-    write_total: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-/// Uniform parameters of `scan_in_place.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ScanInPlaceParams {
-    n: u32,
-    inclusive: u32,
-    offset_index: u32,
-    write_total: u32,
-}
-
-pub(crate) fn mirrors() -> Vec<crate::gpu::mirror::Mirror> {
-    vec![
-        mirror!(
-            ScanParams,
-            SCAN_FILE,
-            "ScanParams",
-            [
-                n,
-                inclusive,
-                flags_mode,
-                offset_index,
-                write_total,
-                _pad0,
-                _pad1,
-                _pad2
-            ]
-        ),
-        mirror!(
-            ScanInPlaceParams,
-            IN_PLACE_FILE,
-            "ScanInPlaceParams",
-            [n, inclusive, offset_index, write_total]
-        ),
-    ]
-}
-
 /// The three kernels of a scan and the block size they share.
 struct ScanKernels {
-    reduce: Arc<Kernel>,
-    scan: Arc<Kernel>,
-    scan_in_place: Arc<Kernel>,
+    reduce: TypedKernel<kernels::scan::ReduceBlocks>,
+    scan: TypedKernel<kernels::scan::ScanBlocks>,
+    scan_in_place: TypedKernel<kernels::scan_in_place::ScanBlocksInPlace>,
     block: u32,
 }
 
@@ -95,23 +37,24 @@ struct ScanKernels {
 /// 256 / 4 subgroup totals); adapters that may use smaller subgroups take the portable kernels.
 const MIN_SUBGROUP_SIZE: u32 = 4;
 
+/// The kernel `K` in the variant this adapter's subgroups allow.
+fn scan_kernel<K: KernelSpec>(ctx: &GpuContext) -> Result<TypedKernel<K>> {
+    if ctx.info().limits.min_subgroup_size < MIN_SUBGROUP_SIZE {
+        ctx.typed_variant::<K>(Variant::PORTABLE)
+    } else {
+        ctx.typed::<K>()
+    }
+}
+
 impl ScanKernels {
     fn new(enc: &Encoder) -> Result<Self> {
         let ctx = enc.ctx();
-        let limits = &ctx.info().limits;
-        let kernel = |file: &str, entry: &str| {
-            if limits.min_subgroup_size < MIN_SUBGROUP_SIZE {
-                ctx.kernel_variant(file, entry, Variant::PORTABLE)
-            } else {
-                ctx.kernel(file, entry)
-            }
-        };
-        let scan = kernel(SCAN_FILE, "scan_blocks")?;
-        let block = scan.threads() * ITEMS_PER_THREAD;
+        let scan = scan_kernel::<kernels::scan::ScanBlocks>(ctx)?;
+        let block = scan.threads() * kernels::shared_block_scan::SCAN_ITEMS;
         Ok(ScanKernels {
-            reduce: kernel(SCAN_FILE, "reduce_blocks")?,
+            reduce: scan_kernel(ctx)?,
             scan,
-            scan_in_place: kernel(IN_PLACE_FILE, "scan_blocks_in_place")?,
+            scan_in_place: scan_kernel(ctx)?,
             block,
         })
     }
@@ -122,16 +65,12 @@ impl ScanKernels {
 enum Level<'a> {
     /// Reads `input` (as 0/1 flags when `flags_mode`), writes `output`.
     Copy {
-        input: wgpu::BufferBinding<'a>,
-        output: wgpu::BufferBinding<'a>,
+        input: Arg<'a>,
+        output: Arg<'a>,
         flags_mode: bool,
     },
     /// Scans `data` in place.
-    InPlace(wgpu::BufferBinding<'a>),
-}
-
-fn whole(buffer: &GpuBuffer) -> wgpu::BufferBinding<'_> {
-    buffer.raw().as_entire_buffer_binding()
+    InPlace(Arg<'a>),
 }
 
 /// Scans `n` elements of one level. The base of the result is `carry[page]`; the top level stores
@@ -162,17 +101,25 @@ fn scan_level(
             } => (input.clone(), *flags_mode),
             Level::InPlace(data) => (data.clone(), false),
         };
-        let params = ScanParams {
+        let params = kernels::scan::ScanParams {
             n: n as u32,
             flags_mode: u32::from(flags_mode),
             ..Default::default()
         };
         let grid = super::grid(enc, n, k.block)?;
-        enc.dispatch(&k.reduce, &params, &[input, whole(&sums)], grid)?;
+        enc.run(
+            &k.reduce,
+            &params,
+            kernels::scan::ReduceBlocksBindings {
+                input,
+                output: Arg::raw(sums.raw()),
+            },
+            grid,
+        )?;
         scan_level(
             enc,
             k,
-            Level::InPlace(whole(&sums)),
+            Level::InPlace(Arg::raw(sums.raw())),
             blocks,
             ScanKind::Exclusive,
             carry,
@@ -182,8 +129,8 @@ fn scan_level(
     };
     // Single block: based on the page's carry; otherwise on the scanned block sums.
     let (offsets, offset_index, write_total) = match &sums {
-        None => (whole(carry), page, 1),
-        Some(sums) => (whole(sums), 0, 0),
+        None => (Arg::raw(carry.raw()), page, 1),
+        Some(sums) => (Arg::raw(sums.raw()), 0, 0),
     };
     let grid = super::grid(enc, n, k.block)?;
     match level {
@@ -192,7 +139,7 @@ fn scan_level(
             output,
             flags_mode,
         } => {
-            let params = ScanParams {
+            let params = kernels::scan::ScanParams {
                 n: n as u32,
                 inclusive,
                 flags_mode: u32::from(flags_mode),
@@ -200,16 +147,22 @@ fn scan_level(
                 write_total,
                 ..Default::default()
             };
-            enc.dispatch(&k.scan, &params, &[input, output, offsets], grid)
+            let bindings = kernels::scan::ScanBlocksBindings {
+                input,
+                output,
+                offsets,
+            };
+            enc.run(&k.scan, &params, bindings, grid)
         }
         Level::InPlace(data) => {
-            let params = ScanInPlaceParams {
+            let params = kernels::scan_in_place::ScanInPlaceParams {
                 n: n as u32,
                 inclusive,
                 offset_index,
                 write_total,
             };
-            enc.dispatch(&k.scan_in_place, &params, &[data, offsets], grid)
+            let bindings = kernels::scan_in_place::ScanBlocksInPlaceBindings { data, offsets };
+            enc.run(&k.scan_in_place, &params, bindings, grid)
         }
     }
 }
@@ -249,11 +202,16 @@ fn scan_pages(
     let in_place = source.shares_storage_with(target);
     for page in 0..pages {
         let level = if in_place {
-            Level::InPlace(target.page_binding(page))
+            Level::InPlace(target.page_arg(page))
         } else {
             Level::Copy {
-                input: source.page_binding(page),
-                output: target.page_binding(page),
+                // Flags may have any 32-bit dtype: the kernel reads them as raw words.
+                input: if flags_mode {
+                    source.page_raw(page)
+                } else {
+                    source.page_arg(page)
+                },
+                output: target.page_arg(page),
                 flags_mode,
             }
         };
@@ -391,26 +349,4 @@ pub fn exclusive_scan_flags(
 ) -> Result<()> {
     check_out_of_place("exclusive_scan_flags", flags, output, true, total)?;
     scan_pages(enc, flags, output, ScanKind::Exclusive, true, total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gpu::shader::{self, Variant};
-
-    #[test]
-    fn items_per_thread_matches_the_shader() {
-        let compiled = shader::compile(SCAN_FILE, Variant::PORTABLE).expect("scan.wgsl compiles");
-        let module = &compiled.module;
-        let (_, constant) = module
-            .constants
-            .iter()
-            .find(|(_, c)| c.name.as_deref() == Some("SCAN_ITEMS"))
-            .expect("SCAN_ITEMS constant");
-        let value = match module.global_expressions[constant.init] {
-            naga::Expression::Literal(naga::Literal::U32(v)) => v,
-            ref other => panic!("SCAN_ITEMS is not a u32 literal: {other:?}"),
-        };
-        assert_eq!(value, ITEMS_PER_THREAD);
-    }
 }

@@ -303,7 +303,8 @@ impl Tensor {
     /// Page `index` as an untyped kernel argument ([`crate::gpu::kernels::Arg::Raw`]), for kernels
     /// that move 32-bit words of any dtype.
     pub fn page_raw(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
-        crate::gpu::kernels::Arg::Raw(self.page_binding(index))
+        let binding = self.page_binding(index);
+        crate::gpu::kernels::Arg::Raw(binding)
     }
 
     /// The same storage with another shape of equal element count.
