@@ -2,45 +2,10 @@
 //! packs the rasterizer's f32 RGBA tensor into 8-bit pixels in a GPU buffer, a buffer-to-texture
 //! copy moves them into an `Rgba8Unorm` texture, and egui draws that texture as a native one.
 
+use wgsplat::gpu::kernels::{Arg, viewer_present};
 use wgsplat::gpu::{GpuBuffer, WorkgroupGrid};
 use wgsplat::tensor::Tensor;
 use wgsplat::{GpuContext, MemoryCategory};
-
-const FILE: &str = "viewer_present.wgsl";
-
-/// Uniform parameters of `viewer_present.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct PresentParams {
-    width: u32,
-    height: u32,
-    row_stride: u32,
-    first_pixel: u32,
-    page_pixels: u32,
-    difference_gain: f32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-/// The mirror of [`PresentParams`] against its WGSL struct (checked by the viewer's tests).
-#[cfg_attr(not(test), allow(dead_code))]
-pub fn mirror() -> wgsplat::gpu::mirror::Mirror {
-    wgsplat::mirror!(
-        PresentParams,
-        FILE,
-        "PresentParams",
-        [
-            width,
-            height,
-            row_stride,
-            first_pixel,
-            page_pixels,
-            difference_gain,
-            _pad0,
-            _pad1
-        ]
-    )
-}
 
 /// Pixels per texture row in the staging buffer: copies need rows aligned to 256 bytes.
 fn row_stride(width: u32) -> u32 {
@@ -116,16 +81,16 @@ impl PresentTarget {
             image.len(),
             pixels
         );
-        let entry = if reference.is_some() {
-            "present_difference"
-        } else {
-            "present"
+        let plain = ctx.typed::<viewer_present::Present>()?;
+        let difference = ctx.typed::<viewer_present::PresentDifference>()?;
+        let threads = match reference {
+            Some(_) => difference.threads(),
+            None => plain.threads(),
         };
-        let kernel = ctx.kernel(FILE, entry)?;
         let mut enc = ctx.encoder("viewer: present");
         for page in 0..image.num_pages() {
             let page_pixels = image.page_len(page) / 4;
-            let params = PresentParams {
+            let params = viewer_present::PresentParams {
                 width: self.width,
                 height: self.height,
                 row_stride: row_stride(self.width),
@@ -136,21 +101,30 @@ impl PresentTarget {
             };
             let grid = WorkgroupGrid::for_items(
                 page_pixels,
-                kernel.threads(),
+                threads,
                 ctx.max_workgroups_per_dimension(),
             )?;
-            let out = self.staging.raw().as_entire_buffer_binding();
+            let out = Arg::raw(self.staging.raw());
             match reference {
-                Some((truth, _)) => {
-                    let truth = truth.raw().as_entire_buffer_binding();
-                    enc.dispatch(
-                        &kernel,
-                        &params,
-                        &[image.page_binding(page), out, truth],
-                        grid,
-                    )?
-                }
-                None => enc.dispatch(&kernel, &params, &[image.page_binding(page), out], grid)?,
+                Some((truth, _)) => enc.run(
+                    &difference,
+                    &params,
+                    viewer_present::PresentDifferenceBindings {
+                        image: image.page_arg(page),
+                        out,
+                        reference: Arg::raw(truth.raw()),
+                    },
+                    grid,
+                )?,
+                None => enc.run(
+                    &plain,
+                    &params,
+                    viewer_present::PresentBindings {
+                        image: image.page_arg(page),
+                        out,
+                    },
+                    grid,
+                )?,
             }
         }
         enc.raw().copy_buffer_to_texture(
@@ -186,14 +160,4 @@ pub fn upload_reference(ctx: &GpuContext, pixels: &[u8]) -> anyhow::Result<GpuBu
     enc.upload(buffer.raw(), 0, bytemuck::cast_slice(&packed))?;
     ctx.submit(enc)?;
     Ok(buffer)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn present_params_mirror_the_wgsl_struct() {
-        if let Err(e) = super::mirror().check() {
-            panic!("{e}");
-        }
-    }
 }
