@@ -1,5 +1,6 @@
 //! Adapter selection, settings, `wgsplat info`, async readback, and 2D dispatch grids.
 
+use wgsplat::gpu::kernels::compact;
 use wgsplat::testing::{both_paths, compare_exact, fresh_context};
 use wgsplat::{ContextOptions, DType, Error, GpuContext, MemoryCategory, Tensor, ops};
 
@@ -185,20 +186,19 @@ fn dispatches_beyond_65535_workgroups_use_a_2d_grid() {
 #[test]
 fn a_buffer_bound_read_write_twice_in_one_dispatch_is_refused() {
     for ctx in both_paths() {
-        let kernel = ctx.kernel("compact.wgsl", "scatter_kept").unwrap();
+        let kernel = ctx.typed::<compact::ScatterKept>().unwrap();
         let mut enc = ctx.encoder("aliasing");
         let t = Tensor::zeros(&mut enc, DType::U32, &[64], MemoryCategory::Other, "t").unwrap();
         let other = Tensor::zeros(&mut enc, DType::U32, &[64], MemoryCategory::Other, "o").unwrap();
         let grid = wgsplat::gpu::WorkgroupGrid::for_workgroups(1, 65_535).unwrap();
-        // Bindings: flags (read), positions (read), values (read), out (read-write).
-        let aliased = [
-            t.page_binding(0),
-            other.page_binding(0),
-            other.page_binding(0),
-            t.page_binding(0),
-        ];
+        let aliased = compact::ScatterKeptBindings {
+            flags: t.page_arg(0),
+            positions: other.page_arg(0),
+            values: other.page_arg(0),
+            out: t.page_arg(0),
+        };
         let err = enc
-            .dispatch(&kernel, &[0u32; 4], &aliased, grid)
+            .run(&kernel, &compact::CompactParams::default(), aliased, grid)
             .unwrap_err();
         let text = err.to_string();
         assert!(

@@ -99,7 +99,7 @@ fn apply_budget(
 ) -> anyhow::Result<()> {
     let plan = args
         .train
-        .apply_memory_budget(ctx.info(), dataset, initial, config)
+        .apply_memory_budget(ctx, dataset, initial, config)
         .with_context(|| {
             format!(
                 "applying --memory-budget {}",

@@ -213,24 +213,6 @@ impl Encoder {
         Ok(())
     }
 
-    /// Records one dispatch of `kernel` with `params` at binding 0 (a uniform) and `storage` at
-    /// bindings 1, 2, ... . `P` must match the WGSL params struct. Prefer the typed
-    /// [`Encoder::run`], which names every binding.
-    pub fn dispatch<P: bytemuck::Pod>(
-        &mut self,
-        kernel: &Kernel,
-        params: &P,
-        storage: &[wgpu::BufferBinding<'_>],
-        grid: WorkgroupGrid,
-    ) -> Result<()> {
-        let entries: Vec<_> = storage
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (i as u32 + 1, b.clone()))
-            .collect();
-        self.dispatch_bound(kernel, bytemuck::bytes_of(params), &entries, grid)
-    }
-
     /// Records one dispatch of `kernel` with the uniform bytes `params` at binding 0 and the
     /// storage buffers `storage` at the binding numbers given.
     pub(crate) fn dispatch_bound(

@@ -16,7 +16,7 @@ pub struct Kernel {
     /// `file:entry (variant)`, for labels and errors.
     pub name: String,
     /// Bindings (group 0) the module declares `read_write`: one buffer may not be bound there and
-    /// at any other binding of the same dispatch (checked by [`crate::gpu::Encoder::dispatch`]).
+    /// at any other binding of the same dispatch (checked by [`crate::gpu::Encoder::run`]).
     pub(crate) writable_bindings: Vec<u32>,
     /// Bindings (group 0) this entry point uses in this variant: the pipeline's layout holds
     /// exactly these.

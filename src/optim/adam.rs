@@ -188,6 +188,9 @@ pub struct GaussianOptimizer {
 }
 
 impl GaussianOptimizer {
+    /// Tensors per parameter it keeps: the first and second moments.
+    pub const MOMENT_SETS: u64 = 2;
+
     /// Zero moments for `params`, step count 0.
     pub fn new(enc: &mut Encoder, params: &GaussianTensors, config: AdamConfig) -> Result<Self> {
         config.check()?;

@@ -66,6 +66,21 @@ impl Attribute {
     pub fn name(self) -> &'static str {
         ATTRIBUTE_NAMES[self.index()]
     }
+
+    /// Its tensor's shape for `n` Gaussians with SH up to `max_sh_degree`.
+    pub fn shape(self, n: usize, max_sh_degree: u32) -> Vec<usize> {
+        match self {
+            Attribute::Means | Attribute::LogScales | Attribute::ShDc => vec![n, 3],
+            Attribute::Quats => vec![n, 4],
+            Attribute::OpacityLogits => vec![n],
+            Attribute::ShRest => vec![n, coefficient_count(max_sh_degree) as usize - 1, 3],
+        }
+    }
+
+    /// Floats per Gaussian (the product of [`Attribute::shape`] past the row count).
+    pub fn width(self, max_sh_degree: u32) -> u64 {
+        self.shape(1, max_sh_degree).iter().map(|&d| d as u64).product()
+    }
 }
 
 /// Names of the attributes, in [`Attribute::ALL`] order.
@@ -94,26 +109,35 @@ impl GaussianTensors {
             });
         }
         let rows = enc.ctx().rows_per_page(MAX_ROW_WIDTH);
-        let rest = coefficient_count(max_sh_degree) - 1;
-        let mut make = |shape: &[usize], name: &str| {
+        let mut make = |attribute: Attribute| {
             Tensor::uninit_rows(
                 enc,
                 DType::F32,
-                shape,
+                &attribute.shape(n, max_sh_degree),
                 rows,
                 category,
-                &format!("{label}.{name}"),
+                &format!("{label}.{}", attribute.name()),
             )
         };
         Ok(GaussianTensors {
-            means: make(&[n, 3], "means")?,
-            log_scales: make(&[n, 3], "log_scales")?,
-            quats: make(&[n, 4], "quats")?,
-            opacity_logits: make(&[n], "opacity_logits")?,
-            sh_dc: make(&[n, 3], "sh_dc")?,
-            sh_rest: make(&[n, rest, 3], "sh_rest")?,
+            means: make(Attribute::Means)?,
+            log_scales: make(Attribute::LogScales)?,
+            quats: make(Attribute::Quats)?,
+            opacity_logits: make(Attribute::OpacityLogits)?,
+            sh_dc: make(Attribute::ShDc)?,
+            sh_rest: make(Attribute::ShRest)?,
             rows_per_page: rows,
         })
+    }
+
+    /// Device bytes [`GaussianTensors::uninit`] takes for `n` Gaussians in `ctx` (the memory
+    /// plan's unit: parameters, gradients and each Adam moment are one such set).
+    pub fn planned_bytes(ctx: &GpuContext, n: u64, max_sh_degree: u32) -> u64 {
+        let rows = ctx.rows_per_page(MAX_ROW_WIDTH);
+        Attribute::ALL
+            .iter()
+            .map(|a| Tensor::planned_rows_bytes(DType::F32, n, a.width(max_sh_degree), rows))
+            .sum()
     }
 
     /// Zero-filled tensors with the same shapes and layout as `other` (gradients, moments).

@@ -93,7 +93,30 @@ fn element_count(shape: &[usize]) -> Result<u64> {
         })
 }
 
+/// Elements of each page of a tensor of `len` elements paged `page_elems` to a page: what
+/// [`Tensor::uninit`] and [`Tensor::uninit_rows`] allocate, and what the memory plan counts.
+fn page_lengths(len: u64, page_elems: u64) -> impl Iterator<Item = u64> {
+    let page_elems = page_elems.max(1);
+    (0..len.div_ceil(page_elems)).map(move |page| (len - page * page_elems).min(page_elems))
+}
+
 impl Tensor {
+    /// Device bytes that [`Tensor::uninit_rows`] takes for `rows` rows of `width` elements of
+    /// `dtype`, `rows_per_page` rows to a page: each page rounded to the allocator's size class.
+    pub fn planned_rows_bytes(dtype: DType, rows: u64, width: u64, rows_per_page: u64) -> u64 {
+        let width = width.max(1);
+        page_lengths(rows * width, rows_per_page * width)
+            .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
+            .sum()
+    }
+
+    /// Device bytes that [`Tensor::uninit`] takes for `len` elements of `dtype` in `ctx`.
+    pub fn planned_bytes(ctx: &crate::gpu::GpuContext, dtype: DType, len: u64) -> u64 {
+        page_lengths(len, ctx.page_bytes() / dtype.size())
+            .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
+            .sum()
+    }
+
     /// A tensor whose contents are undefined (poisoned in debug builds), paged with the context's
     /// page size.
     pub fn uninit(
@@ -144,11 +167,8 @@ impl Tensor {
     ) -> Result<Tensor> {
         let len = element_count(shape)?;
         let mut pages = Vec::with_capacity(len.div_ceil(page_elems) as usize);
-        let mut start = 0;
-        while start < len {
-            let elems = (len - start).min(page_elems);
+        for elems in page_lengths(len, page_elems) {
             pages.push(enc.alloc(elems * dtype.size(), category, label)?);
-            start += elems;
         }
         Ok(Tensor {
             storage: Arc::new(Storage {

@@ -1,22 +1,28 @@
 //! `--memory-budget`: the largest Gaussian count whose training fits a byte budget.
 //!
-//! The model is the one documented in the README (Memory):
-//! - persistent bytes per Gaussian: parameters, one gradient buffer, two Adam moments (4 × 4 B ×
-//!   the floats per Gaussian) and 16 B of densification statistics, times 1.05 for the allocator's
-//!   size-class rounding (measured by `wgsplat bench memory`);
-//! - per-frame scratch: `N × 56 B + V × 64 B + I × 52 B + W × H × 40 B`, planned with every
-//!   Gaussian visible (V = N) and [`PLANNED_TILES_PER_GAUSSIAN`] intersections each;
-//! - the dataset's training images on the GPU (4 B per pixel).
+//! The plan is computed by the functions that size the real allocations, never by byte counts
+//! kept here:
+//! - persistent bytes: [`ModelState::planned_bytes`] (parameters, gradients, both Adam moments and
+//!   the densification statistics, each paged and rounded to the allocator's size classes);
+//! - per-frame scratch: [`frame_scratch_bytes`], planned with every Gaussian visible (V = N) and
+//!   [`PLANNED_TILES_PER_GAUSSIAN`] intersections each, at the largest view;
+//! - the dataset's training images on the GPU ([`Tensor::planned_bytes`] of each packed image).
 //!
-//! The cap is `(budget - images - W × H × 40 B) / (persistent + scratch per Gaussian)`.
+//! The cap is the largest count whose total fits (found by bisection, since paging and size
+//! classes make the total a step function). `tests/memory_plan.rs` holds the persistent part to
+//! the allocator's live bytes and the frame part to a measured training step.
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::splat::gaussians::Attribute;
+use crate::train::state::ModelState;
+use crate::gpu::GpuContext;
+use crate::splat::gaussians::MAX_ROW_WIDTH;
+use crate::splat::uniform::TILE_SIZE;
+use crate::tensor::{DType, Tensor};
 
 /// Intersections per Gaussian the plan reserves scratch for (a trained scene averages 3 to 6).
 pub const PLANNED_TILES_PER_GAUSSIAN: u64 = 8;
-/// Per-frame scratch bytes per pixel: image, depth, consumed counts and the loss buffers.
-pub const SCRATCH_BYTES_PER_PIXEL: u64 = 40;
 
 /// A budget as the user wrote it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,13 +96,13 @@ pub fn adapter_memory_bytes(info: &crate::gpu::ContextInfo) -> Option<u64> {
 /// and an explicit `max_gaussians`). Fails, with the numbers, when `initial` Gaussians do not fit.
 pub fn apply_memory_budget(
     text: &str,
-    info: &crate::gpu::ContextInfo,
+    ctx: &GpuContext,
     dataset: &Dataset,
     initial: u64,
     config: &mut crate::train::TrainConfig,
 ) -> Result<MemoryPlan> {
-    let bytes = resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(info))?;
-    let plan = plan_budget(bytes, config.sh_degree, dataset);
+    let bytes = resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(ctx.info()))?;
+    let plan = plan_budget(ctx, bytes, config.sh_degree, dataset);
     check_plan(&plan, initial)?;
     config.max_gaussians = match config.max_gaussians {
         0 => plan.max_gaussians,
@@ -105,20 +111,66 @@ pub fn apply_memory_budget(
     Ok(plan)
 }
 
-/// Floats per Gaussian at SH degree `degree`: mean 3, log scale 3, quaternion 4, opacity 1 and
-/// 3 per SH coefficient.
+/// Floats per Gaussian at SH degree `degree`: the widths of the [`Attribute`]s.
 pub fn floats_per_gaussian(degree: u32) -> u64 {
-    11 + 3 * u64::from((degree + 1) * (degree + 1))
+    Attribute::ALL.iter().map(|a| a.width(degree)).sum()
 }
 
-/// Persistent bytes per Gaussian (parameters, gradients, moments, statistics, rounding).
-pub fn persistent_bytes_per_gaussian(degree: u32) -> u64 {
-    (floats_per_gaussian(degree) * 16 + 16) * 105 / 100
-}
+/// Bytes of the upload arena's first chunk and the readback buffers of a step (staging).
+const STAGING_BYTES: u64 = 64 << 10;
 
-/// Per-frame scratch bytes per Gaussian, with every Gaussian visible.
-pub fn scratch_bytes_per_gaussian() -> u64 {
-    56 + 64 + PLANNED_TILES_PER_GAUSSIAN * 52
+/// Per-frame scratch bytes of one training step with `n` Gaussians, `v` visible, `i` tile
+/// intersections and a `width` × `height` image: the largest of the step's three high-water
+/// marks, each the sum of the tensors alive there, sized as the stages size them (their row
+/// widths, their paging and the allocator's size classes):
+/// - binning: the projection, the visible splats and the intersection sort with its scratch;
+/// - the rasterizer's backward: the forward's outputs, the loss gradient, the per-splat gradient
+///   rows, the raster carry and one window of per-intersection rows;
+/// - the projection's backward: the forward's outputs, the loss gradient, the per-splat rows and
+///   the per-Gaussian rows they are scattered into.
+///
+/// `tests/memory_plan.rs` holds it to a measured training step.
+pub fn frame_scratch_bytes(ctx: &GpuContext, n: u64, v: u64, i: u64, width: u32, height: u32) -> u64 {
+    use crate::splat::backward::V_STRIDE;
+    use crate::splat::forward::SPLAT_STRIDE;
+    use crate::splat::raster::{ROW_GRADS, isect_rows_per_window, splat_rows_per_page};
+    let words = |len: u64| Tensor::planned_bytes(ctx, DType::U32, len);
+    let model_rows = ctx.rows_per_page(MAX_ROW_WIDTH);
+    let per_gaussian = |width: u64| Tensor::planned_rows_bytes(DType::F32, n, width, model_rows);
+    let per_splat = |width: u64| {
+        Tensor::planned_rows_bytes(DType::F32, v, width, splat_rows_per_page(ctx))
+    };
+    let pixels = u64::from(width) * u64::from(height);
+    let tiles = u64::from(width.div_ceil(TILE_SIZE)) * u64::from(height.div_ceil(TILE_SIZE));
+    // Projection: rows, tile counts, depth keys.
+    let projection = per_gaussian(SPLAT_STRIDE) + 2 * per_gaussian(1);
+    // What the forward pass hands to the backward pass.
+    let forward_output = per_gaussian(SPLAT_STRIDE)
+        + per_gaussian(1)
+        + per_splat(SPLAT_STRIDE)
+        + 2 * words(v)
+        + 2 * words(i)
+        + words(2 * tiles)
+        + words(4 * pixels)
+        + 2 * words(pixels);
+    let loss_gradient = words(4 * pixels);
+    let splat_gradients = per_splat(V_STRIDE);
+    // Binning: visible ids, their depth keys and sort (two outputs, two scratch), the splat rows,
+    // tile counts and offsets, then the intersection keys, ids and splats, their sort (two
+    // outputs, two scratch) and the two index maps.
+    let binning = projection
+        + words(n)
+        + 5 * words(v)
+        + per_splat(SPLAT_STRIDE)
+        + 2 * words(v)
+        + 9 * words(i);
+    let raster_backward = forward_output
+        + loss_gradient
+        + splat_gradients
+        + words(4 * pixels)
+        + words(isect_rows_per_window(ctx).min(i.max(1)) * ROW_GRADS);
+    let project_backward = forward_output + loss_gradient + splat_gradients + per_gaussian(V_STRIDE);
+    binning.max(raster_backward).max(project_backward) + STAGING_BYTES
 }
 
 /// How a budget splits, and the count it allows.
@@ -126,32 +178,60 @@ pub fn scratch_bytes_per_gaussian() -> u64 {
 pub struct MemoryPlan {
     /// The budget in bytes.
     pub budget: u64,
-    /// Bytes that do not scale with the count: training images and per-pixel scratch.
+    /// Bytes that do not scale with the count: the training images.
     pub fixed: u64,
-    /// Bytes per Gaussian: persistent plus per-frame scratch.
+    /// Bytes per Gaussian at the cap: persistent plus per-frame scratch, averaged.
     pub per_gaussian: u64,
     /// The largest count that fits.
     pub max_gaussians: u64,
 }
 
-/// Plans `budget` bytes for training `dataset` at SH degree `degree`.
-pub fn plan_budget(budget: u64, degree: u32, dataset: &Dataset) -> MemoryPlan {
-    let pixels = |v: &crate::data::View| u64::from(v.image.width) * u64::from(v.image.height);
-    let images: u64 = dataset.train.iter().map(|v| pixels(v) * 4).sum();
-    let largest = dataset
+/// Planned bytes of training `n` Gaussians at SH degree `degree`, images excluded, with the
+/// frame scratch of a `width` × `height` view.
+pub fn planned_training_bytes(ctx: &GpuContext, n: u64, degree: u32, width: u32, height: u32) -> u64 {
+    ModelState::planned_bytes(ctx, n, degree)
+        + frame_scratch_bytes(ctx, n, n, n * PLANNED_TILES_PER_GAUSSIAN, width, height)
+}
+
+/// Plans `budget` bytes for training `dataset` at SH degree `degree` in `ctx`.
+pub fn plan_budget(ctx: &GpuContext, budget: u64, degree: u32, dataset: &Dataset) -> MemoryPlan {
+    let images: u64 = dataset
+        .train
+        .iter()
+        .map(|v| {
+            let pixels = u64::from(v.image.width) * u64::from(v.image.height);
+            Tensor::planned_bytes(ctx, DType::U32, pixels)
+        })
+        .sum();
+    let (width, height) = dataset
         .train
         .iter()
         .chain(&dataset.test)
-        .map(pixels)
-        .max()
-        .unwrap_or(0);
-    let fixed = images + largest * SCRATCH_BYTES_PER_PIXEL;
-    let per_gaussian = persistent_bytes_per_gaussian(degree) + scratch_bytes_per_gaussian();
+        .map(|v| (v.image.width, v.image.height))
+        .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
+        .unwrap_or((0, 0));
+    let fits = |n: u64| images + planned_training_bytes(ctx, n, degree, width, height) <= budget;
+    // Bisection over [0, hi): the total grows with n.
+    let (mut lo, mut hi) = (0u64, 1u64);
+    while fits(hi) && hi < (1 << 40) {
+        lo = hi;
+        hi *= 2;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) { lo = mid } else { hi = mid }
+    }
+    let max_gaussians = if fits(lo) { lo } else { 0 };
+    let per_gaussian = if max_gaussians > 0 {
+        planned_training_bytes(ctx, max_gaussians, degree, width, height) / max_gaussians
+    } else {
+        planned_training_bytes(ctx, 1, degree, width, height)
+    };
     MemoryPlan {
         budget,
-        fixed,
+        fixed: images,
         per_gaussian,
-        max_gaussians: budget.saturating_sub(fixed) / per_gaussian,
+        max_gaussians,
     }
 }
 
@@ -163,7 +243,7 @@ pub fn check_plan(plan: &MemoryPlan, initial: u64) -> Result<()> {
     Err(Error::InvalidArgument {
         op: "memory budget",
         detail: format!(
-            "{} bytes cannot hold the initial {initial} Gaussians: images and per-pixel scratch take {} bytes and each Gaussian {} bytes, so at most {} fit; raise --memory-budget to at least {} bytes or start from fewer points",
+            "{} bytes cannot hold the initial {initial} Gaussians: the training images take {} bytes and each Gaussian about {} bytes, so at most {} fit; raise --memory-budget to at least {} bytes or start from fewer points",
             plan.budget,
             plan.fixed,
             plan.per_gaussian,
@@ -204,9 +284,9 @@ mod tests {
     }
 
     #[test]
-    fn persistent_bytes_match_the_fp32_floor() {
-        // 236 B of parameters at degree 3; four copies plus 16 B of statistics is 960 B.
-        assert_eq!(floats_per_gaussian(3) * 4, 236);
-        assert_eq!(persistent_bytes_per_gaussian(3), 960 * 105 / 100);
+    fn floats_per_gaussian_are_the_attribute_widths() {
+        // 59 floats (236 B) at degree 3, 14 at degree 0.
+        assert_eq!(floats_per_gaussian(3), 59);
+        assert_eq!(floats_per_gaussian(0), 14);
     }
 }

@@ -138,14 +138,14 @@ impl TrainOptions {
     /// Gaussians: the cap becomes the largest count that fits. Returns the plan to report.
     pub fn apply_memory_budget(
         &self,
-        info: &crate::gpu::ContextInfo,
+        ctx: &crate::gpu::GpuContext,
         dataset: &Dataset,
         initial: u64,
         config: &mut TrainConfig,
     ) -> Result<Option<MemoryPlan>> {
         self.memory_budget
             .as_deref()
-            .map(|text| apply_memory_budget(text, info, dataset, initial, config))
+            .map(|text| apply_memory_budget(text, ctx, dataset, initial, config))
             .transpose()
     }
 }

@@ -22,12 +22,12 @@ pub struct ModelState {
     pub stats: Tensor,
 }
 
-/// A zeroed `[N, 4]` statistics tensor paged like `params`.
+/// A zeroed `[N, STATS_STRIDE]` statistics tensor paged like `params`.
 fn new_stats(enc: &mut Encoder, params: &GaussianTensors) -> Result<Tensor> {
     let n = params.len() as usize;
     let t = Tensor::uninit_rows(
         enc,
-        DType::F32,
+        STATS_DTYPE,
         &[n, STATS_STRIDE as usize],
         params.rows_per_page,
         MemoryCategory::OptimizerState,
@@ -39,7 +39,21 @@ fn new_stats(enc: &mut Encoder, params: &GaussianTensors) -> Result<Tensor> {
     Ok(t)
 }
 
+/// Element type of the densification statistics.
+const STATS_DTYPE: DType = DType::F32;
+
 impl ModelState {
+    /// Device bytes a state of `n` Gaussians at SH degree `max_sh_degree` holds in `ctx`:
+    /// parameters, gradients, both Adam moments and the statistics, each rounded as the allocator
+    /// rounds it. The memory plan's persistent part; `tests/memory_plan.rs` holds it to the
+    /// allocator's live bytes.
+    pub fn planned_bytes(ctx: &crate::gpu::GpuContext, n: u64, max_sh_degree: u32) -> u64 {
+        let set = GaussianTensors::planned_bytes(ctx, n, max_sh_degree);
+        let rows = ctx.rows_per_page(crate::splat::gaussians::MAX_ROW_WIDTH);
+        (2 + GaussianOptimizer::MOMENT_SETS) * set
+            + Tensor::planned_rows_bytes(STATS_DTYPE, n, STATS_STRIDE, rows)
+    }
+
     /// `params` with zeroed gradients, moments and statistics.
     pub fn new(enc: &mut Encoder, params: GaussianTensors, adam: AdamConfig) -> Result<Self> {
         let grads = GaussianTensors::zeros_like(enc, &params, MemoryCategory::Gradients, "grads")?;

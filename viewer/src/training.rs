@@ -234,7 +234,7 @@ fn train_loop(
     let params = initial_gaussians(&ctx, &job.dataset, &config)?;
     if let Some(plan) =
         job.options
-            .apply_memory_budget(ctx.info(), &job.dataset, params.len(), &mut config)?
+            .apply_memory_budget(&ctx, &job.dataset, params.len(), &mut config)?
     {
         lock(state).note(
             Level::Info,
