@@ -3,13 +3,13 @@
 //! naga and generates the typed kernel bindings (`$OUT_DIR/kernels.rs`, included by
 //! `src/gpu/kernels.rs`). A shader that does not validate fails the build.
 
+#[path = "build/emit.rs"]
+mod emit;
+#[path = "build/reflect.rs"]
+mod reflect;
 #[path = "src/gpu/wgsl_source.rs"]
 #[allow(dead_code)]
 mod wgsl_source;
-#[path = "build/reflect.rs"]
-mod reflect;
-#[path = "build/emit.rs"]
-mod emit;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,10 @@ fn main() {
     for file in &files {
         let rel = file.to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(root.join(file)).expect("shaders are UTF-8 text");
-        sources.push((Box::leak(rel.into_boxed_str()), Box::leak(text.into_boxed_str())));
+        sources.push((
+            Box::leak(rel.into_boxed_str()),
+            Box::leak(text.into_boxed_str()),
+        ));
     }
     let lookup = |path: &str| sources.iter().find(|(p, _)| *p == path).copied();
     let stages: Vec<&'static str> = sources

@@ -186,7 +186,9 @@ impl Reflection {
         }
         let mut global_binding = BTreeMap::new();
         for (handle, global) in module.global_variables.iter() {
-            let Some(binding) = &global.binding else { continue };
+            let Some(binding) = &global.binding else {
+                continue;
+            };
             if binding.group != 0 {
                 continue;
             }
@@ -254,10 +256,13 @@ impl Reflection {
         pre: &Preprocessed,
     ) -> (String, Option<&'static str>) {
         match module.types[ty].inner {
-            naga::TypeInner::Scalar(s) => (scalar_name(s).unwrap_or("?").to_owned(), scalar_name(s)),
-            naga::TypeInner::Atomic(s) => {
-                (format!("atomic<{}>", scalar_name(s).unwrap_or("?")), scalar_name(s))
+            naga::TypeInner::Scalar(s) => {
+                (scalar_name(s).unwrap_or("?").to_owned(), scalar_name(s))
             }
+            naga::TypeInner::Atomic(s) => (
+                format!("atomic<{}>", scalar_name(s).unwrap_or("?")),
+                scalar_name(s),
+            ),
             naga::TypeInner::Vector { size, scalar } => (
                 format!("vec{}<{}>", size as u8, scalar_name(scalar).unwrap_or("?")),
                 scalar_name(scalar),
@@ -303,7 +308,10 @@ impl Reflection {
                 stride,
             } => {
                 let inner = self.rust_type(module, base, pre);
-                assert_eq!(inner.size, stride, "array stride must equal its element size");
+                assert_eq!(
+                    inner.size, stride,
+                    "array stride must equal its element size"
+                );
                 format!("[{}; {n}]", inner.spelling)
             }
             naga::TypeInner::Struct { .. } => {

@@ -15,7 +15,6 @@ var<private> u: RenderUniform;
 @group(0) @binding(4) var<storage, read_write> v_opacity_logits: array<f32>;
 @group(0) @binding(5) var<storage, read_write> stats: array<f32>;
 
-const V_STRIDE: u32 = 12u;
 const STATS_STRIDE: u32 = 4u;
 
 @compute @workgroup_size(256)

@@ -18,8 +18,6 @@ var<private> u: RenderUniform;
 @group(0) @binding(7) var<storage, read_write> v_quats: array<f32>;
 @group(0) @binding(8) var<storage, read> opacity_logits: array<f32>;
 
-const V_STRIDE: u32 = 12u;
-
 fn write_grads(i: u32, vm: vec3<f32>, vs: vec3<f32>, vq: vec4<f32>) {
     v_means[3u * i] = vm.x;
     v_means[3u * i + 1u] = vm.y;

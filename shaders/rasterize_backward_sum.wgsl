@@ -18,9 +18,6 @@ var<private> window: IsectWindow;
 @group(0) @binding(3) var<storage, read> rows: array<f32>;
 @group(0) @binding(4) var<storage, read_write> v_splats: array<f32>;
 
-// Floats per row of `v_splats` (src/splat/backward.rs, V_STRIDE).
-const V_STRIDE: u32 = 12u;
-
 @compute @workgroup_size(256)
 fn sum_isect_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {

@@ -16,8 +16,6 @@ var<private> u: RenderUniform;
 @group(0) @binding(6) var<storage, read_write> v_sh_rest: array<f32>;
 @group(0) @binding(7) var<storage, read_write> v_means: array<f32>;
 
-const V_STRIDE: u32 = 12u;
-
 // Gradient of the basis with respect to the (unnormalised-independent) components of d.
 fn sh_basis_grad(degree: u32, d: vec3<f32>, k: u32) -> vec3<f32> {
     let x = d.x;

@@ -25,7 +25,8 @@ fn a_tensor_of_the_wrong_dtype_is_refused_with_the_binding_named() {
         let kernel = ctx.typed::<densify_split::Split>().unwrap();
         let mut enc = ctx.encoder("wrong dtype");
         let f = |enc: &mut wgsplat::Encoder| tensor(enc, DType::F32, 12);
-        let (log_scales, means_a, means_b, log_scales_a) = (f(&mut enc), f(&mut enc), f(&mut enc), f(&mut enc));
+        let (log_scales, means_a, means_b, log_scales_a) =
+            (f(&mut enc), f(&mut enc), f(&mut enc), f(&mut enc));
         let quats = tensor(&mut enc, DType::U32, 16);
         let grid = wgsplat::gpu::WorkgroupGrid { x: 1, y: 1 };
         let err = enc

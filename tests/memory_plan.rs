@@ -86,8 +86,14 @@ fn the_frame_plan_bounds_a_training_step() {
                 "{}: N {n}, V {v}, I {i}: measured {transient} B, planned {plan} B ({ratio:.3}x)",
                 ctx.info().kernel_path()
             );
-            assert!(plan >= transient, "plan {plan} below the measured {transient}");
-            assert!(ratio <= 1.3, "plan {plan} is {ratio:.2}x the measured {transient}");
+            assert!(
+                plan >= transient,
+                "plan {plan} below the measured {transient}"
+            );
+            assert!(
+                ratio <= 1.3,
+                "plan {plan} is {ratio:.2}x the measured {transient}"
+            );
         }
     }
 }

@@ -162,7 +162,9 @@ fn generated_mismatch(
                     ));
                 }
                 if access.contains(naga::StorageAccess::STORE) && !slot.writable {
-                    return Some(format!("{name}: {wgsl_name} is written but marked read-only"));
+                    return Some(format!(
+                        "{name}: {wgsl_name} is written but marked read-only"
+                    ));
                 }
             }
             _ => {}
@@ -190,7 +192,12 @@ fn generated_kernels_match_naga_in_every_variant() {
                     failures.push(format!("{file}:{} has no generated kernel", entry.name));
                     continue;
                 };
-                failures.extend(generated_mismatch(info, &compiled.module, module_info, index));
+                failures.extend(generated_mismatch(
+                    info,
+                    &compiled.module,
+                    module_info,
+                    index,
+                ));
                 checked += 1;
             }
         }
@@ -212,7 +219,10 @@ fn generated_kernel_check_detects_wrong_layouts_and_names() {
         .iter()
         .find(|k| k.file == "densify_split.wgsl")
         .expect("generated");
-    assert_eq!(generated_mismatch(&good, &compiled.module, &compiled.info, index), None);
+    assert_eq!(
+        generated_mismatch(&good, &compiled.module, &compiled.info, index),
+        None
+    );
     let mut bigger = good;
     bigger.params_bytes += 4;
     let mut renamed_slots = good.slots.to_vec();

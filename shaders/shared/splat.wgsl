@@ -41,8 +41,11 @@ const RASTER_CLASSIC: u32 = 0u;
 // sqrt(det(cov) / det(cov + COV2D_DILATION I)) so a splat keeps its total weight when dilated.
 const RASTER_ANTIALIASED: u32 = 1u;
 
-// A projected splat is a row of SPLAT_STRIDE floats (see src/splat/layout.rs).
+// A projected splat is a row of SPLAT_STRIDE floats (src/splat/forward.rs).
 const SPLAT_STRIDE: u32 = 12u;
+// A row of per-splat (and per-Gaussian) screen-space gradients has V_STRIDE floats
+// (src/splat/backward.rs).
+const V_STRIDE: u32 = 12u;
 const SPLAT_X: u32 = 0u;
 const SPLAT_Y: u32 = 1u;
 const SPLAT_CONIC_A: u32 = 2u;

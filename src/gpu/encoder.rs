@@ -229,8 +229,8 @@ impl Encoder {
         // but only at submission and without naming the kernel: check here.
         for (i, (bi, a)) in storage.iter().enumerate() {
             for (bj, b) in storage.iter().skip(i + 1) {
-                let writes = kernel.writable_bindings.contains(bi)
-                    || kernel.writable_bindings.contains(bj);
+                let writes =
+                    kernel.writable_bindings.contains(bi) || kernel.writable_bindings.contains(bj);
                 if writes && a.buffer == b.buffer {
                     return Err(Error::InvalidArgument {
                         op: "dispatch",

@@ -175,7 +175,8 @@ pub fn flags_used(file: &str) -> Result<BTreeSet<ShaderFlag>> {
 
 /// Assembles one variant of a file.
 pub fn preprocess(file: &str, variant: Variant) -> Result<Preprocessed> {
-    let enabled = |name: &str| ShaderFlag::from_directive_name(name).is_some_and(|f| variant.has(f));
+    let enabled =
+        |name: &str| ShaderFlag::from_directive_name(name).is_some_and(|f| variant.has(f));
     wgsl_source::preprocess(file, &enabled, &lookup).map_err(directive_error)
 }
 

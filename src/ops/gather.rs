@@ -129,7 +129,9 @@ where
                 // Values move as 32-bit patterns of any dtype: bound raw.
                 let (values_in, values_out) = match dir {
                     Direction::Gather => (addressed.page_raw(addr_page), linear.page_raw(lin_page)),
-                    Direction::Scatter => (linear.page_raw(lin_page), addressed.page_raw(addr_page)),
+                    Direction::Scatter => {
+                        (linear.page_raw(lin_page), addressed.page_raw(addr_page))
+                    }
                 };
                 let bindings = kernels::gather::GatherRowsBindings {
                     values_in,

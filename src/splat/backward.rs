@@ -17,15 +17,15 @@ use super::forward::ForwardOutput;
 use super::gaussians::GaussianTensors;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    Arg, opacity_backward, page_rows, project_backward, rasterize_backward_sum, sh_backward,
+    Arg, opacity_backward, page_rows, project_backward, sh_backward, shared_splat,
 };
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
 use crate::tensor::{DType, Tensor};
 
 /// Floats per gradient row: x, y, conic a, b, c, opacity, r, g, b, |x|, |y|, padding
-/// (`V_STRIDE` in the backward shaders).
-pub const V_STRIDE: u64 = rasterize_backward_sum::V_STRIDE as u64;
+/// (`V_STRIDE` in `shaders/shared/splat.wgsl`).
+pub const V_STRIDE: u64 = shared_splat::V_STRIDE as u64;
 /// Floats per Gaussian in the densification statistics: grad-norm sum, absgrad-norm sum, visible
 /// count, largest screen radius in pixels (`STATS_STRIDE` in `shaders/opacity_backward.wgsl`).
 pub const STATS_STRIDE: u64 = opacity_backward::STATS_STRIDE as u64;

@@ -73,13 +73,16 @@ impl Attribute {
             Attribute::Means | Attribute::LogScales | Attribute::ShDc => vec![n, 3],
             Attribute::Quats => vec![n, 4],
             Attribute::OpacityLogits => vec![n],
-            Attribute::ShRest => vec![n, coefficient_count(max_sh_degree) as usize - 1, 3],
+            Attribute::ShRest => vec![n, coefficient_count(max_sh_degree) - 1, 3],
         }
     }
 
     /// Floats per Gaussian (the product of [`Attribute::shape`] past the row count).
     pub fn width(self, max_sh_degree: u32) -> u64 {
-        self.shape(1, max_sh_degree).iter().map(|&d| d as u64).product()
+        self.shape(1, max_sh_degree)
+            .iter()
+            .map(|&d| d as u64)
+            .product()
     }
 }
 

@@ -14,12 +14,12 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::splat::gaussians::Attribute;
-use crate::train::state::ModelState;
 use crate::gpu::GpuContext;
+use crate::splat::gaussians::Attribute;
 use crate::splat::gaussians::MAX_ROW_WIDTH;
 use crate::splat::uniform::TILE_SIZE;
 use crate::tensor::{DType, Tensor};
+use crate::train::state::ModelState;
 
 /// Intersections per Gaussian the plan reserves scratch for (a trained scene averages 3 to 6).
 pub const PLANNED_TILES_PER_GAUSSIAN: u64 = 8;
@@ -130,16 +130,22 @@ const STAGING_BYTES: u64 = 64 << 10;
 ///   the per-Gaussian rows they are scattered into.
 ///
 /// `tests/memory_plan.rs` holds it to a measured training step.
-pub fn frame_scratch_bytes(ctx: &GpuContext, n: u64, v: u64, i: u64, width: u32, height: u32) -> u64 {
+pub fn frame_scratch_bytes(
+    ctx: &GpuContext,
+    n: u64,
+    v: u64,
+    i: u64,
+    width: u32,
+    height: u32,
+) -> u64 {
     use crate::splat::backward::V_STRIDE;
     use crate::splat::forward::SPLAT_STRIDE;
     use crate::splat::raster::{ROW_GRADS, isect_rows_per_window, splat_rows_per_page};
     let words = |len: u64| Tensor::planned_bytes(ctx, DType::U32, len);
     let model_rows = ctx.rows_per_page(MAX_ROW_WIDTH);
     let per_gaussian = |width: u64| Tensor::planned_rows_bytes(DType::F32, n, width, model_rows);
-    let per_splat = |width: u64| {
-        Tensor::planned_rows_bytes(DType::F32, v, width, splat_rows_per_page(ctx))
-    };
+    let per_splat =
+        |width: u64| Tensor::planned_rows_bytes(DType::F32, v, width, splat_rows_per_page(ctx));
     let pixels = u64::from(width) * u64::from(height);
     let tiles = u64::from(width.div_ceil(TILE_SIZE)) * u64::from(height.div_ceil(TILE_SIZE));
     // Projection: rows, tile counts, depth keys.
@@ -169,7 +175,8 @@ pub fn frame_scratch_bytes(ctx: &GpuContext, n: u64, v: u64, i: u64, width: u32,
         + splat_gradients
         + words(4 * pixels)
         + words(isect_rows_per_window(ctx).min(i.max(1)) * ROW_GRADS);
-    let project_backward = forward_output + loss_gradient + splat_gradients + per_gaussian(V_STRIDE);
+    let project_backward =
+        forward_output + loss_gradient + splat_gradients + per_gaussian(V_STRIDE);
     binning.max(raster_backward).max(project_backward) + STAGING_BYTES
 }
 
@@ -188,7 +195,13 @@ pub struct MemoryPlan {
 
 /// Planned bytes of training `n` Gaussians at SH degree `degree`, images excluded, with the
 /// frame scratch of a `width` × `height` view.
-pub fn planned_training_bytes(ctx: &GpuContext, n: u64, degree: u32, width: u32, height: u32) -> u64 {
+pub fn planned_training_bytes(
+    ctx: &GpuContext,
+    n: u64,
+    degree: u32,
+    width: u32,
+    height: u32,
+) -> u64 {
     ModelState::planned_bytes(ctx, n, degree)
         + frame_scratch_bytes(ctx, n, n, n * PLANNED_TILES_PER_GAUSSIAN, width, height)
 }
@@ -222,11 +235,8 @@ pub fn plan_budget(ctx: &GpuContext, budget: u64, degree: u32, dataset: &Dataset
         if fits(mid) { lo = mid } else { hi = mid }
     }
     let max_gaussians = if fits(lo) { lo } else { 0 };
-    let per_gaussian = if max_gaussians > 0 {
-        planned_training_bytes(ctx, max_gaussians, degree, width, height) / max_gaussians
-    } else {
-        planned_training_bytes(ctx, 1, degree, width, height)
-    };
+    let per_gaussian = planned_training_bytes(ctx, max_gaussians.max(1), degree, width, height)
+        / max_gaussians.max(1);
     MemoryPlan {
         budget,
         fixed: images,

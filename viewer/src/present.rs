@@ -99,11 +99,8 @@ impl PresentTarget {
                 difference_gain: reference.map_or(1.0, |(_, gain)| gain),
                 ..Default::default()
             };
-            let grid = WorkgroupGrid::for_items(
-                page_pixels,
-                threads,
-                ctx.max_workgroups_per_dimension(),
-            )?;
+            let grid =
+                WorkgroupGrid::for_items(page_pixels, threads, ctx.max_workgroups_per_dimension())?;
             let out = Arg::raw(self.staging.raw());
             match reference {
                 Some((truth, _)) => enc.run(
