@@ -9,7 +9,7 @@
 //! - the dataset's training images on the GPU ([`Tensor::planned_bytes`] of each packed image).
 //!
 //! The cap is the largest count whose total fits (found by bisection, since paging and size
-//! classes make the total a step function). `tests/memory_plan.rs` holds the persistent part to
+//! classes make the total a step function). `tests/memory.rs` (module `plan`) holds the persistent part to
 //! the allocator's live bytes and the frame part to a measured training step.
 
 use crate::data::Dataset;
@@ -129,7 +129,7 @@ const STAGING_BYTES: u64 = 64 << 10;
 /// - the projection's backward: the forward's outputs, the loss gradient, the per-splat rows and
 ///   the per-Gaussian rows they are scattered into.
 ///
-/// `tests/memory_plan.rs` holds it to a measured training step.
+/// `tests/memory.rs` (module `plan`) holds it to a measured training step.
 pub fn frame_scratch_bytes(
     ctx: &GpuContext,
     n: u64,

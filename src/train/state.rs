@@ -45,7 +45,7 @@ const STATS_DTYPE: DType = DType::F32;
 impl ModelState {
     /// Device bytes a state of `n` Gaussians at SH degree `max_sh_degree` holds in `ctx`:
     /// parameters, gradients, both Adam moments and the statistics, each rounded as the allocator
-    /// rounds it. The memory plan's persistent part; `tests/memory_plan.rs` holds it to the
+    /// rounds it. The memory plan's persistent part; `tests/memory.rs` (module `plan`) holds it to the
     /// allocator's live bytes.
     pub fn planned_bytes(ctx: &crate::gpu::GpuContext, n: u64, max_sh_degree: u32) -> u64 {
         let set = GaussianTensors::planned_bytes(ctx, n, max_sh_degree);
