@@ -1,10 +1,13 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
-//! ([`real_captures`]), and splat model formats against PlayCanvas's splat-transform
-//! ([`formats`], and SOG in [`sog`]).
+//! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
+//! and SOG in [`sog`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
+mod checkpoint;
+mod data;
 mod formats;
 mod lens;
+mod ply;
 mod real_captures;
 mod sog;
 

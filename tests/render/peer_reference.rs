@@ -1,7 +1,7 @@
 //! The CPU reference renderer against gsplat's own renders (`tests/fixtures/gsplat/`, committed
 //! copies of `../shared/peer-cases/gsplat/`).
 
-mod common;
+use crate::common;
 
 use common::PeerCase;
 use wgsplat::splat::reference::{project, render};

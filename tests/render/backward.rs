@@ -1,7 +1,7 @@
 //! Gradients of the rasterizer: against gsplat's gradients on the peer cases, and against central
 //! finite differences (with the smooth alpha cutoff) for every parameter; on both kernel paths.
 
-mod common;
+use crate::common;
 
 use common::{PeerCase, camera, random_gaussians};
 use wgsplat::splat::backward::{BackwardOptions, record_backward};

@@ -3,7 +3,7 @@
 //! match the single-chunk render (and the CPU reference), and its gradients the single-chunk
 //! gradients; on both kernel paths.
 
-mod common;
+use crate::common;
 
 use common::camera;
 use wgsplat::splat::backward::{BackwardOptions, record_backward};

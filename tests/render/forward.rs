@@ -1,7 +1,7 @@
 //! The GPU forward rasterizer against gsplat's renders, against the CPU reference on random
 //! scenes, and on invariants; on both kernel paths.
 
-mod common;
+use crate::common;
 
 use common::{PeerCase, camera, random_gaussians};
 use wgsplat::splat::forward::{RenderOptions, render};

@@ -1,0 +1,9 @@
+//! Layer 3, as one test binary (each binary links the whole runtime, so CI builds fewer of them):
+//! Adam ([`adam`]), k-NN scales ([`knn`]), the L1 + SSIM loss and metrics ([`loss`]), LPIPS
+//! ([`lpips`]) and MCMC densification ([`mcmc`]), each against CPU references on both kernel paths.
+
+mod adam;
+mod knn;
+mod loss;
+mod lpips;
+mod mcmc;

@@ -1,0 +1,13 @@
+//! The generic GPU operations against CPU references, as one test binary (each binary links the
+//! whole runtime, so CI builds fewer of them): compaction, counts, element-wise ops, fill,
+//! gather and scatter, reductions, scans, the radix sort and tensor handles.
+
+mod compact;
+mod count;
+mod elementwise;
+mod fill;
+mod gather;
+mod radix_sort;
+mod reduce;
+mod scan;
+mod tensor;
