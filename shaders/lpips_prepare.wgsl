@@ -32,7 +32,7 @@ const SCALE = vec3<f32>(0.458, 0.448, 0.450);
 var<private> params: PrepareParams;
 @group(0) @binding(1) var<storage, read> image: array<u32>;
 @group(0) @binding(2) var<storage, read_write> prepared: array<f32>;
-// The mask (read when FLAG_MASK is set; otherwise any buffer, the image itself).
+// The mask (read only when FLAG_MASK is set; otherwise the dispatch binds a placeholder).
 @group(0) @binding(3) var<storage, read> mask: array<u32>;
 
 @compute @workgroup_size(256)

@@ -12,7 +12,7 @@
 struct ReduceParams {
     // Elements of `src` in this binding.
     n: u32,
-    // Operation code (OP_* below), mirrored by `op_code` in src/ops/reduce.rs.
+    // Operation code (OP_* below), generated into Rust and chosen by `op_code` in src/ops/reduce.rs.
     op: u32,
     // Index in `partials` of this dispatch's first workgroup result.
     out_offset: u32,

@@ -1,7 +1,7 @@
 // Element-wise operations on 32-bit patterns, shared by elementwise.wgsl (out of place) and
 // elementwise_inplace.wgsl (in place). Values travel as u32 bit patterns so one kernel serves
-// f32, u32 and i32; the op code (a uniform) says how to interpret them. The codes are mirrored by
-// `ElementwiseOp` in src/ops/elementwise.rs.
+// f32, u32 and i32; the op code (a uniform) says how to interpret them. The OP_* codes are generated
+// into Rust (`kernels::shared_elementwise_ops`) and mapped to ops in src/ops/elementwise_codes.rs.
 
 struct ElementwiseParams {
     // Elements in this page.

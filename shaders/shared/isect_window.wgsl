@@ -1,4 +1,4 @@
-// The uniform of the rasterizer's backward kernels (src/splat/raster.rs mirrors it): the render
+// The uniform of the rasterizer's backward kernels (generated into Rust; src/splat/raster.rs fills it): the render
 // parameters and the window of tile-sorted intersections whose gradient rows one dispatch writes.
 // The rows of one window fit one buffer binding; larger frames run the backward once per window,
 // back to front (see rasterize_backward.wgsl).

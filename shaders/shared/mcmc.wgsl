@@ -1,4 +1,4 @@
-// Shared by the 3DGS-MCMC stages (src/train/mcmc.rs mirrors `McmcParams`).
+// Shared by the 3DGS-MCMC stages (src/train/mcmc.rs fills the generated `McmcParams`).
 //
 // Sources are drawn in proportion to opacity by systematic resampling over an integer CDF: each
 // Gaussian's weight is its opacity quantised to `weight_scale` levels (at least 1 when eligible),

@@ -1,4 +1,4 @@
-// Shared by the MCMC regulariser and position noise (src/train/mcmc.rs mirrors `NoiseParams`).
+// Shared by the MCMC regulariser and position noise (src/train/mcmc_step.rs fills the generated `NoiseParams`).
 
 struct NoiseParams {
     // Gaussians in this page.

@@ -1,5 +1,5 @@
-// Types and helpers shared by the splatting stages (src/splat/). The uniform is mirrored by
-// `RenderUniform` in src/splat/uniform.rs; a test checks the two layouts agree.
+// Types and helpers shared by the splatting stages (src/splat/). The uniform reaches Rust as
+// the generated `kernels::shared_splat::RenderUniform` (constructors in src/splat/uniform.rs).
 
 struct RenderUniform {
     // Rows of the world-to-camera transform [R | t].

@@ -1,8 +1,8 @@
 // Definitions shared by the loss kernels (ssim_forward.wgsl, ssim_backward.wgsl,
 // loss_weights.wgsl). The importer declares `params: LossParams` (the private copy of its
 // uniform, see shared/dispatch.wgsl) and
-// `gt: array<u32>` (the ground truth, read-only storage). `LossParams` is mirrored by
-// `LossParams` in src/loss/kernels.rs; see src/loss/mod.rs for the definitions.
+// `gt: array<u32>` (the ground truth, read-only storage). `LossParams` reaches Rust as
+// the generated `kernels::shared_ssim::LossParams` (src/loss/kernels.rs uses it).
 
 struct LossParams {
     width: u32,
