@@ -31,6 +31,9 @@ pub struct Encoder {
     ctx: GpuContext,
     raw: Option<wgpu::CommandEncoder>,
     arena: Vec<ArenaChunk>,
+    /// Placeholders for absent bindings, one per binding number, reused by every dispatch of
+    /// this encoder (see [`Encoder::placeholder`]).
+    placeholders: Vec<(u32, GpuBuffer)>,
     dispatches: u64,
     id: u64,
 }
@@ -40,6 +43,7 @@ impl Drop for Encoder {
         // Release the arena while this encoder still counts as open, then close it: its buffers
         // become reusable by others only once its commands are submitted (or abandoned).
         self.arena.clear();
+        self.placeholders.clear();
         self.ctx.allocator().close_encoder(self.id);
     }
 }
@@ -63,6 +67,7 @@ impl GpuContext {
             ctx: self.clone(),
             raw: Some(raw),
             arena: Vec::new(),
+            placeholders: Vec::new(),
             dispatches: 0,
             id,
         }
@@ -285,6 +290,24 @@ impl Encoder {
         drop(pass);
         self.dispatches += 1;
         Ok(())
+    }
+
+    /// A small buffer to bind at `binding` in place of absent data: one per binding number and
+    /// encoder, so the placeholders of one dispatch never alias each other, and a frame allocates
+    /// a handful of them, not one per dispatch. Never read for data: kernels are told by their
+    /// parameters that the data is absent.
+    pub(crate) fn placeholder(&mut self, binding: u32, bytes: u64) -> Result<wgpu::Buffer> {
+        if let Some((_, buffer)) = self.placeholders.iter().find(|(b, _)| *b == binding) {
+            return Ok(buffer.raw().clone());
+        }
+        let buffer = self.alloc(
+            bytes,
+            MemoryCategory::FrameScratch,
+            "wgsplat/absent-binding",
+        )?;
+        let raw = buffer.raw().clone();
+        self.placeholders.push((binding, buffer));
+        Ok(raw)
     }
 
     /// Records a buffer-to-buffer copy (offsets and size multiples of 4).

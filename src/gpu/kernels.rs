@@ -115,7 +115,8 @@ pub enum Arg<'a> {
     /// A buffer of raw words or records (structs, packed data): not type-checked.
     Raw(wgpu::BufferBinding<'a>),
     /// No buffer: the kernel's parameters say the data is absent, and the dispatch binds a small
-    /// placeholder of its own (never shared with another binding).
+    /// placeholder ([`crate::gpu::Encoder`] keeps one per binding number, so two absent bindings
+    /// of a dispatch never share one).
     Absent,
 }
 
@@ -242,29 +243,24 @@ impl crate::gpu::Encoder {
         let slots = <K::Bindings<'_> as BindingSet<'_>>::SLOTS;
         let args = bindings.into_args();
         check_args(kernel, slots, &args)?;
-        let mut placeholders = Vec::new();
+        // The placeholder of each used absent binding, aligned with `args`.
+        let mut placeholders = Vec::with_capacity(args.len());
         for (slot, arg) in slots.iter().zip(&args) {
-            if matches!(arg, Arg::Absent) && kernel.used_bindings.contains(&slot.binding) {
-                placeholders.push(self.alloc(
-                    PLACEHOLDER_BYTES,
-                    crate::gpu::MemoryCategory::FrameScratch,
-                    "wgsplat/absent-binding",
-                )?);
-            }
+            let absent = matches!(arg, Arg::Absent) && kernel.used_bindings.contains(&slot.binding);
+            placeholders.push(match absent {
+                true => Some(self.placeholder(slot.binding, PLACEHOLDER_BYTES)?),
+                false => None,
+            });
         }
-        let mut placeholder = placeholders.iter();
         let mut entries = Vec::with_capacity(args.len());
-        for (slot, arg) in slots.iter().zip(args) {
+        for ((slot, arg), placeholder) in slots.iter().zip(args).zip(&placeholders) {
             if !kernel.used_bindings.contains(&slot.binding) {
                 continue;
             }
-            let binding = match arg {
-                Arg::Typed(b, _) | Arg::Raw(b) => b,
-                Arg::Absent => placeholder
-                    .next()
-                    .expect("one placeholder per absent binding")
-                    .raw()
-                    .as_entire_buffer_binding(),
+            let binding = match (arg, placeholder) {
+                (Arg::Typed(b, _) | Arg::Raw(b), _) => b,
+                (Arg::Absent, Some(p)) => p.as_entire_buffer_binding(),
+                (Arg::Absent, None) => continue,
             };
             entries.push((slot.binding, binding));
         }
