@@ -94,10 +94,18 @@ fn element_count(shape: &[usize]) -> Result<u64> {
 }
 
 /// Elements of each page of a tensor of `len` elements paged `page_elems` to a page: what
-/// [`Tensor::uninit`] and [`Tensor::uninit_rows`] allocate, and what the memory plan counts.
+/// [`Tensor::uninit`] and [`Tensor::uninit_rows`] allocate, and what the memory plan counts (the
+/// same split as the kernels' page loop, [`crate::gpu::kernels::page_rows`]).
 fn page_lengths(len: u64, page_elems: u64) -> impl Iterator<Item = u64> {
-    let page_elems = page_elems.max(1);
-    (0..len.div_ceil(page_elems)).map(move |page| (len - page * page_elems).min(page_elems))
+    crate::gpu::kernels::page_rows(len, page_elems).map(|page| page.rows)
+}
+
+/// Device bytes of the pages of `len` elements of `dtype`, `page_elems` to a page, each rounded
+/// to the allocator's size class.
+fn planned_page_bytes(dtype: DType, len: u64, page_elems: u64) -> u64 {
+    page_lengths(len, page_elems)
+        .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
+        .sum()
 }
 
 impl Tensor {
@@ -105,16 +113,12 @@ impl Tensor {
     /// `dtype`, `rows_per_page` rows to a page: each page rounded to the allocator's size class.
     pub fn planned_rows_bytes(dtype: DType, rows: u64, width: u64, rows_per_page: u64) -> u64 {
         let width = width.max(1);
-        page_lengths(rows * width, rows_per_page * width)
-            .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
-            .sum()
+        planned_page_bytes(dtype, rows * width, rows_per_page * width)
     }
 
     /// Device bytes that [`Tensor::uninit`] takes for `len` elements of `dtype` in `ctx`.
     pub fn planned_bytes(ctx: &crate::gpu::GpuContext, dtype: DType, len: u64) -> u64 {
-        page_lengths(len, ctx.page_bytes() / dtype.size())
-            .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
-            .sum()
+        planned_page_bytes(dtype, len, ctx.page_bytes() / dtype.size())
     }
 
     /// A tensor whose contents are undefined (poisoned in debug builds), paged with the context's

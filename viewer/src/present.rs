@@ -2,8 +2,8 @@
 //! packs the rasterizer's f32 RGBA tensor into 8-bit pixels in a GPU buffer, a buffer-to-texture
 //! copy moves them into an `Rgba8Unorm` texture, and egui draws that texture as a native one.
 
-use wgsplat::gpu::kernels::{Arg, viewer_present};
-use wgsplat::gpu::{GpuBuffer, WorkgroupGrid};
+use wgsplat::gpu::GpuBuffer;
+use wgsplat::gpu::kernels::{Arg, PageRows, viewer_present};
 use wgsplat::tensor::Tensor;
 use wgsplat::{GpuContext, MemoryCategory};
 
@@ -81,47 +81,42 @@ impl PresentTarget {
             image.len(),
             pixels
         );
-        let plain = ctx.typed::<viewer_present::Present>()?;
-        let difference = ctx.typed::<viewer_present::PresentDifference>()?;
-        let threads = match reference {
-            Some(_) => difference.threads(),
-            None => plain.threads(),
+        u32::try_from(pixels)
+            .map_err(|_| anyhow::anyhow!("{pixels} pixels do not fit a u32 index"))?;
+        // One row per pixel, paged like the image (4 floats a pixel).
+        let pixels_per_page = image.page_elems() / 4;
+        let params = |page: PageRows| viewer_present::PresentParams {
+            width: self.width,
+            height: self.height,
+            row_stride: row_stride(self.width),
+            first_pixel: page.first_row as u32,
+            page_pixels: page.rows as u32,
+            difference_gain: reference.map_or(1.0, |(_, gain)| gain),
+            ..Default::default()
         };
+        let out = || Arg::raw(self.staging.raw());
         let mut enc = ctx.encoder("viewer: present");
-        for page in 0..image.num_pages() {
-            let page_pixels = image.page_len(page) / 4;
-            let params = viewer_present::PresentParams {
-                width: self.width,
-                height: self.height,
-                row_stride: row_stride(self.width),
-                first_pixel: u32::try_from(image.page_start(page) / 4)?,
-                page_pixels: u32::try_from(page_pixels)?,
-                difference_gain: reference.map_or(1.0, |(_, gain)| gain),
-                ..Default::default()
-            };
-            let grid =
-                WorkgroupGrid::for_items(page_pixels, threads, ctx.max_workgroups_per_dimension())?;
-            let out = Arg::raw(self.staging.raw());
-            match reference {
-                Some((truth, _)) => enc.run(
-                    &difference,
-                    &params,
-                    viewer_present::PresentDifferenceBindings {
-                        image: image.page_arg(page),
-                        out,
+        match reference {
+            Some((truth, _)) => {
+                let kernel = ctx.typed::<viewer_present::PresentDifference>()?;
+                enc.run_pages(&kernel, pixels, pixels_per_page, |page| {
+                    let bindings = viewer_present::PresentDifferenceBindings {
+                        image: image.page_arg(page.page),
+                        out: out(),
                         reference: Arg::raw(truth.raw()),
-                    },
-                    grid,
-                )?,
-                None => enc.run(
-                    &plain,
-                    &params,
-                    viewer_present::PresentBindings {
-                        image: image.page_arg(page),
-                        out,
-                    },
-                    grid,
-                )?,
+                    };
+                    (params(page), bindings)
+                })?
+            }
+            None => {
+                let kernel = ctx.typed::<viewer_present::Present>()?;
+                enc.run_pages(&kernel, pixels, pixels_per_page, |page| {
+                    let bindings = viewer_present::PresentBindings {
+                        image: image.page_arg(page.page),
+                        out: out(),
+                    };
+                    (params(page), bindings)
+                })?
             }
         }
         enc.raw().copy_buffer_to_texture(
