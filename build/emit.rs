@@ -1,7 +1,7 @@
 //! Writes the reflected shaders as Rust: one module per WGSL file with its constants, structs,
 //! kernel markers and named binding structs (see `src/gpu/kernels.rs` for how they are used).
 
-use crate::reflect::{Reflection, StageFile, StructLayout, module_name};
+use crate::reflect::{OverrideDecl, Reflection, StageFile, StructLayout, module_name};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -75,6 +75,42 @@ fn emit_struct(out: &mut String, s: &StructLayout) {
     );
 }
 
+/// The `Overrides` struct of a file that declares WGSL `override`s: one field per constant (the
+/// name in lower case), its WGSL default, and the name-value list a pipeline is built with.
+fn emit_overrides(out: &mut String, origin: &str, decls: &BTreeMap<String, OverrideDecl>) {
+    let _ = writeln!(
+        out,
+        "    /// The pipeline-overridable constants (WGSL `override`s) of `{origin}`; the default is WGSL's.\n    #[derive(Clone, Copy, Debug, PartialEq)]\n    pub struct Overrides {{"
+    );
+    for (name, decl) in decls {
+        let _ = writeln!(
+            out,
+            "        /// WGSL `override {name}: {}`.\n        pub {}: {},",
+            decl.ty,
+            ident(&name.to_lowercase()),
+            decl.ty
+        );
+    }
+    out.push_str("    }\n    impl Default for Overrides {\n        fn default() -> Self {\n            Overrides {\n");
+    for (name, decl) in decls {
+        let _ = writeln!(
+            out,
+            "                {}: {},",
+            ident(&name.to_lowercase()),
+            decl.default
+        );
+    }
+    out.push_str("            }\n        }\n    }\n    impl crate::gpu::kernels::PipelineOverrides for Overrides {\n        fn constants(&self) -> Vec<(&'static str, f64)> {\n            vec![\n");
+    for (name, decl) in decls {
+        let value = match decl.ty {
+            "bool" => format!("f64::from(u8::from(self.{}))", ident(&name.to_lowercase())),
+            _ => format!("f64::from(self.{})", ident(&name.to_lowercase())),
+        };
+        let _ = writeln!(out, "                ({name:?}, {value}),");
+    }
+    out.push_str("            ]\n        }\n    }\n");
+}
+
 fn emit_stage(out: &mut String, stage: &StageFile) {
     let _ = writeln!(
         out,
@@ -102,9 +138,13 @@ fn emit_stage(out: &mut String, stage: &StageFile) {
                 emit_bindings(out, stage, entry_name, &bindings_name, &entry.used);
             }
         }
+        let overrides = match &stage.overrides_origin {
+            Some(origin) => format!("super::{}::Overrides", module_name(origin)),
+            None => "crate::gpu::kernels::NoOverrides".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "    /// Entry point `{entry_name}` of `{file}`.\n    #[derive(Clone, Copy, Debug)]\n    pub struct {marker};\n    impl crate::gpu::kernels::KernelSpec for {marker} {{\n        const FILE: &'static str = FILE;\n        const ENTRY: &'static str = {entry_name:?};\n        type Params = {params};\n        type Bindings<'a> = {bindings_name}<'a>;\n    }}",
+            "    /// Entry point `{entry_name}` of `{file}`.\n    #[derive(Clone, Copy, Debug)]\n    pub struct {marker};\n    impl crate::gpu::kernels::KernelSpec for {marker} {{\n        const FILE: &'static str = FILE;\n        const ENTRY: &'static str = {entry_name:?};\n        type Params = {params};\n        type Bindings<'a> = {bindings_name}<'a>;\n        type Overrides = {overrides};\n    }}",
             file = stage.file
         );
     }
@@ -182,6 +222,13 @@ pub fn generate(reflection: &Reflection) -> String {
             layout,
         );
     }
+    for (origin, decls) in &reflection.overrides {
+        emit_overrides(
+            &mut modules.entry(origin.clone()).or_default().items,
+            origin,
+            decls,
+        );
+    }
     for stage in &reflection.stages {
         emit_stage(
             &mut modules.entry(stage.file.clone()).or_default().items,
@@ -195,7 +242,7 @@ pub fn generate(reflection: &Reflection) -> String {
             let marker = format!("{}::{}", module_name(&stage.file), camel(entry));
             let _ = writeln!(
                 out,
-                "    KernelInfo {{ file: {:?}, entry: {entry:?}, params_bytes: std::mem::size_of::<<{marker} as KernelSpec>::Params>(), slots: <<{marker} as KernelSpec>::Bindings<'static> as BindingSet<'static>>::SLOTS }},",
+                "    KernelInfo {{ file: {:?}, entry: {entry:?}, params_bytes: std::mem::size_of::<<{marker} as KernelSpec>::Params>(), slots: <<{marker} as KernelSpec>::Bindings<'static> as BindingSet<'static>>::SLOTS, default_overrides: || <<{marker} as KernelSpec>::Overrides as Default>::default().constants() }},",
                 stage.file
             );
         }

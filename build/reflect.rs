@@ -42,6 +42,15 @@ pub struct Binding {
     pub scalars: BTreeSet<&'static str>,
 }
 
+/// A pipeline-overridable constant (WGSL `override`), as Rust sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverrideDecl {
+    /// Rust type: `bool`, `u32`, `i32` or `f32`.
+    pub ty: &'static str,
+    /// The WGSL default as a Rust literal.
+    pub default: String,
+}
+
 /// One compute entry point, over all variants of its file.
 #[derive(Clone, Debug, Default)]
 pub struct Entry {
@@ -60,6 +69,8 @@ pub struct StageFile {
     pub bindings: BTreeMap<u32, Binding>,
     /// Compute entry points by name.
     pub entries: BTreeMap<String, Entry>,
+    /// The file that declares the `override`s this file sees (at most one may).
+    pub overrides_origin: Option<String>,
 }
 
 /// Everything reflected from `shaders/`.
@@ -71,6 +82,8 @@ pub struct Reflection {
     pub structs: BTreeMap<(String, String), StructLayout>,
     /// Scalar constants by (origin file, name): (Rust type, literal) per distinct value.
     pub constants: BTreeMap<(String, String), BTreeSet<(String, String)>>,
+    /// Pipeline-overridable constants by origin file, then WGSL name.
+    pub overrides: BTreeMap<String, BTreeMap<String, OverrideDecl>>,
 }
 
 /// The Rust module that holds items declared in `file`: `shared/splat.wgsl` is `shared_splat`.
@@ -184,6 +197,7 @@ impl Reflection {
                 .or_default()
                 .insert((literal.0.to_owned(), literal.1));
         }
+        self.add_overrides(stage, module, pre);
         let mut global_binding = BTreeMap::new();
         for (handle, global) in module.global_variables.iter() {
             let Some(binding) = &global.binding else {
@@ -245,6 +259,51 @@ impl Reflection {
                     used.used.insert(binding);
                 }
             }
+        }
+    }
+
+    /// Registers the `override`s of one variant and the file that declares them.
+    fn add_overrides(&mut self, stage: &mut StageFile, module: &naga::Module, pre: &Preprocessed) {
+        for (handle, decl) in module.overrides.iter() {
+            let name = decl.name.clone().expect("WGSL overrides are named");
+            if decl.id.is_some() {
+                panic!(
+                    "{}: override {name} has an @id; the kernels set overrides by name",
+                    stage.file
+                );
+            }
+            let ty = match module.types[decl.ty].inner {
+                naga::TypeInner::Scalar(naga::Scalar::BOOL) => "bool",
+                naga::TypeInner::Scalar(s) => scalar_name(s)
+                    .unwrap_or_else(|| panic!("{}: override {name} is not 32-bit", stage.file)),
+                _ => panic!("{}: override {name} is not a scalar", stage.file),
+            };
+            let default = match decl.init.map(|e| &module.global_expressions[e]) {
+                Some(naga::Expression::Literal(naga::Literal::Bool(v))) => format!("{v}"),
+                Some(naga::Expression::Literal(naga::Literal::U32(v))) => format!("{v}"),
+                Some(naga::Expression::Literal(naga::Literal::I32(v))) => format!("{v}"),
+                Some(naga::Expression::Literal(naga::Literal::F32(v))) => {
+                    format!("f32::from_bits(0x{:08x})", v.to_bits())
+                }
+                _ => panic!("{}: override {name} needs a literal default", stage.file),
+            };
+            let origin = origin_of(module.overrides.get_span(handle), pre);
+            match &stage.overrides_origin {
+                Some(known) if *known != origin => panic!(
+                    "{}: overrides come from both {known} and {origin}; declare them in one file",
+                    stage.file
+                ),
+                _ => stage.overrides_origin = Some(origin.clone()),
+            }
+            let entry = OverrideDecl { ty, default };
+            let known = self.overrides.entry(origin.clone()).or_default();
+            if let Some(previous) = known.get(&name) {
+                assert_eq!(
+                    *previous, entry,
+                    "override {name} of {origin} differs between variants"
+                );
+            }
+            known.insert(name, entry);
         }
     }
 

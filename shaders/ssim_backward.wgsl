@@ -12,11 +12,11 @@
 // value is loaded once per pass instead of once per tap:
 //   1. per region row: read (x - kx, y - ky) from the images and row-filter the four moments
 //      (shared/ssim.wgsl, ssim_moments)                                   -> 36 rows x 42 columns
-//   2. per position column: column-filter -> SSIM and A, B, C at 26 x 42 positions, written in
+//   2. per position column: column-filter -> SSIM and A, B, C at 26 x 42 positions, pushed into
+//      a second window that column-filters them at once -> 16 rows x 42 columns, written in
 //      place over the rows of `moments` the walk has passed
-//   3. per position row: row-filter A, B, C -> 26 rows x 32 columns, in place again
-//   4. per pixel column: column-filter, combine with x_p, y_p, add the L1 term, write the
-//      gradient; then reduce the partial sums in `moments`.
+//   3. per pixel row: row-filter, combine with x_p, y_p, add the L1 term, write the gradient;
+//      then reduce the partial sums in `moments`.
 // Each walk reads only its own row or column and writes behind itself, so the passes share one
 // array. Tiles twice as wide as tall halve the halo's share of the work and the number of
 // workgroups against 16x16 tiles (on lavapipe every workgroup-memory access is a loop over the
@@ -49,9 +49,8 @@ const STATS_COLS: u32 = 42u;
 // Row-filtered moments: REGION_ROWS rows of STATS_COLS columns (row stride STATS_COLS).
 const MOMENTS: u32 = 1512u;
 
-// Pass 1's moments (x, y, xx + yy, xy); pass 2's (A, B, C, 0) per position over the first
-// STATS_ROWS rows; pass 3's row-filtered (A, B, C, 0) over their first TILE_WIDTH columns; then
-// the partial sums of the invocations. 24,192 bytes (BACKWARD_WORKGROUP_BYTES in
+// Pass 1's moments (x, y, xx + yy, xy); pass 2's column-filtered (A, B, C, 0) over the first
+// TILE rows; then the partial sums of the invocations. 24,192 bytes (BACKWARD_WORKGROUP_BYTES in
 // src/loss/kernels.rs).
 var<workgroup> moments: array<vec4<f32>, MOMENTS>;
 
@@ -60,7 +59,7 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
         return 0.0;
     }
     let v = rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
-    if (params.flags & FLAG_MASK) != 0u {
+    if MASK {
         return v * gt_weight(row, col);
     }
     return v;
@@ -104,12 +103,15 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     }
     workgroupBarrier();
 
-    // 2. Walk position column `lid` top to bottom: statistics, SSIM and A, B, C, written over
-    // row r = i - 10 of the column, which the walk read ten steps earlier.
+    // 2. Walk position column `lid` top to bottom: statistics, SSIM and A, B, C at position row
+    // r = i - 10, pushed into a second window that column-filters them; from r = 10 on, the
+    // filtered value of pixel row o = r - 10 is written over row o of the column, which the walk
+    // read twenty steps earlier.
     var ssim_sum = 0.0;
     if lid < STATS_COLS {
         let j = lid;
         var w: Window4;
+        var abc_window: Window4;
         for (var i = 0u; i < REGION_ROWS; i++) {
             push4(&w, moments[i * STATS_COLS + j]);
             if i + 1u >= TAPS {
@@ -126,42 +128,33 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
                         ssim_sum += weight * p.m;
                     }
                 }
-                moments[r * STATS_COLS + j] = vec4<f32>(abc, 0.0);
+                push4(&abc_window, vec4<f32>(abc, 0.0));
+                if r + 1u >= TAPS {
+                    moments[(r + 1u - TAPS) * STATS_COLS + j] = filter4(abc_window);
+                }
             }
         }
     }
     workgroupBarrier();
 
-    // 3. Walk position row `lid` left to right: row-filtered A, B, C, written over column
-    // i - 10 of the row, which the walk read ten steps earlier.
-    if lid < STATS_ROWS {
+    // 3. Walk pixel row `lid` left to right: row-filter the column-filtered A, B, C, and the
+    // gradient of each pixel of the row.
+    var partial = vec4<f32>(0.0, ssim_sum, 0.0, 0.0);
+    if lid < TILE {
+        let row = job.row0 + i32(lid);
         var w: Window4;
         for (var i = 0u; i < STATS_COLS; i++) {
             push4(&w, moments[lid * STATS_COLS + i]);
             if i + 1u >= TAPS {
-                moments[lid * STATS_COLS + i + 1u - TAPS] = filter4(w);
-            }
-        }
-    }
-    workgroupBarrier();
-
-    // 4. Walk pixel column `lid` top to bottom: the gradient of each of its pixels.
-    var partial = vec4<f32>(0.0, ssim_sum, 0.0, 0.0);
-    if lid < TILE_WIDTH {
-        let col = job.col0 + i32(lid);
-        var w: Window4;
-        for (var i = 0u; i < STATS_ROWS; i++) {
-            push4(&w, moments[i * STATS_COLS + lid]);
-            if i + 1u >= TAPS {
                 let f = filter4(w);
-                let row = job.row0 + i32(i + 1u - TAPS);
+                let col = job.col0 + i32(i + 1u - TAPS);
                 if in_image(row, col) {
                     let x = rendered_value(row, col, c);
                     let y = gt_value(row, col, c);
                     let d = x - y;
                     let out = ((u32(row) - params.out_row0) * params.width + u32(col)) * 4u;
                     var g = f.x + 2.0 * (x - k.x) * f.y + (y - k.y) * f.z + l1_scale * sign(d);
-                    if (params.flags & FLAG_MASK) != 0u {
+                    if MASK {
                         g *= gt_weight(row, col);
                     }
                     grad[out + c] = g;

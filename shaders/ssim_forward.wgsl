@@ -32,10 +32,10 @@ fn rendered_value(row: i32, col: i32, c: u32) -> f32 {
     }
     let v = rendered[((u32(row) - params.x_row0) * params.width + u32(col)) * 4u + c];
     var x = v;
-    if (params.flags & FLAG_CLAMP) != 0u {
+    if CLAMP_RENDERED {
         x = clamp(v, 0.0, 1.0);
     }
-    if (params.flags & FLAG_MASK) != 0u {
+    if MASK {
         x *= gt_weight(row, col);
     }
     return x;

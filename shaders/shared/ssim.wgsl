@@ -20,8 +20,7 @@ struct LossParams {
     record0: u32,
     // Tiles across the image.
     tiles_x: u32,
-    // FLAG_* bits below.
-    flags: u32,
+    _pad1: u32,
     // lambda: weight of (1 - SSIM) in the loss.
     ssim_weight: f32,
     _pad0: u32,
@@ -29,17 +28,23 @@ struct LossParams {
     background: vec4<f32>,
 }
 
+// Pipeline-overridable constants: each loss pipeline is specialised for one image format and
+// mode (src/loss/kernels.rs sets them from the options; Rust sees them as the generated
+// `kernels::shared_ssim::Overrides`). On a CPU adapter both sides of an `if` on a uniform value
+// run under a lane mask, loads included (../shared/notes/lavapipe-performance.md), so a mode
+// switch read from the params would cost every dispatch the loads of the modes it does not use.
+//
 // Ground truth is 8-bit RGBA packed one pixel per u32 (r in the low byte); else f32 RGBA.
-const FLAG_GT_RGBA8: u32 = 1u;
+override GT_RGBA8: bool = true;
 // Composite the ground truth on `background` with its alpha.
-const FLAG_COMPOSITE: u32 = 2u;
+override COMPOSITE: bool = false;
 // Mask by the ground-truth alpha: both images are multiplied by it before every term, and the
 // means are weighted by it.
-const FLAG_MASK: u32 = 4u;
+override MASK: bool = false;
 // "Valid" padding: only windows that lie fully inside the image count.
-const FLAG_VALID: u32 = 8u;
+override VALID_PADDING: bool = false;
 // Clamp the rendered values to [0, 1] (scores, ssim_forward.wgsl).
-const FLAG_CLAMP: u32 = 16u;
+override CLAMP_RENDERED: bool = false;
 
 // Output tile edge (rows; the columns of ssim_forward.wgsl's tiles too) and Gaussian window
 // radius. Bands (src/loss/bands.rs) are whole multiples of TILE rows.
@@ -87,7 +92,7 @@ fn in_image(row: i32, col: i32) -> bool {
 
 // Whether the SSIM map at (row, col) enters the mean (an output position).
 fn position_counts(row: i32, col: i32) -> bool {
-    if (params.flags & FLAG_VALID) != 0u {
+    if VALID_PADDING {
         let r = i32(RADIUS);
         return row >= r && col >= r && row + r < i32(params.height) && col + r < i32(params.width);
     }
@@ -98,13 +103,13 @@ fn position_counts(row: i32, col: i32) -> bool {
 fn gt_rgba(row: i32, col: i32) -> vec4<f32> {
     let pixel = (u32(row) - params.y_row0) * params.width + u32(col);
     var v: vec4<f32>;
-    if (params.flags & FLAG_GT_RGBA8) != 0u {
+    if GT_RGBA8 {
         v = unpack4x8unorm(gt[pixel]);
     } else {
         let i = pixel * 4u;
         v = vec4<f32>(bitcast<f32>(gt[i]), bitcast<f32>(gt[i + 1u]), bitcast<f32>(gt[i + 2u]), bitcast<f32>(gt[i + 3u]));
     }
-    if (params.flags & FLAG_COMPOSITE) != 0u {
+    if COMPOSITE {
         v = vec4<f32>(v.w * v.xyz + (1.0 - v.w) * params.background.xyz, v.w);
     }
     return v;
@@ -117,7 +122,7 @@ fn gt_value(row: i32, col: i32, c: u32) -> f32 {
         return 0.0;
     }
     let v = gt_rgba(row, col);
-    if (params.flags & FLAG_MASK) != 0u {
+    if MASK {
         return v[c] * v.w;
     }
     return v[c];
@@ -125,7 +130,7 @@ fn gt_value(row: i32, col: i32, c: u32) -> f32 {
 
 // Loss weight of an in-image pixel: its ground-truth alpha when masking, else 1.
 fn gt_weight(row: i32, col: i32) -> f32 {
-    if (params.flags & FLAG_MASK) != 0u {
+    if MASK {
         return gt_rgba(row, col).w;
     }
     return 1.0;

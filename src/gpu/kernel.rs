@@ -30,10 +30,13 @@ impl Kernel {
     }
 }
 
-/// Cache of built kernels, keyed by file, entry point and variant.
+/// The cache key of a kernel: file, entry point, variant and override values (as bits).
+type KernelKey = (String, String, Variant, Vec<(&'static str, u64)>);
+
+/// Cache of built kernels, keyed by file, entry point, variant and override values.
 #[derive(Default)]
 pub(crate) struct KernelCache {
-    kernels: Mutex<HashMap<(String, String, Variant), Arc<Kernel>>>,
+    kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
 }
 
 impl GpuContext {
@@ -45,9 +48,27 @@ impl GpuContext {
         self.kernel_variant(file, entry, variant)
     }
 
-    /// The kernel for an explicit variant (the variant must be supported by the device).
+    /// The kernel for an explicit variant (the variant must be supported by the device), its
+    /// overrides at their WGSL defaults.
     pub fn kernel_variant(&self, file: &str, entry: &str, variant: Variant) -> Result<Arc<Kernel>> {
-        let key = (file.to_owned(), entry.to_owned(), variant);
+        self.kernel_specialized(file, entry, variant, &[])
+    }
+
+    /// The kernel for an explicit variant with WGSL `override` values (name, value); overrides
+    /// left out keep their defaults. Each distinct set of values is its own cached pipeline.
+    pub fn kernel_specialized(
+        &self,
+        file: &str,
+        entry: &str,
+        variant: Variant,
+        constants: &[(&'static str, f64)],
+    ) -> Result<Arc<Kernel>> {
+        let key = (
+            file.to_owned(),
+            entry.to_owned(),
+            variant,
+            constants.iter().map(|&(n, v)| (n, v.to_bits())).collect(),
+        );
         if let Some(k) = self
             .inner
             .gpu()
@@ -102,7 +123,15 @@ impl GpuContext {
                 _ => None,
             })
             .collect();
-        let name = format!("{file}:{entry} ({})", variant.name());
+        let specialised: Vec<String> = constants.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let name = match specialised.is_empty() {
+            true => format!("{file}:{entry} ({})", variant.name()),
+            false => format!(
+                "{file}:{entry} ({}; {})",
+                variant.name(),
+                specialised.join(", ")
+            ),
+        };
         let device = self.device();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -114,7 +143,10 @@ impl GpuContext {
             layout: None,
             module: &module,
             entry_point: Some(entry),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants,
+                ..Default::default()
+            },
             cache: None,
         });
         if let Some(err) = pollster::block_on(scope.pop()) {

@@ -7,6 +7,9 @@
 //! built in, and the test suite compiles all of them.
 //!
 //! The directives themselves are parsed by [`super::wgsl_source`], which `build.rs` shares.
+//!
+//! Variants follow the device (its features and type). A mode chosen per dispatch is a WGSL
+//! `override` instead, set when the pipeline is built ([`crate::gpu::kernels::PipelineOverrides`]).
 
 use crate::error::{Error, Result};
 use crate::gpu::wgsl_source;

@@ -85,25 +85,16 @@ impl Images<'_> {
         self.tiles_x(pass) * self.height.div_ceil(TILE) * pass.workgroups_per_tile()
     }
 
-    fn flags(&self) -> u32 {
+    /// The loss kernels' specialisation for these images and options.
+    fn overrides(&self) -> shared_ssim::Overrides {
         let o = self.options;
-        let mut flags = 0;
-        if self.gt.dtype() == DType::U32 {
-            flags |= shared_ssim::FLAG_GT_RGBA8;
+        shared_ssim::Overrides {
+            gt_rgba8: self.gt.dtype() == DType::U32,
+            composite: o.background.is_some(),
+            mask: o.mask_by_alpha,
+            valid_padding: o.padding == SsimPadding::Valid,
+            clamp_rendered: self.clamp_rendered,
         }
-        if o.background.is_some() {
-            flags |= shared_ssim::FLAG_COMPOSITE;
-        }
-        if o.mask_by_alpha {
-            flags |= shared_ssim::FLAG_MASK;
-        }
-        if o.padding == SsimPadding::Valid {
-            flags |= shared_ssim::FLAG_VALID;
-        }
-        if self.clamp_rendered {
-            flags |= shared_ssim::FLAG_CLAMP;
-        }
-        flags
     }
 
     /// Counted SSIM positions without a mask.
@@ -253,7 +244,10 @@ struct Windows<'w> {
 
 /// Records `K` once per band of at most `band` rows: loads the band's rows into the windows,
 /// dispatches one workgroup per record with `bindings()`, and copies the gradient rows back.
-fn run_bands<'w, K: KernelSpec<Params = shared_ssim::LossParams>>(
+fn run_bands<
+    'w,
+    K: KernelSpec<Params = shared_ssim::LossParams, Overrides = shared_ssim::Overrides>,
+>(
     enc: &mut Encoder,
     images: &Images<'_>,
     pass: Pass,
@@ -263,7 +257,7 @@ fn run_bands<'w, K: KernelSpec<Params = shared_ssim::LossParams>>(
 ) -> Result<()> {
     let (width, height) = (images.width, images.height);
     let halo = pass.halo();
-    let kernel = enc.ctx().typed::<K>()?;
+    let kernel = enc.ctx().typed_with::<K>(&images.overrides())?;
     let background = images.options.background.unwrap_or([0.0; 3]);
     let mut record0 = 0u64;
     let mut first = 0u64;
@@ -282,9 +276,9 @@ fn run_bands<'w, K: KernelSpec<Params = shared_ssim::LossParams>>(
             out_row0: windows.out.map_or(0, |w| w.output_row0(first)),
             record0: record0 as u32,
             tiles_x: images.tiles_x(pass) as u32,
-            flags: images.flags(),
             ssim_weight: images.options.ssim_weight,
             _pad0: 0,
+            _pad1: 0,
             background: [background[0], background[1], background[2], 0.0],
         };
         let workgroups =

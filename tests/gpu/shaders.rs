@@ -20,6 +20,65 @@ fn storage_buffers_per_entry(module: &naga::Module) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The override values a translation test builds each module with: the WGSL defaults, then each
+/// `bool` override flipped in turn (every branch an override guards is translated at least once).
+fn override_settings(module: &naga::Module) -> Vec<naga::back::PipelineConstants> {
+    let mut settings = vec![naga::back::PipelineConstants::default()];
+    for (_, decl) in module.overrides.iter() {
+        let is_bool = matches!(
+            module.types[decl.ty].inner,
+            naga::TypeInner::Scalar(naga::Scalar::BOOL)
+        );
+        let default_true = matches!(
+            decl.init.map(|e| &module.global_expressions[e]),
+            Some(naga::Expression::Literal(naga::Literal::Bool(true)))
+        );
+        if let (true, Some(name)) = (is_bool, &decl.name) {
+            let mut flipped = naga::back::PipelineConstants::default();
+            flipped.insert(name.clone(), if default_true { 0.0 } else { 1.0 });
+            settings.push(flipped);
+        }
+    }
+    settings
+}
+
+/// Translates one override-free module to SPIR-V, MSL and HLSL: the failures, named `name`.
+fn translation_failures(
+    name: &str,
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Err(e) =
+        naga::back::spv::write_vec(module, info, &naga::back::spv::Options::default(), None)
+    {
+        failures.push(format!("{name} -> SPIR-V: {e}"));
+    }
+    let msl_options = naga::back::msl::Options {
+        lang_version: (2, 4),
+        ..Default::default()
+    };
+    if let Err(e) = naga::back::msl::write_string(
+        module,
+        info,
+        &msl_options,
+        &naga::back::msl::PipelineOptions::default(),
+    ) {
+        failures.push(format!("{name} -> MSL: {e}"));
+    }
+    let mut hlsl = String::new();
+    let hlsl_options = naga::back::hlsl::Options {
+        shader_model: naga::back::hlsl::ShaderModel::V6_2,
+        ..Default::default()
+    };
+    let hlsl_pipeline = naga::back::hlsl::PipelineOptions::default();
+    let mut writer = naga::back::hlsl::Writer::new(&mut hlsl, &hlsl_options, &hlsl_pipeline);
+    if let Err(e) = writer.write(module, info, None) {
+        failures.push(format!("{name} -> HLSL: {e}"));
+    }
+    failures
+}
+
 #[test]
 fn every_variant_validates_and_translates_to_all_backends() {
     let mut checked = 0;
@@ -41,36 +100,23 @@ fn every_variant_validates_and_translates_to_all_backends() {
                     ));
                 }
             }
-            let (module, info) = (&compiled.module, &compiled.info);
-            if let Err(e) =
-                naga::back::spv::write_vec(module, info, &naga::back::spv::Options::default(), None)
-            {
-                failures.push(format!("{file} ({}) -> SPIR-V: {e}", variant.name()));
+            for constants in override_settings(&compiled.module) {
+                let name = format!("{file} ({}; overrides {constants:?})", variant.name());
+                let (module, info) = match naga::back::pipeline_constants::process_overrides(
+                    &compiled.module,
+                    &compiled.info,
+                    None,
+                    &constants,
+                ) {
+                    Ok(processed) => processed,
+                    Err(e) => {
+                        failures.push(format!("{name}: overrides: {e}"));
+                        continue;
+                    }
+                };
+                failures.extend(translation_failures(&name, &module, &info));
+                checked += 1;
             }
-            let msl_options = naga::back::msl::Options {
-                lang_version: (2, 4),
-                ..Default::default()
-            };
-            if let Err(e) = naga::back::msl::write_string(
-                module,
-                info,
-                &msl_options,
-                &naga::back::msl::PipelineOptions::default(),
-            ) {
-                failures.push(format!("{file} ({}) -> MSL: {e}", variant.name()));
-            }
-            let mut hlsl = String::new();
-            let hlsl_options = naga::back::hlsl::Options {
-                shader_model: naga::back::hlsl::ShaderModel::V6_2,
-                ..Default::default()
-            };
-            let hlsl_pipeline = naga::back::hlsl::PipelineOptions::default();
-            let mut writer =
-                naga::back::hlsl::Writer::new(&mut hlsl, &hlsl_options, &hlsl_pipeline);
-            if let Err(e) = writer.write(module, info, None) {
-                failures.push(format!("{file} ({}) -> HLSL: {e}", variant.name()));
-            }
-            checked += 1;
         }
     }
     assert!(
@@ -132,6 +178,18 @@ fn generated_mismatch(
     entry_index: usize,
 ) -> Option<String> {
     let name = format!("{}:{}", info.file, info.entry);
+    let mut wgsl_overrides: Vec<&str> = module
+        .overrides
+        .iter()
+        .filter_map(|(_, o)| o.name.as_deref())
+        .collect();
+    wgsl_overrides.sort_unstable();
+    let rust_overrides: Vec<&str> = (info.default_overrides)().iter().map(|o| o.0).collect();
+    if rust_overrides != wgsl_overrides {
+        return Some(format!(
+            "{name}: overrides {rust_overrides:?} in Rust, {wgsl_overrides:?} in WGSL"
+        ));
+    }
     let function = module_info.get_entry_point(entry_index);
     for (handle, global) in module.global_variables.iter() {
         let Some(binding) = &global.binding else {
@@ -239,7 +297,11 @@ fn generated_kernel_check_detects_wrong_layouts_and_names() {
         slots: Box::leak(read_only_slots.into_boxed_slice()),
         ..good
     };
-    for bad in [bigger, renamed, read_only] {
+    let with_override = KernelInfo {
+        default_overrides: || vec![("NOT_IN_THE_WGSL", 1.0)],
+        ..good
+    };
+    for bad in [bigger, renamed, read_only, with_override] {
         assert!(
             generated_mismatch(&bad, &compiled.module, &compiled.info, index).is_some(),
             "{bad:?} passed"
