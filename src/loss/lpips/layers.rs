@@ -155,7 +155,11 @@ impl Lpips {
             pixel_blocks: pixel_blocks as u32,
             ..Default::default()
         };
-        let kernel = enc.ctx().typed::<lpips_conv::Conv>()?;
+        // Shuffled weights need lanes 0..7 (only read by the subgroup variant).
+        let overrides = lpips_conv::Overrides {
+            shuffled_weights: enc.ctx().info().limits.min_subgroup_size >= 8,
+        };
+        let kernel = enc.ctx().typed_with::<lpips_conv::Conv>(&overrides)?;
         let grid = WorkgroupGrid::for_workgroups(
             pixel_blocks * groups,
             enc.ctx().max_workgroups_per_dimension(),

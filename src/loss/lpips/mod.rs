@@ -13,7 +13,8 @@
 //!
 //! # Kernels
 //! `lpips_prepare.wgsl` (input layer), `lpips_conv.wgsl` (convolution, bias, ReLU; 16 output
-//! channels × 64 pixels per workgroup, weights read as broadcast vec4 loads), `lpips_pool.wgsl`
+//! channels × 256 pixels per workgroup, 4 pixels per invocation so each weight load serves four
+//! pixels, weights read as broadcast vec4 loads or shared by subgroup shuffles), `lpips_pool.wgsl`
 //! and `lpips_distance.wgsl` (normalisation, head and the `1 / pixels` weight per layer). The
 //! per-pixel distances of all five layers go into one tensor, summed by [`crate::ops::sum_f32`]:
 //! the result stays on the GPU until [`Lpips::distance`] reads the one value back. No float
