@@ -289,4 +289,50 @@ mod typed_dispatch {
             ctx.wait_idle().unwrap();
         }
     }
+
+    /// WGSL overrides specialise a kernel: each distinct set of values is its own cached
+    /// pipeline, named after the values, and the same values give back the cached one.
+    #[test]
+    fn overrides_build_one_cached_pipeline_per_value_set() {
+        use wgsplat::gpu::kernels::{KernelSpec, PipelineOverrides, shared_ssim, ssim_backward};
+        for ctx in both_paths() {
+            let defaults = shared_ssim::Overrides::default();
+            assert!(defaults.gt_rgba8 && !defaults.mask, "{defaults:?}");
+            let masked = shared_ssim::Overrides {
+                mask: true,
+                ..defaults
+            };
+            let plain = ctx
+                .typed_with::<ssim_backward::SsimLossBackward>(&defaults)
+                .unwrap();
+            let again = ctx.typed::<ssim_backward::SsimLossBackward>().unwrap();
+            let specialised = ctx
+                .typed_with::<ssim_backward::SsimLossBackward>(&masked)
+                .unwrap();
+            assert!(std::ptr::eq(plain.raw(), again.raw()), "defaults rebuilt");
+            assert!(
+                !std::ptr::eq(plain.raw(), specialised.raw()),
+                "overrides ignored"
+            );
+            assert!(
+                specialised.raw().name.contains("MASK=1") && plain.raw().name.contains("MASK=0"),
+                "{} / {}",
+                specialised.raw().name,
+                plain.raw().name
+            );
+            let names: Vec<_> = masked.constants().iter().map(|c| c.0).collect();
+            assert_eq!(
+                names,
+                [
+                    "CLAMP_RENDERED",
+                    "COMPOSITE",
+                    "GT_RGBA8",
+                    "MASK",
+                    "VALID_PADDING"
+                ],
+                "{}",
+                ssim_backward::SsimLossBackward::FILE
+            );
+        }
+    }
 }
