@@ -75,6 +75,11 @@ fn emit_struct(out: &mut String, s: &StructLayout) {
     );
 }
 
+/// The Rust field of WGSL `override NAME`: `name`.
+fn override_field(name: &str) -> String {
+    ident(&name.to_lowercase())
+}
+
 /// The `Overrides` struct of a file that declares WGSL `override`s: one field per constant (the
 /// name in lower case), its WGSL default, and the name-value list a pipeline is built with.
 fn emit_overrides(out: &mut String, origin: &str, decls: &BTreeMap<String, OverrideDecl>) {
@@ -87,7 +92,7 @@ fn emit_overrides(out: &mut String, origin: &str, decls: &BTreeMap<String, Overr
             out,
             "        /// WGSL `override {name}: {}`.\n        pub {}: {},",
             decl.ty,
-            ident(&name.to_lowercase()),
+            override_field(name),
             decl.ty
         );
     }
@@ -96,15 +101,15 @@ fn emit_overrides(out: &mut String, origin: &str, decls: &BTreeMap<String, Overr
         let _ = writeln!(
             out,
             "                {}: {},",
-            ident(&name.to_lowercase()),
+            override_field(name),
             decl.default
         );
     }
     out.push_str("            }\n        }\n    }\n    impl crate::gpu::kernels::PipelineOverrides for Overrides {\n        fn constants(&self) -> Vec<(&'static str, f64)> {\n            vec![\n");
     for (name, decl) in decls {
         let value = match decl.ty {
-            "bool" => format!("f64::from(u8::from(self.{}))", ident(&name.to_lowercase())),
-            _ => format!("f64::from(self.{})", ident(&name.to_lowercase())),
+            "bool" => format!("f64::from(u8::from(self.{}))", override_field(name)),
+            _ => format!("f64::from(self.{})", override_field(name)),
         };
         let _ = writeln!(out, "                ({name:?}, {value}),");
     }

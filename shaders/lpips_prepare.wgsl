@@ -10,18 +10,21 @@
 struct PrepareParams {
     width: u32,
     height: u32,
-    flags: u32,
     _pad0: u32,
+    _pad1: u32,
     background: vec4<f32>,
 }
 
+// The modes are pipeline-overridable constants, set per dispatch by src/loss/lpips/layers.rs (a
+// CPU adapter runs both sides of an `if` on a uniform value, loads included; see "Shaders" in
+// the README).
 // The image is 8-bit RGBA packed one pixel per u32 (else f32 RGBA, 4 words per pixel).
-const FLAG_RGBA8: u32 = 1u;
+override RGBA8: bool = true;
 // Composite the colour on `background` with the image's own alpha.
-const FLAG_COMPOSITE: u32 = 2u;
+override COMPOSITE: bool = false;
 // Multiply the colour by the alpha of `mask` (8-bit RGBA packed like the image): a loss mask's
 // ignored pixels become black in both images a distance compares.
-const FLAG_MASK: u32 = 4u;
+override MASK: bool = false;
 
 // The fixed input normalisation of LPIPS (both the original and its ports): (x - shift) / scale.
 const SHIFT = vec3<f32>(-0.030, -0.088, -0.188);
@@ -32,7 +35,7 @@ const SCALE = vec3<f32>(0.458, 0.448, 0.450);
 var<private> params: PrepareParams;
 @group(0) @binding(1) var<storage, read> image: array<u32>;
 @group(0) @binding(2) var<storage, read_write> prepared: array<f32>;
-// The mask (read only when FLAG_MASK is set; otherwise the dispatch binds a placeholder).
+// The mask (read only when MASK is set; otherwise the dispatch binds a placeholder).
 @group(0) @binding(3) var<storage, read> mask: array<u32>;
 
 @compute @workgroup_size(256)
@@ -46,17 +49,17 @@ fn prepare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         return;
     }
     var rgba: vec4<f32>;
-    if (params.flags & FLAG_RGBA8) != 0u {
+    if RGBA8 {
         rgba = unpack4x8unorm(image[pixel]);
     } else {
         let base = pixel * 4u;
         rgba = bitcast<vec4<f32>>(vec4<u32>(image[base], image[base + 1u], image[base + 2u], image[base + 3u]));
     }
     var rgb = rgba.rgb;
-    if (params.flags & FLAG_COMPOSITE) != 0u {
+    if COMPOSITE {
         rgb = rgba.a * rgb + (1.0 - rgba.a) * params.background.rgb;
     }
-    if (params.flags & FLAG_MASK) != 0u {
+    if MASK {
         rgb = clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)) * unpack4x8unorm(mask[pixel]).a;
     }
     let x = (2.0 * clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)) - 1.0 - SHIFT) / SCALE;

@@ -43,8 +43,8 @@ const TILE_WIDTH: u32 = 32u;
 // Staged region: TILE + 4 * RADIUS rows, TILE_WIDTH + 4 * RADIUS columns.
 const REGION_ROWS: u32 = 36u;
 const REGION_COLS: u32 = 52u;
-// Positions whose statistics are needed: 2 * RADIUS more than the tile each way.
-const STATS_ROWS: u32 = 26u;
+// Position columns whose statistics are needed: 2 * RADIUS more than the tile each way (pass 2
+// computes them on the 26 position rows the same margin gives).
 const STATS_COLS: u32 = 42u;
 // Row-filtered moments: REGION_ROWS rows of STATS_COLS columns (row stride STATS_COLS).
 const MOMENTS: u32 = 1512u;

@@ -43,9 +43,18 @@ impl GpuContext {
     /// The kernel for `entry` in `file` (relative to `shaders/`), in this context's variant,
     /// reduced to the flags the file actually tests.
     pub fn kernel(&self, file: &str, entry: &str) -> Result<Arc<Kernel>> {
-        let used = shader::flags_used(file)?;
-        let variant = self.variant().restricted_to(&used);
-        self.kernel_variant(file, entry, variant)
+        self.kernel_with(file, entry, &[])
+    }
+
+    /// [`GpuContext::kernel`] specialised by WGSL `override` values (name, value).
+    pub fn kernel_with(
+        &self,
+        file: &str,
+        entry: &str,
+        constants: &[(&'static str, f64)],
+    ) -> Result<Arc<Kernel>> {
+        let variant = self.variant().restricted_to(&shader::flags_used(file)?);
+        self.kernel_specialized(file, entry, variant, constants)
     }
 
     /// The kernel for an explicit variant (the variant must be supported by the device), its
@@ -81,11 +90,11 @@ impl GpuContext {
             return Ok(k.clone());
         }
         let compiled = shader::compile(file, variant)?;
-        let entry_point = compiled
+        let entry_index = compiled
             .module
             .entry_points
             .iter()
-            .find(|e| e.name == entry)
+            .position(|e| e.name == entry)
             .ok_or_else(|| Error::Shader {
                 file: file.to_owned(),
                 line: 0,
@@ -93,13 +102,7 @@ impl GpuContext {
                 variant: variant.name(),
                 message: format!("no entry point named {entry:?}"),
             })?;
-        let workgroup_size = entry_point.workgroup_size;
-        let entry_index = compiled
-            .module
-            .entry_points
-            .iter()
-            .position(|e| e.name == entry)
-            .unwrap_or(0);
+        let workgroup_size = compiled.module.entry_points[entry_index].workgroup_size;
         let entry_info = compiled.info.get_entry_point(entry_index);
         let used_bindings = compiled
             .module

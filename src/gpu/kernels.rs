@@ -197,10 +197,8 @@ impl GpuContext {
 
     /// The kernel `K` in this context's variant, specialised by `overrides`.
     pub fn typed_with<K: KernelSpec>(&self, overrides: &K::Overrides) -> Result<TypedKernel<K>> {
-        let used = crate::gpu::shader::flags_used(K::FILE)?;
-        let variant = self.variant().restricted_to(&used);
         Ok(TypedKernel {
-            kernel: self.kernel_specialized(K::FILE, K::ENTRY, variant, &overrides.constants())?,
+            kernel: self.kernel_with(K::FILE, K::ENTRY, &overrides.constants())?,
             spec: PhantomData,
         })
     }

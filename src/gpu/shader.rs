@@ -14,7 +14,8 @@
 use crate::error::{Error, Result};
 use crate::gpu::wgsl_source;
 pub use crate::gpu::wgsl_source::Preprocessed;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, OnceLock};
 
 include!(concat!(env!("OUT_DIR"), "/shader_files.rs"));
 
@@ -167,13 +168,27 @@ fn directive_error(e: wgsl_source::DirectiveError) -> Error {
     }
 }
 
-/// The flags tested by a file and everything it imports.
+/// The flags tested by a file and everything it imports. Every kernel lookup asks, so each
+/// file's answer is computed once per process (the sources are compiled in).
 pub fn flags_used(file: &str) -> Result<BTreeSet<ShaderFlag>> {
+    type FlagsByFile = HashMap<&'static str, BTreeSet<ShaderFlag>>;
+    static KNOWN: OnceLock<Mutex<FlagsByFile>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Mutex::default);
+    if let Some(flags) = known.lock().unwrap_or_else(|p| p.into_inner()).get(file) {
+        return Ok(flags.clone());
+    }
     let names = wgsl_source::flags_used(file, &lookup).map_err(directive_error)?;
-    Ok(names
+    let flags: BTreeSet<ShaderFlag> = names
         .into_iter()
         .filter_map(ShaderFlag::from_directive_name)
-        .collect())
+        .collect();
+    if let Some((path, _)) = lookup(file) {
+        known
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path, flags.clone());
+    }
+    Ok(flags)
 }
 
 /// Assembles one variant of a file.

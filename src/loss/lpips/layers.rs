@@ -4,8 +4,7 @@
 use super::{GpuConv, GpuFeatureMap, Lpips, LpipsImage, MIN_IMAGE_SIDE};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    Arg, lpips_conv, lpips_pool,
-    lpips_prepare::{self, FLAG_COMPOSITE, FLAG_MASK, FLAG_RGBA8},
+    Arg, lpips_conv, lpips_pool, lpips_prepare,
     shared_lpips::{CONV_CHANNELS, CONV_PIXELS},
 };
 use crate::gpu::{Encoder, MemoryCategory, WorkgroupGrid};
@@ -29,9 +28,9 @@ impl Lpips {
     /// Records the network input for `image` (`lpips_prepare.wgsl`): `[3, H, W]`.
     pub fn prepare(&self, enc: &mut Encoder, input: LpipsImage<'_>) -> Result<GpuFeatureMap> {
         let t = input.image;
-        let (height, width, mut flags) = match (t.dtype(), t.shape()) {
-            (DType::F32, &[h, w, 4]) => (h, w, 0),
-            (DType::U32, &[h, w]) => (h, w, FLAG_RGBA8),
+        let (height, width, rgba8) = match (t.dtype(), t.shape()) {
+            (DType::F32, &[h, w, 4]) => (h, w, false),
+            (DType::U32, &[h, w]) => (h, w, true),
             (dtype, shape) => {
                 return Err(Error::Shape {
                     op: "lpips",
@@ -62,7 +61,6 @@ impl Lpips {
         );
         let mut background = [0.0; 4];
         if let Some(bg) = input.background {
-            flags |= FLAG_COMPOSITE;
             background[..3].copy_from_slice(&bg);
         }
         // The kernel reads the image as words (packed RGBA8, or the bits of f32 RGBA).
@@ -82,7 +80,6 @@ impl Lpips {
                         ),
                     });
                 }
-                flags |= FLAG_MASK;
                 single_page(mask, "mask")?
             }
             None => Arg::Absent,
@@ -94,11 +91,15 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/input",
         )?;
-        let kernel = enc.ctx().typed::<lpips_prepare::Prepare>()?;
+        let overrides = lpips_prepare::Overrides {
+            rgba8,
+            composite: input.background.is_some(),
+            mask: input.mask.is_some(),
+        };
+        let kernel = enc.ctx().typed_with::<lpips_prepare::Prepare>(&overrides)?;
         let params = lpips_prepare::PrepareParams {
             width: w32,
             height: h32,
-            flags,
             background,
             ..Default::default()
         };
