@@ -8,7 +8,8 @@
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
 //! 4. [`train`] (the trainer and densification), fed by [`data`] (datasets) and writing through
-//!    [`io`] (PLY models, checkpoints).
+//!    [`io`] (PLY models, checkpoints); [`plan`] splits a large scene into blocks trained as
+//!    cluster jobs and merges them.
 //! 5. The front ends: the `wgsplat` CLI (`src/cli/`) and the viewer crate (`viewer/`).
 
 pub mod data;
@@ -19,6 +20,7 @@ pub mod knn;
 pub mod loss;
 pub mod ops;
 pub mod optim;
+pub mod plan;
 pub mod rng;
 pub mod splat;
 pub mod tensor;

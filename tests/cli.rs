@@ -51,7 +51,7 @@ fn expect_failure(args: &[&str]) -> String {
     err
 }
 
-/// A short schedule whose densification windows straddle the checkpoint at iteration 10; LPIPS
+/// A short schedule that densifies at iteration 10, where the resume tests stop; LPIPS
 /// is off (only one test checks it, with [`write_config_with`]).
 fn write_config(dir: &Path) -> PathBuf {
     write_config_with(dir, r#", "lpips": false"#)
@@ -63,7 +63,7 @@ fn write_config_with(dir: &Path, extra: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            r#"{{ "densify_from": 3, "densify_every": 4, "densify_until": 19,
+            r#"{{ "densify_from": 3, "densify_every": 5, "densify_until": 19,
              "opacity_reset_every": 100000, "sh_degree_interval": 6,
              "loss_readback_every": 5, "eval_every": 0 {extra} }}"#
         ),
@@ -326,6 +326,20 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("it 5: test PSNR"), "{stdout}");
     assert!(stdout.contains("it 10: test PSNR"), "{stdout}");
+    // Issue 27: the schedule densifies at 10, the last iteration; no refinement runs there, so
+    // the model written and scored at the end is the one scored at iteration 10.
+    let last_scored = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("it 10: "))
+        .expect("it 10 line");
+    let final_line = stdout
+        .lines()
+        .find(|l| l.starts_with("done: "))
+        .expect("done line");
+    assert!(
+        final_line.ends_with(last_scored),
+        "the written model is not the one scored at 10:\n{last_scored}\n{final_line}"
+    );
     // LPIPS is scored with PSNR and SSIM (32 px is above AlexNet's 31 px minimum).
     assert!(stdout.contains(", LPIPS 0."), "{stdout}");
     let metrics: serde_json::Value =
@@ -361,6 +375,28 @@ fn evaluations_print_off_a_terminal_and_name_the_views_scored() {
         assert!(metrics["test_psnr"].is_null(), "{metrics}");
         assert!(metrics["train_psnr"].as_f64().is_some(), "{metrics}");
         assert_eq!(metrics["scored_views"], "train");
+
+        // Issue 27: with --json, stdout holds the JSON alone (status lines go to stderr).
+        let ply = out.join("point_cloud.ply");
+        let run = wgsplat(&[
+            "eval",
+            ply.to_str().unwrap(),
+            "--dataset",
+            root.to_str().unwrap(),
+            "-r",
+            "8",
+            "--no-lpips",
+            "--json",
+        ]);
+        expect_success(&run);
+        let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON alone ({e}):\n{}",
+                String::from_utf8_lossy(&run.stdout)
+            )
+        });
+        assert!(json["psnr"].as_f64().is_some(), "{json}");
+        assert!(String::from_utf8_lossy(&run.stderr).contains("loaded 125 views"));
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -504,4 +540,26 @@ fn convert_writes_every_format_and_says_what_it_dropped() {
     assert!(err.contains("bad.sog") && err.contains("zip"), "{err}");
     assert!(!dir.join("x.ply").exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 27: the help names every score `eval` gives, and `info --json` prints JSON alone.
+#[test]
+fn help_names_every_score_and_info_json_is_json_alone() {
+    let help = wgsplat(&["--help"]);
+    expect_success(&help);
+    let text = String::from_utf8_lossy(&help.stdout);
+    let eval_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("eval"))
+        .unwrap_or_else(|| panic!("no eval line in:\n{text}"));
+    assert!(eval_line.contains("LPIPS"), "{eval_line}");
+    let info = wgsplat(&["info", "--json"]);
+    expect_success(&info);
+    let json: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap_or_else(|e| {
+        panic!(
+            "info --json is not JSON alone ({e}):\n{}",
+            String::from_utf8_lossy(&info.stdout)
+        )
+    });
+    assert!(json.is_object(), "{json}");
 }

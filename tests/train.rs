@@ -382,7 +382,7 @@ fn white_scene_trainer(config: TrainConfig) -> (wgsplat::GpuContext, Trainer) {
 
 /// Issue 14: on a white background INRIA also resets the opacities once at `densify_from`, so the
 /// initial Gaussians' colour over white becomes transparent before densification; on black it
-/// does not.
+/// does not. The reset due after iteration 10 runs at the start of step 11.
 #[test]
 fn white_background_resets_opacity_at_densify_from() {
     use wgsplat::train::Background;
@@ -393,24 +393,29 @@ fn white_background_resets_opacity_at_densify_from() {
             background,
             ..TrainConfig::default()
         });
-        trainer.run_until(10, &mut |_| {}, &|| false).unwrap();
+        trainer.run_until(11, &mut |_| {}, &|| false).unwrap();
+        assert_eq!(
+            trainer.last_refinement().opacity_reset,
+            background == Background::White
+        );
         let logits = trainer.params().download(&ctx).unwrap().opacity_logits;
         logits.iter().copied().fold(f32::MIN, f32::max)
     };
-    // The reset clamps every logit to logit(0.01) = -4.595.
-    assert!(largest_opacity(Background::White) <= -4.59);
+    // The reset clamps every logit to logit(0.01) = -4.595; one Adam step at the opacity
+    // learning rate (0.05) moves it by at most about that much.
+    assert!(largest_opacity(Background::White) <= -4.5);
     assert!(largest_opacity(Background::Black) > -4.0);
 }
 
 /// Issue 14: an evaluation due at an iteration that also resets the opacities scores the model
-/// before the reset, as INRIA's training report does. The run that resets at iteration 10 and the
-/// run that does not are identical up to that point, so their evaluations at 10 must agree.
+/// before the reset, as INRIA's training report does. The run that resets after iteration 10 and
+/// the run that does not are identical up to that point, so their evaluations at 10 must agree.
 #[test]
 fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
     use wgsplat::train::{Background, TrainEvent};
     let psnr_at_10 = |densify_from: u64| {
         let (_ctx, mut trainer) = white_scene_trainer(TrainConfig {
-            iterations: 10,
+            iterations: 12,
             densify_from,
             eval_every: 10,
             background: Background::White,
@@ -431,11 +436,100 @@ fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
         (evaluated, after)
     };
     let (reset_run, after_reset) = psnr_at_10(10);
-    let (plain_run, after_plain) = psnr_at_10(500);
+    let (plain_run, _) = psnr_at_10(500);
     assert_eq!(reset_run.len(), 1);
     assert_eq!(reset_run, plain_run, "the evaluation at 10 saw the reset");
-    assert_eq!(after_plain, plain_run[0]);
-    assert_ne!(after_reset, reset_run[0], "the reset at 10 changed nothing");
+    assert!(
+        after_reset < reset_run[0] - 1.0,
+        "the reset after 10 changed little: {} -> {after_reset} dB",
+        reset_run[0]
+    );
+}
+
+/// Issue 27: no refinement runs at the final iteration, so the model written and scored at the
+/// end is the one the last evaluation measured. Here the white-background reset falls on the last
+/// iteration, as it did for NeRF `duck` at 500 iterations (written model 11.96 dB).
+#[test]
+fn the_final_iteration_never_refines() {
+    use wgsplat::train::{Background, TrainEvent};
+    let (ctx, mut trainer) = white_scene_trainer(TrainConfig {
+        iterations: 10,
+        densify_from: 10,
+        eval_every: 10,
+        background: Background::White,
+        ..TrainConfig::default()
+    });
+    let mut evaluated = Vec::new();
+    trainer
+        .run(
+            &mut |event| {
+                if let TrainEvent::Evaluated { scores, .. } = event {
+                    evaluated.push(scores.psnr);
+                }
+            },
+            &|| false,
+        )
+        .unwrap();
+    assert_eq!(evaluated.len(), 1);
+    assert_eq!(trainer.evaluate().unwrap().psnr, evaluated[0]);
+    let logits = trainer.params().download(&ctx).unwrap().opacity_logits;
+    assert!(logits.iter().copied().fold(f32::MIN, f32::max) > -4.0);
+}
+
+/// Issue 27: a run stopped between steps (`--stop-at`, a snapshot) holds the model the optimizer
+/// produced, even when a refinement is due there, and a checkpoint taken then resumes bit for bit
+/// into the refinement the uninterrupted run takes.
+#[test]
+fn a_stop_at_a_refinement_holds_the_scored_model_and_resumes_exactly() {
+    use wgsplat::io::checkpoint::load_checkpoint;
+    use wgsplat::train::Background;
+    let config = TrainConfig {
+        iterations: 13,
+        densify_from: 10,
+        eval_every: 10,
+        background: Background::White,
+        ..TrainConfig::default()
+    };
+    let (ctx, mut straight) = white_scene_trainer(config.clone());
+    let mut scored = Vec::new();
+    straight
+        .run_until(
+            10,
+            &mut |event| {
+                if let wgsplat::train::TrainEvent::Evaluated { scores, .. } = event {
+                    scored.push(scores.psnr);
+                }
+            },
+            &|| false,
+        )
+        .unwrap();
+    assert_eq!(straight.evaluate().unwrap().psnr, scored[0]);
+    let dir = std::env::temp_dir().join(format!("wgsplat-stop-at-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("checkpoint.bin");
+    straight
+        .save_checkpoint(&path, &serde_json::Value::Null)
+        .unwrap();
+    let (_, fresh) = white_scene_trainer(config.clone());
+    let dataset = fresh.dataset().clone();
+    drop(fresh);
+    let mut resumed =
+        Trainer::resume(&ctx, dataset, load_checkpoint(&ctx, &path).unwrap(), config).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    for trainer in [&mut straight, &mut resumed] {
+        trainer.step().unwrap();
+        assert!(trainer.last_refinement().opacity_reset, "no reset after 10");
+        trainer.run_until(13, &mut |_| {}, &|| false).unwrap();
+    }
+    let bits = |t: &Trainer| {
+        let p = t.params();
+        p.attributes()
+            .iter()
+            .flat_map(|a| a.read::<f32>(&ctx).unwrap())
+            .map(f32::to_bits)
+            .collect::<Vec<u32>>()
+    };
+    assert!(bits(&straight) == bits(&resumed), "the resumed run differs");
 }
 
 /// Issue 14: the defaults follow the measured recipe: gsplat's opacity learning rate (0.05 beat

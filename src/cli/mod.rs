@@ -32,7 +32,8 @@ enum Command {
     Train(Box<train::TrainArgs>),
     /// Render a PLY from a dataset's cameras into PNG files.
     Render(render::RenderArgs),
-    /// PSNR and SSIM of a PLY on a dataset's test views.
+    /// PSNR, SSIM and LPIPS of a model on a dataset's test views (--json for JSON alone on
+    /// stdout).
     Eval(render::RenderArgs),
     /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ, SOG (by
     /// extension, or --format).

@@ -1,7 +1,7 @@
 //! `wgsplat render` and `wgsplat eval`: a saved model rendered from a dataset's cameras into PNG
 //! files, or scored on its test views; also the renders `train --save-renders` writes.
 
-use crate::cli::train::load_dataset;
+use crate::cli::train::{StatusTo, load_dataset_reporting};
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -133,7 +133,12 @@ fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> 
 fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result<Dataset> {
     let mut data_args = args.data_args.clone();
     data_args.eval = true;
-    load_dataset(args.dataset.as_deref(), &data_args, background)
+    load_dataset_reporting(
+        args.dataset.as_deref(),
+        &data_args,
+        background,
+        StatusTo::for_json(args.json),
+    )
 }
 
 /// Runs `wgsplat render`: the requested split's views, one PNG each.

@@ -53,17 +53,50 @@ fn print_line(bar: &ProgressBar, interactive: bool, line: String) {
     }
 }
 
+/// Where a command's status lines go: stdout, or stderr when stdout carries the command's
+/// machine-readable result (`--json`), so that `wgsplat eval … --json | jq` reads JSON alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StatusTo {
+    Stdout,
+    Stderr,
+}
+
+impl StatusTo {
+    /// Status lines go to stderr when `json` is set.
+    pub(crate) fn for_json(json: bool) -> Self {
+        if json { Self::Stderr } else { Self::Stdout }
+    }
+
+    /// Prints one status line.
+    pub(crate) fn line(self, text: impl std::fmt::Display) {
+        match self {
+            Self::Stdout => println!("{text}"),
+            Self::Stderr => eprintln!("{text}"),
+        }
+    }
+}
+
 pub(crate) fn load_dataset(
     data: Option<&Path>,
     args: &DataArgs,
     background: [f32; 3],
+) -> anyhow::Result<Dataset> {
+    load_dataset_reporting(data, args, background, StatusTo::Stdout)
+}
+
+/// [`load_dataset`], with its status lines (views loaded, notes) sent to `status`.
+pub(crate) fn load_dataset_reporting(
+    data: Option<&Path>,
+    args: &DataArgs,
+    background: [f32; 3],
+    status: StatusTo,
 ) -> anyhow::Result<Dataset> {
     let what = data.map_or_else(
         || "the built-in scene".to_owned(),
         |p| format!("the dataset at {}", p.display()),
     );
     let mut options = args.options(background);
-    let interactive = std::io::stdout().is_terminal();
+    let interactive = std::io::stdout().is_terminal() && status == StatusTo::Stdout;
     if interactive && data.is_some() {
         let bar = ProgressBar::new(0).with_style(
             ProgressStyle::with_template("loading images {bar:30} {pos}/{len} {elapsed}")
@@ -77,14 +110,14 @@ pub(crate) fn load_dataset(
         bar.finish_and_clear();
     }
     if data.is_some() {
-        println!(
+        status.line(format_args!(
             "loaded {} views in {:.1} s",
             dataset.train.len() + dataset.test.len(),
             started.elapsed().as_secs_f64()
-        );
+        ));
     }
     for note in &dataset.notes {
-        println!("{note}");
+        status.line(note);
     }
     Ok(dataset)
 }

@@ -4,7 +4,7 @@
 
 use super::budget::{MemoryPlan, apply_memory_budget};
 use super::config::TrainConfig;
-use super::setup::{DataOptions, apply_builtin_recipe, parse_background};
+use super::setup::{BuiltinScene, DataOptions, apply_builtin_recipe, parse_background};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::splat::RasterMode;
@@ -28,6 +28,9 @@ pub struct DataArgs {
     /// such as duck_colmap/nerf_test_views.txt); implies --eval.
     #[arg(long, value_name = "FILE")]
     pub test_list: Option<PathBuf>,
+    /// Which built-in scene to generate when no dataset is given.
+    #[arg(long, value_enum, default_value_t = BuiltinScene::Objects)]
+    pub builtin: BuiltinScene,
     /// Resolution of the built-in scene (used when no dataset is given).
     #[arg(long, default_value_t = 128)]
     pub builtin_resolution: u32,
@@ -45,6 +48,7 @@ impl DataArgs {
             eval: self.eval,
             test_every: self.test_every.map(|n| n as usize),
             test_list: self.test_list.clone(),
+            builtin: self.builtin,
             builtin_resolution: self.builtin_resolution,
             background,
             alpha_as_mask: self.alpha_as_mask,

@@ -14,6 +14,11 @@ use crate::io::checkpoint::{Checkpoint, TrainerState, save_trainer_checkpoint};
 /// The key under which a checkpoint's `extra` JSON holds the [`TrainConfig`].
 pub const CONFIG_KEY: &str = "train_config";
 
+/// The key under which a checkpoint's `extra` JSON holds the iteration whose refinement has run
+/// (see [`Trainer::last_refinement`]). A checkpoint without it was written by a build that
+/// refined before saving, so its refinement has run through its own iteration.
+pub const REFINED_THROUGH_KEY: &str = "refined_through";
+
 /// Settings a resume may change: the length of the run (its schedules stretch to the new
 /// `iterations`, as `--stop-at` relies on), and what is evaluated, saved or read back when,
 /// which changes no parameter.
@@ -59,6 +64,7 @@ impl Trainer {
             detail: format!("the configuration does not serialise: {e}"),
         })?;
         fields.insert(CONFIG_KEY.to_owned(), config);
+        fields.insert(REFINED_THROUGH_KEY.to_owned(), self.refined_through.into());
         save_trainer_checkpoint(
             &self.ctx,
             path,
@@ -104,6 +110,21 @@ impl Trainer {
                 });
             }
         }
+        let refined_through = match checkpoint.extra.get(REFINED_THROUGH_KEY) {
+            None => checkpoint.iteration,
+            Some(value) => value
+                .as_u64()
+                .filter(|&k| k <= checkpoint.iteration)
+                .ok_or_else(|| Error::InvalidArgument {
+                    op: "resume",
+                    detail: format!(
+                        "the checkpoint's {REFINED_THROUGH_KEY} is {value}, not an iteration at \
+                         most its own ({}); the file is damaged, so resume from another \
+                         checkpoint or train afresh",
+                        checkpoint.iteration
+                    ),
+                })?,
+        };
         let Checkpoint {
             params,
             optimizer,
@@ -119,6 +140,7 @@ impl Trainer {
         }
         trainer.iteration = iteration;
         trainer.rng_state = rng_state;
+        trainer.refined_through = refined_through;
         Ok(trainer)
     }
 }

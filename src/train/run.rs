@@ -47,7 +47,7 @@ impl Trainer {
             }
             if self.state.params.len() != before {
                 sink(TrainEvent::Densified {
-                    iteration: self.iteration,
+                    iteration: self.refined_through,
                     before,
                     after: self.state.params.len(),
                 });

@@ -40,8 +40,12 @@ pub struct Trainer {
     pub(crate) state: ModelState,
     /// How the Gaussian set changes (from `config.strategy`).
     strategy: Box<dyn Strategy>,
-    /// What the strategy did after the latest iteration.
+    /// What the strategy did at the start of the latest step (the refinement due after the
+    /// iteration before it).
     last_refinement: RefinementReport,
+    /// The iteration whose refinement has been run (or found not due): refinement after
+    /// iteration `k` runs at the start of step `k + 1`, when `refined_through < k`.
+    pub(crate) refined_through: u64,
     schedule: LearningRateSchedule,
     pub(crate) iteration: u64,
     pub(crate) rng_state: u64,
@@ -121,6 +125,7 @@ impl Trainer {
             rng_state: config.seed,
             strategy: strategy::for_kind(config.strategy),
             last_refinement: RefinementReport::default(),
+            refined_through: 0,
             config,
             dataset,
             train_images,
@@ -138,8 +143,9 @@ impl Trainer {
         &self.state.params
     }
 
-    /// What the training strategy did after the latest iteration (densification, opacity reset,
-    /// MCMC relocation and growth).
+    /// What the training strategy did at the start of the latest step: the refinement
+    /// (densification, opacity reset, MCMC relocation and growth) due after the iteration before
+    /// it. It waits for that step so that the model between steps is always the optimizer's.
     pub fn last_refinement(&self) -> RefinementReport {
         self.last_refinement
     }

@@ -21,15 +21,17 @@ impl Trainer {
     /// is due, the evaluation runs after the optimizer step and before densification, and
     /// [`Trainer::run_until`] reports it.
     pub fn step(&mut self) -> Result<Option<LossReport>> {
+        if let Some(profile) = &mut self.profile {
+            profile.begin(&self.ctx)?;
+        }
+        self.refine_if_due()?;
+        self.lap(Stage::Densify)?;
         let view_index = self.view_for(self.iteration);
         let mut rng = self.iteration_rng(self.iteration);
         let background = self.background(&mut rng);
         self.rng_state = rng.next_u64();
         let mut camera: Camera = self.dataset.train[view_index].camera.clone();
         camera.background = background;
-        if let Some(profile) = &mut self.profile {
-            profile.begin(&self.ctx)?;
-        }
         let mut enc = self.ctx.encoder("train: projection");
         let projection = record_projection(
             &mut enc,
@@ -146,15 +148,34 @@ impl Trainer {
                 train_psnr: psnr,
             });
         }
-        // Score the model the optimizer step produced, before this iteration's refinement (an
-        // opacity reset would otherwise be what the evaluation at a reset iteration measures).
+        // Score the model the optimizer step produced. Its refinement waits for the next step
+        // (see `refine_if_due`), so the evaluation never measures a reset or a fresh split.
         self.due_evaluation = None;
         if self.config.eval_every > 0 && self.iteration.is_multiple_of(self.config.eval_every) {
             self.due_evaluation = Some(self.evaluate()?);
         }
-        self.last_refinement =
-            self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
-        self.lap(Stage::Densify)?;
         Ok(report)
+    }
+
+    /// Runs the refinement (densification, opacity reset, MCMC relocation and growth) due after
+    /// the iteration last taken, once, at the start of the next step.
+    ///
+    /// Deferring it to the next step means that between steps the model is always the one the
+    /// optimizer produced: what is scored, saved, shown or written at any stop (the final
+    /// iteration, `--stop-at`, a snapshot) is a model someone can use, and the final iteration
+    /// never refines since no step follows it. A checkpoint taken between steps records that the
+    /// refinement is still pending, so a resumed run takes it exactly where the uninterrupted run
+    /// would.
+    fn refine_if_due(&mut self) -> Result<()> {
+        self.last_refinement = RefinementReport::default();
+        if self.iteration <= self.refined_through {
+            return Ok(());
+        }
+        self.refined_through = self.iteration;
+        if self.iteration < self.config.iterations {
+            self.last_refinement =
+                self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
+        }
+        Ok(())
     }
 }
