@@ -490,7 +490,7 @@ fn a_stop_at_a_refinement_holds_the_scored_model_and_resumes_exactly() {
         background: Background::White,
         ..TrainConfig::default()
     };
-    let (ctx, mut straight) = white_scene_trainer(config.clone());
+    let (ctx, mut straight) = white_scene_trainer(config);
     let mut scored = Vec::new();
     straight
         .run_until(
@@ -510,9 +510,7 @@ fn a_stop_at_a_refinement_holds_the_scored_model_and_resumes_exactly() {
     straight
         .save_checkpoint(&path, &serde_json::Value::Null)
         .unwrap();
-    let (_, fresh) = white_scene_trainer(config.clone());
-    let dataset = fresh.dataset().clone();
-    drop(fresh);
+    let (dataset, config) = (straight.dataset().clone(), straight.config().clone());
     let mut resumed =
         Trainer::resume(&ctx, dataset, load_checkpoint(&ctx, &path).unwrap(), config).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
