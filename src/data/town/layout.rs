@@ -36,8 +36,8 @@ const BARK: [f32; 3] = [0.35, 0.24, 0.15];
 const WATER: [f32; 3] = [0.15, 0.3, 0.45];
 
 /// A building's height: mostly low and mid-rise, a few towers.
-const HEIGHTS: (f32, f32) = (0.1, 0.5);
-const TOWER_HEIGHTS: (f32, f32) = (0.55, 0.8);
+const HEIGHTS: (f32, f32) = (0.1, 0.45);
+const TOWER_HEIGHTS: (f32, f32) = (0.5, 0.7);
 
 /// Collects a town's objects, drawing every choice from one generator.
 struct Builder {

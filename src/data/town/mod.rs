@@ -29,7 +29,7 @@ pub const BLOCK_PITCH: f32 = 1.0;
 /// Width of a road.
 pub const ROAD_WIDTH: f32 = 0.2;
 /// Height of the cameras above the ground.
-pub const ALTITUDE: f32 = 1.2;
+pub const ALTITUDE: f32 = 1.4;
 /// Angle of the cameras' optical axis below the horizon, in degrees.
 pub const PITCH_DEGREES: f32 = 55.0;
 /// Horizontal (and, the images being square, vertical) field of view, in degrees.
