@@ -145,8 +145,8 @@ pub fn cameras(options: &TownOptions) -> Vec<Camera> {
                 across + rng.range(-jitter, jitter),
             ];
             let heading = rng.range(-8.0, 8.0).to_radians();
-            let (s, c) = heading.sin_cos();
-            let direction = [forward * c, forward * s];
+            let (sin, cos) = heading.sin_cos();
+            let direction = [forward * cos, forward * sin];
             let altitude = ALTITUDE * rng.range(0.92, 1.08);
             let back = altitude / PITCH_DEGREES.to_radians().tan();
             let mut eye = [0, 1].map(|k| target[k] - back * direction[k]);
