@@ -90,6 +90,9 @@ struct Node {
 
 /// Objects per leaf below which a node is never split.
 const LEAF_SIZE: usize = 2;
+/// Depth past which nodes are not split, so a traversal stack of `MAX_DEPTH + 1` entries never
+/// overflows (a depth-first walk holds at most one pending sibling per level).
+const MAX_DEPTH: usize = 48;
 /// Bins of the surface-area heuristic.
 const BINS: usize = 12;
 
@@ -112,7 +115,7 @@ impl Bvh {
             }],
             items: (0..boxes.len() as u32).collect(),
         };
-        bvh.split(0, 0, boxes.len(), &boxes);
+        bvh.split(0, 0, boxes.len(), 0, &boxes);
         bvh
     }
 
@@ -122,7 +125,7 @@ impl Bvh {
     }
 
     /// Fills node `node` with items `start..end` and splits it while the heuristic says so.
-    fn split(&mut self, node: usize, start: usize, end: usize, boxes: &[Aabb]) {
+    fn split(&mut self, node: usize, start: usize, end: usize, depth: usize, boxes: &[Aabb]) {
         let items = &mut self.items[start..end];
         let bounds = items
             .iter()
@@ -132,7 +135,7 @@ impl Bvh {
             first: start as u32,
             count: items.len() as u32,
         };
-        if items.len() <= LEAF_SIZE {
+        if items.len() <= LEAF_SIZE || depth >= MAX_DEPTH {
             return;
         }
         let centroids = items.iter().fold(Aabb::EMPTY, |b, &i| {
@@ -187,8 +190,8 @@ impl Bvh {
         self.nodes.extend([empty.clone(), empty]);
         self.nodes[node].first = first as u32;
         self.nodes[node].count = 0;
-        self.split(first, start, middle, boxes);
-        self.split(first + 1, middle, end, boxes);
+        self.split(first, start, middle, depth + 1, boxes);
+        self.split(first + 1, middle, end, depth + 1, boxes);
     }
 
     /// The nearest hit along a ray: `test(i)` intersects object `i` and returns its distance and
@@ -201,10 +204,10 @@ impl Bvh {
         mut test: impl FnMut(usize) -> Option<(f32, T)>,
     ) -> Option<(usize, f32, T)> {
         let mut best: Option<(usize, f32, T)> = None;
-        let mut stack: Vec<(u32, f32)> = Vec::with_capacity(64);
         if self.items.is_empty() {
             return None;
         }
+        let mut stack = Stack::<(u32, f32)>::new((0, 0.0));
         if let Some(t) = self.nodes[0].bounds.entry(origin, direction) {
             stack.push((0, t));
         }
@@ -270,7 +273,8 @@ impl Bvh {
         if self.items.is_empty() {
             return false;
         }
-        let mut stack: Vec<u32> = vec![0];
+        let mut stack = Stack::new(0u32);
+        stack.push(0);
         while let Some(index) = stack.pop() {
             let node = &self.nodes[index as usize];
             if !enter(&node.bounds) {
@@ -282,9 +286,36 @@ impl Bvh {
                     return true;
                 }
             } else {
-                stack.extend([node.first, node.first + 1]);
+                stack.push(node.first);
+                stack.push(node.first + 1);
             }
         }
         false
+    }
+}
+
+/// The traversal stack: a fixed array on the call stack (no allocation per ray), deep enough for
+/// any hierarchy [`Bvh::build`] makes.
+struct Stack<T> {
+    entries: [T; MAX_DEPTH + 2],
+    len: usize,
+}
+
+impl<T: Copy> Stack<T> {
+    fn new(fill: T) -> Self {
+        Stack {
+            entries: [fill; MAX_DEPTH + 2],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, entry: T) {
+        self.entries[self.len] = entry;
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        self.len = self.len.checked_sub(1)?;
+        Some(self.entries[self.len])
     }
 }
