@@ -41,7 +41,11 @@ pub struct EngineArgs {
     pub slurm_partition: Option<String>,
     /// An extra `#SBATCH` line for both jobs, e.g. `--sbatch-line "--account=city"` (the
     /// `#SBATCH` prefix is optional); repeatable.
-    #[arg(long = "sbatch-line", value_name = "OPTION")]
+    #[arg(
+        long = "sbatch-line",
+        value_name = "OPTION",
+        allow_hyphen_values = true
+    )]
     pub sbatch_lines: Vec<String>,
     /// The container image of the Kubernetes jobs; it must hold wgsplat (see --k8s-wgsplat).
     #[arg(long, value_name = "IMAGE", default_value = "wgsplat:latest")]

@@ -110,7 +110,8 @@ pub(super) fn jobs(
         dir = paths.dir.display(),
     );
     let merge_comment = format!(
-        "Merges the plan's trained blocks into {}; apply it once job/{train_name} is complete.",
+        "Merges the plan's trained blocks into one model, {};\napply it once job/{train_name} \
+         is complete.",
         paths.merged.display()
     );
     Ok(vec![

@@ -85,8 +85,8 @@ pub(super) fn scripts(
     let mut merge = String::from("#!/bin/bash\n");
     let _ = writeln!(
         merge,
-        "# Merges the plan's trained blocks into {}; submit.sh starts it once every block is\n\
-         # done.",
+        "# Merges the plan's trained blocks into one model, once every block is done (submit.sh\n\
+         # chains it after the training array):\n# {}",
         paths.merged.display()
     );
     let _ = writeln!(merge, "#SBATCH --job-name=wgsplat-merge-{}", paths.name);
