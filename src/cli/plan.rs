@@ -43,6 +43,8 @@ pub struct PartitionArgs {
     data_args: DataArgs,
     #[command(flatten)]
     train: TrainOptions,
+    #[command(flatten)]
+    engines: wgsplat::plan::EngineArgs,
 }
 
 /// Options of `wgsplat merge`.
@@ -119,6 +121,7 @@ fn print_blocks(plan: &PlanManifest) {
 
 /// Runs `wgsplat partition`.
 pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
+    let engine_options = args.engines.options()?;
     let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
@@ -158,6 +161,7 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the plan folder {}", args.out.display()))?;
     plan.save(&args.out)?;
+    wgsplat::plan::write_engine_files(&args.out, &plan, &engine_options)?;
     println!(
         "{} blocks ({} grid) over {} training views and {} sparse points",
         plan.blocks.len(),
@@ -172,6 +176,11 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
         args.out.join(wgsplat::plan::manifest::PLAN_FILE).display(),
         args.out.display(),
         args.out.display()
+    );
+    println!(
+        "on a cluster: {} (Slurm), or kubectl apply -f {} (Kubernetes)",
+        args.out.join("slurm").join("submit.sh").display(),
+        args.out.join("k8s").join("train-job.yaml").display()
     );
     Ok(())
 }
@@ -206,7 +215,10 @@ fn train_one(
     let out = wgsplat::plan::outputs::block_dir(dir, index);
     match &outcome {
         BlockOutcome::AlreadyDone => {
-            println!("block {index} is already done ({}): nothing to do", out.display());
+            println!(
+                "block {index} is already done ({}): nothing to do",
+                out.display()
+            );
         }
         BlockOutcome::Stopped { iteration } => println!(
             "block {index} stopped at iteration {iteration}; its checkpoint is in {} (run the \
@@ -238,7 +250,10 @@ pub fn train_planned_block(
     let dir = plan_dir(plan_path);
     let done = wgsplat::plan::outputs::block_dir(&dir, index);
     if wgsplat::plan::outputs::verify_block(&done, index).is_ok() {
-        println!("block {index} is already done ({}): nothing to do", done.display());
+        println!(
+            "block {index} is already done ({}): nothing to do",
+            done.display()
+        );
         return Ok(());
     }
     let dataset = wgsplat::plan::load_plan_dataset(&plan).context("loading the plan's dataset")?;

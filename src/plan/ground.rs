@@ -118,7 +118,9 @@ pub fn fit_ground_frame(cameras: &[&Camera], points: &[[f32; 3]]) -> Result<Grou
     let n = centres.len() as f64;
     let mean = centres
         .iter()
-        .fold([0.0; 3], |acc, c| [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2]])
+        .fold([0.0; 3], |acc, c| {
+            [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2]]
+        })
         .map(|x| x / n);
     let up_sum = cameras
         .iter()
@@ -179,11 +181,13 @@ mod tests {
 
     #[test]
     fn eigen_of_a_diagonal_and_a_rotated_matrix() {
-        let (values, vectors) = symmetric_eigen([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]);
+        let (values, vectors) =
+            symmetric_eigen([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]);
         assert_eq!(values, [1.0, 2.0, 3.0]);
         assert!((vectors[0][1].abs() - 1.0).abs() < 1e-12);
         // [[2, 1], [1, 2]] ⊕ [5]: eigenvalues 1, 3, 5.
-        let (values, vectors) = symmetric_eigen([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 5.0]]);
+        let (values, vectors) =
+            symmetric_eigen([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 5.0]]);
         for (got, want) in values.iter().zip([1.0, 3.0, 5.0]) {
             assert!((got - want).abs() < 1e-9, "{values:?}");
         }
