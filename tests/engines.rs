@@ -5,9 +5,10 @@ use clap::Parser;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use wgsplat::plan::manifest::PartitionRecord;
 use wgsplat::plan::{
-    BlockPlan, Cell, EngineArgs, EngineOptions, GroundFrame, PLAN_VERSION, PlanData, PlanManifest,
-    write_engine_files,
+    Balance, BlockPlan, Cell, EngineArgs, EngineOptions, Grid, GroundFrame, PLAN_VERSION,
+    PartitionSettings, PlanData, PlanManifest, write_engine_files,
 };
 use wgsplat::train::TrainConfig;
 
@@ -33,6 +34,19 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             alpha_as_mask: false,
         },
         config: TrainConfig::default(),
+        partition: PartitionRecord {
+            grid: Grid {
+                rows: 1,
+                cols: blocks,
+            },
+            settings: PartitionSettings {
+                margin: 0.2,
+                visibility: 0.25,
+                balance: Balance::Views,
+            },
+            max_views_per_block: None,
+            memory_budget_bytes: None,
+        },
         ground: GroundFrame {
             origin: [0.0; 3],
             u: [1.0, 0.0, 0.0],
@@ -45,7 +59,9 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
                 core: Cell::default(),
                 bounds: Cell::default(),
                 views: vec![format!("view{index}.png")],
+                test_views: Vec::new(),
                 points: 10,
+                max_gaussians: 0,
                 estimated_peak_bytes: 1 << 20,
             })
             .collect(),

@@ -299,7 +299,7 @@ fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
     // The requeued block continued from its checkpoint; the others trained in one go.
     let resumed = metrics(&plan, REQUEUED)["resumed_from"].as_u64();
     assert!(
-        resumed.is_some_and(|it| it >= SAVE_EVERY && it < ITERATIONS),
+        resumed.is_some_and(|it| (SAVE_EVERY..ITERATIONS).contains(&it)),
         "block {REQUEUED} should have resumed from a checkpoint, not {resumed:?}"
     );
     let log = std::fs::read_to_string(plan.join(format!("logs/train-{task}.log"))).unwrap();
