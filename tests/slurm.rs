@@ -205,7 +205,10 @@ fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
         .args(["--save-every", &save_every, "--out"])
         .arg(&plan));
 
+    // Submitted with --export=NONE, the jobs start with an empty environment: the scripts must
+    // not depend on this process's.
     let submitted = run(Command::new(plan.join("slurm/submit.sh"))
+        .arg("--export=NONE")
         .env("SLURM_CONF", &conf)
         .current_dir(&dir));
     let ids: Vec<String> = String::from_utf8_lossy(&submitted.stdout)
