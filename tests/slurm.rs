@@ -57,9 +57,10 @@ fn find_cluster() -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("scontrol: {e}"))?;
     let text = String::from_utf8_lossy(&ping.stdout);
-    if !ping.status.success() || !text.contains("UP") {
+    if !ping.status.success() || !text.contains(" is UP") {
         return Err(format!(
-            "the controller of {} does not answer ({}{}): start it with .ci/slurm-cluster.sh",
+            "the controller of {} does not answer (scontrol ping: {} {}): start it with \
+             .ci/slurm-cluster.sh",
             conf.display(),
             text.trim(),
             String::from_utf8_lossy(&ping.stderr).trim()
