@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the subcommands.
 
 mod bench;
+mod builtin;
 mod convert;
 mod plan;
 mod render;
@@ -58,6 +59,9 @@ enum Command {
         #[arg(long)]
         input_format: Option<String>,
     },
+    /// Write a built-in scene as a dataset folder: the town as COLMAP (sparse/0/*.txt,
+    /// images/*.png), the objects scene as NeRF-synthetic.
+    Builtin(builtin::BuiltinArgs),
     /// Benchmarks; each prints a table and writes JSON under target/bench/.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -83,6 +87,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info { json } => info(cli.portable, json),
+        Command::Builtin(args) => builtin::write_builtin(args),
         Command::Bench(command) => bench::run(command, cli.portable),
         Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
         Command::Partition(args) => {

@@ -53,8 +53,8 @@ impl Default for BuiltinOptions {
 pub fn scene() -> Scene {
     let z_axis = [0.0, 0.0, 1.0];
     let x_axis = [1.0, 0.0, 0.0];
-    Scene {
-        objects: vec![
+    Scene::new(
+        vec![
             Object {
                 shape: Shape::Cuboid {
                     min: [-1.0, -1.0, -0.1],
@@ -110,9 +110,9 @@ pub fn scene() -> Scene {
                 },
             },
         ],
-        light_direction: normalize([0.5, 0.3, 1.0]),
-        ambient: 0.3,
-    }
+        normalize([0.5, 0.3, 1.0]),
+        0.3,
+    )
 }
 
 /// A camera at `eye` looking at `target` with `up` roughly up in the image (OpenCV: y down).
@@ -186,49 +186,6 @@ pub fn cameras(options: &BuiltinOptions) -> (Vec<Camera>, Vec<Camera>) {
     (train, test)
 }
 
-/// Uniform area sample on a shape's surface: position and outward normal.
-fn sample_surface(shape: &Shape, rng: &mut SplitMix64) -> ([f32; 3], [f32; 3]) {
-    match shape {
-        Shape::Sphere { center, radius } => {
-            let z = 2.0 * rng.next_f32() - 1.0;
-            let phi = std::f32::consts::TAU * rng.next_f32();
-            let r = (1.0 - z * z).max(0.0).sqrt();
-            let n = [r * phi.cos(), r * phi.sin(), z];
-            ([0, 1, 2].map(|k| center[k] + radius * n[k]), n)
-        }
-        Shape::Cuboid { min, max } => {
-            let e = [0, 1, 2].map(|k| max[k] - min[k]);
-            let areas = [e[1] * e[2], e[0] * e[2], e[0] * e[1]];
-            let pick = rng.next_f32() * 2.0 * (areas[0] + areas[1] + areas[2]);
-            let mut axis = 2;
-            let mut acc = 0.0;
-            for (k, a) in areas.iter().enumerate() {
-                acc += 2.0 * a;
-                if pick < acc {
-                    axis = k;
-                    break;
-                }
-            }
-            let positive = rng.next_f32() < 0.5;
-            let mut p = [0, 1, 2].map(|k| min[k] + e[k] * rng.next_f32());
-            p[axis] = if positive { max[axis] } else { min[axis] };
-            let mut n = [0.0; 3];
-            n[axis] = if positive { 1.0 } else { -1.0 };
-            (p, n)
-        }
-    }
-}
-
-fn surface_area(shape: &Shape) -> f32 {
-    match shape {
-        Shape::Sphere { radius, .. } => 4.0 * std::f32::consts::PI * radius * radius,
-        Shape::Cuboid { min, max } => {
-            let e = [0, 1, 2].map(|k| max[k] - min[k]);
-            2.0 * (e[0] * e[1] + e[1] * e[2] + e[0] * e[2])
-        }
-    }
-}
-
 /// True when `p` (with normal `n`) is seen, unoccluded and inside the image, by some camera.
 fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool {
     cameras.iter().any(|camera| {
@@ -262,11 +219,8 @@ fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool 
 /// camera in `cameras` sees, coloured with the scene's radiance there.
 pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64) -> PointCloud {
     let mut rng = SplitMix64::new(seed);
-    let areas: Vec<f32> = scene
-        .objects
-        .iter()
-        .map(|o| surface_area(&o.shape))
-        .collect();
+    let objects = scene.objects();
+    let areas: Vec<f32> = objects.iter().map(|o| o.shape.surface_area()).collect();
     let total: f32 = areas.iter().sum();
     let mut cloud = PointCloud::default();
     let mut attempts = 0;
@@ -278,13 +232,8 @@ pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64)
             pick < 0.0
         });
         let object = object.unwrap_or(areas.len() - 1);
-        let (p, n) = sample_surface(&scene.objects[object].shape, &mut rng);
-        let buried = scene
-            .objects
-            .iter()
-            .enumerate()
-            .any(|(i, o)| i != object && o.shape.contains(p, 1e-4));
-        if buried || !visible(scene, p, n, cameras) {
+        let (p, n) = objects[object].shape.sample_surface(&mut rng);
+        if scene.buried(p, 1e-4, object) || !visible(scene, p, n, cameras) {
             continue;
         }
         cloud.positions.push(p);

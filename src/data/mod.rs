@@ -4,7 +4,9 @@
 //! 8-bit RGBA image), an optional sparse [`PointCloud`] and the scene extent. Readers:
 //! - [`colmap`]: COLMAP `sparse/0/{cameras,images,points3D}` in binary or text, with `images/`;
 //! - [`nerf`]: NeRF-synthetic `transforms_{train,test}.json` and nerfstudio `transforms.json`;
-//! - [`builtin`]: the project's own scene, ray traced on the CPU, no files needed.
+//! - [`builtin`]: the project's own scene, ray traced on the CPU, no files needed;
+//! - [`town`]: the built-in town, a large scene seen by drone-like views (written as a COLMAP
+//!   folder by [`colmap_write`]).
 //!
 //! Distorted cameras ([`lens`]: every COLMAP model with a closed-form projection, nerfstudio's
 //! `OPENCV` / `OPENCV_FISHEYE`) are undistorted at load ([`undistort`]); masks (`masks/` beside
@@ -14,11 +16,13 @@
 //! [`init`] builds initial Gaussians from the points (or random points in a box).
 
 pub mod builtin;
+pub mod bvh;
 pub mod camera_model;
 pub mod capture;
 pub mod colmap;
 pub mod colmap_binary;
 pub mod colmap_text;
+pub mod colmap_write;
 pub mod image;
 pub mod init;
 pub mod lens;
@@ -26,6 +30,9 @@ pub mod nerf;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
+pub mod shape;
+pub mod texture;
+pub mod town;
 pub mod undistort;
 
 use std::path::{Path, PathBuf};

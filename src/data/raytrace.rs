@@ -1,10 +1,19 @@
-//! A small CPU ray tracer over analytic shapes (spheres and axis-aligned boxes) with procedural
-//! solid textures, diffuse + ambient shading and hard shadows from one directional light. It is
-//! independent of the splat rasterizer, so images it makes are honest ground truth.
+//! A small CPU ray tracer over analytic shapes ([`Shape`]: spheres, axis-aligned boxes, upright
+//! cylinders) with procedural solid textures ([`Texture`]), diffuse + ambient shading and hard
+//! shadows from one directional light. Rays find their objects through a bounding volume
+//! hierarchy ([`Bvh`]), so large scenes stay fast. It is independent of the splat rasterizer, so
+//! images it makes are honest ground truth.
 
 use super::RgbaImage;
+use super::bvh::Bvh;
 use super::lens::Lens;
 use crate::splat::Camera;
+
+pub use super::shape::Shape;
+pub use super::texture::{Facade, Streets, Texture};
+
+/// Rays start this far along their direction (no self-hits at the surface they leave).
+const T_MIN: f32 = 1e-5;
 
 /// Sub-pixel sample offsets (a rotated grid) used for every pixel; deterministic antialiasing.
 pub const PIXEL_SAMPLES: [[f32; 2]; 4] = [
@@ -13,178 +22,6 @@ pub const PIXEL_SAMPLES: [[f32; 2]; 4] = [
     [0.125, 0.625],
     [0.625, 0.875],
 ];
-
-/// A solid (3D) procedural texture: albedo as a function of the world position.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Texture {
-    /// One colour.
-    Solid([f32; 3]),
-    /// A 3D checkerboard of cubes with side `size`, cells offset by a quarter so that planes at
-    /// multiples of `size` never lie on a cell boundary: cell = `floor(p / size + 0.25)`.
-    Checker {
-        /// Colour of cells whose index sum is even.
-        even: [f32; 3],
-        /// Colour of cells whose index sum is odd.
-        odd: [f32; 3],
-        /// Cell side.
-        size: f32,
-    },
-    /// Bands across `axis`: band `floor(dot(p, axis) / period)`, even bands `even`, odd bands `odd`.
-    Stripes {
-        /// Colour of even bands.
-        even: [f32; 3],
-        /// Colour of odd bands.
-        odd: [f32; 3],
-        /// Direction across the bands (unit length).
-        axis: [f32; 3],
-        /// Width of one band.
-        period: f32,
-    },
-    /// A linear blend from `from` (at `dot(p, axis) <= start`) to `to` (at `>= end`).
-    Gradient {
-        /// Colour at the start.
-        from: [f32; 3],
-        /// Colour at the end.
-        to: [f32; 3],
-        /// Direction of the blend (unit length).
-        axis: [f32; 3],
-        /// Coordinate along `axis` where the blend starts.
-        start: f32,
-        /// Coordinate along `axis` where it ends.
-        end: f32,
-    },
-}
-
-impl Texture {
-    /// Albedo at world position `p`.
-    pub fn albedo(&self, p: [f32; 3]) -> [f32; 3] {
-        match self {
-            Texture::Solid(c) => *c,
-            Texture::Checker { even, odd, size } => {
-                let cell: i64 = p.iter().map(|&v| (v / size + 0.25).floor() as i64).sum();
-                if cell.rem_euclid(2) == 0 { *even } else { *odd }
-            }
-            Texture::Stripes {
-                even,
-                odd,
-                axis,
-                period,
-            } => {
-                let band = (dot(p, *axis) / period).floor() as i64;
-                if band.rem_euclid(2) == 0 { *even } else { *odd }
-            }
-            Texture::Gradient {
-                from,
-                to,
-                axis,
-                start,
-                end,
-            } => {
-                let t = ((dot(p, *axis) - start) / (end - start)).clamp(0.0, 1.0);
-                [0, 1, 2].map(|k| from[k] + (to[k] - from[k]) * t)
-            }
-        }
-    }
-}
-
-/// An analytic shape.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Shape {
-    /// A sphere.
-    Sphere {
-        /// Centre.
-        center: [f32; 3],
-        /// Radius.
-        radius: f32,
-    },
-    /// An axis-aligned box.
-    Cuboid {
-        /// Smallest corner.
-        min: [f32; 3],
-        /// Largest corner.
-        max: [f32; 3],
-    },
-}
-
-impl Shape {
-    /// Distance along the unit ray `origin + t * direction` to the nearest surface with
-    /// `t > t_min`, and the outward normal there.
-    pub fn intersect(
-        &self,
-        origin: [f32; 3],
-        direction: [f32; 3],
-        t_min: f32,
-    ) -> Option<(f32, [f32; 3])> {
-        match self {
-            Shape::Sphere { center, radius } => {
-                let oc = sub(origin, *center);
-                let b = dot(oc, direction);
-                let c = dot(oc, oc) - radius * radius;
-                let disc = b * b - c;
-                if disc < 0.0 {
-                    return None;
-                }
-                let root = disc.sqrt();
-                let t = [-b - root, -b + root].into_iter().find(|&t| t > t_min)?;
-                let p = add(origin, scale(direction, t));
-                Some((t, scale(sub(p, *center), 1.0 / radius)))
-            }
-            Shape::Cuboid { min, max } => {
-                let (mut t_near, mut t_far) = (f32::NEG_INFINITY, f32::INFINITY);
-                let (mut near_axis, mut far_axis) = (0, 0);
-                for k in 0..3 {
-                    if direction[k].abs() < 1e-12 {
-                        if origin[k] < min[k] || origin[k] > max[k] {
-                            return None;
-                        }
-                        continue;
-                    }
-                    let (mut t0, mut t1) = (
-                        (min[k] - origin[k]) / direction[k],
-                        (max[k] - origin[k]) / direction[k],
-                    );
-                    if t0 > t1 {
-                        std::mem::swap(&mut t0, &mut t1);
-                    }
-                    if t0 > t_near {
-                        (t_near, near_axis) = (t0, k);
-                    }
-                    if t1 < t_far {
-                        (t_far, far_axis) = (t1, k);
-                    }
-                }
-                if t_near > t_far {
-                    return None;
-                }
-                let (t, axis, entering) = if t_near > t_min {
-                    (t_near, near_axis, true)
-                } else if t_far > t_min {
-                    (t_far, far_axis, false)
-                } else {
-                    return None;
-                };
-                let mut normal = [0.0; 3];
-                // Entering: the normal faces against the ray; leaving: along it.
-                normal[axis] = if (direction[axis] < 0.0) == entering {
-                    1.0
-                } else {
-                    -1.0
-                };
-                Some((t, normal))
-            }
-        }
-    }
-
-    /// True when `p` is inside the shape by more than `margin`.
-    pub fn contains(&self, p: [f32; 3], margin: f32) -> bool {
-        match self {
-            Shape::Sphere { center, radius } => length(sub(p, *center)) < radius - margin,
-            Shape::Cuboid { min, max } => {
-                (0..3).all(|k| p[k] > min[k] + margin && p[k] < max[k] - margin)
-            }
-        }
-    }
-}
 
 /// A shape with its texture.
 #[derive(Clone, Debug, PartialEq)]
@@ -208,11 +45,12 @@ pub struct Hit {
     pub object: usize,
 }
 
-/// Objects lit by one directional light plus ambient light.
+/// Objects lit by one directional light plus ambient light, with a [`Bvh`] over the objects.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scene {
-    /// The objects.
-    pub objects: Vec<Object>,
+    objects: Vec<Object>,
+    /// `None`: every ray tests every object (the reference the hierarchy is checked against).
+    bvh: Option<Bvh>,
     /// Unit direction towards the light.
     pub light_direction: [f32; 3],
     /// Ambient fraction: radiance = albedo · (ambient + (1 − ambient) · max(0, n·l) · lit).
@@ -220,11 +58,52 @@ pub struct Scene {
 }
 
 impl Scene {
-    /// The nearest hit along the unit ray, if any.
+    /// A scene of `objects` (a [`Bvh`] is built over them) lit from unit direction
+    /// `light_direction` with ambient fraction `ambient`.
+    pub fn new(objects: Vec<Object>, light_direction: [f32; 3], ambient: f32) -> Scene {
+        let boxes: Vec<_> = objects.iter().map(|o| o.shape.bounds()).collect();
+        Scene {
+            bvh: Some(Bvh::build(&boxes)),
+            objects,
+            light_direction,
+            ambient,
+        }
+    }
+
+    /// The same scene traced without its hierarchy: every ray tests every object. Slow; the
+    /// reference for tests.
+    pub fn without_bvh(mut self) -> Scene {
+        self.bvh = None;
+        self
+    }
+
+    /// The objects, in index order ([`Hit::object`] indexes them).
+    pub fn objects(&self) -> &[Object] {
+        &self.objects
+    }
+
+    /// The nearest hit along the unit ray, if any (the lowest object index among equal
+    /// distances).
     pub fn intersect(&self, origin: [f32; 3], direction: [f32; 3]) -> Option<Hit> {
+        let Some(bvh) = &self.bvh else {
+            return self.intersect_linear(origin, direction);
+        };
+        let (object, t, normal) = bvh.closest(origin, direction, |i| {
+            self.objects[i].shape.intersect(origin, direction, T_MIN)
+        })?;
+        Some(Hit {
+            t,
+            position: add(origin, scale(direction, t)),
+            normal,
+            object,
+        })
+    }
+
+    /// [`Scene::intersect`] by testing every object in turn.
+    pub fn intersect_linear(&self, origin: [f32; 3], direction: [f32; 3]) -> Option<Hit> {
         let mut best: Option<Hit> = None;
         for (object, o) in self.objects.iter().enumerate() {
-            if let Some((t, normal)) = o.shape.intersect(origin, direction, 1e-5)
+            if let Some((t, normal)) = o.shape.intersect(origin, direction, T_MIN)
                 && best.is_none_or(|b| t < b.t)
             {
                 best = Some(Hit {
@@ -238,15 +117,37 @@ impl Scene {
         best
     }
 
+    /// True when the unit ray hits anything (the shadow test: any hit, not the nearest).
+    pub fn occluded(&self, origin: [f32; 3], direction: [f32; 3]) -> bool {
+        let hits = |i: usize| {
+            self.objects[i]
+                .shape
+                .intersect(origin, direction, T_MIN)
+                .is_some()
+        };
+        match &self.bvh {
+            Some(bvh) => bvh.any(origin, direction, hits),
+            None => (0..self.objects.len()).any(hits),
+        }
+    }
+
+    /// True when `p` lies inside some object other than `except` by more than `margin` (a point
+    /// sampled on one surface and buried in another object).
+    pub fn buried(&self, p: [f32; 3], margin: f32, except: usize) -> bool {
+        let inside = |i: usize| i != except && self.objects[i].shape.contains(p, margin);
+        match &self.bvh {
+            Some(bvh) => bvh.any_at(p, inside),
+            None => (0..self.objects.len()).any(inside),
+        }
+    }
+
     /// Radiance leaving the surface of `object` at `position` with normal `normal` (view
     /// independent: diffuse with a shadow test towards the light, plus ambient).
     pub fn radiance(&self, object: usize, position: [f32; 3], normal: [f32; 3]) -> [f32; 3] {
         let albedo = self.objects[object].texture.albedo(position);
         let facing = dot(normal, self.light_direction).max(0.0);
         let lit = facing > 0.0
-            && self
-                .intersect(add(position, scale(normal, 1e-4)), self.light_direction)
-                .is_none();
+            && !self.occluded(add(position, scale(normal, 1e-4)), self.light_direction);
         let light = self.ambient + (1.0 - self.ambient) * if lit { facing } else { 0.0 };
         albedo.map(|a| a * light)
     }

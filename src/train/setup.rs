@@ -3,6 +3,7 @@
 
 use super::config::{Background, TrainConfig};
 use crate::data::builtin::{BuiltinOptions, generate};
+use crate::data::town::{self, TownOptions};
 use crate::data::{Dataset, LoadOptions, LoadProgress, Resolution, Split};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -108,7 +109,9 @@ pub fn read_test_list(path: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Loads the dataset at `folder`, or generates the built-in scene when `folder` is `None`.
+/// Loads the dataset at `folder`, or generates the built-in scene when `folder` is `None` (the
+/// town is split like a COLMAP capture: test views with `--eval`, `--test-every` or
+/// `--test-list`).
 pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Dataset> {
     match folder {
         None => match options.builtin {
@@ -117,11 +120,14 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
                 background: options.background,
                 ..BuiltinOptions::default()
             }),
-            BuiltinScene::Town => Err(Error::InvalidSetting {
-                name: "builtin".into(),
-                value: "town".into(),
-                expected: "objects".into(),
-            }),
+            BuiltinScene::Town => town::generate(
+                &TownOptions {
+                    resolution: options.builtin_resolution,
+                    background: options.background,
+                    ..TownOptions::default()
+                },
+                &split_of(options)?,
+            ),
         },
         Some(path) => {
             let resolution = if options.resolution <= 1 {
