@@ -43,6 +43,8 @@ pub struct PartitionArgs {
     data_args: DataArgs,
     #[command(flatten)]
     train: TrainOptions,
+    #[command(flatten)]
+    engines: wgsplat::plan::EngineArgs,
 }
 
 /// Options of `wgsplat merge`.
@@ -158,6 +160,8 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the plan folder {}", args.out.display()))?;
     plan.save(&args.out)?;
+    let engine_options = args.engines.options()?;
+    wgsplat::plan::write_engine_files(&args.out, &plan, &engine_options)?;
     println!(
         "{} blocks ({} grid) over {} training views and {} sparse points",
         plan.blocks.len(),
@@ -166,12 +170,12 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
         dataset.points.as_ref().map_or(0, |p| p.len())
     );
     print_blocks(&plan);
+    let out = args.out.display();
     println!(
-        "wrote {}; train a block with `wgsplat train --plan {} --block K`, all of them here with \
-         `wgsplat run-plan {}`",
+        "wrote {}, the Slurm scripts in {out}/slurm/ (submit with {out}/slurm/submit.sh) and the \
+         Kubernetes jobs in {out}/k8s/; train a block with `wgsplat train --plan {out} --block K`, \
+         or all of them here with `wgsplat run-plan {out}`",
         args.out.join(wgsplat::plan::manifest::PLAN_FILE).display(),
-        args.out.display(),
-        args.out.display()
     );
     Ok(())
 }

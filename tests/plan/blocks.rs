@@ -152,6 +152,7 @@ fn partition_run_plan_and_merge_from_the_command_line() {
     assert!(ok, "{text}");
     assert!(text.contains("2 blocks (2x1 grid)"), "{text}");
     assert!(text.contains("est. peak"), "{text}");
+    assert!(plan.join("slurm/submit.sh").is_file() && plan.join("k8s/train-job.yaml").is_file());
     let manifest = PlanManifest::load(&plan).unwrap();
     assert_eq!(manifest.config.iterations, 20);
     assert_eq!(manifest.config.save_every, 2, "a checkpoint every 10% by default");
