@@ -33,6 +33,19 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             alpha_as_mask: false,
         },
         config: TrainConfig::default(),
+        partition: wgsplat::plan::manifest::PartitionRecord {
+            grid: wgsplat::plan::Grid {
+                rows: blocks,
+                cols: 1,
+            },
+            settings: wgsplat::plan::PartitionSettings {
+                margin: 0.2,
+                visibility: 0.25,
+                balance: wgsplat::plan::Balance::Views,
+            },
+            max_views_per_block: None,
+            memory_budget_bytes: None,
+        },
         ground: GroundFrame {
             origin: [0.0; 3],
             u: [1.0, 0.0, 0.0],
@@ -45,7 +58,9 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
                 core: Cell::default(),
                 bounds: Cell::default(),
                 views: vec![format!("view{index}.png")],
+                test_views: Vec::new(),
                 points: 10,
+                max_gaussians: 0,
                 estimated_peak_bytes: 1 << 20,
             })
             .collect(),

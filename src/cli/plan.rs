@@ -210,7 +210,10 @@ fn train_one(
     let out = wgsplat::plan::outputs::block_dir(dir, index);
     match &outcome {
         BlockOutcome::AlreadyDone => {
-            println!("block {index} is already done ({}): nothing to do", out.display());
+            println!(
+                "block {index} is already done ({}): nothing to do",
+                out.display()
+            );
         }
         BlockOutcome::Stopped { iteration } => println!(
             "block {index} stopped at iteration {iteration}; its checkpoint is in {} (run the \
@@ -242,7 +245,10 @@ pub fn train_planned_block(
     let dir = plan_dir(plan_path);
     let done = wgsplat::plan::outputs::block_dir(&dir, index);
     if wgsplat::plan::outputs::verify_block(&done, index).is_ok() {
-        println!("block {index} is already done ({}): nothing to do", done.display());
+        println!(
+            "block {index} is already done ({}): nothing to do",
+            done.display()
+        );
         return Ok(());
     }
     let dataset = wgsplat::plan::load_plan_dataset(&plan).context("loading the plan's dataset")?;

@@ -5,7 +5,7 @@
 use super::ground::fit_ground_frame;
 use super::manifest::{BlockPlan, PLAN_VERSION, PartitionRecord, PlanData, PlanManifest};
 use super::partition::{
-    BlockDraft, GroundBox, Grid, PartitionSettings, candidate_grids, partition_blocks,
+    BlockDraft, Grid, GroundBox, PartitionSettings, candidate_grids, partition_blocks,
 };
 use crate::data::{Dataset, View};
 use crate::error::{Error, Result};
@@ -71,7 +71,11 @@ fn block_memory(
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if total(mid) <= bytes { lo = mid } else { hi = mid }
+            if total(mid) <= bytes {
+                lo = mid
+            } else {
+                hi = mid
+            }
         }
         if total(lo) <= bytes { lo } else { 0 }
     });
@@ -92,10 +96,7 @@ fn block_memory(
 }
 
 /// Why `drafts` do not satisfy `request` (`None` when they do).
-fn shortfall(
-    drafts: &[(BlockDraft, BlockMemory)],
-    request: &PartitionRequest,
-) -> Option<String> {
+fn shortfall(drafts: &[(BlockDraft, BlockMemory)], request: &PartitionRequest) -> Option<String> {
     for (i, (draft, memory)) in drafts.iter().enumerate() {
         if draft.views.is_empty() {
             return Some(format!("block {i} has no training views"));
@@ -209,7 +210,11 @@ pub fn plan_partition(
             index,
             core: draft.core,
             bounds: draft.bounds,
-            views: draft.views.iter().map(|&i| dataset.train[i].name.clone()).collect(),
+            views: draft
+                .views
+                .iter()
+                .map(|&i| dataset.train[i].name.clone())
+                .collect(),
             test_views: draft
                 .test_views
                 .iter()

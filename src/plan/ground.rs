@@ -68,16 +68,14 @@ fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [V3; 3]) {
         let t = if theta == 0.0 { 1.0 } else { t };
         let c = 1.0 / (t * t + 1.0).sqrt();
         let s = t * c;
-        for k in 0..3 {
-            let (akp, akq) = (a[k][p], a[k][q]);
-            a[k][p] = c * akp - s * akq;
-            a[k][q] = s * akp + c * akq;
+        for row in &mut a {
+            let (akp, akq) = (row[p], row[q]);
+            row[p] = c * akp - s * akq;
+            row[q] = s * akp + c * akq;
         }
-        for k in 0..3 {
-            let (apk, aqk) = (a[p][k], a[q][k]);
-            a[p][k] = c * apk - s * aqk;
-            a[q][k] = s * apk + c * aqk;
-        }
+        let (row_p, row_q) = (a[p], a[q]);
+        a[p] = std::array::from_fn(|k| c * row_p[k] - s * row_q[k]);
+        a[q] = std::array::from_fn(|k| s * row_p[k] + c * row_q[k]);
         for row in &mut v {
             let (vp, vq) = (row[p], row[q]);
             row[p] = c * vp - s * vq;
@@ -120,7 +118,9 @@ pub fn fit_ground_frame(cameras: &[&Camera], points: &[[f32; 3]]) -> Result<Grou
     let n = centres.len() as f64;
     let mean = centres
         .iter()
-        .fold([0.0; 3], |acc, c| [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2]])
+        .fold([0.0; 3], |acc, c| {
+            [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2]]
+        })
         .map(|x| x / n);
     // A hint of up that holds for upright cameras looking anywhere from level to straight down:
     // their image up plus their backward direction (a nadir camera's image up is level, a
@@ -189,11 +189,13 @@ mod tests {
 
     #[test]
     fn eigen_of_a_diagonal_and_a_rotated_matrix() {
-        let (values, vectors) = symmetric_eigen([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]);
+        let (values, vectors) =
+            symmetric_eigen([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]);
         assert_eq!(values, [1.0, 2.0, 3.0]);
         assert!((vectors[0][1].abs() - 1.0).abs() < 1e-12);
         // [[2, 1], [1, 2]] ⊕ [5]: eigenvalues 1, 3, 5.
-        let (values, vectors) = symmetric_eigen([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 5.0]]);
+        let (values, vectors) =
+            symmetric_eigen([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 5.0]]);
         for (got, want) in values.iter().zip([1.0, 3.0, 5.0]) {
             assert!((got - want).abs() < 1e-9, "{values:?}");
         }

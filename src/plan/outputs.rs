@@ -128,7 +128,11 @@ pub fn verify_block(dir: &Path, block: usize) -> Result<BlockDone> {
         Err(e) => return Err(crate::io::io_error(&path, "read", e)),
     };
     let done: BlockDone = serde_json::from_str(&text).map_err(|e| {
-        block_error(block, &path, format!("corrupt {DONE_FILE} ({e}); {retrain}"))
+        block_error(
+            block,
+            &path,
+            format!("corrupt {DONE_FILE} ({e}); {retrain}"),
+        )
     })?;
     if done.block != block {
         return Err(block_error(
@@ -146,9 +150,8 @@ pub fn verify_block(dir: &Path, block: usize) -> Result<BlockDone> {
     }
     for (name, want) in &done.files {
         let file = dir.join(name);
-        let got = checksum(&file).map_err(|_| {
-            block_error(block, &file, format!("{name} is missing; {retrain}"))
-        })?;
+        let got = checksum(&file)
+            .map_err(|_| block_error(block, &file, format!("{name} is missing; {retrain}")))?;
         if got != *want {
             return Err(block_error(
                 block,

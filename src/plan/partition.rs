@@ -18,9 +18,7 @@ use crate::splat::Camera;
 use serde::{Deserialize, Serialize};
 
 /// What the quantile splits balance.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Balance {
     /// Equal numbers of training cameras per core.
@@ -55,9 +53,7 @@ impl std::str::FromStr for Grid {
             value: text.into(),
             expected: "RxC with R and C at least 1, e.g. 2x2 or 4x3".into(),
         };
-        let (r, c) = text
-            .split_once(['x', 'X', '×'])
-            .ok_or_else(bad)?;
+        let (r, c) = text.split_once(['x', 'X', '×']).ok_or_else(bad)?;
         let rows: usize = r.trim().parse().map_err(|_| bad())?;
         let cols: usize = c.trim().parse().map_err(|_| bad())?;
         if rows == 0 || cols == 0 || rows * cols > MAX_BLOCKS {
@@ -119,10 +115,8 @@ impl GroundBox {
             max: [f64::NEG_INFINITY; 2],
         };
         for g in coords {
-            for k in 0..2 {
-                b.min[k] = b.min[k].min(g[k]);
-                b.max[k] = b.max[k].max(g[k]);
-            }
+            b.min = [b.min[0].min(g[0]), b.min[1].min(g[1])];
+            b.max = [b.max[0].max(g[0]), b.max[1].max(g[1])];
         }
         if b.min[0] > b.max[0] {
             b = GroundBox {
@@ -141,7 +135,7 @@ fn quantile_splits(values: &mut [f64], parts: usize) -> Vec<f64> {
     let n = values.len();
     (1..parts)
         .map(|i| {
-            let j = (i * n / parts).clamp(1, n.max(1)) ;
+            let j = (i * n / parts).clamp(1, n.max(1));
             match (values.get(j - 1), values.get(j)) {
                 (Some(a), Some(b)) => 0.5 * (a + b),
                 (Some(a), None) => *a,

@@ -84,7 +84,13 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
     plan.save(&requeued).unwrap();
     let quiet = &mut |_| {};
     let outcome = train_block(ctx(), &straight, &plan, 0, &dataset, None, quiet).unwrap();
-    assert!(matches!(outcome, BlockOutcome::Finished { resumed_from: None, .. }));
+    assert!(matches!(
+        outcome,
+        BlockOutcome::Finished {
+            resumed_from: None,
+            ..
+        }
+    ));
 
     // Preempted at iteration 30: a checkpoint, no completion record.
     let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, Some(30), quiet).unwrap();
@@ -98,19 +104,34 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
     // Requeued: resumes from 30 and ends with the same model, byte for byte.
     let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, None, quiet).unwrap();
     assert!(
-        matches!(outcome, BlockOutcome::Finished { resumed_from: Some(30), .. }),
+        matches!(
+            outcome,
+            BlockOutcome::Finished {
+                resumed_from: Some(30),
+                ..
+            }
+        ),
         "{outcome:?}"
     );
     let a = std::fs::read(block_dir(&straight, 0).join(MODEL_FILE)).unwrap();
     let b = std::fs::read(dir.join(MODEL_FILE)).unwrap();
-    assert!(a == b, "the resumed block differs from the uninterrupted one");
+    assert!(
+        a == b,
+        "the resumed block differs from the uninterrupted one"
+    );
     assert!(!dir.join(CHECKPOINT_FILE).exists());
 
     // Done: a no-op that leaves the outputs untouched.
-    let before = std::fs::metadata(dir.join(MODEL_FILE)).unwrap().modified().unwrap();
+    let before = std::fs::metadata(dir.join(MODEL_FILE))
+        .unwrap()
+        .modified()
+        .unwrap();
     let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, None, quiet).unwrap();
     assert_eq!(outcome, BlockOutcome::AlreadyDone);
-    let after = std::fs::metadata(dir.join(MODEL_FILE)).unwrap().modified().unwrap();
+    let after = std::fs::metadata(dir.join(MODEL_FILE))
+        .unwrap()
+        .modified()
+        .unwrap();
     assert_eq!(before, after);
 
     // The block kept its Gaussians inside its bounds while it densified.
@@ -146,8 +167,20 @@ fn partition_run_plan_and_merge_from_the_command_line() {
     let plan = dir.join("plan");
     let p = plan.to_str().unwrap();
     let (ok, text) = wgsplat(&[
-        "partition", "--out", p, "--builtin-resolution", "24", "--blocks", "2x1",
-        "--iterations", "20", "--no-lpips", "--sh-degree", "0",
+        "partition",
+        "--out",
+        p,
+        "--builtin-resolution",
+        "24",
+        "--blocks",
+        "2x1",
+        "--iterations",
+        "20",
+        "--no-lpips",
+        "--sh-degree",
+        "0",
+        "--memory-budget",
+        "64MiB",
     ]);
     assert!(ok, "{text}");
     assert!(text.contains("2 blocks (2x1 grid)"), "{text}");
@@ -155,7 +188,10 @@ fn partition_run_plan_and_merge_from_the_command_line() {
     assert!(plan.join("slurm/submit.sh").is_file() && plan.join("k8s/train-job.yaml").is_file());
     let manifest = PlanManifest::load(&plan).unwrap();
     assert_eq!(manifest.config.iterations, 20);
-    assert_eq!(manifest.config.save_every, 2, "a checkpoint every 10% by default");
+    assert_eq!(
+        manifest.config.save_every, 2,
+        "a checkpoint every 10% by default"
+    );
 
     // Which block? None given and no engine variable: a clear error.
     let (ok, text) = wgsplat(&["train", "--plan", p]);
@@ -166,8 +202,24 @@ fn partition_run_plan_and_merge_from_the_command_line() {
         .env("SLURM_ARRAY_TASK_ID", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(block_dir(&plan, 1).join(DONE_FILE).is_file());
+    // The block's process stayed within the memory partition planned for it, inside the budget.
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(block_dir(&plan, 1).join("metrics.json")).unwrap(),
+    )
+    .unwrap();
+    let peak = metrics["peak_gpu_total_bytes"].as_u64().unwrap();
+    let planned = manifest.blocks[1].estimated_peak_bytes;
+    assert!(
+        peak <= planned && planned <= 64 << 20,
+        "peak {peak}, planned {planned}"
+    );
+    assert!(manifest.blocks[1].max_gaussians > 0);
     assert!(!block_dir(&plan, 0).exists());
 
     let (ok, text) = wgsplat(&["run-plan", p]);

@@ -13,7 +13,9 @@ use wgsplat::train::TrainConfig;
 
 /// A fresh folder under the test target's temporary folder.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plan").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("plan")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -63,13 +65,25 @@ fn two_block_plan() -> PlanManifest {
         blocks: vec![
             block(
                 0,
-                Cell { u_max: Some(0.0), ..Cell::default() },
-                Cell { u_max: Some(1.0), ..Cell::default() },
+                Cell {
+                    u_max: Some(0.0),
+                    ..Cell::default()
+                },
+                Cell {
+                    u_max: Some(1.0),
+                    ..Cell::default()
+                },
             ),
             block(
                 1,
-                Cell { u_min: Some(0.0), ..Cell::default() },
-                Cell { u_min: Some(-1.0), ..Cell::default() },
+                Cell {
+                    u_min: Some(0.0),
+                    ..Cell::default()
+                },
+                Cell {
+                    u_min: Some(-1.0),
+                    ..Cell::default()
+                },
             ),
         ],
     }
@@ -134,7 +148,11 @@ fn expect_block_error(dir: &Path, plan: &PlanManifest, what: &str) {
     let text = err.to_string();
     assert!(text.contains("block 1"), "{text}");
     assert!(text.contains(what), "{text} (expected {what:?})");
-    assert!(!out.exists(), "the merge wrote {} despite: {text}", out.display());
+    assert!(
+        !out.exists(),
+        "the merge wrote {} despite: {text}",
+        out.display()
+    );
     assert!(!wgsplat::io::temp_path(&out).exists());
 }
 
@@ -183,7 +201,10 @@ fn plans_of_another_version_are_refused() {
     value["version"] = (PLAN_VERSION + 1).into();
     std::fs::write(&file, value.to_string()).unwrap();
     let err = PlanManifest::load(&file).unwrap_err().to_string();
-    assert!(err.contains(&format!("plan version {}", PLAN_VERSION + 1)), "{err}");
+    assert!(
+        err.contains(&format!("plan version {}", PLAN_VERSION + 1)),
+        "{err}"
+    );
     assert!(err.contains("partition the scene again"), "{err}");
     value.as_object_mut().unwrap().remove("version");
     std::fs::write(&file, value.to_string()).unwrap();

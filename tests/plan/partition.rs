@@ -5,7 +5,7 @@ use super::scenes::{rotate, survey, tilt_about_x};
 use wgsplat::plan::Cell;
 use wgsplat::plan::ground::fit_ground_frame;
 use wgsplat::plan::partition::{
-    Balance, GroundBox, Grid, PartitionSettings, expand, grid_cores, partition_blocks,
+    Balance, Grid, GroundBox, PartitionSettings, expand, grid_cores, partition_blocks,
 };
 
 const IDENTITY: [[f32; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
@@ -26,7 +26,8 @@ fn ground_frame_is_the_survey_plane_in_a_tilted_world() {
     let frame = fit_ground_frame(&cameras, &data.points.as_ref().unwrap().positions).unwrap();
     let up = rotate(world, [0.0, 0.0, 1.0]);
     let long_axis = rotate(world, [1.0, 0.0, 0.0]);
-    let dot = |a: [f64; 3], b: [f32; 3]| a.iter().zip(b).map(|(x, y)| x * f64::from(y)).sum::<f64>();
+    let dot =
+        |a: [f64; 3], b: [f32; 3]| a.iter().zip(b).map(|(x, y)| x * f64::from(y)).sum::<f64>();
     assert!(dot(frame.up, up) > 0.999, "up {:?} vs {up:?}", frame.up);
     assert!(dot(frame.u, long_axis).abs() > 0.99, "u {:?}", frame.u);
     // The origin lies on the ground (points at heights 0..0.1), not at the cameras' height 2.
@@ -44,7 +45,10 @@ fn every_view_and_every_point_lands_in_a_block_and_cores_tile_the_plane() {
     let blocks = partition_blocks(&data, &frame, grid, &settings(0.2, 0.25));
     assert_eq!(blocks.len(), 6);
     for (i, _) in data.train.iter().enumerate() {
-        assert!(blocks.iter().any(|b| b.views.contains(&i)), "view {i} in no block");
+        assert!(
+            blocks.iter().any(|b| b.views.contains(&i)),
+            "view {i} in no block"
+        );
     }
     // Every point (and any ground point, far outside the data too) lies in exactly one core.
     let mut rng = wgsplat::testing::TestRng::new(3);
@@ -59,11 +63,19 @@ fn every_view_and_every_point_lands_in_a_block_and_cores_tile_the_plane() {
     // The points each block counts are those in its bounds, which contain its core.
     let total_in_cores: usize = blocks
         .iter()
-        .map(|b| points.iter().filter(|&&p| b.core.contains(frame.ground(p))).count())
+        .map(|b| {
+            points
+                .iter()
+                .filter(|&&p| b.core.contains(frame.ground(p)))
+                .count()
+        })
         .sum();
     assert_eq!(total_in_cores, points.len());
     for b in &blocks {
-        let in_bounds = points.iter().filter(|&&p| b.bounds.contains(frame.ground(p))).count();
+        let in_bounds = points
+            .iter()
+            .filter(|&&p| b.bounds.contains(frame.ground(p)))
+            .count();
         assert_eq!(b.points, in_bounds as u64);
     }
 }
@@ -116,15 +128,25 @@ fn bounds_widen_the_core_by_the_margin_and_take_the_views_inside() {
     let frame = fit_ground_frame(&cameras, &[]).unwrap();
     let grid = Grid { rows: 2, cols: 1 };
     let tight = partition_blocks(&data, &frame, grid, &settings(0.0, 2.0));
-    assert_eq!(tight[0].views.len() + tight[1].views.len(), data.train.len());
+    assert_eq!(
+        tight[0].views.len() + tight[1].views.len(),
+        data.train.len()
+    );
     let wide = partition_blocks(&data, &frame, grid, &settings(0.3, 2.0));
     for b in 0..2 {
         for &i in &wide[b].views {
             let g = frame.ground(data.train[i].camera.position());
-            assert!(wide[b].bounds.contains(g), "view {i} of block {b} outside its bounds");
+            assert!(
+                wide[b].bounds.contains(g),
+                "view {i} of block {b} outside its bounds"
+            );
         }
         let inside = (0..data.train.len())
-            .filter(|&i| wide[b].bounds.contains(frame.ground(data.train[i].camera.position())))
+            .filter(|&i| {
+                wide[b]
+                    .bounds
+                    .contains(frame.ground(data.train[i].camera.position()))
+            })
             .count();
         assert_eq!(wide[b].views.len(), inside);
         assert!(wide[b].views.len() > tight[b].views.len());
@@ -158,7 +180,10 @@ fn a_view_from_outside_trains_a_block_it_sees() {
     let blocks = partition_blocks(&data, &frame, grid, &settings(0.0, 0.05));
     let home = blocks
         .iter()
-        .position(|b| b.core.contains(frame.ground(data.train[outside].camera.position())))
+        .position(|b| {
+            b.core
+                .contains(frame.ground(data.train[outside].camera.position()))
+        })
         .unwrap();
     let other = 1 - home;
     let seen = wgsplat::plan::partition::visible_fraction(

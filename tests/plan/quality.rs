@@ -64,7 +64,11 @@ fn straddles(plan: &PlanManifest, view: &View, points: &[[f32; 3]]) -> bool {
     let largest = plan
         .blocks
         .iter()
-        .map(|b| seen.iter().filter(|&&p| b.core.contains(plan.ground.ground(p))).count())
+        .map(|b| {
+            seen.iter()
+                .filter(|&&p| b.core.contains(plan.ground.ground(p)))
+                .count()
+        })
         .max()
         .unwrap_or(0);
     (largest as f64) < 0.8 * seen.len() as f64
@@ -141,7 +145,11 @@ fn four_merged_blocks_match_one_process_without_seams() {
         merged_all >= single_all,
         "merged {merged_all:.2} dB below one process's {single_all:.2} dB"
     );
-    assert!(!border.is_empty() && !rest.is_empty(), "{} border views", border.len());
+    assert!(
+        !border.is_empty() && !rest.is_empty(),
+        "{} border views",
+        border.len()
+    );
     let [merged_border, merged_rest, single_border, single_rest] = [
         (&merged, &border),
         (&merged, &rest),

@@ -25,9 +25,8 @@ pub fn down_camera(eye: [f32; 3], world: [[f32; 3]; 3], fov_deg: f32) -> Camera 
     // Camera axes in the unturned world: right +x, down -y (image y), forward -z.
     let axes = [[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]].map(|a| rotate(world, a));
     let eye = rotate(world, eye);
-    let translation = [0, 1, 2].map(|r| {
-        -(axes[r][0] * eye[0] + axes[r][1] * eye[1] + axes[r][2] * eye[2])
-    });
+    let translation =
+        [0, 1, 2].map(|r| -(axes[r][0] * eye[0] + axes[r][1] * eye[1] + axes[r][2] * eye[2]));
     let f = 0.5 * SIDE as f32 / (0.5 * fov_deg.to_radians()).tan();
     Camera {
         rotation: axes,

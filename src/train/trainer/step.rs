@@ -181,10 +181,9 @@ impl Trainer {
                 && it.is_multiple_of(c.densify_every)
                 && it < c.densify_until.max(c.mcmc_refine_until);
             if let Some(inside) = self.keep_inside.clone().filter(|_| refinement) {
-                self.last_refinement.out_of_bounds =
-                    self.with_step(|_, ctx, state, step| {
-                        crate::train::bounds::prune_outside(ctx, state, step, &inside)
-                    })?;
+                self.last_refinement.out_of_bounds = self.with_step(|_, ctx, state, step| {
+                    crate::train::bounds::prune_outside(ctx, state, step, &inside)
+                })?;
             }
         }
         Ok(())
