@@ -121,7 +121,6 @@ fn print_blocks(plan: &PlanManifest) {
 
 /// Runs `wgsplat partition`.
 pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
-    let engine_options = args.engines.options()?;
     let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
@@ -161,6 +160,7 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the plan folder {}", args.out.display()))?;
     plan.save(&args.out)?;
+    let engine_options = args.engines.options()?;
     wgsplat::plan::write_engine_files(&args.out, &plan, &engine_options)?;
     println!(
         "{} blocks ({} grid) over {} training views and {} sparse points",
@@ -170,17 +170,12 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
         dataset.points.as_ref().map_or(0, |p| p.len())
     );
     print_blocks(&plan);
+    let out = args.out.display();
     println!(
-        "wrote {}; train a block with `wgsplat train --plan {} --block K`, all of them here with \
-         `wgsplat run-plan {}`",
+        "wrote {}, the Slurm scripts in {out}/slurm/ (submit with {out}/slurm/submit.sh) and the \
+         Kubernetes jobs in {out}/k8s/; train a block with `wgsplat train --plan {out} --block K`, \
+         or all of them here with `wgsplat run-plan {out}`",
         args.out.join(wgsplat::plan::manifest::PLAN_FILE).display(),
-        args.out.display(),
-        args.out.display()
-    );
-    println!(
-        "on a cluster: {} (Slurm), or kubectl apply -f {} (Kubernetes)",
-        args.out.join("slurm").join("submit.sh").display(),
-        args.out.join("k8s").join("train-job.yaml").display()
     );
     Ok(())
 }

@@ -1,10 +1,12 @@
 //! The ground frame of a capture: the plane the partition is drawn on, found from the camera
 //! centres and the cameras' up direction.
 //!
-//! - Up: the cameras' mean up vector (OpenCV cameras look along +z with y down, so a camera's up
-//!   in the world is minus the second row of its world-to-camera rotation). When the centres lie
-//!   close to a plane (a drone survey, a walk at eye height), the plane's normal replaces it if the
-//!   two agree within 30°: it is the better estimate of the ground's tilt.
+//! - Up: when the camera centres lie close to a plane (a drone survey at one height, an orbit's
+//!   cap), its normal, oriented by the cameras; otherwise the cameras' mean of image-up plus
+//!   backward direction (OpenCV cameras look along +z with y down: a camera's image up in the
+//!   world is minus the second row of its world-to-camera rotation, its backward direction minus
+//!   the third), which is near the world's up for upright cameras looking from level to straight
+//!   down. The plane's normal must agree with that hint within 60°.
 //! - Axes on the plane: the principal directions of the centres projected onto it (`u` the
 //!   longest), so quantile splits along `u` then `v` follow the capture's own layout.
 //! - Origin: the mean centre, lowered along up to the median height of the sparse points (the
@@ -66,16 +68,14 @@ fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [V3; 3]) {
         let t = if theta == 0.0 { 1.0 } else { t };
         let c = 1.0 / (t * t + 1.0).sqrt();
         let s = t * c;
-        for k in 0..3 {
-            let (akp, akq) = (a[k][p], a[k][q]);
-            a[k][p] = c * akp - s * akq;
-            a[k][q] = s * akp + c * akq;
+        for row in &mut a {
+            let (akp, akq) = (row[p], row[q]);
+            row[p] = c * akp - s * akq;
+            row[q] = s * akp + c * akq;
         }
-        for k in 0..3 {
-            let (apk, aqk) = (a[p][k], a[q][k]);
-            a[p][k] = c * apk - s * aqk;
-            a[q][k] = s * apk + c * aqk;
-        }
+        let (row_p, row_q) = (a[p], a[q]);
+        a[p] = std::array::from_fn(|k| c * row_p[k] - s * row_q[k]);
+        a[q] = std::array::from_fn(|k| s * row_p[k] + c * row_q[k]);
         for row in &mut v {
             let (vp, vq) = (row[p], row[q]);
             row[p] = c * vp - s * vq;
@@ -122,22 +122,30 @@ pub fn fit_ground_frame(cameras: &[&Camera], points: &[[f32; 3]]) -> Result<Grou
             [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2]]
         })
         .map(|x| x / n);
-    let up_sum = cameras
+    // A hint of up that holds for upright cameras looking anywhere from level to straight down:
+    // their image up plus their backward direction (a nadir camera's image up is level, a
+    // level camera's backward direction is).
+    let hint_sum = cameras
         .iter()
         .fold([0.0; 3], |acc, c| {
             let u = camera_up(c);
-            [acc[0] + u[0], acc[1] + u[1], acc[2] + u[2]]
+            let back = scale(widen(c.rotation[2]), -1.0);
+            [0, 1, 2].map(|k| acc[k] + u[k] + back[k])
         })
         .map(|x| x / n);
-    let mut up = normalize(up_sum).ok_or_else(|| {
+    let hint = normalize(hint_sum).ok_or_else(|| {
         fail("the cameras' up directions cancel out; give a capture whose images are upright")
     })?;
     let (values, vectors) = symmetric_eigen(covariance(&centres, mean));
-    // A clearly planar layout (smallest spread well below the next) whose normal agrees with the
-    // cameras' up within 30° gives the ground's tilt.
-    if values[0] < 0.25 * values[1] && dot(vectors[0], up).abs() > 30f64.to_radians().cos() {
-        up = scale(vectors[0], dot(vectors[0], up).signum());
-    }
+    // Centres clearly on a plane (a survey at one height, an orbit's cap) whose normal is
+    // within 60° of the hint: the plane's normal is up. Otherwise the hint is.
+    let normal = vectors[0];
+    let planar = values[0] < 0.25 * values[1];
+    let up = if planar && dot(normal, hint).abs() > 60f64.to_radians().cos() {
+        scale(normal, dot(normal, hint).signum())
+    } else {
+        hint
+    };
     // The principal direction of the centres on the plane: the largest eigenvector of the
     // covariance projected onto it (falling back to any direction on the plane).
     let projected: Vec<V3> = centres

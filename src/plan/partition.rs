@@ -115,10 +115,8 @@ impl GroundBox {
             max: [f64::NEG_INFINITY; 2],
         };
         for g in coords {
-            for k in 0..2 {
-                b.min[k] = b.min[k].min(g[k]);
-                b.max[k] = b.max[k].max(g[k]);
-            }
+            b.min = [b.min[0].min(g[0]), b.min[1].min(g[1])];
+            b.max = [b.max[0].max(g[0]), b.max[1].max(g[1])];
         }
         if b.min[0] > b.max[0] {
             b = GroundBox {

@@ -179,10 +179,13 @@ fn partition_run_plan_and_merge_from_the_command_line() {
         "--no-lpips",
         "--sh-degree",
         "0",
+        "--memory-budget",
+        "64MiB",
     ]);
     assert!(ok, "{text}");
     assert!(text.contains("2 blocks (2x1 grid)"), "{text}");
     assert!(text.contains("est. peak"), "{text}");
+    assert!(plan.join("slurm/submit.sh").is_file() && plan.join("k8s/train-job.yaml").is_file());
     let manifest = PlanManifest::load(&plan).unwrap();
     assert_eq!(manifest.config.iterations, 20);
     assert_eq!(
@@ -205,6 +208,18 @@ fn partition_run_plan_and_merge_from_the_command_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(block_dir(&plan, 1).join(DONE_FILE).is_file());
+    // The block's process stayed within the memory partition planned for it, inside the budget.
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(block_dir(&plan, 1).join("metrics.json")).unwrap(),
+    )
+    .unwrap();
+    let peak = metrics["peak_gpu_total_bytes"].as_u64().unwrap();
+    let planned = manifest.blocks[1].estimated_peak_bytes;
+    assert!(
+        peak <= planned && planned <= 64 << 20,
+        "peak {peak}, planned {planned}"
+    );
+    assert!(manifest.blocks[1].max_gaussians > 0);
     assert!(!block_dir(&plan, 0).exists());
 
     let (ok, text) = wgsplat(&["run-plan", p]);

@@ -4,4 +4,5 @@
 mod blocks;
 mod merge;
 mod partition;
+mod quality;
 mod scenes;

@@ -132,7 +132,7 @@ pub fn cameras(options: &TownOptions) -> Vec<Camera> {
             let s = (i as f32 + 0.5) * path / count as f32;
             let row = ((s / side) as usize).min(rows - 1);
             let along = s - row as f32 * side;
-            let forward = if row % 2 == 0 { 1.0 } else { -1.0 };
+            let forward = if row.is_multiple_of(2) { 1.0 } else { -1.0 };
             let along = if forward > 0.0 {
                 along - half
             } else {
