@@ -192,4 +192,14 @@ pub enum Error {
         /// The value seen.
         value: f32,
     },
+    /// A block of a scale-out plan is missing, unfinished or damaged.
+    #[error("block {block} of the plan ({}): {message}", path.display())]
+    PlanBlock {
+        /// The block's index.
+        block: usize,
+        /// The block's folder (or file at fault).
+        path: std::path::PathBuf,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
 }

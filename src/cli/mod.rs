@@ -3,6 +3,7 @@
 mod bench;
 mod builtin;
 mod convert;
+mod plan;
 mod render;
 mod train;
 
@@ -31,6 +32,13 @@ enum Command {
     },
     /// Train Gaussians on a dataset (or, with no DATA, on the built-in scene).
     Train(Box<train::TrainArgs>),
+    /// Split a large scene into blocks on its ground plane (PLAN/plan.json), to train them as
+    /// independent jobs (`train --plan`) and merge them (`merge`).
+    Partition(Box<plan::PartitionArgs>),
+    /// Merge a plan's trained blocks into one model (each block keeps its core cell).
+    Merge(plan::MergeArgs),
+    /// Train every block of a plan here, one after another, then merge them to PLAN/merged.ply.
+    RunPlan(plan::RunPlanArgs),
     /// Render a PLY from a dataset's cameras into PNG files.
     Render(render::RenderArgs),
     /// PSNR, SSIM and LPIPS of a model on a dataset's test views (--json for JSON alone on
@@ -82,6 +90,11 @@ pub fn run() -> ExitCode {
         Command::Builtin(args) => builtin::write_builtin(args),
         Command::Bench(command) => bench::run(command, cli.portable),
         Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
+        Command::Partition(args) => {
+            with_leak_check(cli.portable, |ctx| plan::partition(ctx, *args))
+        }
+        Command::Merge(args) => plan::merge(args),
+        Command::RunPlan(args) => with_leak_check(cli.portable, |ctx| plan::run_plan(ctx, args)),
         Command::Render(args) => with_leak_check(cli.portable, |ctx| render::render_ply(ctx, args)),
         Command::Eval(args) => with_leak_check(cli.portable, |ctx| render::eval_ply(ctx, args)),
         Command::View { args } => return view(cli.portable, args),

@@ -38,6 +38,14 @@ pub struct TrainArgs {
     /// --iterations; continue later with --resume.
     #[arg(long)]
     stop_at: Option<u64>,
+    /// Train one block of a plan written by `wgsplat partition` (PLAN/plan.json or the PLAN
+    /// folder): its views, points and settings all come from the plan; the outputs go to
+    /// PLAN/blocks/K/. A block already done is left as it is; one with a checkpoint resumes.
+    #[arg(long, value_name = "PLAN", conflicts_with = "data")]
+    plan: Option<PathBuf>,
+    /// The block to train with --plan (default: SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX).
+    #[arg(long, requires = "plan")]
+    block: Option<usize>,
     /// Also write the final model in these formats beside point_cloud.ply (comma-separated:
     /// splat, spz, compressed-ply, sog), e.g. --export spz,sog.
     #[arg(long, value_delimiter = ',', value_name = "FORMAT")]
@@ -50,6 +58,79 @@ fn print_line(bar: &ProgressBar, interactive: bool, line: String) {
         bar.println(line);
     } else {
         println!("{line}");
+    }
+}
+
+/// `train`'s progress display: a bar on a terminal, a line every 5 s otherwise, and the
+/// evaluations and log lines above it. `run-plan` shows every block's training the same way.
+pub(crate) struct TrainProgress {
+    /// The bar (hidden when stdout is not a terminal).
+    pub(crate) bar: ProgressBar,
+    interactive: bool,
+    iterations: u64,
+    last_line: Instant,
+}
+
+impl TrainProgress {
+    /// A display for a run of `iterations`, starting at `start`.
+    pub(crate) fn new(iterations: u64, start: u64) -> Self {
+        let interactive = std::io::stdout().is_terminal();
+        let bar = if interactive {
+            ProgressBar::new(iterations)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_position(start);
+        TrainProgress {
+            bar,
+            interactive,
+            iterations,
+            last_line: Instant::now(),
+        }
+    }
+
+    /// Shows one training event.
+    pub(crate) fn event(&mut self, event: TrainEvent) {
+        let (bar, interactive) = (&self.bar, self.interactive);
+        match event {
+            TrainEvent::Progress {
+                iteration,
+                loss,
+                train_psnr,
+                gaussians,
+                iterations_per_second,
+                gpu_bytes,
+            } => {
+                let msg = format!(
+                    "loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}",
+                    format_bytes(gpu_bytes)
+                );
+                bar.set_position(iteration);
+                bar.set_message(msg.clone());
+                if !interactive
+                    && (self.last_line.elapsed().as_secs_f64() > 5.0
+                        || iteration == self.iterations)
+                {
+                    println!(
+                        "it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}",
+                        self.iterations
+                    );
+                    self.last_line = Instant::now();
+                }
+            }
+            // A hidden bar (output not a terminal) prints nothing, so lines go to stdout directly.
+            TrainEvent::Evaluated { iteration, scores } => print_line(
+                bar,
+                interactive,
+                format!("it {iteration}: {}", scores.summary()),
+            ),
+            TrainEvent::Log { message } => print_line(bar, interactive, message),
+            _ => {}
+        }
     }
 }
 
@@ -150,6 +231,9 @@ fn apply_budget(
 
 /// Runs `wgsplat train`.
 pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
+    if let Some(plan) = args.plan.as_deref() {
+        return super::plan::train_planned_block(ctx, plan, args.block, args.stop_at);
+    }
     let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
@@ -178,52 +262,9 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let start_iteration = trainer.iteration();
-    let interactive = std::io::stdout().is_terminal();
-    let bar = if interactive {
-        ProgressBar::new(config.iterations)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_position(trainer.iteration());
-    let mut last_line = Instant::now();
-    let mut sink = |event: TrainEvent| match event {
-        TrainEvent::Progress {
-            iteration,
-            loss,
-            train_psnr,
-            gaussians,
-            iterations_per_second,
-            gpu_bytes,
-        } => {
-            let msg = format!(
-                "loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}",
-                format_bytes(gpu_bytes)
-            );
-            bar.set_position(iteration);
-            bar.set_message(msg.clone());
-            if !interactive
-                && (last_line.elapsed().as_secs_f64() > 5.0 || iteration == config.iterations)
-            {
-                println!(
-                    "it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}",
-                    config.iterations
-                );
-                last_line = Instant::now();
-            }
-        }
-        // A hidden bar (output not a terminal) prints nothing, so lines go to stdout directly.
-        TrainEvent::Evaluated { iteration, scores } => print_line(
-            &bar,
-            interactive,
-            format!("it {iteration}: {}", scores.summary()),
-        ),
-        TrainEvent::Log { message } => print_line(&bar, interactive, message),
-        _ => {}
-    };
+    let mut progress = TrainProgress::new(config.iterations, trainer.iteration());
+    let bar = progress.bar.clone();
+    let mut sink = |event: TrainEvent| progress.event(event);
     let save_every = config.save_every;
     let last = args
         .stop_at

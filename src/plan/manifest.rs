@@ -100,10 +100,28 @@ pub struct BlockPlan {
     pub bounds: Cell,
     /// The training views' image names.
     pub views: Vec<String>,
+    /// The test views scored in the block's own metrics (the same rule as the training views).
+    pub test_views: Vec<String>,
     /// Sparse points inside `bounds`.
     pub points: u64,
-    /// Estimated peak GPU memory of training the block (bytes), from the memory plan.
+    /// The block's cap on Gaussians (0: none), from `--memory-budget` or `--max-gaussians`.
+    pub max_gaussians: u64,
+    /// Estimated peak GPU memory of training the block (bytes), from the memory plan: at
+    /// `max_gaussians` when capped, otherwise at [`super::create::DENSIFY_HEADROOM`] × `points`.
     pub estimated_peak_bytes: u64,
+}
+
+/// How the partition was drawn (recorded so a plan can be read back and drawn again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartitionRecord {
+    /// The grid of blocks.
+    pub grid: super::partition::Grid,
+    /// Margin, visibility threshold and balance.
+    pub settings: super::partition::PartitionSettings,
+    /// `--max-views-per-block`, when given.
+    pub max_views_per_block: Option<usize>,
+    /// `--memory-budget` in bytes, when given.
+    pub memory_budget_bytes: Option<u64>,
 }
 
 /// `PLAN/plan.json`.
@@ -115,6 +133,8 @@ pub struct PlanManifest {
     pub data: PlanData,
     /// The training configuration every block uses.
     pub config: TrainConfig,
+    /// How the partition was drawn.
+    pub partition: PartitionRecord,
     /// The ground frame the cells are drawn in.
     pub ground: GroundFrame,
     /// The blocks, in index order.

@@ -1,6 +1,7 @@
 //! Layer 4, training: configuration, the trainer, 3DGS densification, initialisation and the
 //! message stream the front ends consume.
 
+pub mod bounds;
 pub mod budget;
 pub mod config;
 pub mod densify;

@@ -47,6 +47,9 @@ pub struct RefinementReport {
     pub relocated: u64,
     /// Gaussians added (MCMC).
     pub grown: u64,
+    /// Gaussians dropped because their centre left the trainer's region (see
+    /// [`super::Trainer::keep_inside`]).
+    pub out_of_bounds: u64,
 }
 
 /// Hooks a training strategy adds to the iteration. The recording hooks add work to the

@@ -55,6 +55,8 @@ pub struct Trainer {
     pub(crate) due_evaluation: Option<Evaluation>,
     /// The LPIPS network, uploaded at the first evaluation that scores LPIPS.
     pub(crate) lpips: std::cell::OnceCell<Lpips>,
+    /// The region the Gaussians are kept in (see [`Trainer::keep_inside`]).
+    keep_inside: Option<super::bounds::KeepInside>,
 }
 
 /// The training loss of one iteration, read back a few iterations later (see [`Trainer::step`]).
@@ -135,7 +137,15 @@ impl Trainer {
             profile: None,
             due_evaluation: None,
             lpips: std::cell::OnceCell::new(),
+            keep_inside: None,
         })
+    }
+
+    /// Keeps the model inside a region: after every refinement that changes the Gaussian set,
+    /// the Gaussians whose centre `inside` rejects are dropped (a scale-out block keeps to its
+    /// bounds). Deterministic, so a resumed run drops exactly what the uninterrupted one does.
+    pub fn keep_inside(&mut self, inside: super::bounds::KeepInside) {
+        self.keep_inside = Some(inside);
     }
 
     /// The current parameters.

@@ -1,0 +1,47 @@
+//! Keeping a model inside a region while it trains (the scale-out blocks: a block spends no
+//! memory on the rest of the world). After every refinement that changed the Gaussian set, the
+//! means are read back and the Gaussians whose centre left the region are dropped, with their
+//! optimizer state, through [`super::densify::apply_row_changes`].
+
+use super::state::ModelState;
+use super::strategy::StepInfo;
+use crate::error::Result;
+use crate::gpu::{GpuContext, MemoryCategory};
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// Whether a world point lies in the region a trainer keeps its Gaussians in.
+pub type KeepInside = Arc<dyn Fn([f32; 3]) -> bool + Send + Sync>;
+
+/// Drops the Gaussians whose centre `inside` rejects; returns how many were dropped. A model
+/// entirely inside is left untouched (no row changes, so an unbounded run is unchanged).
+pub(crate) fn prune_outside(
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo,
+    inside: &KeepInside,
+) -> Result<u64> {
+    let means = state.params.means.read::<f32>(ctx)?;
+    let keep: Vec<u32> = means
+        .chunks_exact(3)
+        .enumerate()
+        .filter(|(_, m)| inside([m[0], m[1], m[2]]))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let dropped = state.len() - keep.len() as u64;
+    if dropped == 0 {
+        return Ok(0);
+    }
+    let mut enc = ctx.encoder("bounds: keep list");
+    let kept = Tensor::from_slice(
+        &mut enc,
+        &keep,
+        &[keep.len()],
+        MemoryCategory::FrameScratch,
+        "bounds/keep",
+    )?;
+    ctx.submit(enc)?;
+    let none = kept.prefix(0)?;
+    super::densify::apply_row_changes(ctx, state, step, &kept, &none, &none)?;
+    Ok(dropped)
+}
