@@ -49,6 +49,8 @@ enum Command {
         /// Input format (default: INPUT's extension).
         #[arg(long)]
         input_format: Option<String>,
+        #[command(flatten)]
+        spz: convert::SpzArgs,
     },
     /// Benchmarks; each prints a table and writes JSON under target/bench/.
     #[command(subcommand)]
@@ -85,7 +87,14 @@ pub fn run() -> ExitCode {
             output,
             format,
             input_format,
-        } => convert::convert(&input, &output, format.as_deref(), input_format.as_deref()),
+            spz,
+        } => convert::convert(
+            &input,
+            &output,
+            format.as_deref(),
+            input_format.as_deref(),
+            &spz,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! and SOG in [`sog`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! SOG in [`sog`], SPZ versions and hostile SPZ files in [`spz`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
@@ -10,6 +10,7 @@ mod lens;
 mod ply;
 mod real_captures;
 mod sog;
+mod spz;
 
 use std::path::PathBuf;
 
