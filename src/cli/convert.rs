@@ -11,24 +11,25 @@ use wgsplat::io::formats::{ModelFormat, read_model_with_progress, write_model_wi
 use wgsplat::io::progress::Progress;
 use wgsplat::io::spz::{self, SpzAxes, SpzOptions};
 
-/// SPZ's options of `wgsplat convert`.
+/// SPZ's options of `wgsplat convert` (and of `wgsplat train --export spz`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct SpzArgs {
     /// SPZ version to write: 3 (gzip; every SPZ reader takes it) or 4 (zstd streams, the
     /// reference library's current version and splat-transform's default). Any of 2 to 4 is
     /// read.
-    #[arg(long, default_value_t = spz::WRITE_VERSION, value_name = "3|4")]
+    #[arg(long, default_value_t = spz::WRITE_VERSION, value_name = "3|4",
+          value_parser = clap::value_parser!(u32).range(3..=4))]
     spz_version: u32,
     /// Axes of the SPZ written or read: rub (the SPZ spec: right-up-back, converted from and to
     /// PLY's right-down-front) or ply (no conversion, for tools such as splat-transform 3.x that
     /// store PLY axes unchanged).
-    #[arg(long, default_value = "rub", value_name = "rub|ply")]
+    #[arg(long, default_value = "rub", value_parser = ["rub", "ply"])]
     spz_axes: String,
 }
 
 impl SpzArgs {
     /// The options these arguments give, checked.
-    fn options(&self) -> anyhow::Result<SpzOptions> {
+    pub(crate) fn options(&self) -> anyhow::Result<SpzOptions> {
         let options = SpzOptions {
             version: self.spz_version,
             axes: SpzAxes::from_name(&self.spz_axes)?,
@@ -55,7 +56,7 @@ fn read(
 }
 
 /// Writes `model` to `output` in `format`, SPZ with `options`; returns what was dropped.
-fn write(
+pub(crate) fn write(
     output: &Path,
     format: ModelFormat,
     model: &PlyModel,

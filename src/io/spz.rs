@@ -151,7 +151,8 @@ impl Header {
     /// Parses and checks the shared fields (the first 15 bytes of `bytes`) for a file of
     /// `versions`.
     fn parse(path: &Path, bytes: &[u8], versions: std::ops::RangeInclusive<u32>) -> Result<Self> {
-        let word = |k: usize| u32::from_le_bytes([bytes[k], bytes[k + 1], bytes[k + 2], bytes[k + 3]]);
+        let word =
+            |k: usize| u32::from_le_bytes([bytes[k], bytes[k + 1], bytes[k + 2], bytes[k + 3]]);
         if word(0) != MAGIC {
             return Err(format_error(
                 path,

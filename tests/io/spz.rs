@@ -42,7 +42,12 @@ fn rerun_with_memory_cap(name: &str) -> bool {
         .arg(format!("--data={CHILD_MEMORY_LIMIT}"))
         .arg("--")
         .arg(&exe)
-        .args([&format!("spz::{name}"), "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &format!("spz::{name}"),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, "1")
         .output()
         .unwrap();
@@ -95,7 +100,14 @@ fn spz_version_4_round_trip_within_its_quantisation() {
     let empty = random_model(0, 0, 1);
     let path = dir.0.join("empty.spz");
     write_with(&path, &empty, 4, SpzAxes::Rub);
-    assert_eq!(read_model(&path, ModelFormat::Spz).unwrap().gaussians.means.len(), 0);
+    assert_eq!(
+        read_model(&path, ModelFormat::Spz)
+            .unwrap()
+            .gaussians
+            .means
+            .len(),
+        0
+    );
 }
 
 #[test]
@@ -199,7 +211,9 @@ fn spz_version_2_bytes(model: &PlyModel) -> (Vec<u8>, Vec<[f32; 4]>) {
         let bytes = rub.map(|v| to_byte((sign * v / norm) * 127.5 + 127.5));
         data.extend(bytes);
         let xyz = bytes.map(|b| f32::from(b) / 127.5 - 1.0);
-        let w = (1.0 - xyz.iter().map(|v| v * v).sum::<f32>()).max(0.0).sqrt();
+        let w = (1.0 - xyz.iter().map(|v| v * v).sum::<f32>())
+            .max(0.0)
+            .sqrt();
         decoded.push([w, xyz[0], -xyz[1], -xyz[2]]);
     }
     // Band 1 (the only one here): coefficients y, z, x of RDF become -y, -z, x in RUB.
@@ -247,7 +261,11 @@ fn splat_transform_default_spz_version_4_is_read() {
     let theirs = dir.0.join("theirs.spz");
     run(&tool, &[&ply, &theirs]);
     let bytes = std::fs::read(&theirs).unwrap();
-    assert_eq!(&bytes[..4], b"NGSP", "splat-transform's default is version 4");
+    assert_eq!(
+        &bytes[..4],
+        b"NGSP",
+        "splat-transform's default is version 4"
+    );
     assert_eq!(u32::from_le_bytes(bytes[4..8].try_into().unwrap()), 4);
     let read = read_model(&theirs, ModelFormat::Spz).unwrap();
     assert_within(
@@ -273,6 +291,7 @@ fn splat_transform_reads_our_spz_version_4() {
     };
     let ours = dir.0.join("ours.spz");
     write_with(&ours, &model, 4, SpzAxes::Rub);
+    assert_eq!(&std::fs::read(&ours).unwrap()[..8], b"NGSP\x04\0\0\0");
     let back = dir.0.join("from_ours.ply");
     run_with(&tool, &[&ours, &back], &[]);
     assert_within(
@@ -289,7 +308,10 @@ fn seed_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     for version in [3, 4] {
         let path = dir.join(format!("seed{version}.spz"));
         write_with(&path, &model, version, SpzAxes::Rub);
-        seeds.push((format!("v{version}"), std::fs::read(&path).unwrap()));
+        let bytes = std::fs::read(&path).unwrap();
+        // Version 3 is gzip; version 4 starts with its plain header.
+        assert_eq!(bytes.starts_with(b"NGSP\x04"), version == 4);
+        seeds.push((format!("v{version}"), bytes));
     }
     seeds
 }
@@ -314,7 +336,15 @@ fn mutate(seed: &[u8], rng: &mut TestRng) -> Vec<u8> {
         _ => {
             // An extreme little-endian word at a field boundary of the first 64 bytes.
             let at = 4 * pick(rng, 16);
-            let values = [0u64, 1, 0xff, u64::from(u32::MAX), u64::MAX, 1 << 31, 1 << 40];
+            let values = [
+                0u64,
+                1,
+                0xff,
+                u64::from(u32::MAX),
+                u64::MAX,
+                1 << 31,
+                1 << 40,
+            ];
             let value = values[pick(rng, values.len())];
             let width = if rng.next_u32() % 2 == 0 { 4 } else { 8 };
             let end = (at + width).min(bytes.len());
@@ -352,7 +382,11 @@ fn spz_reader_survives_mutated_files() {
             Ok(Ok(model)) => {
                 models += 1;
                 let n = model.gaussians.means.len();
-                assert!(n <= 24 * 1024, "case {case} ({name}): {n} Gaussians from {} bytes", bytes.len());
+                assert!(
+                    n <= 24 * 1024,
+                    "case {case} ({name}): {n} Gaussians from {} bytes",
+                    bytes.len()
+                );
             }
             Ok(Err(e)) => {
                 errors += 1;
@@ -459,7 +493,11 @@ fn spz_zstd_bomb_is_refused_quickly() {
         .into_iter()
         .map(|blocks| zstd_rle_frame(blocks, 17))
         .collect();
-    refused_quickly(&path, &spz4_file(1000, &frames), "decompresses to more than");
+    refused_quickly(
+        &path,
+        &spz4_file(1000, &frames),
+        "decompresses to more than",
+    );
     // A frame declaring a 2 GiB window for a 9,000-byte stream.
     let mut frames = frames;
     frames[0] = zstd_rle_frame(1, 31);

@@ -16,7 +16,15 @@ const HEADER_BYTES: usize = 16;
 /// inflates to more than about 1032 times its size.
 const MAX_DEFLATE_RATIO: u64 = 1032;
 
+/// The error for a failed inflate: a corrupt stream, or (not the file's fault) memory refused.
 fn corrupt(path: &Path, e: &std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::OutOfMemory {
+        return Error::Io {
+            path: path.display().to_string(),
+            action: "reserve memory to inflate".into(),
+            message: format!("{e}; free memory or use a smaller model"),
+        };
+    }
     format_error(
         path,
         format!("not a gzip stream, or a corrupt or truncated one ({e})"),
@@ -38,11 +46,7 @@ fn read_up_to(path: &Path, reader: &mut impl Read, buf: &mut [u8]) -> Result<usi
 }
 
 /// Reads a version 2 or 3 file whose `file_size` bytes `compressed` yields from its start.
-pub(super) fn read(
-    path: &Path,
-    compressed: impl Read,
-    file_size: u64,
-) -> Result<(Header, Arrays)> {
+pub(super) fn read(path: &Path, compressed: impl Read, file_size: u64) -> Result<(Header, Arrays)> {
     let mut decoder = flate2::read::GzDecoder::new(compressed);
     let mut head = [0u8; HEADER_BYTES];
     let got = read_up_to(path, &mut decoder, &mut head)?;

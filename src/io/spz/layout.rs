@@ -96,9 +96,9 @@ pub(super) fn pack(
     let flips = Flips::of(axes);
     let mut out = Arrays::default();
     for (array, per_point) in out.arrays.iter_mut().zip([9, 1, 3, 3, 4, dim * 3]) {
-        let bytes = n.checked_mul(per_point).ok_or_else(|| {
-            format_error(path, format!("{n} Gaussians do not fit in memory"))
-        })?;
+        let bytes = n
+            .checked_mul(per_point)
+            .ok_or_else(|| format_error(path, format!("{n} Gaussians do not fit in memory")))?;
         try_reserve(path, array, bytes, "the SPZ arrays being written")?;
     }
     let [positions, alphas, colors, scales, rotations, sh_bytes] = &mut out.arrays;
@@ -234,7 +234,9 @@ pub(super) fn unpack(
         )
     };
     g.means.try_reserve_exact(n).map_err(|_| model_error())?;
-    g.log_scales.try_reserve_exact(n).map_err(|_| model_error())?;
+    g.log_scales
+        .try_reserve_exact(n)
+        .map_err(|_| model_error())?;
     g.quats.try_reserve_exact(n).map_err(|_| model_error())?;
     g.opacity_logits
         .try_reserve_exact(n)

@@ -48,7 +48,9 @@ pub(super) fn read(path: &Path, file: impl Read, file_size: u64) -> Result<(Head
     let header = Header::parse(path, &bytes[..16], 4..=4)?;
     let (streams, toc_offset) = (
         u64::from(bytes[15]),
-        u64::from(u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]])),
+        u64::from(u32::from_le_bytes([
+            bytes[16], bytes[17], bytes[18], bytes[19],
+        ])),
     );
     let count = u64::from(header.count);
     if count * MIN_BYTES_PER_POINT > len * MAX_RATIO {
@@ -139,10 +141,7 @@ fn inflate(path: &Path, mut source: &[u8], expected: u64, name: &str) -> Result<
     try_reserve(path, &mut out, bytes, &what)?;
     let window = expected.saturating_mul(2).max(MIN_WINDOW);
     let corrupt = |e: &dyn std::fmt::Display| {
-        format_error(
-            path,
-            format!("the zstd stream of {name} is corrupt ({e})"),
-        )
+        format_error(path, format!("the zstd stream of {name} is corrupt ({e})"))
     };
     while !source.is_empty() {
         let mut decoder =
@@ -196,8 +195,10 @@ pub(super) fn write(
     progress.begin("writing SPZ", total as u64);
     let mut frames = Vec::new();
     for array in arrays.arrays.iter().filter(|a| !a.is_empty()) {
-        let frame =
-            ruzstd::encoding::compress_to_vec(&array[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let frame = ruzstd::encoding::compress_to_vec(
+            &array[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         progress.advance(array.len() as u64);
         frames.push((frame, array.len() as u64));
     }
@@ -219,8 +220,7 @@ pub(super) fn write(
     }
     write_atomically(path, |w| {
         for part in std::iter::once(&head).chain(frames.iter().map(|(f, _)| f)) {
-            w.write_all(part)
-                .map_err(|e| io_error(path, "write", e))?;
+            w.write_all(part).map_err(|e| io_error(path, "write", e))?;
         }
         Ok(())
     })
