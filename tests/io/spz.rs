@@ -346,7 +346,11 @@ fn mutate(seed: &[u8], rng: &mut TestRng) -> Vec<u8> {
                 1 << 40,
             ];
             let value = values[pick(rng, values.len())];
-            let width = if rng.next_u32() % 2 == 0 { 4 } else { 8 };
+            let width = if rng.next_u32().is_multiple_of(2) {
+                4
+            } else {
+                8
+            };
             let end = (at + width).min(bytes.len());
             if at < end {
                 let len = end - at;

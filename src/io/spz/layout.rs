@@ -106,8 +106,8 @@ pub(super) fn pack(
     let limit = (1 << 23) - 1;
     let mut clipped = 0usize;
     for mean in &g.means {
-        for k in 0..3 {
-            let fixed = (flips.position[k] * mean[k] * scale).round();
+        for (v, flip) in mean.iter().zip(flips.position) {
+            let fixed = (flip * v * scale).round();
             if fixed.abs() > limit as f32 {
                 clipped += 1;
             }
