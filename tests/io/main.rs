@@ -1,7 +1,7 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! SOG in [`sog`], SPZ versions and hostile SPZ files in [`spz`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
@@ -11,6 +11,7 @@ mod ply;
 mod real_captures;
 mod sog;
 mod spz;
+mod spz_hostile;
 
 use std::path::PathBuf;
 
