@@ -252,3 +252,65 @@ fn splat_transform_reads_our_spz_version_4() {
         &SPZ_BOUNDS,
     );
 }
+
+/// The streams of a version 4 file (header checked by the reader elsewhere), inflated.
+fn spz4_streams(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let streams = usize::from(bytes[15]);
+    let mut offset = 32 + 16 * streams;
+    let mut out = Vec::new();
+    for i in 0..streams {
+        let entry = 32 + 16 * i;
+        let compressed = u64::from_le_bytes(bytes[entry..entry + 8].try_into().unwrap()) as usize;
+        let mut decoder =
+            ruzstd::decoding::StreamingDecoder::new(&bytes[offset..offset + compressed]).unwrap();
+        let mut stream = Vec::new();
+        std::io::Read::read_to_end(&mut decoder, &mut stream).unwrap();
+        out.push(stream);
+        offset += compressed;
+    }
+    out
+}
+
+#[test]
+fn spz_version_4_of_sh_degree_4_is_read_without_band_4() {
+    // A degree-3 file written by wgsplat, rewritten as degree 4 with band 4 (9 coefficients per
+    // point) filled with noise: the reader keeps bands 0 to 3 and drops band 4.
+    let dir = TempDir::new("spz4-degree4");
+    let model = random_model(100, 3, 17);
+    let path = dir.0.join("d3.spz");
+    write_with(&path, &model, 4, SpzAxes::Rub);
+    let bytes = std::fs::read(&path).unwrap();
+    let mut streams = spz4_streams(&bytes);
+    let sh: Vec<u8> = streams[5]
+        .chunks(45)
+        .enumerate()
+        .flat_map(|(i, point)| {
+            let noise = (0..27).map(move |k| (i * 31 + k * 7) as u8);
+            point.iter().copied().chain(noise).collect::<Vec<_>>()
+        })
+        .collect();
+    streams[5] = sh;
+    let mut file = bytes[..32].to_vec();
+    file[12] = 4;
+    let frames: Vec<Vec<u8>> = streams
+        .iter()
+        .map(|s| {
+            ruzstd::encoding::compress_to_vec(&s[..], ruzstd::encoding::CompressionLevel::Fastest)
+        })
+        .collect();
+    for (frame, stream) in frames.iter().zip(&streams) {
+        file.extend((frame.len() as u64).to_le_bytes());
+        file.extend((stream.len() as u64).to_le_bytes());
+    }
+    frames.iter().for_each(|f| file.extend(f));
+    let path4 = dir.0.join("d4.spz");
+    std::fs::write(&path4, file).unwrap();
+    let three = read_model(&path, ModelFormat::Spz).unwrap();
+    let four = read_model(&path4, ModelFormat::Spz).unwrap();
+    assert_eq!(four.sh_degree, 3);
+    assert_within(
+        "SPZ 4 of degree 4 vs degree 3",
+        &field_errors(&three, &four),
+        &super::formats::FieldErrors::default(),
+    );
+}

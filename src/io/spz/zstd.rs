@@ -53,7 +53,7 @@ pub(super) fn read(path: &Path, file: impl Read, file_size: u64) -> Result<(Head
         ])),
     );
     let count = u64::from(header.count);
-    if count * MIN_BYTES_PER_POINT > len * MAX_RATIO {
+    if count * MIN_BYTES_PER_POINT > len.saturating_mul(MAX_RATIO) {
         return Err(format_error(
             path,
             format!(
