@@ -6,8 +6,70 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal as _;
 use std::path::Path;
 use std::time::Duration;
+use wgsplat::io::PlyModel;
 use wgsplat::io::formats::{ModelFormat, read_model_with_progress, write_model_with_progress};
 use wgsplat::io::progress::Progress;
+use wgsplat::io::spz::{self, SpzAxes, SpzOptions};
+
+/// SPZ's options of `wgsplat convert` (and of `wgsplat train --export spz`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SpzArgs {
+    /// SPZ version to write: 3 (gzip; every SPZ reader takes it) or 4 (zstd streams, the
+    /// reference library's current version and splat-transform's default). Any of 2 to 4 is
+    /// read.
+    #[arg(long, default_value_t = spz::WRITE_VERSION, value_name = "3|4",
+          value_parser = clap::value_parser!(u32).range(3..=4))]
+    spz_version: u32,
+    /// Axes of the SPZ written or read: rub (the SPZ spec: right-up-back, converted from and to
+    /// PLY's right-down-front) or ply (no conversion, for tools such as splat-transform 3.x that
+    /// store PLY axes unchanged).
+    #[arg(long, default_value = "rub", value_parser = ["rub", "ply"])]
+    spz_axes: String,
+}
+
+impl SpzArgs {
+    /// The options these arguments give, checked.
+    pub(crate) fn options(&self) -> anyhow::Result<SpzOptions> {
+        let options = SpzOptions {
+            version: self.spz_version,
+            axes: SpzAxes::from_name(&self.spz_axes)?,
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// Reads `input` in `format`, SPZ in `options`' axes.
+fn read(
+    input: &Path,
+    format: ModelFormat,
+    options: &SpzOptions,
+    progress: &Progress,
+) -> wgsplat::Result<PlyModel> {
+    if format != ModelFormat::Spz {
+        return read_model_with_progress(input, format, progress);
+    }
+    progress.begin("reading spz", 1);
+    let model = spz::read_spz_with(input, options.axes)?;
+    progress.finish();
+    Ok(model)
+}
+
+/// Writes `model` to `output` in `format`, SPZ with `options`; returns what was dropped.
+pub(crate) fn write(
+    output: &Path,
+    format: ModelFormat,
+    model: &PlyModel,
+    options: &SpzOptions,
+    progress: &Progress,
+) -> wgsplat::Result<Vec<String>> {
+    if format != ModelFormat::Spz {
+        return write_model_with_progress(output, format, model, progress);
+    }
+    let dropped = spz::write_spz_with(output, model, progress, options)?;
+    progress.finish();
+    Ok(dropped)
+}
 
 /// Draws `progress` on stderr every 100 ms until `done` is set (nothing when stderr is not a
 /// terminal).
@@ -43,7 +105,9 @@ pub fn convert(
     output: &Path,
     format: Option<&str>,
     input_format: Option<&str>,
+    spz_args: &SpzArgs,
 ) -> anyhow::Result<()> {
+    let options = spz_args.options()?;
     let from = match input_format {
         Some(name) => ModelFormat::from_name(name)?,
         None => ModelFormat::from_path(input)?,
@@ -57,9 +121,9 @@ pub fn convert(
     let (model, dropped) = std::thread::scope(|scope| {
         scope.spawn(|| draw(&progress, &done));
         let result = (|| {
-            let model = read_model_with_progress(input, from, &progress)
+            let model = read(input, from, &options, &progress)
                 .with_context(|| format!("reading {}", input.display()))?;
-            let dropped = write_model_with_progress(output, to, &model, &progress)
+            let dropped = write(output, to, &model, &options, &progress)
                 .with_context(|| format!("writing {}", output.display()))?;
             anyhow::Ok((model, dropped))
         })();

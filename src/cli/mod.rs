@@ -58,6 +58,8 @@ enum Command {
         /// Input format (default: INPUT's extension).
         #[arg(long)]
         input_format: Option<String>,
+        #[command(flatten)]
+        spz: convert::SpzArgs,
     },
     /// Write a built-in scene as a dataset folder: the town as COLMAP (sparse/0/*.txt,
     /// images/*.png), the objects scene as NeRF-synthetic.
@@ -103,7 +105,14 @@ pub fn run() -> ExitCode {
             output,
             format,
             input_format,
-        } => convert::convert(&input, &output, format.as_deref(), input_format.as_deref()),
+            spz,
+        } => convert::convert(
+            &input,
+            &output,
+            format.as_deref(),
+            input_format.as_deref(),
+            &spz,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -50,6 +50,8 @@ pub struct TrainArgs {
     /// splat, spz, compressed-ply, sog), e.g. --export spz,sog.
     #[arg(long, value_delimiter = ',', value_name = "FORMAT")]
     export: Vec<String>,
+    #[command(flatten)]
+    spz: super::convert::SpzArgs,
 }
 
 /// Prints a line above the progress bar, or on stdout when the bar is hidden (not a terminal).
@@ -303,7 +305,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
-    export_model(&ply, &args.export)?;
+    export_model(&ply, &args.export, &args.spz)?;
     let scores = trainer.evaluate()?;
     let scored = scores.views;
     let (test, train) = (scored == ScoredViews::Test, scored == ScoredViews::Train);
@@ -347,17 +349,23 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the model saved at `ply` in each of `formats` beside it (`point_cloud.spz`, ...),
-/// printing what each format dropped.
-fn export_model(ply: &Path, formats: &[String]) -> anyhow::Result<()> {
+/// Writes the model saved at `ply` in each of `formats` beside it (`point_cloud.spz`, ...), SPZ
+/// as `spz` says, printing what each format dropped.
+fn export_model(
+    ply: &Path,
+    formats: &[String],
+    spz: &super::convert::SpzArgs,
+) -> anyhow::Result<()> {
     if formats.is_empty() {
         return Ok(());
     }
+    let spz = spz.options()?;
     let model = wgsplat::io::read_ply(ply)?;
     for name in formats {
         let format = wgsplat::io::formats::ModelFormat::from_name(name)?;
         let path = ply.with_extension(format.extension());
-        let dropped = wgsplat::io::formats::write_model(&path, format, &model)
+        let progress = wgsplat::io::progress::Progress::new();
+        let dropped = super::convert::write(&path, format, &model, &spz, &progress)
             .with_context(|| format!("exporting {}", path.display()))?;
         println!("wrote {}", path.display());
         for line in dropped {

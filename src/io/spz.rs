@@ -1,47 +1,113 @@
 //! SPZ, Niantic's compressed splat format, as its reference library (`nianticlabs/spz`,
-//! `load-spz.cc`) defines it: a gzip stream holding a 16-byte header and the attributes as
-//! separate arrays.
+//! `load-spz.cc` and its README) defines it. Versions 2, 3 and 4 are read; 3 (the default) and 4
+//! are written.
 //!
-//! - Header: magic `0x5053474e` ("NGSP"), version (u32; 2 and 3 are read, 3 is written), point
-//!   count (u32), SH degree (u8), fractional bits (u8), flags (u8: 1 = antialiased, 2 = has
-//!   extensions, which are refused), one reserved byte.
-//! - Then, for all points in turn: positions (3 × 24-bit signed fixed point with `fractional
-//!   bits`, 12 when written: 1/4096 units), alphas (`sigmoid·255`), colours (SH DC as
-//!   `f_dc·0.15·255 + 127.5`), scales (log scale as `(s + 10)·16`), rotations (version 2: x, y, z of
-//!   the normalised quaternion with w >= 0 as `q·127.5 + 127.5`; version 3: "smallest three",
-//!   a 2-bit index of the largest component and three 10-bit sign-magnitude values of the
-//!   others over `1/sqrt(2)`), and SH (per point, coefficient-major, colour-minor; bytes
-//!   `x·128 + 128` rounded to buckets of 8 for band 1 and 16 for bands 2 and 3).
+//! - Versions 2 and 3: one gzip stream holding a 16-byte header and then the attributes as
+//!   separate arrays. Header: magic `0x5053474e` ("NGSP"), version (u32), point count (u32), SH
+//!   degree (u8), fractional bits (u8), flags (u8: 1 = antialiased, 2 = has extensions, which are
+//!   refused), one reserved byte.
+//! - Version 4: a plain 32-byte header (the same first 15 bytes, then the number of streams (u8),
+//!   the byte offset of the table of contents (u32) and 12 reserved bytes), then the table of
+//!   contents (per stream: compressed and uncompressed size, u64 each) and one zstd frame per
+//!   non-empty attribute array, in the order below.
+//! - The attribute arrays, each for all points in turn ([`layout`]): positions (3 × 24-bit
+//!   signed fixed point with `fractional bits`, 12 when written: 1/4096 units), alphas
+//!   (`sigmoid·255`), colours (SH DC as `f_dc·0.15·255 + 127.5`), scales (log scale as
+//!   `(s + 10)·16`), rotations (version 2: x, y, z of the normalised quaternion with w >= 0 as
+//!   `q·127.5 + 127.5`; versions 3 and 4: "smallest three", a 2-bit index of the largest
+//!   component and three 10-bit sign-magnitude values of the others over `1/sqrt(2)`), and SH
+//!   (per point, coefficient-major, colour-minor; bytes `x·128 + 128` rounded to buckets of 8 for
+//!   band 1 and 16 for bands 2 and 3). Band 4 (version 4) is read and dropped.
 //! - Coordinates are right-up-back (three.js); PLY files are right-down-front, so y and z are
 //!   negated, the quaternion's x is kept and y, z negated, and the SH coefficients flip as the
-//!   reference library's `coordinateConverter(RDF, RUB)` says.
+//!   reference library's `coordinateConverter(RDF, RUB)` says. [`SpzAxes::Ply`] skips that
+//!   conversion for tools that store PLY axes unchanged.
+//!
+//! Hostile files: the header's count is checked against what the file's size can hold before
+//! anything is inflated, only the bytes the header implies are inflated (a stream holding more is
+//! refused), and every large buffer is reserved fallibly, so a failure says how many bytes were
+//! needed instead of aborting.
 
+mod gzip;
+mod layout;
+mod zstd;
+
+use super::io_error;
 use super::ply::PlyModel;
 use super::progress::Progress;
-use super::splat_file::{logit_of_byte, sigmoid};
-use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
-use crate::splat::reference::CpuGaussians;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 /// "NGSP", little-endian.
 pub const MAGIC: u32 = 0x5053_474e;
-/// The version [`write_spz`] writes.
+/// The version [`write_spz`] writes by default.
 pub const WRITE_VERSION: u32 = 3;
-const COLOR_SCALE: f32 = 0.15;
-const FRACTIONAL_BITS: u8 = 12;
+/// The versions [`write_spz_with`] writes.
+pub const WRITTEN_VERSIONS: [u32; 2] = [3, 4];
+/// The reference library's former limit on points per file, kept for writing so that older
+/// readers take what wgsplat writes.
+const MAX_WRITE_POINTS: u32 = 10_000_000;
 const FLAG_ANTIALIASED: u8 = 1;
 const FLAG_EXTENSIONS: u8 = 2;
-/// The reference library's limit on points per file.
-const MAX_POINTS: u32 = 10_000_000;
-/// Sign flips from right-down-front (PLY) to right-up-back (SPZ): positions, quaternion x y z,
-/// and the 15 SH coefficients past DC.
-const FLIP_P: [f32; 3] = [1.0, -1.0, -1.0];
-const FLIP_Q: [f32; 3] = [1.0, -1.0, -1.0];
-const FLIP_SH: [f32; 15] = [
-    -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0,
-];
+
+/// How SPZ's axes relate to the model's (PLY's right-down-front).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpzAxes {
+    /// The spec: SPZ holds right-up-back coordinates, converted from and to PLY's axes.
+    #[default]
+    Rub,
+    /// No conversion: SPZ holds the PLY's coordinates as they are (what splat-transform 3.x
+    /// writes and expects).
+    Ply,
+}
+
+impl SpzAxes {
+    /// The axes called `name` (`rub` or `ply`, case-insensitive).
+    pub fn from_name(name: &str) -> Result<SpzAxes> {
+        match name.to_ascii_lowercase().as_str() {
+            "rub" => Ok(SpzAxes::Rub),
+            "ply" => Ok(SpzAxes::Ply),
+            _ => Err(Error::InvalidSetting {
+                name: "spz-axes".into(),
+                value: name.into(),
+                expected: "rub (the SPZ spec: right-up-back, converted from PLY's axes) or ply (PLY's axes unchanged, as splat-transform 3.x writes)".into(),
+            }),
+        }
+    }
+}
+
+/// How an SPZ file is written: its version and axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpzOptions {
+    /// 3 (gzip, the default) or 4 (zstd streams).
+    pub version: u32,
+    /// The axes the file holds.
+    pub axes: SpzAxes,
+}
+
+impl Default for SpzOptions {
+    fn default() -> Self {
+        SpzOptions {
+            version: WRITE_VERSION,
+            axes: SpzAxes::Rub,
+        }
+    }
+}
+
+impl SpzOptions {
+    /// Checks that the version is one wgsplat writes.
+    pub fn validate(&self) -> Result<()> {
+        if WRITTEN_VERSIONS.contains(&self.version) {
+            return Ok(());
+        }
+        Err(Error::InvalidSetting {
+            name: "spz-version".into(),
+            value: self.version.to_string(),
+            expected: "3 (gzip, read by every SPZ reader) or 4 (zstd, the reference library's current version)".into(),
+        })
+    }
+}
 
 fn format_error(path: &Path, message: impl Into<String>) -> Error {
     Error::Format {
@@ -51,85 +117,132 @@ fn format_error(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
-fn sh_count(degree: u8) -> usize {
-    [0, 3, 8, 15][usize::from(degree.min(3))]
+/// The error for a host allocation of `bytes` for `what` that the system refused.
+fn memory_error(path: &Path, bytes: u64, what: &str) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        action: "reserve memory to read or write".into(),
+        message: format!(
+            "{bytes} bytes ({:.2} GiB) were needed for {what} and the system refused them; free memory or use a smaller model",
+            bytes as f64 / f64::from(1u32 << 30)
+        ),
+    }
 }
 
-fn byte(v: f32) -> u8 {
-    v.round().clamp(0.0, 255.0) as u8
+/// Reserves room for `extra` more elements in `v`, or fails with an error naming the bytes.
+fn try_reserve<T>(path: &Path, v: &mut Vec<T>, extra: usize, what: &str) -> Result<()> {
+    v.try_reserve_exact(extra).map_err(|_| {
+        let bytes = (extra as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        memory_error(path, bytes, what)
+    })
 }
 
-/// Writes `model` as SPZ version 3, atomically, counting the bytes compressed in `progress`.
-/// Returns what the format dropped or quantised beyond its stated precision (positions past the
-/// 24-bit range), for the caller to report.
+/// The fields of an SPZ header that the versions share.
+#[derive(Clone, Copy, Debug)]
+struct Header {
+    version: u32,
+    count: u32,
+    degree: u8,
+    fractional_bits: u8,
+    flags: u8,
+}
+
+impl Header {
+    /// Parses and checks the shared fields (the first 15 bytes of `bytes`) for a file of
+    /// `versions`.
+    fn parse(path: &Path, bytes: &[u8], versions: std::ops::RangeInclusive<u32>) -> Result<Self> {
+        let word =
+            |k: usize| u32::from_le_bytes([bytes[k], bytes[k + 1], bytes[k + 2], bytes[k + 3]]);
+        if word(0) != MAGIC {
+            return Err(format_error(
+                path,
+                format!("magic number {:#010x} is not SPZ's {MAGIC:#010x}", word(0)),
+            ));
+        }
+        let header = Header {
+            version: word(4),
+            count: word(8),
+            degree: bytes[12],
+            fractional_bits: bytes[13],
+            flags: bytes[14],
+        };
+        let version = header.version;
+        if !versions.contains(&version) {
+            return Err(format_error(
+                path,
+                format!(
+                    "SPZ version {version} is not supported in this container (a gzip stream holds versions 2 and 3, a plain \"NGSP\" header version 4; version 1 and versions above 4 are not read); write version 3 or 4"
+                ),
+            ));
+        }
+        if header.degree > 4 {
+            return Err(format_error(
+                path,
+                format!("SH degree {} is not supported (0 to 4)", header.degree),
+            ));
+        }
+        if header.flags & FLAG_EXTENSIONS != 0 {
+            return Err(format_error(
+                path,
+                "the file uses SPZ extensions, which wgsplat does not read; write it without extensions",
+            ));
+        }
+        if header.flags & FLAG_ANTIALIASED != 0 {
+            eprintln!(
+                "wgsplat: {} was trained antialiased; render it with --antialiased",
+                path.display()
+            );
+        }
+        if header.degree > 3 {
+            eprintln!(
+                "wgsplat: {} has SH degree {}; band 4 is dropped (wgsplat keeps degree 3)",
+                path.display(),
+                header.degree
+            );
+        }
+        Ok(header)
+    }
+}
+
+/// Writes `model` as SPZ version 3 in right-up-back axes, atomically, counting the bytes
+/// compressed in `progress`. Returns what the format dropped or quantised beyond its stated
+/// precision (positions past the 24-bit range), for the caller to report.
 pub fn write_spz(path: &Path, model: &PlyModel, progress: &Progress) -> Result<Vec<String>> {
-    let g = &model.gaussians;
-    let n = g.means.len();
+    write_spz_with(path, model, progress, &SpzOptions::default())
+}
+
+/// [`write_spz`] with a chosen version (3 or 4) and axes.
+pub fn write_spz_with(
+    path: &Path,
+    model: &PlyModel,
+    progress: &Progress,
+    options: &SpzOptions,
+) -> Result<Vec<String>> {
+    options.validate()?;
+    let n = model.gaussians.means.len();
     let count = u32::try_from(n)
         .ok()
-        .filter(|&c| c <= MAX_POINTS)
+        .filter(|&c| c <= MAX_WRITE_POINTS)
         .ok_or_else(|| {
             format_error(
                 path,
-                format!("{n} Gaussians exceed SPZ's limit of {MAX_POINTS}"),
+                format!("{n} Gaussians exceed SPZ's limit of {MAX_WRITE_POINTS}"),
             )
         })?;
     let degree = model.sh_degree.min(3) as u8;
-    let dim = sh_count(degree);
-    let mut data = Vec::with_capacity(16 + n * (9 + 1 + 3 + 3 + 4 + dim * 3));
-    data.extend(MAGIC.to_le_bytes());
-    data.extend(WRITE_VERSION.to_le_bytes());
-    data.extend(count.to_le_bytes());
-    data.extend([degree, FRACTIONAL_BITS, 0, 0]);
-    let scale = f32::from(1u16 << FRACTIONAL_BITS);
-    let limit = (1 << 23) - 1;
-    let mut clipped = 0usize;
-    for mean in &g.means {
-        for k in 0..3 {
-            let fixed = (FLIP_P[k] * mean[k] * scale).round();
-            if fixed.abs() > limit as f32 {
-                clipped += 1;
-            }
-            let fixed = (fixed as i32).clamp(-limit, limit);
-            data.extend(&fixed.to_le_bytes()[..3]);
-        }
+    let (arrays, clipped) = layout::pack(path, model, degree, options.axes)?;
+    let header = Header {
+        version: options.version,
+        count,
+        degree,
+        fractional_bits: layout::FRACTIONAL_BITS,
+        flags: 0,
+    };
+    if options.version >= 4 {
+        zstd::write(path, &header, &arrays, progress)?;
+    } else {
+        gzip::write(path, &header, &arrays, progress)?;
     }
-    data.extend(g.opacity_logits.iter().map(|&o| byte(sigmoid(o) * 255.0)));
-    for sh in &g.sh {
-        data.extend((0..3).map(|c| byte(sh[0][c] * (COLOR_SCALE * 255.0) + 127.5)));
-    }
-    for s in &g.log_scales {
-        data.extend(s.map(|v| byte((v + 10.0) * 16.0)));
-    }
-    for q in &g.quats {
-        data.extend(pack_smallest_three(*q));
-    }
-    for sh in &g.sh {
-        for (j, coefficient) in sh[1..=dim].iter().enumerate() {
-            let bucket = if j < 3 { 8 } else { 16 };
-            for &v in coefficient {
-                let q = (FLIP_SH[j] * v * 128.0).round() as i32 + 128;
-                let q = (q + bucket / 2) / bucket * bucket;
-                data.push(q.clamp(0, 255) as u8);
-            }
-        }
-    }
-    // Compressed straight into the file, a megabyte at a time, so the compressed copy never sits
-    // in memory beside the raw one and the progress moves with the work.
-    progress.begin("writing SPZ", data.len() as u64);
-    write_atomically(path, |w| {
-        let mut encoder = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-        for chunk in data.chunks(1 << 20) {
-            encoder
-                .write_all(chunk)
-                .map_err(|e| io_error(path, "compress and write", e))?;
-            progress.advance(chunk.len() as u64);
-        }
-        encoder
-            .finish()
-            .map_err(|e| io_error(path, "compress and write", e))?;
-        Ok(())
-    })?;
     let mut dropped = Vec::new();
     if model.sh_degree > 3 {
         dropped.push(format!(
@@ -145,174 +258,47 @@ pub fn write_spz(path: &Path, model: &PlyModel, progress: &Progress) -> Result<V
     Ok(dropped)
 }
 
-/// The quaternion (w, x, y, z), normalised and in right-up-back axes, packed as SPZ 3's
-/// "smallest three" (components indexed x, y, z, w).
-fn pack_smallest_three(q: [f32; 4]) -> [u8; 4] {
-    let norm = q.iter().map(|v| v * v).sum::<f32>().sqrt();
-    let q = if norm > 0.0 {
-        q.map(|v| v / norm)
-    } else {
-        [1.0, 0.0, 0.0, 0.0]
-    };
-    let xyzw = [q[1] * FLIP_Q[0], q[2] * FLIP_Q[1], q[3] * FLIP_Q[2], q[0]];
-    let largest = (0..4)
-        .max_by(|&a, &b| xyzw[a].abs().total_cmp(&xyzw[b].abs()))
-        .unwrap_or(3);
-    let negate = xyzw[largest] < 0.0;
-    let mut packed = largest as u32;
-    for (i, &v) in xyzw.iter().enumerate() {
-        if i == largest {
-            continue;
-        }
-        let sign = u32::from((v < 0.0) != negate);
-        let magnitude = (511.0 * (v.abs() / std::f32::consts::FRAC_1_SQRT_2) + 0.5) as u32;
-        packed = (packed << 10) | (sign << 9) | magnitude.min(511);
-    }
-    packed.to_le_bytes()
-}
-
-/// The quaternion (w, x, y, z) in right-down-front axes of SPZ 3's packed rotation.
-fn unpack_smallest_three(bytes: &[u8]) -> [f32; 4] {
-    let mut packed = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    let largest = (packed >> 30) as usize;
-    let mut xyzw = [0.0f32; 4];
-    let mut sum = 0.0;
-    for i in (0..4).rev() {
-        if i == largest {
-            continue;
-        }
-        let magnitude = (packed & 511) as f32;
-        let negative = (packed >> 9) & 1 == 1;
-        packed >>= 10;
-        let v = std::f32::consts::FRAC_1_SQRT_2 * magnitude / 511.0;
-        xyzw[i] = if negative { -v } else { v };
-        sum += v * v;
-    }
-    xyzw[largest] = (1.0 - sum).max(0.0).sqrt();
-    [
-        xyzw[3],
-        xyzw[0] * FLIP_Q[0],
-        xyzw[1] * FLIP_Q[1],
-        xyzw[2] * FLIP_Q[2],
-    ]
-}
-
-/// Reads an SPZ file (versions 2 and 3). A wrong magic number, an unsupported version or flag, a
-/// count the data does not hold, or a corrupt gzip stream is an error naming the file.
+/// Reads an SPZ file (versions 2 to 4) in right-up-back axes. A wrong magic number, an
+/// unsupported version or flag, a count the file cannot hold or the data does not match, or a
+/// corrupt gzip or zstd stream is an error naming the file.
 pub fn read_spz(path: &Path) -> Result<PlyModel> {
+    read_spz_with(path, SpzAxes::Rub)
+}
+
+/// [`read_spz`] of a file in the given axes.
+pub fn read_spz_with(path: &Path, axes: SpzAxes) -> Result<PlyModel> {
     let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-    let mut data = Vec::new();
-    flate2::read::GzDecoder::new(std::io::BufReader::new(file))
-        .read_to_end(&mut data)
-        .map_err(|e| format_error(path, format!("not a gzip stream, or a corrupt one ({e})")))?;
-    if data.len() < 16 {
+    let metadata = file.metadata().map_err(|e| io_error(path, "inspect", e))?;
+    if !metadata.is_file() {
         return Err(format_error(
             path,
-            format!("{} bytes is too short for the 16-byte header", data.len()),
+            "it is not a regular file (a folder, pipe or device); give the path of an .spz file",
         ));
     }
-    let word = |k: usize| u32::from_le_bytes([data[k], data[k + 1], data[k + 2], data[k + 3]]);
-    if word(0) != MAGIC {
-        return Err(format_error(
-            path,
-            format!("magic number {:#010x} is not SPZ's {MAGIC:#010x}", word(0)),
-        ));
+    let size = metadata.len();
+    let mut reader = std::io::BufReader::new(file);
+    let mut start = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match reader.read(&mut start[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(path, "read", e)),
+        }
     }
-    let version = word(4);
-    if !(2..=3).contains(&version) {
+    let start = &start[..got];
+    let (header, arrays) = if start.starts_with(&[0x1f, 0x8b]) {
+        gzip::read(path, start.chain(reader), size)?
+    } else if start == MAGIC.to_le_bytes() {
+        zstd::read(path, start.chain(reader), size)?
+    } else {
         return Err(format_error(
             path,
             format!(
-                "SPZ version {version} is not supported (2 and 3 are); write version 3 (splat-transform: --spz-version 3)"
+                "it starts with bytes {start:02x?}, neither a gzip stream (SPZ versions 2 and 3) nor \"NGSP\" (SPZ version 4)"
             ),
         ));
-    }
-    let n = word(8);
-    if n > MAX_POINTS {
-        return Err(format_error(
-            path,
-            format!("{n} points exceed SPZ's limit of {MAX_POINTS}"),
-        ));
-    }
-    let (degree, fractional, flags) = (data[12], data[13], data[14]);
-    if degree > 3 {
-        return Err(format_error(
-            path,
-            format!("SH degree {degree} is not supported (0 to 3)"),
-        ));
-    }
-    if flags & FLAG_EXTENSIONS != 0 {
-        return Err(format_error(
-            path,
-            "the file uses SPZ extensions, which wgsplat does not read",
-        ));
-    }
-    if flags & FLAG_ANTIALIASED != 0 {
-        eprintln!(
-            "wgsplat: {} was trained antialiased; render it with --antialiased",
-            path.display()
-        );
-    }
-    let n = n as usize;
-    let dim = sh_count(degree);
-    let rotation_bytes = if version >= 3 { 4 } else { 3 };
-    let expected = 16 + n * (9 + 1 + 3 + 3 + rotation_bytes + dim * 3);
-    if data.len() != expected {
-        return Err(format_error(
-            path,
-            format!(
-                "{n} points of SH degree {degree} need {expected} bytes after decompression, but the stream holds {}",
-                data.len()
-            ),
-        ));
-    }
-    let (positions, rest) = data[16..].split_at(9 * n);
-    let (alphas, rest) = rest.split_at(n);
-    let (colors, rest) = rest.split_at(3 * n);
-    let (scales, rest) = rest.split_at(3 * n);
-    let (rotations, sh_bytes) = rest.split_at(rotation_bytes * n);
-    let unit = 1.0 / f32::from(1u16 << fractional.min(15));
-    let mut g = CpuGaussians::default();
-    for i in 0..n {
-        let mean = [0, 1, 2].map(|k| {
-            let b = &positions[9 * i + 3 * k..9 * i + 3 * k + 3];
-            let fixed =
-                i32::from_le_bytes([b[0], b[1], b[2], if b[2] & 0x80 != 0 { 0xff } else { 0 }]);
-            FLIP_P[k] * fixed as f32 * unit
-        });
-        g.means.push(mean);
-        g.opacity_logits.push(logit_of_byte(alphas[i]));
-        g.log_scales
-            .push([0, 1, 2].map(|k| f32::from(scales[3 * i + k]) / 16.0 - 10.0));
-        let r = &rotations[rotation_bytes * i..rotation_bytes * (i + 1)];
-        g.quats.push(if version >= 3 {
-            unpack_smallest_three(r)
-        } else {
-            let xyz = [0, 1, 2].map(|k| f32::from(r[k]) / 127.5 - 1.0);
-            let w = (1.0 - xyz.iter().map(|v| v * v).sum::<f32>())
-                .max(0.0)
-                .sqrt();
-            [
-                w,
-                xyz[0] * FLIP_Q[0],
-                xyz[1] * FLIP_Q[1],
-                xyz[2] * FLIP_Q[2],
-            ]
-        });
-        let mut sh = [[0.0f32; 3]; 16];
-        for c in 0..3 {
-            sh[0][c] = (f32::from(colors[3 * i + c]) / 255.0 - 0.5) / COLOR_SCALE;
-        }
-        for j in 0..dim {
-            for c in 0..3 {
-                let b = sh_bytes[(i * dim + j) * 3 + c];
-                sh[j + 1][c] = FLIP_SH[j] * (f32::from(b) - 128.0) / 128.0;
-            }
-        }
-        g.sh.push(sh);
-    }
-    Ok(PlyModel {
-        gaussians: g,
-        sh_degree: u32::from(degree),
-    })
+    };
+    layout::unpack(path, &header, &arrays, axes)
 }

@@ -125,7 +125,7 @@ pub(super) const SAME_DECODE: FieldErrors = FieldErrors {
 
 /// SPZ's quantisation: 1/4096 positions, 1/16 log scales, 8-bit alpha and colour (0.15 scale),
 /// 9-bit smallest-three rotations, SH buckets of 8/128 (band 1) and 16/128 (bands 2, 3).
-const SPZ_BOUNDS: FieldErrors = FieldErrors {
+pub(super) const SPZ_BOUNDS: FieldErrors = FieldErrors {
     position: 0.5 / 4096.0 + 1e-5,
     log_scale: 0.5 / 16.0 + 1e-5,
     rotation: 4e-3,

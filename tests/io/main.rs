@@ -1,8 +1,9 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! and SOG in [`sog`]), datasets ([`data`]), the built-in town and the ray tracer's BVH
-//! ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), datasets
+//! ([`data`]), the built-in town and the ray tracer's BVH ([`town`]), PLY files ([`ply`]) and
+//! checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
@@ -11,6 +12,8 @@ mod lens;
 mod ply;
 mod real_captures;
 mod sog;
+mod spz;
+mod spz_hostile;
 mod town;
 
 use std::path::PathBuf;
