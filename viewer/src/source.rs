@@ -279,3 +279,67 @@ impl Source {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan_overlay::tests::{builtin, quadrant_plan};
+    use clap::Parser as _;
+    use wgsplat::data::builtin::BuiltinOptions;
+
+    fn describe_plan(source: &Source) -> (u64, String) {
+        match source {
+            Source::Plan {
+                params, dataset, ..
+            } => {
+                assert_eq!(dataset.train.len(), BuiltinOptions::default().train_views);
+                (params.len(), source.describe())
+            }
+            _ => panic!("not opened as a plan: {}", source.describe()),
+        }
+    }
+
+    #[test]
+    fn a_plan_folder_or_file_opens_its_scene_untrained_or_merged() {
+        let ctx = GpuContext::from_env().expect("a GPU");
+        let dir = std::env::temp_dir().join(format!("wgsplat-viewer-plan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let dataset = builtin(16);
+        let plan = quadrant_plan(&dataset, 16, 0.3);
+        plan.save(&dir).expect("saving the plan");
+        let args = crate::Args::try_parse_from(["wgsplat-viewer"]).expect("no arguments");
+
+        // Without merged.ply: the initial Gaussians, one per sparse point.
+        let points = dataset.points.as_ref().map_or(0, |p| p.len()) as u64;
+        for path in [dir.clone(), dir.join(PLAN_FILE)] {
+            let source = Source::open_path(&ctx, Some(&path), &args).expect("opening the plan");
+            let (count, text) = describe_plan(&source);
+            assert_eq!(count, points, "{text}");
+            assert!(
+                text.contains("4 blocks") && text.contains("untrained"),
+                "{text}"
+            );
+        }
+
+        // With merged.ply beside the plan: that model (here, the first 10 initial Gaussians).
+        let (mut cpu, sh_degree) = match Source::open_path(&ctx, Some(&dir), &args) {
+            Ok(Source::Plan { params, .. }) => (
+                params.download(&ctx).expect("download"),
+                params.max_sh_degree(),
+            ),
+            _ => panic!("not opened as a plan"),
+        };
+        cpu.means.truncate(10);
+        cpu.log_scales.truncate(10);
+        cpu.quats.truncate(10);
+        cpu.opacity_logits.truncate(10);
+        cpu.sh.truncate(10);
+        wgsplat::io::ply::write_ply(&dir.join("merged.ply"), &cpu, sh_degree).expect("writing");
+        let source = Source::open_path(&ctx, Some(&dir), &args).expect("opening the plan");
+        let (count, text) = describe_plan(&source);
+        assert_eq!(count, 10, "{text}");
+        assert!(text.contains("merged.ply"), "{text}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
