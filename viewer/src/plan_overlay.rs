@@ -170,8 +170,8 @@ impl PlanOverlay {
         }
     }
 
-    /// A view from above the ground that takes in the whole extent, tilted a little so that
-    /// heights read.
+    /// A view from above the ground that takes in the whole extent (in a scene view at least 3:4
+    /// wide), tilted a little so that heights read.
     pub fn overview_camera(&self) -> ViewCamera {
         let frame = &self.plan.ground;
         let f = |a: [f64; 3]| a.map(|x| x as f32);
@@ -187,10 +187,28 @@ impl PlanOverlay {
             forward[0] * right[1] - forward[1] * right[0],
         ];
         let fov_y_degrees = 50.0f32;
+        // Half-angles with a 10% margin, horizontally for the narrowest view expected.
+        let tan_y = (0.5 * fov_y_degrees.to_radians()).tan() / 1.1;
+        let tan_x = 0.75 * tan_y;
         let e = &self.extent;
-        let half = 0.5 * (e.u_max - e.u_min).max(e.v_max - e.v_min) as f32;
-        let distance = (1.1 * half / (0.5 * fov_y_degrees.to_radians()).tan()).max(1e-3);
         let target = ground_point(frame, e.center());
+        let dot = |a: [f32; 3], b: [f32; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        // The distance back from the target along `forward` that brings every corner of the
+        // extent inside the view: corner offset r is seen at depth r·forward + d.
+        let mut distance = 1e-3f32;
+        for corner in [
+            [e.u_min, e.v_min],
+            [e.u_max, e.v_min],
+            [e.u_max, e.v_max],
+            [e.u_min, e.v_max],
+        ] {
+            let p = ground_point(frame, corner);
+            let r = [0, 1, 2].map(|k| p[k] - target[k]);
+            let depth = dot(r, forward);
+            distance = distance
+                .max(dot(r, right).abs() / tan_x - depth)
+                .max(dot(r, down).abs() / tan_y - depth);
+        }
         ViewCamera {
             eye: [0, 1, 2].map(|k| target[k] - forward[k] * distance),
             axes: [right, down, forward],
@@ -308,6 +326,11 @@ impl PlanOverlay {
                 ui.checkbox(&mut t.cameras, "cameras");
             });
         });
+        ui.weak(
+            "solid: the cell a block keeps at the merge; dashed: the bounds it trains in; dots: \
+             camera centres in the colour of the block that trains on them (rings: further \
+             blocks; grey: none)",
+        );
         egui::Grid::new("plan-blocks")
             .num_columns(4)
             .striped(true)
