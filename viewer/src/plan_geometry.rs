@@ -161,6 +161,30 @@ impl<'a> Projector<'a> {
         (c[2] >= self.near).then(|| self.screen(c))
     }
 
+    /// The visible part of the flat, convex world polygon `corners` on screen (convex too): cut
+    /// at the near plane and at the image's borders; empty when nothing of it shows.
+    pub fn polygon(&self, corners: &[[f32; 3]]) -> Vec<Pos2> {
+        let in_camera: Vec<[f32; 3]> = corners.iter().map(|p| self.camera.to_camera(*p)).collect();
+        let near = self.near;
+        let in_front = clip_polygon(
+            &in_camera,
+            |c| c[2] - near,
+            |a, b, t| [0, 1, 2].map(|k| a[k] + t * (b[k] - a[k])),
+        );
+        let mut on_screen: Vec<Pos2> = in_front.iter().map(|c| self.screen(*c)).collect();
+        let r = self.clip;
+        let sides: [&dyn Fn(Pos2) -> f32; 4] = [
+            &|p| p.x - r.min.x,
+            &|p| r.max.x - p.x,
+            &|p| p.y - r.min.y,
+            &|p| r.max.y - p.y,
+        ];
+        for inside in sides {
+            on_screen = clip_polygon(&on_screen, inside, |a, b, t| a + (b - a) * t);
+        }
+        on_screen
+    }
+
     /// The visible part of the world segment `a`–`b` on screen: cut where it passes behind the
     /// near plane and at the image's borders; `None` when nothing of it shows.
     pub fn segment(&self, a: [f32; 3], b: [f32; 3]) -> Option<[Pos2; 2]> {
@@ -190,6 +214,27 @@ pub fn clip_near(a: [f32; 3], b: [f32; 3], near: f32) -> Option<[[f32; 3]; 2]> {
         (true, false) => Some([a, cut(a, b)]),
         (false, true) => Some([cut(b, a), b]),
     }
+}
+
+/// The part of `polygon` where `inside` is not negative (Sutherland–Hodgman against one
+/// half-space); `lerp(a, b, t)` is the point a fraction `t` of the way from `a` to `b`.
+pub fn clip_polygon<T: Copy>(
+    polygon: &[T],
+    inside: impl Fn(T) -> f32,
+    lerp: impl Fn(T, T, f32) -> T,
+) -> Vec<T> {
+    let mut kept = Vec::with_capacity(polygon.len() + 2);
+    for (k, &b) in polygon.iter().enumerate() {
+        let a = polygon[(k + polygon.len() - 1) % polygon.len()];
+        let (da, db) = (inside(a), inside(b));
+        if (da >= 0.0) != (db >= 0.0) {
+            kept.push(lerp(a, b, da / (da - db)));
+        }
+        if db >= 0.0 {
+            kept.push(b);
+        }
+    }
+    kept
 }
 
 /// The part of the screen segment `a`–`b` inside `rect` (Liang–Barsky), or `None`.
@@ -351,6 +396,73 @@ mod tests {
             None
         );
         assert_eq!(clip_to_rect(pos2(10.0, 60.0), pos2(90.0, 60.0), rect), None);
+    }
+
+    /// Twice the signed area of a screen polygon (shoelace).
+    fn area2(polygon: &[Pos2]) -> f32 {
+        (0..polygon.len())
+            .map(|k| {
+                let (a, b) = (polygon[k], polygon[(k + 1) % polygon.len()]);
+                a.x * b.y - b.x * a.y
+            })
+            .sum()
+    }
+
+    #[test]
+    fn polygons_are_cut_at_the_near_plane_and_the_image() {
+        let square = [
+            pos2(-10.0, -10.0),
+            pos2(60.0, -10.0),
+            pos2(60.0, 30.0),
+            pos2(-10.0, 30.0),
+        ];
+        // Keep x >= 0: the square loses its left 10 units.
+        let cut = clip_polygon(&square, |p| p.x, |a, b, t| a + (b - a) * t);
+        assert_eq!(cut.len(), 4, "{cut:?}");
+        assert!(
+            (area2(&cut).abs() - 2.0 * 60.0 * 40.0).abs() < 1e-2,
+            "{cut:?}"
+        );
+        assert!(cut.iter().all(|p| p.x >= -1e-5));
+        // A corner cut off: a pentagon.
+        let cut = clip_polygon(&square, |p| 70.0 - p.x - p.y, |a, b, t| a + (b - a) * t);
+        assert_eq!(cut.len(), 5, "{cut:?}");
+        assert!(clip_polygon(&square, |p| p.x - 100.0, |a, b, t| a + (b - a) * t).is_empty());
+
+        // A ground square around a camera standing on it: the part behind is cut away, what is
+        // left lies in the image (grown by the clip margin) and below the horizon.
+        let camera = crate::scene::ViewCamera {
+            eye: [0.0, 0.0, 1.0],
+            axes: [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
+            distance: 1.0,
+            up: [0.0, 0.0, 1.0],
+            fov_y_degrees: 60.0,
+            exact: None,
+        }
+        .camera(64, 48, [0.0; 3]);
+        let rect = Rect::from_min_size(pos2(0.0, 0.0), vec2(64.0, 48.0));
+        let projector = Projector::new(&camera, rect);
+        let ground = [
+            [-5.0, -5.0, 0.0],
+            [5.0, -5.0, 0.0],
+            [5.0, 5.0, 0.0],
+            [-5.0, 5.0, 0.0],
+        ];
+        let shown = projector.polygon(&ground);
+        assert!(shown.len() >= 3, "{shown:?}");
+        for p in &shown {
+            assert!(rect.expand(16.01).contains(*p), "{p:?}");
+            assert!(p.y >= 24.0 - 1e-3, "{p:?} is above the horizon");
+        }
+        // The far edge (y = 5, seen at depth 5, 1 below the eye) is the top of what shows.
+        let far = projector.point([0.0, 5.0, 0.0]).expect("in front");
+        let top = shown.iter().map(|p| p.y).fold(f32::MAX, f32::min);
+        assert!((top - far.y).abs() < 1e-3, "{top} vs {far:?}");
+        assert!(
+            projector
+                .polygon(&ground.map(|p| [p[0], p[1] - 20.0, p[2]]))
+                .is_empty()
+        );
     }
 
     #[test]

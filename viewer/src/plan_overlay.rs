@@ -63,6 +63,7 @@ pub struct BlockShown {
 /// Which parts of the overlay are drawn.
 struct Toggles {
     overlay: bool,
+    shade: bool,
     cores: bool,
     bounds: bool,
     labels: bool,
@@ -160,6 +161,7 @@ impl PlanOverlay {
             cameras_below,
             toggles: Toggles {
                 overlay: true,
+                shade: true,
                 cores: true,
                 bounds: true,
                 labels: true,
@@ -234,6 +236,16 @@ impl PlanOverlay {
         let t = &self.toggles;
         if !t.overlay {
             return;
+        }
+        if t.shade {
+            for (index, (core, _)) in self.outlines.iter().enumerate() {
+                let corners = core.edges.map(|e| e.ends[0]);
+                let shown = projector.polygon(&corners);
+                if shown.len() >= 3 {
+                    let fill = block_color(index).gamma_multiply(0.14);
+                    painter.add(egui::Shape::convex_polygon(shown, fill, Stroke::NONE));
+                }
+            }
         }
         for (index, (core, bounds)) in self.outlines.iter().enumerate() {
             let color = block_color(index);
@@ -321,6 +333,7 @@ impl PlanOverlay {
         ui.add_enabled_ui(t.overlay, |ui| {
             ui.horizontal_wrapped(|ui| {
                 ui.checkbox(&mut t.cores, "cells");
+                ui.checkbox(&mut t.shade, "shaded");
                 ui.checkbox(&mut t.bounds, "training bounds (dashed)");
                 ui.checkbox(&mut t.labels, "labels");
                 ui.checkbox(&mut t.cameras, "cameras");
