@@ -84,6 +84,8 @@ pub struct PlanOverlay {
     /// Whether the cameras sit below the ground frame's `up` side (then the overview looks up).
     cameras_below: bool,
     toggles: Toggles,
+    /// The block picked in the panel: drawn on top, the others faded.
+    pub selected: Option<usize>,
     /// What the last frame drew.
     pub shown: Vec<BlockShown>,
     /// Problems a user should know of (view names the dataset lacks).
@@ -167,6 +169,7 @@ impl PlanOverlay {
                 labels: true,
                 cameras: true,
             },
+            selected: None,
             shown: Vec::new(),
             notes,
         }
@@ -237,18 +240,31 @@ impl PlanOverlay {
         if !t.overlay {
             return;
         }
+        // The selected block is drawn last, over the others, which fade.
+        let selected = self.selected.filter(|k| *k < self.outlines.len());
+        let colors: Vec<Color32> = (0..self.outlines.len())
+            .map(|k| match selected {
+                Some(s) if s != k => block_color(k).gamma_multiply(0.3),
+                _ => block_color(k),
+            })
+            .collect();
+        let order: Vec<usize> = (0..self.outlines.len())
+            .filter(|k| Some(*k) != selected)
+            .chain(selected)
+            .collect();
         if t.shade {
-            for (index, (core, _)) in self.outlines.iter().enumerate() {
-                let corners = core.edges.map(|e| e.ends[0]);
+            for &index in &order {
+                let corners = self.outlines[index].0.edges.map(|e| e.ends[0]);
                 let shown = projector.polygon(&corners);
                 if shown.len() >= 3 {
-                    let fill = block_color(index).gamma_multiply(0.14);
+                    let fill = colors[index].gamma_multiply(0.14);
                     painter.add(egui::Shape::convex_polygon(shown, fill, Stroke::NONE));
                 }
             }
         }
-        for (index, (core, bounds)) in self.outlines.iter().enumerate() {
-            let color = block_color(index);
+        for &index in &order {
+            let (core, bounds) = &self.outlines[index];
+            let color = colors[index];
             let shown = &mut self.shown[index];
             if t.bounds {
                 for edge in &bounds.edges {
@@ -287,18 +303,19 @@ impl PlanOverlay {
                     painter.circle_filled(at, 2.5, UNASSIGNED);
                     continue;
                 };
-                painter.circle_filled(at, 4.0, block_color(first));
+                painter.circle_filled(at, 4.0, colors[first]);
                 self.shown[first].cameras += 1;
                 // Further blocks as rings around the dot.
                 for (ring, &block) in rest.iter().take(4).enumerate() {
                     let radius = 5.5 + 2.0 * ring as f32;
-                    painter.circle_stroke(at, radius, Stroke::new(1.5, block_color(block)));
+                    painter.circle_stroke(at, radius, Stroke::new(1.5, colors[block]));
                     self.shown[block].cameras += 1;
                 }
             }
         }
         if t.labels {
-            for (index, (core, _)) in self.outlines.iter().enumerate() {
+            for &index in &order {
+                let core = &self.outlines[index].0;
                 let centre = ground_point(&self.plan.ground, core.rect.center());
                 let Some(at) = projector.point(centre) else {
                     continue;
@@ -313,13 +330,7 @@ impl PlanOverlay {
                     font.clone(),
                     shadow,
                 );
-                painter.text(
-                    at,
-                    egui::Align2::CENTER_CENTER,
-                    &text,
-                    font,
-                    block_color(index),
-                );
+                painter.text(at, egui::Align2::CENTER_CENTER, &text, font, colors[index]);
             }
         }
     }
@@ -359,7 +370,14 @@ impl PlanOverlay {
                             ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
                         ui.painter()
                             .rect_filled(swatch, 2.0, block_color(block.index));
-                        ui.label(block.index.to_string());
+                        let picked = self.selected == Some(block.index);
+                        if ui
+                            .selectable_label(picked, block.index.to_string())
+                            .on_hover_text("show this block on top, the others faded")
+                            .clicked()
+                        {
+                            self.selected = (!picked).then_some(block.index);
+                        }
                     });
                     ui.label(block.views.len().to_string());
                     ui.label(block.points.to_string());
@@ -540,6 +558,35 @@ pub(crate) mod tests {
             let at = projector.point(centre).expect("in front");
             assert!(rect.contains(at), "label of block {index} at {at:?}");
         }
+        // A block picked in the panel keeps its colour, drawn last; the others fade.
+        overlay.selected = Some(2);
+        let shapes = painted(&mut overlay, &camera, rect);
+        for index in 0..4 {
+            let full = segments_of(&shapes, block_color(index)).len();
+            let faded = segments_of(&shapes, block_color(index).gamma_multiply(0.3)).len();
+            if index == 2 {
+                assert!(
+                    full >= 8 && faded == 0,
+                    "block 2: {full} full, {faded} faded"
+                );
+            } else {
+                assert!(
+                    full == 0 && faded >= 8,
+                    "block {index}: {full} full, {faded} faded"
+                );
+            }
+        }
+        let last = shapes.iter().rev().find_map(|s| match s {
+            egui::Shape::LineSegment { stroke, .. } => Some(stroke.color),
+            _ => None,
+        });
+        assert_eq!(
+            last,
+            Some(block_color(2)),
+            "the picked block is drawn on top"
+        );
+        overlay.selected = None;
+
         // A camera inside the scene, looking along the ground: parts of the outlines lie behind
         // it, and nothing drawn may come from behind the camera or leave the image.
         let eye = [0.2f32, -0.4, 0.3];
