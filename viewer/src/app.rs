@@ -4,8 +4,8 @@
 
 use crate::Args;
 use crate::panels;
-use crate::plan_geometry::Projector;
-use crate::plan_overlay::PlanOverlay;
+use crate::plan_view::geometry::Projector;
+use crate::plan_view::overlay::PlanOverlay;
 use crate::render::{DisplayOptions, SceneRenderer};
 use crate::scene::ViewCamera;
 use crate::screenshot::{Region, Script, Sidecar};

@@ -3,8 +3,7 @@
 
 mod app;
 mod panels;
-mod plan_geometry;
-mod plan_overlay;
+mod plan_view;
 mod present;
 mod render;
 mod scene;

@@ -55,7 +55,7 @@ pub struct Sidecar {
     /// Physical pixels per egui point.
     pub pixels_per_point: f32,
     /// A plan's blocks as the overlay drew them (empty without a plan).
-    pub plan_blocks: Vec<crate::plan_overlay::BlockShown>,
+    pub plan_blocks: Vec<crate::plan_view::overlay::BlockShown>,
 }
 
 /// The state of a scripted run.

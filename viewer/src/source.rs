@@ -283,7 +283,7 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan_overlay::tests::{builtin, quadrant_plan};
+    use crate::plan_view::overlay_tests::{builtin, quadrant_plan};
     use clap::Parser as _;
     use wgsplat::data::builtin::BuiltinOptions;
 

@@ -3,14 +3,13 @@
 //! dataset's camera centres coloured by the blocks that train on them; and the "Plan" panel that
 //! lists the blocks and toggles each part of the overlay.
 
-use crate::plan_geometry::{GroundRect, Outline, Projector, cell_outline, ground_point};
+use super::geometry::{GroundRect, Outline, Projector, cell_outline, ground_point};
 use crate::scene::ViewCamera;
 use eframe::egui::{self, Color32, Stroke};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use wgsplat::data::Dataset;
-use wgsplat::gpu::memory::format_bytes;
 use wgsplat::plan::PlanManifest;
 
 /// Block colours, chosen to stand out from each other and from most scenes; blocks past the list
@@ -61,13 +60,13 @@ pub struct BlockShown {
 }
 
 /// Which parts of the overlay are drawn.
-struct Toggles {
-    overlay: bool,
-    shade: bool,
-    cores: bool,
-    bounds: bool,
-    labels: bool,
-    cameras: bool,
+pub(super) struct Toggles {
+    pub(super) overlay: bool,
+    pub(super) shade: bool,
+    pub(super) cores: bool,
+    pub(super) bounds: bool,
+    pub(super) labels: bool,
+    pub(super) cameras: bool,
 }
 
 /// A plan and everything needed to draw it.
@@ -79,11 +78,11 @@ pub struct PlanOverlay {
     /// The scene's extent on the ground (points and cameras), where unbounded sides are cut.
     pub extent: GroundRect,
     /// Per block: its core's and its bounds' outlines.
-    outlines: Vec<(Outline, Outline)>,
+    pub(super) outlines: Vec<(Outline, Outline)>,
     cameras: Vec<CameraMark>,
     /// Whether the cameras sit below the ground frame's `up` side (then the overview looks up).
     cameras_below: bool,
-    toggles: Toggles,
+    pub(super) toggles: Toggles,
     /// The block picked in the panel: drawn on top, the others faded.
     pub selected: Option<usize>,
     /// What the last frame drew.
@@ -331,292 +330,6 @@ impl PlanOverlay {
                     shadow,
                 );
                 painter.text(at, egui::Align2::CENTER_CENTER, &text, font, colors[index]);
-            }
-        }
-    }
-
-    /// The "Plan" panel: the blocks and the overlay's toggles.
-    pub fn show_panel(&mut self, ui: &mut egui::Ui) {
-        ui.heading("Plan");
-        ui.label(self.file.display().to_string());
-        let t = &mut self.toggles;
-        ui.checkbox(&mut t.overlay, "show the blocks over the scene");
-        ui.add_enabled_ui(t.overlay, |ui| {
-            ui.horizontal_wrapped(|ui| {
-                ui.checkbox(&mut t.cores, "cells");
-                ui.checkbox(&mut t.shade, "shaded");
-                ui.checkbox(&mut t.bounds, "training bounds (dashed)");
-                ui.checkbox(&mut t.labels, "labels");
-                ui.checkbox(&mut t.cameras, "cameras");
-            });
-        });
-        ui.weak(
-            "solid: the cell a block keeps at the merge; dashed: the bounds it trains in; dots: \
-             camera centres in the colour of the block that trains on them (rings: further \
-             blocks; grey: none)",
-        );
-        egui::Grid::new("plan-blocks")
-            .num_columns(4)
-            .striped(true)
-            .show(ui, |ui| {
-                ui.strong("block");
-                ui.strong("views");
-                ui.strong("points");
-                ui.strong("peak memory");
-                ui.end_row();
-                for block in &self.plan.blocks {
-                    ui.horizontal(|ui| {
-                        let (swatch, _) =
-                            ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
-                        ui.painter()
-                            .rect_filled(swatch, 2.0, block_color(block.index));
-                        let picked = self.selected == Some(block.index);
-                        if ui
-                            .selectable_label(picked, block.index.to_string())
-                            .on_hover_text("show this block on top, the others faded")
-                            .clicked()
-                        {
-                            self.selected = (!picked).then_some(block.index);
-                        }
-                    });
-                    ui.label(block.views.len().to_string());
-                    ui.label(block.points.to_string());
-                    ui.label(format_bytes(block.estimated_peak_bytes));
-                    ui.end_row();
-                }
-            });
-        for note in &self.notes {
-            ui.colored_label(Color32::from_rgb(230, 180, 60), note);
-        }
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::plan_geometry::Projector;
-    use eframe::egui::{Rect, pos2, vec2};
-    use wgsplat::data::builtin::{BuiltinOptions, generate};
-    use wgsplat::plan::{BlockPlan, Cell, GroundFrame, PLAN_VERSION, PlanData};
-    use wgsplat::train::TrainConfig;
-    use wgsplat::train::setup::{BuiltinScene, apply_builtin_recipe};
-
-    /// The built-in scene at `resolution`, as a plan made from it would load it.
-    pub(crate) fn builtin(resolution: u32) -> Dataset {
-        generate(&BuiltinOptions {
-            resolution,
-            ..BuiltinOptions::default()
-        })
-        .expect("the built-in scene")
-    }
-
-    /// A 2 x 2 plan of the built-in scene (z up) split at x = 0 and y = 0, outer sides unbounded,
-    /// training bounds `margin` wider; views and points assigned by position.
-    pub(crate) fn quadrant_plan(dataset: &Dataset, resolution: u32, margin: f64) -> PlanManifest {
-        let ground = GroundFrame {
-            origin: [0.0; 3],
-            u: [1.0, 0.0, 0.0],
-            v: [0.0, 1.0, 0.0],
-            up: [0.0, 0.0, 1.0],
-        };
-        let halves = [(None, Some(0.0)), (Some(0.0), None)];
-        let grow = |c: Cell| Cell {
-            u_min: c.u_min.map(|b| b - margin),
-            u_max: c.u_max.map(|b| b + margin),
-            v_min: c.v_min.map(|b| b - margin),
-            v_max: c.v_max.map(|b| b + margin),
-        };
-        let mut blocks = Vec::new();
-        for (v_min, v_max) in halves {
-            for (u_min, u_max) in halves {
-                let core = Cell {
-                    u_min,
-                    u_max,
-                    v_min,
-                    v_max,
-                };
-                let bounds = grow(core);
-                let views = dataset
-                    .train
-                    .iter()
-                    .filter(|v| bounds.contains(ground.ground(v.camera.position())))
-                    .map(|v| v.name.clone())
-                    .collect();
-                let points = dataset.points.as_ref().map_or(0, |p| {
-                    p.positions
-                        .iter()
-                        .filter(|q| bounds.contains(ground.ground(**q)))
-                        .count()
-                }) as u64;
-                blocks.push(BlockPlan {
-                    index: blocks.len(),
-                    core,
-                    bounds,
-                    views,
-                    points,
-                    estimated_peak_bytes: points << 16,
-                });
-            }
-        }
-        let mut config = TrainConfig::default();
-        apply_builtin_recipe(&mut config);
-        PlanManifest {
-            version: PLAN_VERSION,
-            data: PlanData {
-                path: None,
-                builtin: BuiltinScene::Objects,
-                builtin_resolution: resolution,
-                resolution: 1,
-                eval: false,
-                test_every: None,
-                test_list: None,
-                alpha_as_mask: false,
-            },
-            config,
-            ground,
-            blocks,
-        }
-    }
-
-    /// The shapes `overlay` paints with `camera` into `rect`.
-    fn painted(
-        overlay: &mut PlanOverlay,
-        camera: &wgsplat::splat::Camera,
-        rect: Rect,
-    ) -> Vec<egui::Shape> {
-        let ctx = egui::Context::default();
-        let input = egui::RawInput {
-            screen_rect: Some(Rect::from_min_size(pos2(0.0, 0.0), vec2(800.0, 600.0))),
-            ..Default::default()
-        };
-        let mut output = ctx.run_ui(input, |ui| {
-            overlay.paint(
-                &ui.painter().with_clip_rect(rect),
-                &Projector::new(camera, rect),
-            );
-        });
-        let shapes = std::mem::take(&mut output.shapes);
-        output.drop_without_applying_deltas();
-        shapes.into_iter().map(|s| s.shape).collect()
-    }
-
-    fn segments_of(shapes: &[egui::Shape], color: Color32) -> Vec<[egui::Pos2; 2]> {
-        shapes
-            .iter()
-            .filter_map(|s| match s {
-                egui::Shape::LineSegment { points, stroke } if stroke.color == color => {
-                    Some(*points)
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_overview_shows_every_block_in_its_colour() {
-        let dataset = builtin(16);
-        let plan = quadrant_plan(&dataset, 16, 0.3);
-        let mut overlay = PlanOverlay::new("plan.json".into(), plan, &dataset);
-        assert!(overlay.notes.is_empty(), "{:?}", overlay.notes);
-        let camera = overlay.overview_camera().camera(320, 240, [0.0; 3]);
-        let rect = Rect::from_min_size(pos2(10.0, 20.0), vec2(320.0, 240.0));
-        let shapes = painted(&mut overlay, &camera, rect);
-        assert_eq!(overlay.shown.len(), 4);
-        let colors: HashSet<[u8; 3]> = overlay.shown.iter().map(|b| b.color).collect();
-        assert_eq!(colors.len(), 4, "the blocks' colours must differ");
-        let projector = Projector::new(&camera, rect);
-        for (index, shown) in overlay.shown.iter().enumerate() {
-            let color = block_color(index);
-            // The whole extent is in view: all four sides of the core and of the bounds.
-            assert_eq!(shown.segments, 8, "block {index}");
-            let segments = segments_of(&shapes, color);
-            assert!(
-                segments.len() >= 8,
-                "block {index}: {} segments",
-                segments.len()
-            );
-            for end in segments.iter().flatten() {
-                assert!(rect.expand(17.0).contains(*end), "{end:?} is off the image");
-            }
-            // Its training cameras are marked in its colour (and only those).
-            let dots = shapes
-                .iter()
-                .filter(|s| matches!(s, egui::Shape::Circle(c) if c.fill == color))
-                .count();
-            let block = &overlay.plan.blocks[index];
-            assert!(!block.views.is_empty());
-            assert_eq!(shown.cameras, block.views.len(), "block {index}");
-            assert!(
-                dots <= shown.cameras && dots > 0,
-                "block {index}: {dots} dots"
-            );
-            // The label sits at the centre of the (clipped) core cell.
-            let centre = ground_point(
-                &overlay.plan.ground,
-                overlay.outlines[index].0.rect.center(),
-            );
-            let at = projector.point(centre).expect("in front");
-            assert!(rect.contains(at), "label of block {index} at {at:?}");
-        }
-        // A block picked in the panel keeps its colour, drawn last; the others fade.
-        overlay.selected = Some(2);
-        let shapes = painted(&mut overlay, &camera, rect);
-        for index in 0..4 {
-            let full = segments_of(&shapes, block_color(index)).len();
-            let faded = segments_of(&shapes, block_color(index).gamma_multiply(0.3)).len();
-            if index == 2 {
-                assert!(
-                    full >= 8 && faded == 0,
-                    "block 2: {full} full, {faded} faded"
-                );
-            } else {
-                assert!(
-                    full == 0 && faded >= 8,
-                    "block {index}: {full} full, {faded} faded"
-                );
-            }
-        }
-        let last = shapes.iter().rev().find_map(|s| match s {
-            egui::Shape::LineSegment { stroke, .. } => Some(stroke.color),
-            _ => None,
-        });
-        assert_eq!(
-            last,
-            Some(block_color(2)),
-            "the picked block is drawn on top"
-        );
-        overlay.selected = None;
-
-        // A camera inside the scene, looking along the ground: parts of the outlines lie behind
-        // it, and nothing drawn may come from behind the camera or leave the image.
-        let eye = [0.2f32, -0.4, 0.3];
-        let low = crate::scene::ViewCamera {
-            eye,
-            axes: [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
-            distance: 1.0,
-            up: [0.0, 0.0, 1.0],
-            fov_y_degrees: 60.0,
-            exact: None,
-        }
-        .camera(320, 240, [0.0; 3]);
-        let shapes = painted(&mut overlay, &low, rect);
-        let mut drawn = 0;
-        for index in 0..4 {
-            for end in segments_of(&shapes, block_color(index)).iter().flatten() {
-                assert!(end.x.is_finite() && end.y.is_finite());
-                assert!(rect.expand(17.0).contains(*end), "{end:?} is off the image");
-                drawn += 1;
-            }
-        }
-        assert!(drawn > 0, "the cells in front of the camera are drawn");
-        // The ground is below the eye: every drawn outline point is below the horizon (the
-        // image's middle row), which a point projected from behind the camera would not be.
-        for index in 0..4 {
-            for end in segments_of(&shapes, block_color(index)).iter().flatten() {
-                assert!(
-                    end.y >= rect.center().y - 1e-3,
-                    "{end:?} is above the horizon"
-                );
             }
         }
     }
