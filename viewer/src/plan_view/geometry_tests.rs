@@ -1,4 +1,5 @@
 //! Tests of the plan overlay's geometry: cell outlines, extents, clipping and projection.
+
 use super::geometry::*;
 use eframe::egui::vec2;
 use eframe::egui::{Pos2, Rect, pos2};

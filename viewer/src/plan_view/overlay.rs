@@ -1,7 +1,6 @@
 //! A partition plan drawn over the scene (`wgsplat view PLAN/`): every block's core cell as a solid
 //! outline on the ground plane, its training bounds dashed, its index at the cell's centre, and the
-//! dataset's camera centres coloured by the blocks that train on them; and the "Plan" panel that
-//! lists the blocks and toggles each part of the overlay.
+//! dataset's camera centres coloured by the blocks that train on them.
 
 use super::geometry::{GroundRect, Outline, Projector, cell_outline, ground_point};
 use crate::scene::ViewCamera;

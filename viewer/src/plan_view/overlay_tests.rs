@@ -1,5 +1,6 @@
 //! Tests of the plan overlay: what it paints from an overview and from inside the scene, and a
 //! small plan of the built-in scene the viewer's other tests share.
+
 use super::geometry::{Projector, ground_point};
 use super::overlay::*;
 use eframe::egui::{self, Color32};
