@@ -1,8 +1,11 @@
-//! The egui application: the panels around the scene view, the model being shown (a PLY or a
-//! live training run), dataset cameras, drag-and-drop and the scripted screenshot mode.
+//! The egui application: the panels around the scene view, the model being shown (a PLY, a live
+//! training run, or a plan's scene with its blocks drawn over it), dataset cameras, drag-and-drop
+//! and the scripted screenshot mode.
 
 use crate::Args;
 use crate::panels;
+use crate::plan_view::geometry::Projector;
+use crate::plan_view::overlay::PlanOverlay;
 use crate::render::{DisplayOptions, SceneRenderer};
 use crate::scene::ViewCamera;
 use crate::screenshot::{Region, Script, Sidecar};
@@ -56,6 +59,8 @@ pub struct ViewerApp {
     views: DatasetViews,
     panel: ViewPanel,
     camera: ViewCamera,
+    /// A partition plan drawn over the scene.
+    plan: Option<PlanOverlay>,
     display: DisplayOptions,
     renderer: SceneRenderer,
     script: Option<Script>,
@@ -90,6 +95,7 @@ impl ViewerApp {
             views: DatasetViews::default(),
             panel: ViewPanel::default(),
             camera: ViewCamera::looking_at([0.0; 3], 1.0),
+            plan: None,
             display: DisplayOptions {
                 antialiased: args.train.antialiased,
                 ..DisplayOptions::default()
@@ -117,10 +123,25 @@ impl ViewerApp {
     fn show_source(&mut self, source: Source, egui_ctx: &egui::Context) -> anyhow::Result<()> {
         let label = source.describe();
         self.views = DatasetViews::new(source.dataset(), source.bounds());
+        self.plan = None;
+        if let Source::Plan {
+            file,
+            plan,
+            dataset,
+            ..
+        } = &source
+        {
+            let overlay = PlanOverlay::new(file.clone(), plan.clone(), dataset);
+            for note in &overlay.notes {
+                self.log.push((Level::Warning, note.clone()));
+            }
+            self.views.home = Some(overlay.overview_camera());
+            self.plan = Some(overlay);
+        }
         self.camera = self.views.default_camera();
         self.panel = ViewPanel::default();
         self.model = match source {
-            Source::Model { params, .. } => Model::Fixed {
+            Source::Model { params, .. } | Source::Plan { params, .. } => Model::Fixed {
                 params,
                 label: label.clone(),
             },
@@ -251,6 +272,12 @@ impl ViewerApp {
         if let Some(diff) = difference {
             painter.image(diff, next, uv, egui::Color32::WHITE);
         }
+        if let Some(plan) = &mut self.plan {
+            plan.paint(
+                &painter.with_clip_rect(scene_rect.intersect(area)),
+                &Projector::new(&camera, scene_rect),
+            );
+        }
         (true, Some(scene_rect))
     }
 }
@@ -270,6 +297,7 @@ impl eframe::App for ViewerApp {
         regions.push(Region::new("view", left.response.rect, ppp));
         let (mut loss_rect, mut loss_points, mut iteration, mut gaussians, mut training_done) =
             (None, 0, 0, 0, true);
+        let mut plan_rect = None;
         let right = egui::Panel::right("training")
             .default_size(300.0)
             .show(ui, |ui| {
@@ -293,6 +321,10 @@ impl eframe::App for ViewerApp {
                             params.max_sh_degree()
                         ));
                         gaussians = params.len();
+                        if let Some(plan) = &mut self.plan {
+                            ui.separator();
+                            plan_rect = Some(ui.scope(|ui| plan.show_panel(ui)).response.rect);
+                        }
                     }
                     Model::Empty => {
                         ui.heading("Model");
@@ -309,6 +341,9 @@ impl eframe::App for ViewerApp {
             right.response.rect,
             ppp,
         ));
+        if let Some(rect) = plan_rect {
+            regions.push(Region::new("plan", rect, ppp));
+        }
         let report = self.ctx.memory_report();
         let mut lines = self.log.clone();
         if let Model::Training(handle) = &self.model {
@@ -344,6 +379,11 @@ impl eframe::App for ViewerApp {
                 frames: self.renderer.frame_ms.len(),
                 image_size: self.renderer.size(),
                 pixels_per_point: ppp,
+                plan_blocks: self
+                    .plan
+                    .as_ref()
+                    .map(|p| p.shown.clone())
+                    .unwrap_or_default(),
             };
             script.frame(&egui_ctx, drew, iteration, training_done);
             match script.finish(&self.sidecar) {

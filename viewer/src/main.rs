@@ -3,6 +3,7 @@
 
 mod app;
 mod panels;
+mod plan_view;
 mod present;
 mod render;
 mod scene;
@@ -21,8 +22,9 @@ use wgsplat::train::options::{DataArgs, TrainOptions};
 #[derive(Parser, Clone, Debug)]
 #[command(name = "wgsplat-viewer", version, about)]
 pub struct Args {
-    /// A 3DGS PLY to inspect, or a dataset folder (COLMAP or NeRF) to train live. Omit it to train
-    /// the built-in scene.
+    /// A 3DGS PLY to inspect, a dataset folder (COLMAP or NeRF) to train live, or a partition plan
+    /// (a PLAN/ folder or its plan.json) to show its blocks over the scene. Omit it to train the
+    /// built-in scene.
     pub input: Option<PathBuf>,
     /// Cameras to show with a PLY: a dataset folder, or `builtin` for the built-in scene's.
     #[arg(long)]

@@ -54,6 +54,8 @@ pub struct Sidecar {
     pub image_size: [u32; 2],
     /// Physical pixels per egui point.
     pub pixels_per_point: f32,
+    /// A plan's blocks as the overlay drew them (empty without a plan).
+    pub plan_blocks: Vec<crate::plan_view::overlay::BlockShown>,
 }
 
 /// The state of a scripted run.

@@ -1,5 +1,5 @@
-//! What the viewer shows: a PLY opened for inspection, or a dataset trained live. Both come with
-//! the dataset's views (cameras and images) when there is one.
+//! What the viewer shows: a PLY opened for inspection, a dataset trained live, or a partition plan
+//! over its scene. Each comes with the dataset's views (cameras and images) when there is one.
 
 use crate::Args;
 use anyhow::Context as _;
@@ -8,9 +8,12 @@ use std::sync::Arc;
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
 use wgsplat::io::model::load_model_to_gpu;
+use wgsplat::plan::manifest::PLAN_FILE;
+use wgsplat::plan::{PlanData, PlanManifest};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::train::TrainConfig;
-use wgsplat::train::setup;
+use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::setup::{self, DataOptions};
 
 /// The model to show and where it comes from.
 // One value per application: the size difference of the variants costs nothing.
@@ -35,6 +38,19 @@ pub enum Source {
         dataset: Dataset,
         /// The training settings.
         config: TrainConfig,
+    },
+    /// A partition plan (`PLAN/plan.json`) over its scene, not trained.
+    Plan {
+        /// The plan file.
+        file: PathBuf,
+        /// The plan.
+        plan: PlanManifest,
+        /// The dataset the plan partitions.
+        dataset: Dataset,
+        /// The scene: `PLAN/merged.ply`, or the initial Gaussians from the sparse points.
+        params: Arc<GaussianTensors>,
+        /// What `params` are.
+        model: String,
     },
 }
 
@@ -97,6 +113,75 @@ pub fn load_model(
     Ok((params, bounds(&model.gaussians.means)))
 }
 
+/// The plan file `path` names: a plan folder's `plan.json`, or a file called `plan.json`.
+fn plan_file(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        Some(path.join(PLAN_FILE)).filter(|f| f.is_file())
+    } else {
+        (path.file_name().is_some_and(|n| n == PLAN_FILE) && path.is_file())
+            .then(|| path.to_owned())
+    }
+}
+
+/// The loader's options for a plan's data, as `wgsplat partition` recorded them.
+fn plan_data_options(data: &PlanData, background: [f32; 3]) -> DataOptions {
+    DataOptions {
+        resolution: data.resolution,
+        eval: data.eval,
+        test_every: data.test_every.map(|n| n as usize),
+        test_list: data.test_list.clone(),
+        builtin: data.builtin,
+        builtin_resolution: data.builtin_resolution,
+        background,
+        alpha_as_mask: data.alpha_as_mask,
+        ..DataOptions::default()
+    }
+}
+
+/// Reads the plan at `file`, its dataset, and the model to show under it: `merged.ply` beside
+/// the plan when the blocks have been merged, otherwise the initial Gaussians (nothing trained).
+fn open_plan(ctx: &GpuContext, file: &Path) -> anyhow::Result<Source> {
+    let plan = PlanManifest::load(file)?;
+    let background = setup::background_color(plan.config.background);
+    let what = plan.data.path.as_ref().map_or_else(
+        || format!("the built-in scene {:?}", plan.data.builtin),
+        |p| format!("the dataset at {}", p.display()),
+    );
+    let dataset = setup::load_dataset(
+        plan.data.path.as_deref(),
+        &plan_data_options(&plan.data, background),
+    )
+    .with_context(|| {
+        format!(
+            "loading {what}, which the plan {} partitions",
+            file.display()
+        )
+    })?;
+    for note in &dataset.notes {
+        eprintln!("wgsplat-viewer: {note}");
+    }
+    let merged = file.with_file_name("merged.ply");
+    let (params, model) = if merged.is_file() {
+        let (params, _) = load_model(ctx, &merged)?;
+        (params, format!("the merged model {}", merged.display()))
+    } else {
+        let params = initial_gaussians(ctx, &dataset, &plan.config)
+            .context("building the initial Gaussians of the plan's scene")?;
+        let count = params.len();
+        (
+            params,
+            format!("{count} initial Gaussians (untrained: no merged.ply beside the plan yet)"),
+        )
+    };
+    Ok(Source::Plan {
+        file: file.to_owned(),
+        plan,
+        dataset,
+        params: Arc::new(params),
+        model,
+    })
+}
+
 fn is_model_file(path: &Path) -> bool {
     wgsplat::io::formats::ModelFormat::from_path(path).is_ok()
 }
@@ -113,6 +198,9 @@ impl Source {
         input: Option<&Path>,
         args: &Args,
     ) -> anyhow::Result<Source> {
+        if let Some(file) = input.and_then(plan_file) {
+            return open_plan(ctx, &file);
+        }
         match input {
             Some(path) if path.is_file() || is_model_file(path) => {
                 if !is_model_file(path) {
@@ -159,7 +247,7 @@ impl Source {
     pub fn dataset(&self) -> Option<&Dataset> {
         match self {
             Source::Model { dataset, .. } => dataset.as_ref(),
-            Source::Training { dataset, .. } => Some(dataset),
+            Source::Training { dataset, .. } | Source::Plan { dataset, .. } => Some(dataset),
         }
     }
 
@@ -167,7 +255,9 @@ impl Source {
     pub fn bounds(&self) -> ([f32; 3], f32) {
         match self {
             Source::Model { bounds, .. } => *bounds,
-            Source::Training { dataset, .. } => (dataset.center, dataset.extent),
+            Source::Training { dataset, .. } | Source::Plan { dataset, .. } => {
+                (dataset.center, dataset.extent)
+            }
         }
     }
 
@@ -179,6 +269,77 @@ impl Source {
                 folder: Some(f), ..
             } => format!("training on {}", f.display()),
             Source::Training { folder: None, .. } => "training the built-in scene".to_owned(),
+            Source::Plan {
+                file, plan, model, ..
+            } => format!(
+                "plan {} ({} blocks) over {model}",
+                file.display(),
+                plan.blocks.len()
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan_view::overlay_tests::{builtin, quadrant_plan};
+    use clap::Parser as _;
+    use wgsplat::data::builtin::BuiltinOptions;
+
+    fn describe_plan(source: &Source) -> (u64, String) {
+        match source {
+            Source::Plan {
+                params, dataset, ..
+            } => {
+                assert_eq!(dataset.train.len(), BuiltinOptions::default().train_views);
+                (params.len(), source.describe())
+            }
+            _ => panic!("not opened as a plan: {}", source.describe()),
+        }
+    }
+
+    #[test]
+    fn a_plan_folder_or_file_opens_its_scene_untrained_or_merged() {
+        let ctx = GpuContext::from_env().expect("a GPU");
+        let dir = std::env::temp_dir().join(format!("wgsplat-viewer-plan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let dataset = builtin(16);
+        let plan = quadrant_plan(&dataset, 16, 0.3);
+        plan.save(&dir).expect("saving the plan");
+        let args = crate::Args::try_parse_from(["wgsplat-viewer"]).expect("no arguments");
+
+        // Without merged.ply: the initial Gaussians, one per sparse point.
+        let points = dataset.points.as_ref().map_or(0, |p| p.len()) as u64;
+        for path in [dir.clone(), dir.join(PLAN_FILE)] {
+            let source = Source::open_path(&ctx, Some(&path), &args).expect("opening the plan");
+            let (count, text) = describe_plan(&source);
+            assert_eq!(count, points, "{text}");
+            assert!(
+                text.contains("4 blocks") && text.contains("untrained"),
+                "{text}"
+            );
+        }
+
+        // With merged.ply beside the plan: that model (here, the first 10 initial Gaussians).
+        let (mut cpu, sh_degree) = match Source::open_path(&ctx, Some(&dir), &args) {
+            Ok(Source::Plan { params, .. }) => (
+                params.download(&ctx).expect("download"),
+                params.max_sh_degree(),
+            ),
+            _ => panic!("not opened as a plan"),
+        };
+        cpu.means.truncate(10);
+        cpu.log_scales.truncate(10);
+        cpu.quats.truncate(10);
+        cpu.opacity_logits.truncate(10);
+        cpu.sh.truncate(10);
+        wgsplat::io::ply::write_ply(&dir.join("merged.ply"), &cpu, sh_degree).expect("writing");
+        let source = Source::open_path(&ctx, Some(&dir), &args).expect("opening the plan");
+        let (count, text) = describe_plan(&source);
+        assert_eq!(count, 10, "{text}");
+        assert!(text.contains("merged.ply"), "{text}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

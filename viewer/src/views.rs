@@ -26,6 +26,9 @@ pub struct DatasetViews {
     pub center: [f32; 3],
     /// Scene radius.
     pub extent: f32,
+    /// The starting view when something better than the first dataset camera is known (a
+    /// plan's overview of its ground).
+    pub home: Option<ViewCamera>,
 }
 
 impl Default for DatasetViews {
@@ -34,6 +37,7 @@ impl Default for DatasetViews {
             views: Vec::new(),
             center: [0.0; 3],
             extent: 1.0,
+            home: None,
         }
     }
 }
@@ -46,6 +50,7 @@ impl DatasetViews {
                 views: Vec::new(),
                 center: bounds.0,
                 extent: bounds.1.max(1e-3),
+                home: None,
             };
         };
         let split = |name: &str, views: &[wgsplat::data::View]| -> Vec<DatasetView> {
@@ -65,6 +70,7 @@ impl DatasetViews {
             views,
             center: dataset.center,
             extent: dataset.extent.max(1e-3),
+            home: None,
         }
     }
 
@@ -88,8 +94,11 @@ impl DatasetViews {
         d.sqrt()
     }
 
-    /// The starting view: the first dataset camera, or a view of the bounds.
+    /// The starting view: the home view, the first dataset camera, or a view of the bounds.
     pub fn default_camera(&self) -> ViewCamera {
+        if let Some(home) = &self.home {
+            return home.clone();
+        }
         match self.views.first() {
             Some(v) => ViewCamera::from_camera(&v.camera, self.orbit_distance(&v.camera)),
             None => ViewCamera::looking_at(self.center, self.extent),

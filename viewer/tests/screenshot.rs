@@ -1,6 +1,6 @@
 //! End-to-end checks of the viewer under a virtual X server (xvfb): the scene view of a PLY at a
-//! dataset camera matches the library's own render pixel for pixel, the panels are drawn, and a
-//! live training run fills the loss plot.
+//! dataset camera matches the library's own render pixel for pixel, the panels are drawn, a live
+//! training run fills the loss plot, and a partition plan's blocks are drawn over its scene.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -8,10 +8,11 @@ use std::process::Command;
 use std::sync::Mutex;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::io::ply::{read_ply, write_ply};
+use wgsplat::plan::{BlockPlan, Cell, GroundFrame, PLAN_VERSION, PlanData, PlanManifest};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::init::initial_gaussians;
-use wgsplat::train::setup::apply_builtin_recipe;
+use wgsplat::train::setup::{BuiltinScene, apply_builtin_recipe};
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{GpuContext, MemoryCategory};
 
@@ -239,5 +240,147 @@ fn live_training_fills_the_loss_plot() {
     );
     let plot = rect_of(&sidecar["loss_plot"]);
     assert!(distinct_colors(&shot, plot) > 3, "the loss plot is empty");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A 2 x 2 plan of the built-in scene (z up), split at x = 0 and y = 0 with unbounded outer
+/// sides and training bounds 0.3 wider, its training views chosen by camera position; and the
+/// number of the scene's sparse points.
+fn quadrant_plan(resolution: u32) -> (PlanManifest, u64) {
+    let dataset = generate(&BuiltinOptions {
+        resolution,
+        ..BuiltinOptions::default()
+    })
+    .expect("the built-in scene");
+    let ground = GroundFrame {
+        origin: [0.0; 3],
+        u: [1.0, 0.0, 0.0],
+        v: [0.0, 1.0, 0.0],
+        up: [0.0, 0.0, 1.0],
+    };
+    let halves = [(None, Some(0.0)), (Some(0.0), None)];
+    let grown = |bound: Option<f64>, by: f64| bound.map(|b| b + by);
+    let mut blocks = Vec::new();
+    for (v_min, v_max) in halves {
+        for (u_min, u_max) in halves {
+            let core = Cell {
+                u_min,
+                u_max,
+                v_min,
+                v_max,
+            };
+            let bounds = Cell {
+                u_min: grown(u_min, -0.3),
+                u_max: grown(u_max, 0.3),
+                v_min: grown(v_min, -0.3),
+                v_max: grown(v_max, 0.3),
+            };
+            let views: Vec<String> = dataset
+                .train
+                .iter()
+                .filter(|v| bounds.contains(ground.ground(v.camera.position())))
+                .map(|v| v.name.clone())
+                .collect();
+            assert!(!views.is_empty(), "every quadrant has cameras");
+            blocks.push(BlockPlan {
+                index: blocks.len(),
+                core,
+                bounds,
+                views,
+                points: 0,
+                estimated_peak_bytes: 1 << 20,
+            });
+        }
+    }
+    let mut config = TrainConfig::default();
+    apply_builtin_recipe(&mut config);
+    let points = dataset.points.as_ref().map_or(0, |p| p.len()) as u64;
+    let plan = PlanManifest {
+        version: PLAN_VERSION,
+        data: PlanData {
+            path: None,
+            builtin: BuiltinScene::Objects,
+            builtin_resolution: resolution,
+            resolution: 1,
+            eval: false,
+            test_every: None,
+            test_list: None,
+            alpha_as_mask: false,
+        },
+        config,
+        ground,
+        blocks,
+    };
+    (plan, points)
+}
+
+/// Pixels in `rect` within `tolerance` of `color` on every channel.
+fn pixels_near(shot: &image::RgbaImage, [x0, y0, x1, y1]: [u32; 4], color: [u8; 3]) -> usize {
+    let tolerance = 6;
+    let mut count = 0;
+    for y in y0..y1.min(shot.height()) {
+        for x in x0..x1.min(shot.width()) {
+            let p = shot.get_pixel(x, y).0;
+            if (0..3).all(|c| p[c].abs_diff(color[c]) <= tolerance) {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+#[test]
+fn a_plan_shows_its_blocks_over_the_scene() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = scratch_dir("plan");
+    let plan_dir = dir.join("PLAN");
+    std::fs::create_dir_all(&plan_dir).expect("a plan folder");
+    let (plan, points) = quadrant_plan(RESOLUTION);
+    plan.save(&plan_dir).expect("writing the plan");
+    let (shot, sidecar) = run_viewer(
+        &dir,
+        &[
+            plan_dir.to_str().expect("a UTF-8 path"),
+            "--frames",
+            "2",
+            "--width",
+            "1000",
+            "--height",
+            "700",
+        ],
+    );
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "model", "plan", "memory", "log", "scene"],
+    );
+    // The scene is shown, not trained: the initial Gaussians of the built-in scene's points.
+    assert_eq!(sidecar["gaussians"].as_u64(), Some(points), "{sidecar}");
+    assert_eq!(sidecar["iteration"].as_u64(), Some(0), "{sidecar}");
+    let blocks = sidecar["plan_blocks"]
+        .as_array()
+        .expect("the plan's blocks");
+    assert_eq!(blocks.len(), 4, "{sidecar}");
+    let scene = rect_of(&sidecar["scene"]);
+    let mut colors = std::collections::BTreeSet::new();
+    for block in blocks {
+        let color: Vec<u8> = block["color"]
+            .as_array()
+            .expect("a colour")
+            .iter()
+            .map(|c| c.as_u64().expect("a channel") as u8)
+            .collect();
+        let color = [color[0], color[1], color[2]];
+        colors.insert(color);
+        assert_eq!(block["segments"].as_u64(), Some(8), "{block}");
+        assert!(block["cameras"].as_u64().unwrap_or(0) > 0, "{block}");
+        let seen = pixels_near(&shot, scene, color);
+        assert!(
+            seen >= 40,
+            "block {} drew {seen} pixels of its colour {color:?} over the scene",
+            block["index"]
+        );
+    }
+    assert_eq!(colors.len(), 4, "each block has its own colour");
     let _ = std::fs::remove_dir_all(&dir);
 }
