@@ -6,6 +6,7 @@
 mod checkpoint;
 mod data;
 mod formats;
+mod hostile;
 mod lens;
 mod ply;
 mod real_captures;
