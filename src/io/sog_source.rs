@@ -36,7 +36,7 @@ impl Source {
             return Ok((source, meta, super::sog::loose_set_bytes(path)));
         }
         let (file, file_len) = open_regular_file(path)?;
-        let mut archive = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
+        let archive = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
             format_error(path, format!("not a readable zip archive ({e}); a .sog file is a zip of meta.json and WebP textures"))
         })?;
         let names = entry_names(&archive);
@@ -84,7 +84,7 @@ impl Source {
             Source::Zip { archive, folder } => {
                 let full = format!("{folder}{name}");
                 let Some(index) = archive.index_for_name(&full) else {
-                    return Err(missing_entry(path, archive, &full, name));
+                    return Err(missing_entry(path, &**archive, &full, name));
                 };
                 let entry = archive
                     .by_index(index)

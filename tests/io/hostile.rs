@@ -126,7 +126,7 @@ fn mutate(rng: &mut TestRng, original: &[u8], header: usize) -> (Vec<u8>, String
             }
             let (at, len) = numbers[pick(rng, numbers.len())];
             let value = EDGE_COUNTS[pick(rng, EDGE_COUNTS.len())];
-            bytes.splice(at..at + len, value.bytes());
+            bytes.splice(at..at + len, value.bytes()).for_each(drop);
             (bytes, format!("the number at byte {at} set to {value}"))
         }
     }
@@ -219,14 +219,15 @@ fn mutated_ply_files_give_errors_or_models() {
         let path = dir.0.join("m.ply");
         write_ply(&path, &model.gaussians, model.sh_degree).unwrap();
         let binary = std::fs::read(&path).unwrap();
-        // The same model as ASCII, with a face element before the vertices.
+        // The same model as ASCII, with a face element and an element without properties before
+        // the vertices.
         let text = String::from_utf8_lossy(&binary[..header_len(&binary)]).into_owned();
         let properties = text.matches("property float").count();
         let header = text
             .replace("binary_little_endian", "ascii")
             .replace(
                 "element vertex",
-                "element face 1\nproperty list uchar int vertex_indices\nelement vertex",
+                "element face 1\nproperty list uchar int vertex_indices\nelement note 2\nelement vertex",
             );
         let mut ascii = header.into_bytes();
         ascii.extend_from_slice(b"3 0 1 2\n");
