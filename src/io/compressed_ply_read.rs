@@ -49,8 +49,7 @@ impl Layout {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with("comment"));
-        if lines.next() != Some("ply") || lines.next() != Some("format binary_little_endian 1.0")
-        {
+        if lines.next() != Some("ply") || lines.next() != Some("format binary_little_endian 1.0") {
             return Err(format_error(
                 path,
                 "expected `ply` and `format binary_little_endian 1.0`",
@@ -64,7 +63,9 @@ impl Layout {
                     let count = count.parse().map_err(|_| {
                         format_error(
                             path,
-                            format!("element {name} has the count {count:?}, not a non-negative integer"),
+                            format!(
+                                "element {name} has the count {count:?}, not a non-negative integer"
+                            ),
                         )
                     })?;
                     elements.push((name.to_string(), count, Vec::new()));
@@ -115,11 +116,9 @@ impl Layout {
         let rest_bytes = match elements.get(2) {
             None => 0,
             Some((_, _, props)) => {
-                let names: Vec<String> =
-                    (0..props.len()).map(|i| format!("f_rest_{i}")).collect();
+                let names: Vec<String> = (0..props.len()).map(|i| format!("f_rest_{i}")).collect();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                if ![9, 24, 45].contains(&props.len()) || schema(2, "sh", "uchar", &names)? != n
-                {
+                if ![9, 24, 45].contains(&props.len()) || schema(2, "sh", "uchar", &names)? != n {
                     return Err(format_error(
                         path,
                         "the sh element must hold 9, 24 or 45 uchar f_rest values per Gaussian",

@@ -170,7 +170,12 @@ pub(crate) fn check_storable(
 ) -> Result<()> {
     let g = &model.gaussians;
     let n = g.means.len();
-    let lengths = [g.log_scales.len(), g.quats.len(), g.opacity_logits.len(), g.sh.len()];
+    let lengths = [
+        g.log_scales.len(),
+        g.quats.len(),
+        g.opacity_logits.len(),
+        g.sh.len(),
+    ];
     if lengths.iter().any(|&l| l != n) {
         return Err(Error::Shape {
             op: "write model",

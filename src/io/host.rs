@@ -69,7 +69,8 @@ pub fn open_regular_file(path: &Path) -> Result<(std::fs::File, u64)> {
 /// `what()` and the bytes needed.
 pub fn try_vec<T>(len: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| out_of_memory(len, std::mem::size_of::<T>(), what))?;
+    v.try_reserve_exact(len)
+        .map_err(|_| out_of_memory(len, std::mem::size_of::<T>(), what))?;
     Ok(v)
 }
 

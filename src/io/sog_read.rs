@@ -8,8 +8,8 @@ use super::sog::{Meta, VERSION, coefficients_of_bands, format_error};
 use super::sog_source::Source;
 use crate::data::init::logit;
 use crate::error::Result;
-use image::ImageDecoder;
 use crate::splat::reference::CpuGaussians;
+use image::ImageDecoder;
 use std::path::Path;
 
 /// Entries in every codebook.
@@ -56,8 +56,9 @@ fn texture(
     // A lossless WebP is at most a little over 4 bytes per texel.
     let max_bytes = (texels.1 as u64).saturating_mul(5).saturating_add(1 << 16);
     let bytes = source.part(path, name, max_bytes)?;
-    let not_webp =
-        |e: image::ImageError| format_error(path, format!("{name} is not a decodable WebP image: {e}"));
+    let not_webp = |e: image::ImageError| {
+        format_error(path, format!("{name} is not a decodable WebP image: {e}"))
+    };
     let decoder =
         image::codecs::webp::WebPDecoder::new(std::io::Cursor::new(&bytes)).map_err(not_webp)?;
     let (w, h) = decoder.dimensions();
@@ -87,7 +88,10 @@ fn texture(
     }
     let channels = usize::from(decoder.color_type().bytes_per_pixel());
     let mut rgba = super::host::try_filled(total * 4, 0u8, || {
-        format!("the {width_px}×{height_px} texture {name} of {}", path.display())
+        format!(
+            "the {width_px}×{height_px} texture {name} of {}",
+            path.display()
+        )
     })?;
     decoder
         .read_image(&mut rgba[..total * channels])

@@ -34,7 +34,10 @@ fn run_in_limited_child(name: &str, limit_mib: u64) -> bool {
     let exe = std::env::current_exe().unwrap();
     let output = Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", limit_mib << 10))
+        .arg(format!(
+            "ulimit -v {} && exec \"$0\" \"$@\"",
+            limit_mib << 10
+        ))
         .arg(&exe)
         .args([
             &format!("hostile::{name}"),
@@ -103,7 +106,10 @@ fn mutate(rng: &mut TestRng, original: &[u8], header: usize) -> (Vec<u8>, String
                     *b ^= 1 + (rng.next_u32() % 255) as u8;
                 }
             }
-            (bytes, format!("{flips} byte flips in the first {span} bytes"))
+            (
+                bytes,
+                format!("{flips} byte flips in the first {span} bytes"),
+            )
         }
         2 => {
             let keep = pick(rng, bytes.len());
@@ -243,7 +249,15 @@ fn mutated_ply_files_give_errors_or_models() {
             std::fs::write(&path, bytes).unwrap();
             assert_eq!(read_ply(&path).unwrap().gaussians.means.len(), 12);
             let header = header_len(bytes);
-            mutation_run(&dir.0, "m.ply", bytes, header, ModelFormat::Ply, &path, (seed, 200));
+            mutation_run(
+                &dir.0,
+                "m.ply",
+                bytes,
+                header,
+                ModelFormat::Ply,
+                &path,
+                (seed, 200),
+            );
         }
     });
 }
@@ -254,12 +268,25 @@ fn mutated_compressed_ply_files_give_errors_or_models() {
         let dir = TempDir::new("hostile-compressed");
         let path = dir.0.join("m.compressed.ply");
         for (degree, seed) in [(1, 3), (0, 4)] {
-            write_model(&path, ModelFormat::CompressedPly, &random_model(300, degree, 7)).unwrap();
+            write_model(
+                &path,
+                ModelFormat::CompressedPly,
+                &random_model(300, degree, 7),
+            )
+            .unwrap();
             let bytes = std::fs::read(&path).unwrap();
             let header = header_len(&bytes);
             let run = (seed, 200);
             let name = "m.compressed.ply";
-            mutation_run(&dir.0, name, &bytes, header, ModelFormat::CompressedPly, &path, run);
+            mutation_run(
+                &dir.0,
+                name,
+                &bytes,
+                header,
+                ModelFormat::CompressedPly,
+                &path,
+                run,
+            );
         }
     });
 }
@@ -271,7 +298,15 @@ fn mutated_splat_files_give_errors_or_models() {
         let path = dir.0.join("m.splat");
         write_model(&path, ModelFormat::Splat, &random_model(20, 0, 8)).unwrap();
         let bytes = std::fs::read(&path).unwrap();
-        mutation_run(&dir.0, "m.splat", &bytes, 64, ModelFormat::Splat, &path, (5, 300));
+        mutation_run(
+            &dir.0,
+            "m.splat",
+            &bytes,
+            64,
+            ModelFormat::Splat,
+            &path,
+            (5, 300),
+        );
     });
 }
 
@@ -298,7 +333,15 @@ fn mutated_sog_files_give_errors_or_models() {
         let bundle = dir.0.join("m.sog");
         write_model(&bundle, ModelFormat::Sog, &random_model(50, 1, 9)).unwrap();
         let bytes = std::fs::read(&bundle).unwrap();
-        mutation_run(&dir.0, "m.sog", &bytes, bytes.len(), ModelFormat::Sog, &bundle, (30, 100));
+        mutation_run(
+            &dir.0,
+            "m.sog",
+            &bytes,
+            bytes.len(),
+            ModelFormat::Sog,
+            &bundle,
+            (30, 100),
+        );
     });
 }
 
@@ -306,13 +349,28 @@ fn mutated_sog_files_give_errors_or_models() {
 fn compressed_header(chunks: u64, n: u64) -> Vec<u8> {
     let mut header = format!("ply\nformat binary_little_endian 1.0\nelement chunk {chunks}\n");
     for p in [
-        "min_x", "min_y", "min_z", "max_x", "max_y", "max_z", "min_scale_x", "min_scale_y",
-        "min_scale_z", "max_scale_x", "max_scale_y", "max_scale_z",
+        "min_x",
+        "min_y",
+        "min_z",
+        "max_x",
+        "max_y",
+        "max_z",
+        "min_scale_x",
+        "min_scale_y",
+        "min_scale_z",
+        "max_scale_x",
+        "max_scale_y",
+        "max_scale_z",
     ] {
         header += &format!("property float {p}\n");
     }
     header += &format!("element vertex {n}\n");
-    for p in ["packed_position", "packed_rotation", "packed_scale", "packed_color"] {
+    for p in [
+        "packed_position",
+        "packed_rotation",
+        "packed_scale",
+        "packed_color",
+    ] {
         header += &format!("property uint {p}\n");
     }
     (header + "end_header\n").into_bytes()
@@ -514,7 +572,9 @@ fn sog_parts_are_found_in_one_folder_and_missing_ones_named_precisely() {
     zip_parts(&path, &cased, false);
     let err = read_model(&path, ModelFormat::Sog).unwrap_err().to_string();
     assert!(
-        err.contains("\"means_l.webp\"") && err.contains("\"Means_l.webp\"") && err.contains("case"),
+        err.contains("\"means_l.webp\"")
+            && err.contains("\"Means_l.webp\"")
+            && err.contains("case"),
         "{err}"
     );
 }
@@ -579,8 +639,21 @@ fn splat_empty_model_round_trips() {
 #[test]
 fn writers_refuse_values_their_readers_refuse() {
     let dir = TempDir::new("hostile-writers");
-    let values = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30, 100.0, -110.0];
-    let attributes = ["position", "log scale", "rotation", "opacity logit", "SH coefficients"];
+    let values = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e30,
+        100.0,
+        -110.0,
+    ];
+    let attributes = [
+        "position",
+        "log scale",
+        "rotation",
+        "opacity logit",
+        "SH coefficients",
+    ];
     for format in [ModelFormat::Splat, ModelFormat::CompressedPly] {
         let path = dir.0.join(format!("m.{}", format.extension()));
         for (a, attribute) in attributes.iter().enumerate() {
