@@ -43,16 +43,40 @@ fn per_gaussian_texels(count: usize) -> (usize, usize) {
     (count, count.saturating_mul(2).saturating_add(65_536))
 }
 
-/// Decodes the WebP part `name`, whose size must lie in `texels` (smallest and largest texel
-/// counts; `width` also fixed when given). Its size is read from its header, checked, and only
-/// then is it decoded, into a buffer reserved fallibly.
+/// The sizes a texture may have, and what in `meta.json` they derive from (for messages).
+struct TextureBounds {
+    /// Fewest and most texels.
+    texels: (usize, usize),
+    /// The width, where it is fixed.
+    width: Option<usize>,
+    /// E.g. "the 5 Gaussians meta.json states".
+    basis: String,
+}
+
+impl TextureBounds {
+    /// One texel per Gaussian, and not many more.
+    fn per_gaussian(count: usize) -> TextureBounds {
+        TextureBounds {
+            texels: per_gaussian_texels(count),
+            width: None,
+            basis: format!("the {count} Gaussians meta.json states"),
+        }
+    }
+}
+
+/// Decodes the WebP part `name`, whose size must lie within `bounds`. Its size is read from its
+/// header, checked, and only then is it decoded, into a buffer reserved fallibly.
 fn texture(
     source: &mut Source,
     path: &Path,
     name: &str,
-    texels: (usize, usize),
-    width: Option<usize>,
+    bounds: &TextureBounds,
 ) -> Result<Texture> {
+    let TextureBounds {
+        texels,
+        width,
+        basis,
+    } = bounds;
     // A lossless WebP is at most a little over 4 bytes per texel.
     let max_bytes = (texels.1 as u64).saturating_mul(5).saturating_add(1 << 16);
     let bytes = source.part(path, name, max_bytes)?;
@@ -67,9 +91,7 @@ fn texture(
     if let Some(want) = width.filter(|&want| want != width_px) {
         return Err(format_error(
             path,
-            format!(
-                "{name} is {width_px} texels wide; {want} expected (64 centroids × the SH coefficients meta.json's shN.bands gives)"
-            ),
+            format!("{name} is {width_px} texels wide; {basis} needs {want}"),
         ));
     }
     if total < texels.0 || total > texels.1 {
@@ -81,8 +103,7 @@ fn texture(
         return Err(format_error(
             path,
             format!(
-                "{name} is {width_px}×{height_px}, {size} for the {count} Gaussians meta.json states ({bound} texels); the set is damaged or its parts mixed up",
-                count = texels.0
+                "{name} is {width_px}×{height_px}, {size} for {basis} ({bound} texels); the set is damaged or its parts mixed up"
             ),
         ));
     }
@@ -138,7 +159,7 @@ fn only_texture(
     count: usize,
 ) -> Result<Texture> {
     let name = &listed_files(path, files, what, 1)?[0];
-    texture(source, path, name, per_gaussian_texels(count), None)
+    texture(source, path, name, &TextureBounds::per_gaussian(count))
 }
 
 fn codebook<'a>(path: &Path, values: &'a [f32], what: &str) -> Result<&'a [f32]> {
@@ -243,9 +264,9 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
     }
 
     let means_files = listed_files(path, &meta.means.files, "means", 2)?;
-    let texels = per_gaussian_texels(count);
-    let low = texture(&mut source, path, &means_files[0], texels, None)?;
-    let high = texture(&mut source, path, &means_files[1], texels, None)?;
+    let bounds = TextureBounds::per_gaussian(count);
+    let low = texture(&mut source, path, &means_files[0], &bounds)?;
+    let high = texture(&mut source, path, &means_files[1], &bounds)?;
     let gaussians = || format!("the {count} Gaussians of {}", path.display());
     let mut means = super::host::try_vec(count, gaussians)?;
     let mut quats = super::host::try_vec(count, gaussians)?;
@@ -297,13 +318,15 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
         let k = coefficients_of_bands(sh_n.bands);
         let book = codebook(path, &sh_n.codebook, "shN")?;
         let files = listed_files(path, &sh_n.files, "shN", 2)?;
-        let centroids = texture(
-            &mut source,
-            path,
-            &files[0],
-            (0, 64 * k * MAX_CENTROID_ROWS),
-            Some(64 * k),
-        )?;
+        let palette = TextureBounds {
+            texels: (0, 64 * k * MAX_CENTROID_ROWS),
+            width: Some(64 * k),
+            basis: format!(
+                "a palette of {} SH bands (64 centroids of {k} coefficients a row, at most 65536 centroids)",
+                sh_n.bands
+            ),
+        };
+        let centroids = texture(&mut source, path, &files[0], &palette)?;
         let entries = usize::try_from(sh_n.count).unwrap_or(usize::MAX);
         if entries > 65_536 || entries.div_ceil(64) > centroids.height {
             return Err(format_error(
@@ -314,7 +337,7 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
                 ),
             ));
         }
-        let labels = texture(&mut source, path, &files[1], texels, None)?;
+        let labels = texture(&mut source, path, &files[1], &bounds)?;
         for (i, s) in sh.iter_mut().enumerate() {
             let t = labels.texel(i);
             let label = usize::from(t[0]) | (usize::from(t[1]) << 8);
