@@ -212,14 +212,15 @@ fn decode(path: &Path, layout: &Layout, body: &[u8]) -> Result<PlyModel> {
         let alpha = unpack_unorm(colour, 8).clamp(0.5 / 255.0, 254.5 / 255.0);
         g.opacity_logits.push((alpha / (1.0 - alpha)).ln());
         let sh_bytes = body.get(sh_start + i * rest_bytes..).unwrap_or_default();
-        for k in 0..3 {
-            for j in 0..rest {
+        // Channel-major bytes: all of red's coefficients, then green's, then blue's.
+        for (j, coefficient) in sh[1..=rest].iter_mut().enumerate() {
+            for (k, value) in coefficient.iter_mut().enumerate() {
                 let unit = match sh_bytes.get(k * rest + j).copied().unwrap_or(128) {
                     0 => 0.0,
                     255 => 1.0,
                     b => (f32::from(b) + 0.5) / 256.0,
                 };
-                sh[j + 1][k] = (unit - 0.5) * 8.0;
+                *value = (unit - 0.5) * 8.0;
             }
         }
         g.sh.push(sh);
