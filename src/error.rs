@@ -182,6 +182,37 @@ pub enum Error {
         /// What is wrong and what to do about it.
         message: String,
     },
+    /// A model holds a value its output format cannot store, so the format's readers (ours
+    /// included) would refuse the file; nothing was written.
+    #[error(
+        "cannot write {path} as {format}: Gaussian {index} has the {attribute} {value}, which {format} cannot store \
+         (its readers refuse the file). Nothing was written; remove or repair that Gaussian, or write a PLY, which keeps any value"
+    )]
+    UnstorableValue {
+        /// The output file.
+        path: String,
+        /// The output format, e.g. `.splat`.
+        format: String,
+        /// The Gaussian's index in the model.
+        index: usize,
+        /// Which attribute, e.g. `position` or `log scale`.
+        attribute: String,
+        /// The attribute's value, as text.
+        value: String,
+    },
+    /// The host (CPU) memory for a large buffer could not be reserved: the machine lacks the
+    /// memory, the file is not damaged.
+    #[error(
+        "out of host memory: {what} needs {bytes} bytes ({gib:.1} GiB), which could not be allocated. \
+         The file is not damaged; free memory or use a machine with more RAM",
+        gib = *bytes as f64 / f64::from(1u32 << 30)
+    )]
+    HostOutOfMemory {
+        /// What the memory was for, naming the file.
+        what: String,
+        /// Bytes the allocation needed.
+        bytes: u64,
+    },
     /// Training diverged: a value that must be finite was NaN or infinite.
     #[error(
         "{what} became {value}: training diverged. The run stopped and no output written before this point was replaced; lower the learning rates (--config), check the images, or --resume from the last checkpoint"

@@ -11,19 +11,22 @@
 //!   fractions of ±1/√2.
 //! - `sh` (when SH degree > 0): `f_rest_*` as u8 in the INRIA order, `value / 8 + 0.5` in 8 bits.
 //!
-//! Log scales are clamped to ±20 per chunk, as the reference writer does.
+//! Log scales are clamped to ±20 per chunk, as the reference writer does. The reader is
+//! [`super::compressed_ply_read`].
 
+use super::formats::ModelFormat;
 use super::ply::PlyModel;
 use super::splat_file::{SH_C0, sigmoid};
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
-use crate::splat::reference::CpuGaussians;
 use std::io::Write;
 use std::path::Path;
 
+pub use super::compressed_ply_read::read_compressed_ply;
+
 /// Gaussians per chunk.
 pub const CHUNK: usize = 256;
-const CHUNK_PROPERTIES: [&str; 18] = [
+pub(super) const CHUNK_PROPERTIES: [&str; 18] = [
     "min_x",
     "min_y",
     "min_z",
@@ -43,7 +46,7 @@ const CHUNK_PROPERTIES: [&str; 18] = [
     "max_g",
     "max_b",
 ];
-const VERTEX_PROPERTIES: [&str; 4] = [
+pub(super) const VERTEX_PROPERTIES: [&str; 4] = [
     "packed_position",
     "packed_rotation",
     "packed_scale",
@@ -51,9 +54,9 @@ const VERTEX_PROPERTIES: [&str; 4] = [
 ];
 
 /// A header element: name, row count, and its properties as (type, name).
-type Element = (String, usize, Vec<(String, String)>);
+pub(super) type Element = (String, u64, Vec<(String, String)>);
 
-fn format_error(path: &Path, message: impl Into<String>) -> Error {
+pub(super) fn format_error(path: &Path, message: impl Into<String>) -> Error {
     crate::io::ply_read::format_error(path, "compressed PLY file", message)
 }
 
@@ -62,7 +65,7 @@ fn pack_unorm(v: f32, bits: u32) -> u32 {
     (v * top + 0.5).floor().clamp(0.0, top) as u32
 }
 
-fn unpack_unorm(v: u32, bits: u32) -> f32 {
+pub(super) fn unpack_unorm(v: u32, bits: u32) -> f32 {
     let top = (1u32 << bits) - 1;
     (v & top) as f32 / top as f32
 }
@@ -81,7 +84,7 @@ fn pack_111011(v: [f32; 3]) -> u32 {
     (pack_unorm(v[0], 11) << 21) | (pack_unorm(v[1], 10) << 11) | pack_unorm(v[2], 11)
 }
 
-fn unpack_111011(p: u32) -> [f32; 3] {
+pub(super) fn unpack_111011(p: u32) -> [f32; 3] {
     [
         unpack_unorm(p >> 21, 11),
         unpack_unorm(p >> 11, 10),
@@ -89,7 +92,7 @@ fn unpack_111011(p: u32) -> [f32; 3] {
     ]
 }
 
-fn lerp(min: f32, max: f32, t: f32) -> f32 {
+pub(super) fn lerp(min: f32, max: f32, t: f32) -> f32 {
     min * (1.0 - t) + max * t
 }
 
@@ -122,7 +125,7 @@ fn pack_rotation(q: [f32; 4]) -> u32 {
     packed
 }
 
-fn unpack_rotation(p: u32) -> [f32; 4] {
+pub(super) fn unpack_rotation(p: u32) -> [f32; 4] {
     let others =
         [p >> 20, p >> 10, p].map(|v| (unpack_unorm(v, 10) - 0.5) * std::f32::consts::SQRT_2);
     let m = (1.0 - others.iter().map(|v| v * v).sum::<f32>())
@@ -145,6 +148,8 @@ fn unpack_rotation(p: u32) -> [f32; 4] {
 /// Writes `model` as a compressed PLY (Gaussians in their order), atomically. Returns what the
 /// format dropped (nothing past its quantisation, but log scales beyond ±20 are clamped).
 pub fn write_compressed_ply(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
+    // Chunk ranges of non-finite values would not be finite, and the reader refuses those.
+    super::formats::check_storable(path, ModelFormat::CompressedPly, model, |_, _| true)?;
     let g = &model.gaussians;
     let n = g.means.len();
     let chunks = n.div_ceil(CHUNK);
@@ -236,172 +241,4 @@ pub fn write_compressed_ply(path: &Path, model: &PlyModel) -> Result<Vec<String>
         ));
     }
     Ok(dropped)
-}
-
-/// Reads a compressed PLY. The header must be exactly the schema above (12 or 18 chunk floats,
-/// 4 vertex words, 0, 9, 24 or 45 SH bytes); anything else, or a body of the wrong length, is an
-/// error naming the file.
-pub fn read_compressed_ply(path: &Path) -> Result<PlyModel> {
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", e))?;
-    let end = bytes
-        .windows(11)
-        .position(|w| w == b"end_header\n")
-        .ok_or_else(|| {
-            format_error(
-                path,
-                "no end_header line: not a PLY file, or a truncated one",
-            )
-        })?;
-    let header = std::str::from_utf8(&bytes[..end])
-        .map_err(|_| format_error(path, "the header is not text"))?;
-    let body = &bytes[end + 11..];
-    let mut lines = header
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("comment"));
-    if lines.next() != Some("ply") || lines.next() != Some("format binary_little_endian 1.0") {
-        return Err(format_error(
-            path,
-            "expected `ply` and `format binary_little_endian 1.0`",
-        ));
-    }
-    let mut elements: Vec<Element> = Vec::new();
-    for line in lines {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["element", name, count] => {
-                let count = count.parse().map_err(|_| {
-                    format_error(path, format!("element {name} has count {count:?}"))
-                })?;
-                elements.push((name.to_string(), count, Vec::new()));
-            }
-            ["property", kind, name] => match elements.last_mut() {
-                Some(e) => e.2.push((kind.to_string(), name.to_string())),
-                None => return Err(format_error(path, "a property before any element")),
-            },
-            _ => {
-                return Err(format_error(
-                    path,
-                    format!("unexpected header line {line:?}"),
-                ));
-            }
-        }
-    }
-    let schema = |i: usize, name: &str, kind: &str, names: &[&str]| -> Result<usize> {
-        let Some((element, count, props)) = elements.get(i) else {
-            return Err(format_error(path, format!("element {name} is missing")));
-        };
-        let matches = element == name
-            && props.len() == names.len()
-            && props
-                .iter()
-                .zip(names)
-                .all(|((k, p), want)| k == kind && p == want);
-        if !matches {
-            return Err(format_error(
-                path,
-                format!("element {i} is not the compressed {name} element ({props:?})"),
-            ));
-        }
-        Ok(*count)
-    };
-    let chunk_columns = elements.first().map_or(0, |e| e.2.len());
-    let chunk_names = &CHUNK_PROPERTIES[..if chunk_columns == 12 { 12 } else { 18 }];
-    let chunks = schema(0, "chunk", "float", chunk_names)?;
-    let n = schema(1, "vertex", "uint", &VERTEX_PROPERTIES)?;
-    let rest_bytes = match elements.get(2) {
-        None => 0,
-        Some((_, _, props)) => {
-            let names: Vec<String> = (0..props.len()).map(|i| format!("f_rest_{i}")).collect();
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            if ![9, 24, 45].contains(&props.len()) || schema(2, "sh", "uchar", &names)? != n {
-                return Err(format_error(
-                    path,
-                    "the sh element must hold 9, 24 or 45 uchar f_rest values per Gaussian",
-                ));
-            }
-            props.len()
-        }
-    };
-    if elements.len() > 3 || chunks != n.div_ceil(CHUNK) {
-        return Err(format_error(
-            path,
-            format!("{chunks} chunks do not fit {n} Gaussians (256 per chunk)"),
-        ));
-    }
-    let expected = chunks * chunk_names.len() * 4 + n * 16 + n * rest_bytes;
-    if body.len() != expected {
-        return Err(format_error(
-            path,
-            format!(
-                "the body is {} bytes, but the header describes {expected}; the file is truncated or damaged",
-                body.len()
-            ),
-        ));
-    }
-    let word = |offset: usize| {
-        [
-            body[offset],
-            body[offset + 1],
-            body[offset + 2],
-            body[offset + 3],
-        ]
-    };
-    let float = |offset: usize| f32::from_le_bytes(word(offset));
-    let vertex_start = chunks * chunk_names.len() * 4;
-    let sh_start = vertex_start + n * 16;
-    let rest = rest_bytes / 3;
-    let mut g = CpuGaussians::default();
-    for i in 0..n {
-        let c = i / CHUNK;
-        let bound = |k: usize| float((c * chunk_names.len() + k) * 4);
-        let packed = |k: usize| u32::from_le_bytes(word(vertex_start + i * 16 + 4 * k));
-        let p = unpack_111011(packed(0));
-        let s = unpack_111011(packed(2));
-        let colour = packed(3);
-        g.means
-            .push([0, 1, 2].map(|k| lerp(bound(k), bound(3 + k), p[k])));
-        g.log_scales
-            .push([0, 1, 2].map(|k| lerp(bound(6 + k), bound(9 + k), s[k])));
-        g.quats.push(unpack_rotation(packed(1)));
-        let mut sh = [[0.0f32; 3]; 16];
-        sh[0] = [0, 1, 2].map(|k| {
-            let t = unpack_unorm(colour >> (24 - 8 * k as u32), 8);
-            let rgb = if chunk_names.len() == 18 {
-                lerp(bound(12 + k), bound(15 + k), t)
-            } else {
-                t
-            };
-            (rgb - 0.5) / SH_C0
-        });
-        let alpha = unpack_unorm(colour, 8).clamp(0.5 / 255.0, 254.5 / 255.0);
-        g.opacity_logits.push((alpha / (1.0 - alpha)).ln());
-        for k in 0..3 {
-            for j in 0..rest {
-                let b = body[sh_start + i * rest_bytes + k * rest + j];
-                let unit = match b {
-                    0 => 0.0,
-                    255 => 1.0,
-                    b => (f32::from(b) + 0.5) / 256.0,
-                };
-                sh[j + 1][k] = (unit - 0.5) * 8.0;
-            }
-        }
-        g.sh.push(sh);
-    }
-    if g.means
-        .iter()
-        .flatten()
-        .chain(g.log_scales.iter().flatten())
-        .any(|v| !v.is_finite())
-    {
-        return Err(format_error(
-            path,
-            "a chunk range is not finite (NaN or infinity)",
-        ));
-    }
-    Ok(PlyModel {
-        gaussians: g,
-        sh_degree: [0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3][rest] as u32,
-    })
 }

@@ -110,6 +110,7 @@ pub fn read_model_with_progress(
     format: ModelFormat,
     progress: &Progress,
 ) -> Result<PlyModel> {
+    super::host::check_regular_file(path)?;
     if format != ModelFormat::Ply {
         progress.begin(&format!("reading {}", format.name()), 1);
     }
@@ -156,4 +157,52 @@ pub fn write_model_with_progress(
     }?;
     progress.finish();
     Ok(notes)
+}
+
+/// Checks that every value of `model` is finite, and that `valid` accepts each (attribute, value
+/// list) pair, before a format that cannot store other values writes it to `path`. The error
+/// names the first Gaussian and attribute that fails.
+pub(crate) fn check_storable(
+    path: &Path,
+    format: ModelFormat,
+    model: &PlyModel,
+    valid: impl Fn(&str, &[f32]) -> bool,
+) -> Result<()> {
+    let g = &model.gaussians;
+    let n = g.means.len();
+    let lengths = [
+        g.log_scales.len(),
+        g.quats.len(),
+        g.opacity_logits.len(),
+        g.sh.len(),
+    ];
+    if lengths.iter().any(|&l| l != n) {
+        return Err(Error::Shape {
+            op: "write model",
+            detail: format!("{n} means but attribute lengths {lengths:?}"),
+        });
+    }
+    let rest = crate::splat::sh::coefficient_count(model.sh_degree.min(3)) - 1;
+    for i in 0..n {
+        let sh = g.sh[i][..=rest].as_flattened();
+        let attributes: [(&str, &[f32]); 5] = [
+            ("position", &g.means[i]),
+            ("log scale", &g.log_scales[i]),
+            ("rotation", &g.quats[i]),
+            ("opacity logit", std::slice::from_ref(&g.opacity_logits[i])),
+            ("SH coefficients", sh),
+        ];
+        for (attribute, values) in attributes {
+            if values.iter().any(|v| !v.is_finite()) || !valid(attribute, values) {
+                return Err(Error::UnstorableValue {
+                    path: path.display().to_string(),
+                    format: format!(".{}", format.extension()),
+                    index: i,
+                    attribute: attribute.into(),
+                    value: format!("{values:?}"),
+                });
+            }
+        }
+    }
+    Ok(())
 }

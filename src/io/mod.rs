@@ -6,7 +6,9 @@
 pub mod checkpoint;
 mod checkpoint_read;
 pub mod compressed_ply;
+mod compressed_ply_read;
 pub mod formats;
+pub mod host;
 pub mod model;
 pub mod ply;
 mod ply_header;

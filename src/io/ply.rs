@@ -205,13 +205,7 @@ pub fn read_ply_with_progress(
     let (columns, sh_degree) = columns(path, reader.properties())?;
     let capacity = reader.capacity_hint();
     progress.begin("reading PLY", reader.vertex_count());
-    let mut g = CpuGaussians {
-        means: Vec::with_capacity(capacity),
-        log_scales: Vec::with_capacity(capacity),
-        quats: Vec::with_capacity(capacity),
-        opacity_logits: Vec::with_capacity(capacity),
-        sh: Vec::with_capacity(capacity),
-    };
+    let mut g = super::host::gaussians_with_capacity(capacity, path)?;
     reader.read_records(&columns.slot_of_property, columns.slots, |_, r| {
         g.means.push([r[0], r[1], r[2]]);
         let mut sh = [[0f32; 3]; 16];

@@ -8,8 +8,9 @@ use crate::io::ply_scalar::Scalar;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-/// Longest header line we read (guards against binary files without newlines).
-const MAX_HEADER_LINE: u64 = 4096;
+/// Longest header line read, line end included: far above any real header line (long comments
+/// included), and a bound on binary files without line ends.
+const MAX_HEADER_LINE: u64 = 1 << 16;
 /// Most header lines we read.
 const MAX_HEADER_LINES: usize = 10_000;
 
@@ -85,6 +86,16 @@ pub(super) fn parse_header(path: &Path, kind: &str, reader: &mut impl BufRead) -
                 path,
                 kind,
                 "the header ends without an end_header line (the file is truncated or not a PLY)",
+            ));
+        }
+        if read as u64 == MAX_HEADER_LINE && line.last() != Some(&b'\n') {
+            return Err(format_error(
+                path,
+                kind,
+                format!(
+                    "header line {number} is longer than {MAX_HEADER_LINE} bytes (no line end within them); \
+                     a PLY header has short lines, so the file is damaged or not a PLY"
+                ),
             ));
         }
         let not_ply = || {

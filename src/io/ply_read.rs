@@ -96,11 +96,7 @@ impl VertexReader {
     /// declared up to the end of the vertices fits in the file, and skips the elements before
     /// the vertices.
     pub(crate) fn open(path: &Path, kind: &str) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-        let file_len = file
-            .metadata()
-            .map_err(|e| io_error(path, "read the size of", e))?
-            .len();
+        let (file, file_len) = super::host::open_regular_file(path)?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let header = parse_header(path, kind, &mut reader)?;
         let vertex_index = header
@@ -111,7 +107,13 @@ impl VertexReader {
         let vertex = header.elements[vertex_index].clone();
         let mut body = match header.encoding {
             Encoding::Ascii => {
+                let body_len = file_len.saturating_sub(header.bytes);
                 let mut text = String::new();
+                text.try_reserve_exact(usize::try_from(body_len).unwrap_or(usize::MAX))
+                    .map_err(|_| Error::HostOutOfMemory {
+                        what: format!("the ASCII body of {}", path.display()),
+                        bytes: body_len,
+                    })?;
                 reader
                     .read_to_string(&mut text)
                     .map_err(|e| match e.kind() {
@@ -126,22 +128,26 @@ impl VertexReader {
                 // Refuse early when fixed-size vertices cannot fit in the file (this also bounds
                 // every allocation a lying header could ask for).
                 if let Some(stride) = vertex.fixed_stride() {
+                    // Elements with lists count as empty here; every product and sum is checked.
                     let before = header.elements[..vertex_index]
                         .iter()
-                        .map(|e| e.fixed_stride().and_then(|s| s.checked_mul(e.count)))
-                        .try_fold(0u64, |acc, bytes| acc.checked_add(bytes?))
-                        .unwrap_or(0);
+                        .map(|e| e.fixed_stride().map_or(Some(0), |s| s.checked_mul(e.count)))
+                        .try_fold(0u64, |acc, bytes| acc.checked_add(bytes?));
                     let needed = stride
                         .checked_mul(vertex.count)
-                        .and_then(|v| v.checked_add(before));
-                    let available = file_len.saturating_sub(header.bytes);
-                    if needed.is_none_or(|n| n > available) {
+                        .and_then(|v| v.checked_add(before?))
+                        .and_then(|v| v.checked_add(header.bytes));
+                    if needed.is_none_or(|n| n > file_len) {
+                        let needed = match needed {
+                            Some(bytes) => format!("{bytes} bytes"),
+                            None => "more bytes than any file holds".into(),
+                        };
                         return Err(format_error(
                             path,
                             kind,
                             format!(
-                                "it is truncated: the header declares {} vertices of {stride} bytes, more than the {available} bytes that follow the header",
-                                vertex.count
+                                "it is truncated: the header declares {} vertices of {stride} bytes, which with the header ({} bytes) and the elements before the vertices take {needed}, but the file is {file_len} bytes",
+                                vertex.count, header.bytes
                             ),
                         ));
                     }
@@ -156,7 +162,11 @@ impl VertexReader {
             path: path.to_path_buf(),
             kind: kind.to_owned(),
         };
-        for element in &header.elements[..vertex_index] {
+        // An element without properties has no bytes, whatever count it declares.
+        let before = header.elements[..vertex_index]
+            .iter()
+            .filter(|e| !e.properties.is_empty());
+        for element in before {
             for i in 0..element.count {
                 for property in &element.properties {
                     let what = || {
@@ -188,15 +198,17 @@ impl VertexReader {
         &self.vertex.properties
     }
 
-    /// A capacity for per-vertex vectors that a lying header cannot inflate past the file size.
     /// The vertex count the header declares.
     pub(crate) fn vertex_count(&self) -> u64 {
         self.vertex.count
     }
 
+    /// A capacity for per-vertex vectors that a lying header cannot inflate past the file size
+    /// (every property takes at least one byte).
     pub(crate) fn capacity_hint(&self) -> usize {
         let per_vertex = self.vertex.properties.len().max(1) as u64;
-        self.vertex.count.min(self.file_len / per_vertex) as usize
+        let bounded = self.vertex.count.min(self.file_len / per_vertex);
+        usize::try_from(bounded).unwrap_or(usize::MAX)
     }
 
     /// Reads every vertex: property `p` goes to `record[slot_of_property[p]]` (ignored when

@@ -41,8 +41,11 @@ pub fn is_loose_set(path: &Path) -> bool {
 /// names (0 for a part that cannot be read).
 pub fn loose_set_bytes(meta_path: &Path) -> u64 {
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let Some(meta) = std::fs::read(meta_path)
-        .ok()
+    // Regular files of a plausible size only: a FIFO would block, a huge file is not a meta.json.
+    let readable = std::fs::metadata(meta_path).is_ok_and(|m| m.is_file() && m.len() < 4 << 20);
+    let Some(meta) = readable
+        .then(|| std::fs::read(meta_path).ok())
+        .flatten()
         .and_then(|bytes| serde_json::from_slice::<Meta>(&bytes).ok())
     else {
         return size(meta_path);

@@ -9,10 +9,17 @@ use super::sog_source::Source;
 use crate::data::init::logit;
 use crate::error::Result;
 use crate::splat::reference::CpuGaussians;
+use image::ImageDecoder;
 use std::path::Path;
 
 /// Entries in every codebook.
 const CODEBOOK_ENTRIES: usize = 256;
+/// Most Gaussians a SOG set may claim per byte of its files: the position textures of a real
+/// model hardly compress (real sets take 10 to 20 bytes per Gaussian), so more is a damaged or
+/// crafted file whose textures would inflate thousands of times over.
+const MAX_GAUSSIANS_PER_BYTE: u64 = 64;
+/// Rows of 64 centroids in an SH palette texture: 65,536 entries, with rounding.
+const MAX_CENTROID_ROWS: usize = 1024 + 4;
 
 /// A decoded RGBA texture.
 struct Texture {
@@ -23,29 +30,104 @@ struct Texture {
 
 impl Texture {
     fn texel(&self, i: usize) -> [u8; 4] {
-        self.rgba[i * 4..][..4].try_into().expect("4 bytes")
+        match self.rgba.get(i * 4..i * 4 + 4) {
+            Some(t) => [t[0], t[1], t[2], t[3]],
+            None => [0; 4],
+        }
     }
 }
 
-/// Decodes the WebP part `name`, which must hold at least `count` texels.
-fn texture(source: &mut Source, path: &Path, name: &str, count: usize) -> Result<Texture> {
-    let bytes = source.part(path, name)?;
-    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::WebP)
-        .map_err(|e| format_error(path, format!("{name} is not a decodable WebP image: {e}")))?
-        .into_rgba8();
-    let (width, height) = (image.width() as usize, image.height() as usize);
-    if width * height < count {
+/// The texture sizes accepted for `count` Gaussians: at least one texel each, and not much more
+/// (splat-transform's `W = ceil(sqrt(n) / 4)·4` by `ceil(n / W / 4)·4` is within it).
+fn per_gaussian_texels(count: usize) -> (usize, usize) {
+    (count, count.saturating_mul(2).saturating_add(65_536))
+}
+
+/// The sizes a texture may have, and what in `meta.json` they derive from (for messages).
+struct TextureBounds {
+    /// Fewest and most texels.
+    texels: (usize, usize),
+    /// The width, where it is fixed.
+    width: Option<usize>,
+    /// E.g. "the 5 Gaussians meta.json states".
+    basis: String,
+}
+
+impl TextureBounds {
+    /// One texel per Gaussian, and not many more.
+    fn per_gaussian(count: usize) -> TextureBounds {
+        TextureBounds {
+            texels: per_gaussian_texels(count),
+            width: None,
+            basis: format!("the {count} Gaussians meta.json states"),
+        }
+    }
+}
+
+/// Decodes the WebP part `name`, whose size must lie within `bounds`. Its size is read from its
+/// header, checked, and only then is it decoded, into a buffer reserved fallibly.
+fn texture(
+    source: &mut Source,
+    path: &Path,
+    name: &str,
+    bounds: &TextureBounds,
+) -> Result<Texture> {
+    let TextureBounds {
+        texels,
+        width,
+        basis,
+    } = bounds;
+    // A lossless WebP is at most a little over 4 bytes per texel.
+    let max_bytes = (texels.1 as u64).saturating_mul(5).saturating_add(1 << 16);
+    let bytes = source.part(path, name, max_bytes)?;
+    let not_webp = |e: image::ImageError| {
+        format_error(path, format!("{name} is not a decodable WebP image: {e}"))
+    };
+    let decoder =
+        image::codecs::webp::WebPDecoder::new(std::io::Cursor::new(&bytes)).map_err(not_webp)?;
+    let (w, h) = decoder.dimensions();
+    let (width_px, height_px) = (w as usize, h as usize);
+    let total = width_px.saturating_mul(height_px);
+    if let Some(want) = width.filter(|&want| want != width_px) {
+        return Err(format_error(
+            path,
+            format!("{name} is {width_px} texels wide; {basis} needs {want}"),
+        ));
+    }
+    if total < texels.0 || total > texels.1 {
+        let (size, bound) = if total < texels.0 {
+            ("too small", format!("at least {}", texels.0))
+        } else {
+            ("too large", format!("at most {}", texels.1))
+        };
         return Err(format_error(
             path,
             format!(
-                "{name} is {width}×{height}, too small for the {count} Gaussians meta.json states"
+                "{name} is {width_px}×{height_px}, {size} for {basis} ({bound} texels); the set is damaged or its parts mixed up"
             ),
         ));
     }
+    let channels = usize::from(decoder.color_type().bytes_per_pixel());
+    let mut rgba = super::host::try_filled(total * 4, 0u8, || {
+        format!(
+            "the {width_px}×{height_px} texture {name} of {}",
+            path.display()
+        )
+    })?;
+    decoder
+        .read_image(&mut rgba[..total * channels])
+        .map_err(not_webp)?;
+    if channels == 3 {
+        // Spread RGB to RGBA in place, from the end.
+        for i in (0..total).rev() {
+            let rgb = [rgba[3 * i], rgba[3 * i + 1], rgba[3 * i + 2]];
+            rgba[4 * i..4 * i + 4].copy_from_slice(&[rgb[0], rgb[1], rgb[2], 255]);
+        }
+    }
     Ok(Texture {
-        rgba: image.into_raw(),
-        width,
-        height,
+        rgba,
+        width: width_px,
+        height: height_px,
     })
 }
 
@@ -76,7 +158,8 @@ fn only_texture(
     what: &str,
     count: usize,
 ) -> Result<Texture> {
-    texture(source, path, &listed_files(path, files, what, 1)?[0], count)
+    let name = &listed_files(path, files, what, 1)?[0];
+    texture(source, path, name, &TextureBounds::per_gaussian(count))
 }
 
 fn codebook<'a>(path: &Path, values: &'a [f32], what: &str) -> Result<&'a [f32]> {
@@ -118,7 +201,7 @@ pub(crate) fn unpack_quat(texel: [u8; 4]) -> [f32; 4] {
 
 /// Reads the SOG model at `path`: a `.sog` bundle, or the `meta.json` of loose files.
 pub fn read_sog(path: &Path) -> Result<PlyModel> {
-    let (mut source, meta_bytes) = Source::open(path)?;
+    let (mut source, meta_bytes, set_bytes) = Source::open(path)?;
     let raw: serde_json::Value = serde_json::from_slice(&meta_bytes)
         .map_err(|e| format_error(path, format!("meta.json is not valid JSON: {e}")))?;
     match raw.get("version").map(|v| v.as_u64()) {
@@ -157,6 +240,16 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
                 ),
             )
         })?;
+    if meta.count > set_bytes.saturating_mul(MAX_GAUSSIANS_PER_BYTE) {
+        return Err(format_error(
+            path,
+            format!(
+                "meta.json states {} Gaussians, but the set is only {set_bytes} bytes: more than {MAX_GAUSSIANS_PER_BYTE} Gaussians per byte, \
+                 far beyond what the textures of a real model compress to (10 to 20 bytes per Gaussian); the file is damaged or crafted",
+                meta.count
+            ),
+        ));
+    }
     if meta
         .means
         .mins
@@ -171,41 +264,40 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
     }
 
     let means_files = listed_files(path, &meta.means.files, "means", 2)?;
-    let low = texture(&mut source, path, &means_files[0], count)?;
-    let high = texture(&mut source, path, &means_files[1], count)?;
+    let bounds = TextureBounds::per_gaussian(count);
+    let low = texture(&mut source, path, &means_files[0], &bounds)?;
+    let high = texture(&mut source, path, &means_files[1], &bounds)?;
+    let gaussians = || format!("the {count} Gaussians of {}", path.display());
+    let mut means = super::host::try_vec(count, gaussians)?;
+    let mut quats = super::host::try_vec(count, gaussians)?;
+    let mut log_scales = super::host::try_vec(count, gaussians)?;
+    let mut sh = super::host::try_filled(count, [[0f32; 3]; 16], gaussians)?;
+    let mut opacity_logits = super::host::try_vec(count, gaussians)?;
     let axis = |a: usize, q: u16| {
         let range = meta.means.maxs[a] - meta.means.mins[a];
         let range = if range == 0.0 { 1.0 } else { range };
         inverse_log_transform(meta.means.mins[a] + range * (f32::from(q) / 65535.0))
     };
-    let means: Vec<[f32; 3]> = (0..count)
-        .map(|i| {
-            let (l, h) = (low.texel(i), high.texel(i));
-            std::array::from_fn(|a| axis(a, u16::from(l[a]) | (u16::from(h[a]) << 8)))
-        })
-        .collect();
+    means.extend((0..count).map(|i| {
+        let (l, h) = (low.texel(i), high.texel(i));
+        std::array::from_fn(|a| axis(a, u16::from(l[a]) | (u16::from(h[a]) << 8)))
+    }));
     drop((low, high));
 
     let quats_texture = only_texture(&mut source, path, &meta.quats.files, "quats", count)?;
-    let quats: Vec<[f32; 4]> = (0..count)
-        .map(|i| unpack_quat(quats_texture.texel(i)))
-        .collect();
+    quats.extend((0..count).map(|i| unpack_quat(quats_texture.texel(i))));
     drop(quats_texture);
 
     let scale_book = codebook(path, &meta.scales.codebook, "scales")?;
     let scales_texture = only_texture(&mut source, path, &meta.scales.files, "scales", count)?;
-    let log_scales: Vec<[f32; 3]> = (0..count)
-        .map(|i| {
-            let t = scales_texture.texel(i);
-            std::array::from_fn(|a| scale_book[usize::from(t[a])])
-        })
-        .collect();
+    log_scales.extend((0..count).map(|i| {
+        let t = scales_texture.texel(i);
+        std::array::from_fn(|a| scale_book[usize::from(t[a])])
+    }));
     drop(scales_texture);
 
     let colour_book = codebook(path, &meta.sh0.codebook, "sh0")?;
     let sh0_texture = only_texture(&mut source, path, &meta.sh0.files, "sh0", count)?;
-    let mut sh = vec![[[0f32; 3]; 16]; count];
-    let mut opacity_logits = Vec::with_capacity(count);
     for (i, s) in sh.iter_mut().enumerate() {
         let t = sh0_texture.texel(i);
         s[0] = std::array::from_fn(|c| colour_book[usize::from(t[c])]);
@@ -226,19 +318,15 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
         let k = coefficients_of_bands(sh_n.bands);
         let book = codebook(path, &sh_n.codebook, "shN")?;
         let files = listed_files(path, &sh_n.files, "shN", 2)?;
-        let centroids = texture(&mut source, path, &files[0], 0)?;
-        if centroids.width != 64 * k {
-            return Err(format_error(
-                path,
-                format!(
-                    "{} is {} texels wide; {} expected for {} SH bands (64 centroids × {k} coefficients)",
-                    files[0],
-                    centroids.width,
-                    64 * k,
-                    sh_n.bands
-                ),
-            ));
-        }
+        let palette = TextureBounds {
+            texels: (0, 64 * k * MAX_CENTROID_ROWS),
+            width: Some(64 * k),
+            basis: format!(
+                "a palette of {} SH bands (64 centroids of {k} coefficients a row, at most 65536 centroids)",
+                sh_n.bands
+            ),
+        };
+        let centroids = texture(&mut source, path, &files[0], &palette)?;
         let entries = usize::try_from(sh_n.count).unwrap_or(usize::MAX);
         if entries > 65_536 || entries.div_ceil(64) > centroids.height {
             return Err(format_error(
@@ -249,7 +337,7 @@ pub fn read_sog(path: &Path) -> Result<PlyModel> {
                 ),
             ));
         }
-        let labels = texture(&mut source, path, &files[1], count)?;
+        let labels = texture(&mut source, path, &files[1], &bounds)?;
         for (i, s) in sh.iter_mut().enumerate() {
             let t = labels.texel(i);
             let label = usize::from(t[0]) | (usize::from(t[1]) << 8);

@@ -11,10 +11,10 @@
 //! SH degree 0 only: writing drops the higher bands (the caller is told), colours are clamped to
 //! [0, 1] and opacity and rotation are 8-bit.
 
+use super::formats::ModelFormat;
 use super::ply::PlyModel;
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
-use crate::splat::reference::CpuGaussians;
 use std::io::Write;
 use std::path::Path;
 
@@ -49,6 +49,15 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
 /// Writes `model` as a `.splat` file, atomically. Returns what the format dropped (SH bands
 /// past degree 0), for the caller to report.
 pub fn write_splat(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
+    // The reader refuses what is not finite, and scales that are not positive: `exp` of a log
+    // scale must stay a positive finite f32.
+    super::formats::check_storable(path, ModelFormat::Splat, model, |attribute, values| {
+        attribute != "log scale"
+            || values.iter().all(|v| {
+                let scale = v.exp();
+                scale.is_finite() && scale > 0.0
+            })
+    })?;
     let g = &model.gaussians;
     let mut bytes = Vec::with_capacity(g.means.len() * BYTES_PER_GAUSSIAN);
     for i in 0..g.means.len() {
@@ -86,11 +95,12 @@ pub fn write_splat(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
     Ok(dropped)
 }
 
-/// Reads a `.splat` file. A size that is not a multiple of 32 bytes, or a non-finite position or
-/// scale, is an error naming the file and the Gaussian.
+/// Reads a `.splat` file (an empty file is a model without Gaussians, as the writer writes
+/// one). A size that is not a multiple of 32 bytes, or a non-finite position or scale, is an
+/// error naming the file and the Gaussian.
 pub fn read_splat(path: &Path) -> Result<PlyModel> {
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", e))?;
-    if bytes.is_empty() || !bytes.len().is_multiple_of(BYTES_PER_GAUSSIAN) {
+    let bytes = super::host::read_whole_file(path)?;
+    if !bytes.len().is_multiple_of(BYTES_PER_GAUSSIAN) {
         return Err(format_error(
             path,
             format!(
@@ -100,13 +110,7 @@ pub fn read_splat(path: &Path) -> Result<PlyModel> {
         ));
     }
     let n = bytes.len() / BYTES_PER_GAUSSIAN;
-    let mut g = CpuGaussians {
-        means: Vec::with_capacity(n),
-        log_scales: Vec::with_capacity(n),
-        quats: Vec::with_capacity(n),
-        opacity_logits: Vec::with_capacity(n),
-        sh: Vec::with_capacity(n),
-    };
+    let mut g = super::host::gaussians_with_capacity(n, path)?;
     for (i, record) in bytes.chunks_exact(BYTES_PER_GAUSSIAN).enumerate() {
         let f =
             |k: usize| f32::from_le_bytes(record[4 * k..4 * k + 4].try_into().unwrap_or([0; 4]));

@@ -1,13 +1,14 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), datasets
-//! ([`data`]), the built-in town and the ray tracer's BVH ([`town`]), PLY files ([`ply`]) and
-//! checkpoints ([`checkpoint`]).
+//! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), every other
+//! model reader against hostile files ([`hostile`]), datasets ([`data`]), the built-in town and the
+//! ray tracer's BVH ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
 mod formats;
+mod hostile;
 mod lens;
 mod ply;
 mod real_captures;

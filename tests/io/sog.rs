@@ -179,7 +179,8 @@ fn damaged_sog_files_give_clear_errors() {
     expect(read(&meta), &["scales.webp", "WebP"]);
     std::fs::remove_file(dir.0.join("quats.webp")).unwrap();
     expect(read(&meta), &["quats.webp", "missing"]);
-    // Bundles: not a zip, a truncated zip, and a zip without meta.json.
+    // Bundles: not a zip, a truncated zip, and a zip without meta.json (at its root or in its
+    // one folder).
     let bundle = dir.0.join("m.sog");
     write_model(&bundle, ModelFormat::Sog, &model).unwrap();
     let bytes = std::fs::read(&bundle).unwrap();
@@ -188,10 +189,15 @@ fn damaged_sog_files_give_clear_errors() {
     std::fs::write(&bundle, b"hello").unwrap();
     expect(read(&bundle), &["zip"]);
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&bundle).unwrap());
-    zip.start_file("data/meta.json", zip::write::SimpleFileOptions::default())
-        .unwrap();
+    for name in ["data/meta.json", "other/meta.json"] {
+        zip.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+    }
     zip.finish().unwrap();
-    expect(read(&bundle), &["no meta.json", "data/meta.json"]);
+    expect(
+        read(&bundle),
+        &["no meta.json", "data/meta.json", "other/meta.json"],
+    );
     // Nothing to write, or too much for WebP's 16383-texel sides, is refused before writing.
     let empty = random_model(0, 0, 1);
     expect(
