@@ -25,8 +25,7 @@ die() { say "$*"; exit 1; }
 # and `kill -0` still succeeds on a zombie).
 running() {
     local pid stat
-    [ -s "$1" ] || return 1
-    pid="$(cat "$1")"
+    pid="$(cat "$1" 2>/dev/null)" || return 1
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
     stat="${stat##*) }"
@@ -63,11 +62,15 @@ for tool in munged slurmctld slurmd sbatch scontrol sinfo; do
         die "$tool not found: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge"
 done
 
-if running "$dir/munged.pid" && running "$dir/slurmctld.pid" && running "$dir/slurmd.pid" &&
-    [ "$(node_state)" = idle ]; then
-    say "already up (node $node idle, configuration $conf)"
-    echo "SLURM_CONF=$conf" | tee "$dir/env"
-    exit 0
+# Up already when the three daemons run and the node is in service (busy with jobs or not).
+if running "$dir/munged.pid" && running "$dir/slurmctld.pid" && running "$dir/slurmd.pid"; then
+    case "$(node_state)" in
+    idle | mixed | allocated | completing)
+        say "already up (node $node $(node_state), configuration $conf)"
+        echo "SLURM_CONF=$conf" | tee "$dir/env"
+        exit 0
+        ;;
+    esac
 fi
 # Whatever part is left of an earlier start is stopped and started again.
 stop_daemon "$dir/slurmd.pid"

@@ -5,9 +5,10 @@ use clap::Parser;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use wgsplat::plan::manifest::PartitionRecord;
 use wgsplat::plan::{
-    BlockPlan, Cell, EngineArgs, EngineOptions, GroundFrame, PLAN_VERSION, PlanData, PlanManifest,
-    write_engine_files,
+    Balance, BlockPlan, Cell, EngineArgs, EngineOptions, Grid, GroundFrame, PLAN_VERSION,
+    PartitionSettings, PlanData, PlanManifest, write_engine_files,
 };
 use wgsplat::train::TrainConfig;
 
@@ -33,15 +34,15 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             alpha_as_mask: false,
         },
         config: TrainConfig::default(),
-        partition: wgsplat::plan::manifest::PartitionRecord {
-            grid: wgsplat::plan::Grid {
-                rows: blocks,
-                cols: 1,
+        partition: PartitionRecord {
+            grid: Grid {
+                rows: 1,
+                cols: blocks,
             },
-            settings: wgsplat::plan::PartitionSettings {
+            settings: PartitionSettings {
                 margin: 0.2,
                 visibility: 0.25,
-                balance: wgsplat::plan::Balance::Views,
+                balance: Balance::Views,
             },
             max_views_per_block: None,
             memory_budget_bytes: None,

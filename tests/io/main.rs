@@ -1,7 +1,8 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! and SOG in [`sog`]), datasets ([`data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! and SOG in [`sog`]), datasets ([`data`]), the built-in town and the ray tracer's BVH
+//! ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
@@ -10,6 +11,7 @@ mod lens;
 mod ply;
 mod real_captures;
 mod sog;
+mod town;
 
 use std::path::PathBuf;
 

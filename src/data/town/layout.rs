@@ -4,8 +4,8 @@
 //! (a round tower among trees); cars on the roads. Everything is drawn from one seeded generator.
 
 use super::{BLOCK_PITCH, ROAD_WIDTH, TownOptions, ground_half_size};
-use crate::data::init::SplitMix64;
 use crate::data::raytrace::{Facade, Object, Scene, Shape, Streets, Texture, normalize};
+use crate::rng::SplitMix64;
 
 /// Wall colour and whether the wall is brick.
 const WALLS: [([f32; 3], bool); 6] = [
@@ -36,8 +36,8 @@ const BARK: [f32; 3] = [0.35, 0.24, 0.15];
 const WATER: [f32; 3] = [0.15, 0.3, 0.45];
 
 /// A building's height: mostly low and mid-rise, a few towers.
-const HEIGHTS: (f32, f32) = (0.1, 0.5);
-const TOWER_HEIGHTS: (f32, f32) = (0.55, 0.8);
+const HEIGHTS: (f32, f32) = (0.1, 0.45);
+const TOWER_HEIGHTS: (f32, f32) = (0.5, 0.7);
 
 /// Collects a town's objects, drawing every choice from one generator.
 struct Builder {
@@ -47,11 +47,16 @@ struct Builder {
 
 impl Builder {
     fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * self.rng.next_f32()
+        self.rng.range(lo, hi)
+    }
+
+    /// True with probability `p`.
+    fn chance(&mut self, p: f32) -> bool {
+        self.rng.unit() < p
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[(self.rng.next_f32() * items.len() as f32) as usize % items.len()]
+        items[(self.rng.unit() * items.len() as f32) as usize % items.len()]
     }
 
     fn add(&mut self, shape: Shape, texture: Texture) {
@@ -78,7 +83,7 @@ impl Builder {
             },
             Texture::Facade(facade),
         );
-        if self.rng.next_f32() < 0.35 {
+        if self.chance(0.35) {
             let side = self.uniform(0.05, 0.09).min(0.5 * (max[0] - min[0]));
             let centre = [0, 1].map(|k| self.uniform(min[k] + side, max[k] - side));
             let top = height + self.uniform(0.025, 0.05);
@@ -127,14 +132,14 @@ impl Builder {
     /// two lots joined into one long building) or a tree.
     fn houses(&mut self, min: [f32; 2], size: f32) {
         let lot = 0.5 * size;
-        let joined = if self.rng.next_f32() < 0.25 {
-            Some(self.rng.next_f32() < 0.5)
+        let joined = if self.chance(0.25) {
+            Some(self.chance(0.5))
         } else {
             None
         };
         for (i, j) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
             let lot_min = [min[0] + i as f32 * lot, min[1] + j as f32 * lot];
-            let height = if self.rng.next_f32() < 0.08 {
+            let height = if self.chance(0.08) {
                 self.uniform(TOWER_HEIGHTS.0, TOWER_HEIGHTS.1)
             } else {
                 self.uniform(HEIGHTS.0, HEIGHTS.1)
@@ -158,7 +163,7 @@ impl Builder {
                     );
                 }
                 Some(_) => {}
-                None if self.rng.next_f32() < 0.12 => {
+                None if self.chance(0.12) => {
                     self.tree([lot_min[0] + 0.5 * lot, lot_min[1] + 0.5 * lot]);
                 }
                 None => {
@@ -186,7 +191,7 @@ impl Builder {
             },
         );
         let centre = [min[0] + 0.5 * size, min[1] + 0.5 * size];
-        let pond = self.rng.next_f32() < 0.4;
+        let pond = self.chance(0.4);
         if pond {
             self.add(
                 Shape::Cylinder {
@@ -197,7 +202,7 @@ impl Builder {
                 Texture::Solid(WATER),
             );
         }
-        let trees = 4 + (self.rng.next_f32() * 6.0) as usize;
+        let trees = 4 + (self.rng.unit() * 6.0) as usize;
         for _ in 0..trees {
             let at = [0, 1].map(|k| self.uniform(min[k] + 0.08, min[k] + size - 0.08));
             let near_pond = (at[0] - centre[0]).hypot(at[1] - centre[1]) < 0.3 * size;
@@ -242,16 +247,12 @@ impl Builder {
             let centre = -half + 0.5 * ROAD_WIDTH + road as f32 * BLOCK_PITCH;
             for segment in 0..blocks {
                 for along_x in [true, false] {
-                    if self.rng.next_f32() > 0.5 {
+                    if self.chance(0.5) {
                         continue;
                     }
                     let start = -half + ROAD_WIDTH + segment as f32 * BLOCK_PITCH;
                     let s = self.uniform(start + 0.05, start + BLOCK_PITCH - ROAD_WIDTH - 0.12);
-                    let lane = if self.rng.next_f32() < 0.5 {
-                        -0.05
-                    } else {
-                        0.05
-                    };
+                    let lane = if self.chance(0.5) { -0.05 } else { 0.05 };
                     let (x, y, dx, dy) = if along_x {
                         (s, centre + lane, length, width)
                     } else {
@@ -298,7 +299,7 @@ pub fn scene(options: &TownOptions) -> Scene {
     for by in 0..options.blocks_per_side {
         for bx in 0..options.blocks_per_side {
             let min = [bx, by].map(|b| -half + ROAD_WIDTH + setback + b as f32 * BLOCK_PITCH);
-            let kind = builder.rng.next_f32();
+            let kind = builder.rng.unit();
             if kind < 0.14 {
                 builder.park(min, size);
             } else if kind < 0.22 {

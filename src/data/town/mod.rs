@@ -29,7 +29,7 @@ pub const BLOCK_PITCH: f32 = 1.0;
 /// Width of a road.
 pub const ROAD_WIDTH: f32 = 0.2;
 /// Height of the cameras above the ground.
-pub const ALTITUDE: f32 = 1.2;
+pub const ALTITUDE: f32 = 1.4;
 /// Angle of the cameras' optical axis below the horizon, in degrees.
 pub const PITCH_DEGREES: f32 = 55.0;
 /// Horizontal (and, the images being square, vertical) field of view, in degrees.
@@ -145,8 +145,8 @@ pub fn cameras(options: &TownOptions) -> Vec<Camera> {
                 across + rng.range(-jitter, jitter),
             ];
             let heading = rng.range(-8.0, 8.0).to_radians();
-            let (s, c) = heading.sin_cos();
-            let direction = [forward * c, forward * s];
+            let (sin, cos) = heading.sin_cos();
+            let direction = [forward * cos, forward * sin];
             let altitude = ALTITUDE * rng.range(0.92, 1.08);
             let back = altitude / PITCH_DEGREES.to_radians().tan();
             let mut eye = [0, 1].map(|k| target[k] - back * direction[k]);

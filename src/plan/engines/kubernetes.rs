@@ -103,8 +103,8 @@ pub(super) fn jobs(
     let train_comment = format!(
         "Trains the plan's {blocks} blocks as a Kubernetes Indexed Job: the pod of completion \
          index K\n(JOB_COMPLETION_INDEX) trains block K; a retried pod resumes from its block's \
-         last checkpoint.\nRun it, then the merge (Kubernetes Indexed Jobs need version 1.29 or \
-         later):\n  kubectl apply -f {dir}/k8s/train-job.yaml\n  kubectl wait \
+         last checkpoint\n(backoffLimitPerIndex: Kubernetes 1.29 or later). Run it, then \
+         the merge:\n  kubectl apply -f {dir}/k8s/train-job.yaml\n  kubectl wait \
          --for=condition=complete --timeout=24h job/{train_name}\n  kubectl apply -f \
          {dir}/k8s/merge-job.yaml",
         dir = paths.dir.display(),
