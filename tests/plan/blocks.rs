@@ -243,8 +243,8 @@ fn the_block_comes_from_the_option_then_slurm_then_kubernetes() {
         }
     };
     let both = env(&[("SLURM_ARRAY_TASK_ID", "3"), ("JOB_COMPLETION_INDEX", "5")]);
-    assert_eq!(block_from_env(Some(1), &both).unwrap(), 1);
-    assert_eq!(block_from_env(None, &both).unwrap(), 3);
+    assert_eq!(block_from_env(Some(1), both).unwrap(), 1);
+    assert_eq!(block_from_env(None, both).unwrap(), 3);
     assert_eq!(
         block_from_env(None, env(&[("JOB_COMPLETION_INDEX", "5")])).unwrap(),
         5
