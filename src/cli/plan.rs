@@ -26,7 +26,9 @@ pub struct PartitionArgs {
     /// A fixed grid of blocks: R slabs along the ground's long axis, C cells across each.
     #[arg(long, value_name = "RxC")]
     blocks: Option<Grid>,
-    /// The fewest blocks (nearly square cells) with at most N training views each.
+    /// The fewest blocks (nearly square cells) with at most N training views each. With neither
+    /// this nor --blocks, the fewest blocks that each fit --memory-budget (default: 80% of this
+    /// adapter's memory, where it is known).
     #[arg(long, value_name = "N", conflicts_with = "blocks")]
     max_views_per_block: Option<usize>,
     /// Widen each cell by this fraction of its size on each side for its training bounds.
@@ -130,6 +132,18 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|text| resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(ctx.info())))
         .transpose()?;
+    // Without a size, blocks are sized to fit this adapter (when its memory is known).
+    let memory_budget = match (memory_budget, args.blocks, args.max_views_per_block) {
+        (None, None, None) => adapter_memory_bytes(ctx.info()).map(|bytes| {
+            let budget = bytes / 10 * 8;
+            println!(
+                "no block size given: sizing blocks to fit 80% of this adapter's memory ({})",
+                format_bytes(budget)
+            );
+            budget
+        }),
+        (budget, _, _) => budget,
+    };
     let d = &args.data_args;
     let data = PlanData {
         path: args.data.as_deref().map(absolute).transpose()?,

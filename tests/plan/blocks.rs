@@ -230,3 +230,30 @@ fn partition_run_plan_and_merge_from_the_command_line() {
     assert!(ok, "{text}");
     assert!(dir.join("m.splat").is_file());
 }
+
+#[test]
+fn the_block_comes_from_the_option_then_slurm_then_kubernetes() {
+    use wgsplat::plan::block_from_env;
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let both = env(&[("SLURM_ARRAY_TASK_ID", "3"), ("JOB_COMPLETION_INDEX", "5")]);
+    assert_eq!(block_from_env(Some(1), both).unwrap(), 1);
+    assert_eq!(block_from_env(None, both).unwrap(), 3);
+    assert_eq!(
+        block_from_env(None, env(&[("JOB_COMPLETION_INDEX", "5")])).unwrap(),
+        5
+    );
+    let err = block_from_env(None, env(&[("SLURM_ARRAY_TASK_ID", "x")])).unwrap_err();
+    assert!(err.to_string().contains("SLURM_ARRAY_TASK_ID"), "{err}");
+    let err = block_from_env(None, env(&[])).unwrap_err().to_string();
+    assert!(
+        err.contains("--block") && err.contains("JOB_COMPLETION_INDEX"),
+        "{err}"
+    );
+}
