@@ -2,6 +2,7 @@
 
 mod bench;
 mod convert;
+mod guard;
 mod render;
 mod train;
 

@@ -125,6 +125,9 @@ impl RenderArgs {
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
+    if path.exists() && !path.is_dir() {
+        wgsplat::data::check_regular_file(path, "the model")?;
+    }
     Ok(load_model_to_gpu(ctx, path, "model")?.0)
 }
 
@@ -157,6 +160,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             args.split
         );
     }
+    super::guard::refuse_output_among_images(&args.out, args.dataset.as_deref(), &dataset)?;
     let written = save_renders(
         ctx,
         &params,

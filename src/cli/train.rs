@@ -153,6 +153,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
+    super::guard::refuse_output_among_images(&args.out, args.data.as_deref(), &dataset)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the output folder {}", args.out.display()))?;
     let checkpoint_path = args.out.join("checkpoint.bin");

@@ -116,6 +116,35 @@ pub(crate) fn colmap_camera(
     })
 }
 
+/// Checks the pose of image `image` read from `path` (`place` says where in the file, e.g.
+/// "line 7"): a rotation quaternion that is finite and not zero (it is normalised later), and a
+/// finite translation. COLMAP never writes others; a corrupt or hand-made model does, and
+/// replacing them by the identity would train on a wrong camera without a word.
+pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Result<()> {
+    let quaternion = image.qvec.map(super::compact_number).join(", ");
+    let norm = image.qvec.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if !image.qvec.iter().all(|v| v.is_finite()) || !(norm > 1e-9 && norm.is_finite()) {
+        return Err(dataset_error(
+            path,
+            format!(
+                "{place}: image {:?} (id {}) has the rotation quaternion QW QX QY QZ = [{quaternion}], which is not a                  rotation (it must be finite and not zero); the model is corrupt — re-run the reconstruction or                  re-export it with `colmap model_converter`",
+                image.name, image.id
+            ),
+        ));
+    }
+    if !image.tvec.iter().all(|v| v.is_finite() && v.abs() < f64::from(f32::MAX)) {
+        let translation = image.tvec.map(super::compact_number).join(", ");
+        return Err(dataset_error(
+            path,
+            format!(
+                "{place}: image {:?} (id {}) has the translation TX TY TZ = [{translation}], which is not a finite                  position; the model is corrupt — re-run the reconstruction or re-export it",
+                image.name, image.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The model named `name` (text files), or an error naming the file and camera.
 pub(crate) fn model_named(path: &Path, id: u32, name: &str) -> Result<CameraModel> {
     CameraModel::from_name(name).ok_or_else(|| {
@@ -302,6 +331,7 @@ pub fn load_parts(
             views.len()
         ));
     }
+    notes.extend(super::empty_mask_note(&views));
     let (train, test) = split_views(views, &options.split, None, &images_file, true)?;
     let mut dataset = Dataset::new(train, test, model.points);
     dataset.notes = notes;

@@ -103,9 +103,11 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
         root.join("transforms.json")
     };
     let masked = views.iter().filter(|v| v.is_masked()).count();
+    let empty_mask_note = super::empty_mask_note(&views);
     let (train, test) = split_views(views, &options.split, own_test.as_deref(), &source, false)?;
     let mut dataset = Dataset::new(train, test, points);
     dataset.notes = cache.notes();
+    dataset.notes.extend(empty_mask_note);
     if masked > 0 {
         dataset.notes.push(format!(
             "{masked} views carry a loss mask (mask_path, --alpha-as-mask or pixels undistortion left without a \
@@ -181,12 +183,16 @@ impl Frame {
             .fl_y
             .or(i.angle_y.map(|a| 0.5 * h / (0.5 * a).tan()))
             .unwrap_or(fx);
-        if !(fx.is_finite() && fx > 0.0 && fy.is_finite() && fy > 0.0) {
+        let usable = |f: f64| f.is_finite() && f > 0.0 && (f as f32).is_finite();
+        if !(usable(fx) && usable(fy)) {
             return Err(dataset_error(
                 &self.json,
                 format!(
-                    "frame {:?} has an invalid focal length {fx} / {fy}",
-                    self.name
+                    "frame {:?} has the focal lengths fx {} and fy {} pixels; both must be positive and finite \
+                     (check fl_x / fl_y or camera_angle_x)",
+                    self.name,
+                    super::compact_number(fx),
+                    super::compact_number(fy)
                 ),
             ));
         }
@@ -233,8 +239,7 @@ impl Frame {
 
 /// Parses a transforms JSON file into its top-level value and frames.
 fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let text = super::read_regular_text(path, "the transforms file")?;
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
     let folder = path.parent().unwrap_or(Path::new("."));
@@ -244,10 +249,26 @@ fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
     })?;
     let mut frames = Vec::with_capacity(list.len());
     for (index, frame) in list.iter().enumerate() {
-        let name = frame
-            .get("file_path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| dataset_error(path, format!("frame {index} has no \"file_path\"")))?;
+        let name = match frame.get("file_path") {
+            Some(Value::String(name)) if !name.is_empty() => name.as_str(),
+            Some(other) => {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "frame {index}: \"file_path\" is {} ({}); expected a string, the image's path relative \
+                         to this file",
+                        shorten(other),
+                        json_kind(other)
+                    ),
+                ));
+            }
+            None => {
+                return Err(dataset_error(
+                    path,
+                    format!("frame {index} has no \"file_path\"; every frame names its image"),
+                ));
+            }
+        };
         let c2w = transform_matrix(path, frame, name)?;
         let (rotation, translation) = opengl_c2w_to_opencv_w2c(c2w);
         frames.push(Frame {
@@ -309,16 +330,29 @@ fn intrinsics(path: &Path, value: &Value, fallback: Intrinsics) -> Result<Intrin
 
 /// nerfstudio's `mask_path` of a frame (relative to the JSON's folder), which must exist.
 fn mask_path(path: &Path, folder: &Path, frame: &Value, name: &str) -> Result<Option<PathBuf>> {
-    let Some(mask) = frame.get("mask_path").and_then(Value::as_str) else {
-        return Ok(None);
+    let mask = match frame.get("mask_path") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(mask)) => mask,
+        Some(other) => {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "frame {name:?}: \"mask_path\" is {} ({}); expected a string, the mask's path relative to \
+                     this file",
+                    shorten(other),
+                    json_kind(other)
+                ),
+            ));
+        }
     };
     let full = folder.join(mask);
-    if !full.is_file() {
+    if !full.exists() {
         return Err(dataset_error(
             path,
             format!("frame {name:?}: mask_path {mask:?} does not exist"),
         ));
     }
+    super::check_regular_file(&full, &format!("the mask of frame {name:?}"))?;
     Ok(Some(full))
 }
 
@@ -332,10 +366,17 @@ fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4];
             ),
         )
     };
-    let rows = frame
-        .get("transform_matrix")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("is missing"))?;
+    let rows = match frame.get("transform_matrix") {
+        Some(Value::Array(rows)) => rows,
+        Some(other) => {
+            return Err(bad(&format!(
+                "is {} ({}), not a list of rows",
+                shorten(other),
+                json_kind(other)
+            )));
+        }
+        None => return Err(bad("is missing")),
+    };
     if rows.len() != 3 && rows.len() != 4 {
         return Err(bad(&format!("has {} rows", rows.len())));
     }
@@ -351,10 +392,12 @@ fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4];
             .filter(|row| row.len() == 4)
             .ok_or_else(|| bad("has a row that is not 4 numbers"))?;
         for (c, v) in row.iter().enumerate() {
-            m[r][c] = v
-                .as_f64()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| bad("has a non-numeric entry"))?;
+            m[r][c] = v.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+                bad(&format!(
+                    "has the entry {} at row {r}, column {c}, not a finite number",
+                    shorten(v)
+                ))
+            })?;
         }
     }
     for a in 0..3 {
@@ -367,7 +410,46 @@ fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4];
             }
         }
     }
+    let determinant = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+        - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+        + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+    if determinant < 0.0 {
+        return Err(bad(&format!(
+            "has a rotation part with determinant {}: a reflection (a mirrored camera), not a rotation; \
+             the exporter flipped one axis — negate one column of the rotation, or re-export the poses",
+            super::compact_number(determinant)
+        )));
+    }
+    if m[0][3].abs().max(m[1][3].abs()).max(m[2][3].abs()) >= f64::from(f32::MAX) {
+        return Err(bad(&format!(
+            "has the camera position [{}, {}, {}], too large to be a position",
+            super::compact_number(m[0][3]),
+            super::compact_number(m[1][3]),
+            super::compact_number(m[2][3])
+        )));
+    }
     Ok(m)
+}
+
+/// A JSON value for a message, cut to 60 characters.
+fn shorten(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
+    }
+}
+
+/// The kind of a JSON value: "a number", "a string", ...
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The image file of a `file_path`: as written when it exists, else with `.png`, `.jpg` or
@@ -376,6 +458,9 @@ fn resolve_image(folder: &Path, file_path: &str) -> Result<PathBuf> {
     let base = folder.join(file_path);
     if base.is_file() {
         return Ok(base);
+    }
+    if base.exists() && !base.is_dir() {
+        super::check_regular_file(&base, &format!("the image of frame {file_path:?}"))?;
     }
     for extension in ["png", "jpg", "jpeg", "PNG", "JPG", "JPEG"] {
         let candidate = folder.join(format!("{file_path}.{extension}"));
@@ -397,17 +482,38 @@ fn nerfstudio_test_names(
     json: &Value,
     frames: &[Frame],
 ) -> Result<Option<Vec<String>>> {
-    let Some(list) = json
-        .get("test_filenames")
-        .or_else(|| json.get("val_filenames"))
-        .and_then(Value::as_array)
+    let Some((key, value)) = ["test_filenames", "val_filenames"]
+        .into_iter()
+        .find_map(|key| json.get(key).map(|value| (key, value)))
     else {
         return Ok(None);
     };
+    let Value::Array(list) = value else {
+        return Err(dataset_error(
+            path,
+            format!(
+                "\"{key}\" is {} ({}); expected a list of file paths, the file_path of each test frame",
+                shorten(value),
+                json_kind(value)
+            ),
+        ));
+    };
     let normal = |p: &str| p.trim_start_matches("./").to_string();
     let mut names = Vec::with_capacity(list.len());
-    for entry in list {
-        let file = entry.as_str().map(normal).unwrap_or_default();
+    for (index, entry) in list.iter().enumerate() {
+        let file = match entry {
+            Value::String(text) if !normal(text).is_empty() => normal(text),
+            other => {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "entry {index} of \"{key}\" is {} ({}); expected a string, the file_path of a frame",
+                        shorten(other),
+                        json_kind(other)
+                    ),
+                ));
+            }
+        };
         let frame = frames
             .iter()
             .find(|f| normal(&f.name) == file || f.image_path.ends_with(&file))
