@@ -104,6 +104,21 @@ pub(crate) fn colmap_camera(
             ),
         ));
     }
+    let values = [("fx", lens.fx), ("fy", lens.fy), ("cx", lens.cx), ("cy", lens.cy)];
+    if let Some((name, value)) = values
+        .into_iter()
+        .find(|(_, v)| v.abs() >= f64::from(f32::MAX))
+    {
+        return Err(dataset_error(
+            path,
+            format!(
+                "camera {id} ({}): {name} is {}, beyond what single precision holds (about 3.4e38); the camera \
+                 is corrupt — re-run the reconstruction or re-export the model",
+                model.name(),
+                super::compact_number(value)
+            ),
+        ));
+    }
     Ok(ColmapCamera {
         id,
         width,
@@ -127,7 +142,9 @@ pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Resul
         return Err(dataset_error(
             path,
             format!(
-                "{place}: image {:?} (id {}) has the rotation quaternion QW QX QY QZ = [{quaternion}], which is not a                  rotation (it must be finite and not zero); the model is corrupt — re-run the reconstruction or                  re-export it with `colmap model_converter`",
+                "{place}: image {:?} (id {}) has the rotation quaternion QW QX QY QZ = [{quaternion}], which is not a \
+                 rotation (it must be finite and not zero); the model is corrupt — re-run the reconstruction or \
+                 re-export it with `colmap model_converter`",
                 image.name, image.id
             ),
         ));
@@ -137,7 +154,8 @@ pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Resul
         return Err(dataset_error(
             path,
             format!(
-                "{place}: image {:?} (id {}) has the translation TX TY TZ = [{translation}], which is not a finite                  position; the model is corrupt — re-run the reconstruction or re-export it",
+                "{place}: image {:?} (id {}) has the translation TX TY TZ = [{translation}], which is not a finite \
+                 position; the model is corrupt — re-run the reconstruction or re-export it",
                 image.name, image.id
             ),
         ));
@@ -291,7 +309,7 @@ pub fn load_parts(
             }
             _ => (full_path, None),
         };
-        if !image_path.is_file() {
+        if !image_path.exists() {
             return Err(dataset_error(
                 &image_path,
                 format!(
