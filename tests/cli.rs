@@ -564,7 +564,8 @@ fn help_names_every_score_and_info_json_is_json_alone() {
     assert!(json.is_object(), "{json}");
 }
 
-/// A COLMAP text dataset of two 32x24 photographs, `a.png` and `b.png`, with one point.
+/// A COLMAP text dataset of three 32x24 photographs, `a.png`, `b.png` and `c.png`, with one
+/// point.
 fn write_small_colmap(dir: &Path) {
     let sparse = dir.join("sparse/0");
     std::fs::create_dir_all(&sparse).unwrap();
@@ -572,11 +573,11 @@ fn write_small_colmap(dir: &Path) {
     std::fs::write(sparse.join("cameras.txt"), "1 PINHOLE 32 24 30 30 16 12\n").unwrap();
     std::fs::write(
         sparse.join("images.txt"),
-        "1 1 0 0 0 0 0 3 1 a.png\n\n2 1 0 0 0 0.2 0 3 1 b.png\n\n",
+        "1 1 0 0 0 0 0 3 1 a.png\n\n2 1 0 0 0 0.2 0 3 1 b.png\n\n3 1 0 0 0 0 0.2 3 1 c.png\n\n",
     )
     .unwrap();
     std::fs::write(sparse.join("points3D.txt"), "1 0 0 0 200 100 50 0.5\n").unwrap();
-    for (name, seed) in [("a.png", 3u8), ("b.png", 5)] {
+    for (name, seed) in [("a.png", 3u8), ("b.png", 5), ("c.png", 7)] {
         let pixels: Vec<u8> = (0..32 * 24 * 3)
             .map(|i| (i as u8).wrapping_mul(seed))
             .collect();
@@ -632,7 +633,9 @@ fn outputs_that_would_replace_inputs_are_refused() {
     let dir = temp_dir("output-is-input");
     let dataset = dir.join("dataset");
     write_small_colmap(&dataset);
-    let photo = std::fs::read(dataset.join("images/a.png")).unwrap();
+    let photos: Vec<Vec<u8>> = ["a.png", "b.png", "c.png"]
+        .map(|name| std::fs::read(dataset.join("images").join(name)).unwrap())
+        .into();
     let model = dir.join("a.ply");
     write_small_model(&model);
     let original = std::fs::read(&model).unwrap();
@@ -653,7 +656,10 @@ fn outputs_that_would_replace_inputs_are_refused() {
         ]);
         assert!(err.contains("holds the dataset's images"), "{err}");
     }
-    assert_eq!(std::fs::read(dataset.join("images/a.png")).unwrap(), photo);
+    for (name, photo) in ["a.png", "b.png", "c.png"].iter().zip(&photos) {
+        let now = std::fs::read(dataset.join("images").join(name)).unwrap();
+        assert!(&now == photo, "the photograph {name} was overwritten");
+    }
     // Converting a model onto itself, by the same name or another, would replace it.
     let link = dir.join("link.ply");
     std::fs::hard_link(&model, &link).unwrap();
@@ -680,7 +686,8 @@ fn outputs_that_would_replace_inputs_are_refused() {
         "--out",
         renders.to_str().unwrap(),
     ]));
-    assert!(renders.join("a.png").is_file());
+    // The default split holds out a.png (every 8th by name): b and c are the training views.
+    assert!(renders.join("b.png").is_file() && renders.join("c.png").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -695,8 +702,10 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
             .save(dataset.join("masks").join(name))
             .unwrap();
     };
+    // --test-every 2 scores a.png and c.png (b.png trains).
     mask("a.png", 0);
     mask("b.png", 255);
+    mask("c.png", 255);
     let model = dir.join("model.ply");
     write_small_model(&model);
     let eval = |json: bool| {
@@ -706,7 +715,7 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
             "--dataset",
             dataset.to_str().unwrap(),
             "--test-every",
-            "1",
+            "2",
             "--no-lpips",
         ];
         if json {
@@ -724,14 +733,14 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
     let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert!(json["psnr"].as_f64().is_some_and(f64::is_finite), "{json}");
     // With no pixel left in any view, scoring refuses and says why.
-    mask("b.png", 0);
+    mask("c.png", 0);
     let err = expect_failure(&[
         "eval",
         model.to_str().unwrap(),
         "--dataset",
         dataset.to_str().unwrap(),
         "--test-every",
-        "1",
+        "2",
         "--no-lpips",
     ]);
     assert!(err.contains("exclude every pixel") && !err.contains("inf dB"), "{err}");

@@ -182,7 +182,6 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::parse_background(&args.background)?;
     let dataset = load_split_dataset(&args, setup::background_color(background))?;
-    let views = dataset.test.len();
     let degree = params.max_sh_degree();
     let trainer = Trainer::new(
         ctx,
@@ -198,6 +197,8 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         },
     )?;
     let scores = trainer.evaluate_at_full_degree()?;
+    // The views scored: those whose masks leave no pixel are not (the dataset's note says so).
+    let views = scores.count;
     if args.json {
         println!(
             "{}",
