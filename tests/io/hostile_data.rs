@@ -427,7 +427,8 @@ impl Mutator {
 }
 
 /// Loads the dataset at `root`, failing the test on a panic (also one a loader thread turned
-/// into an error).
+/// into an error) and on a dataset with a camera that cannot be rendered (a pose or focal length
+/// that is not finite in single precision): an error or a usable dataset, nothing between.
 fn load_without_panic(root: &Path, what: &str) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Dataset::load(root, &all_train())
@@ -435,7 +436,18 @@ fn load_without_panic(root: &Path, what: &str) {
     match result {
         Err(_) => panic!("{what}: the reader panicked"),
         Ok(Err(e)) => assert!(!e.to_string().contains("panicked"), "{what}: {e}"),
-        Ok(Ok(_)) => {}
+        Ok(Ok(dataset)) => {
+            for view in dataset.views() {
+                let c = &view.camera;
+                let pose = c.rotation.iter().flatten().chain(&c.translation);
+                let usable = pose.chain([&c.cx, &c.cy]).all(|v| v.is_finite())
+                    && c.fx.is_finite()
+                    && c.fy.is_finite()
+                    && c.fx > 0.0
+                    && c.fy > 0.0;
+                assert!(usable, "{what}: view {:?} loaded with the camera {c:?}", view.name);
+            }
+        }
     }
 }
 
