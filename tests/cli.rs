@@ -613,17 +613,26 @@ fn size_options_outside_their_range_are_refused_before_any_work() {
     // an 8-40 GB allocation.
     for side in ["4294967295", "46341", "4097", "0"] {
         let err = expect_failure(&["train", "--builtin-resolution", side, "--out", out]);
-        assert!(err.contains("--builtin-resolution") && err.contains("16..=4096"), "{side}: {err}");
+        assert!(
+            err.contains("--builtin-resolution") && err.contains("16..=4096"),
+            "{side}: {err}"
+        );
     }
     // -r accepts exactly the factors its help lists.
     let missing = dir.join("no-such-dataset");
     let missing = missing.to_str().unwrap();
     for factor in ["0", "3", "1000"] {
         let err = expect_failure(&["train", missing, "-r", factor, "--out", out]);
-        assert!(err.contains("1 (full size), 2, 4 or 8"), "-r {factor}: {err}");
+        assert!(
+            err.contains("1 (full size), 2, 4 or 8"),
+            "-r {factor}: {err}"
+        );
     }
     let err = expect_failure(&["train", "--sh-degree", "4", "--out", out]);
-    assert!(err.contains("--sh-degree") && err.contains("0..=3"), "{err}");
+    assert!(
+        err.contains("--sh-degree") && err.contains("0..=3"),
+        "{err}"
+    );
     assert!(!Path::new(out).exists(), "a refused run wrote {out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -727,7 +736,10 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
     expect_success(&run);
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(!stdout.contains("inf"), "{stdout}");
-    assert!(stdout.contains("excludes every pixel") && stdout.contains("a.png"), "{stdout}");
+    assert!(
+        stdout.contains("excludes every pixel") && stdout.contains("a.png"),
+        "{stdout}"
+    );
     let run = eval(true);
     expect_success(&run);
     let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
@@ -743,6 +755,9 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
         "2",
         "--no-lpips",
     ]);
-    assert!(err.contains("exclude every pixel") && !err.contains("inf dB"), "{err}");
+    assert!(
+        err.contains("exclude every pixel") && !err.contains("inf dB"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -104,7 +104,12 @@ pub(crate) fn colmap_camera(
             ),
         ));
     }
-    let values = [("fx", lens.fx), ("fy", lens.fy), ("cx", lens.cx), ("cy", lens.cy)];
+    let values = [
+        ("fx", lens.fx),
+        ("fy", lens.fy),
+        ("cx", lens.cx),
+        ("cy", lens.cy),
+    ];
     if let Some((name, value)) = values
         .into_iter()
         .find(|(_, v)| v.abs() >= f64::from(f32::MAX))
@@ -138,7 +143,7 @@ pub(crate) fn colmap_camera(
 pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Result<()> {
     let quaternion = image.qvec.map(super::compact_number).join(", ");
     let norm = image.qvec.iter().map(|v| v * v).sum::<f64>().sqrt();
-    if !image.qvec.iter().all(|v| v.is_finite()) || !(norm > 1e-9 && norm.is_finite()) {
+    if !(image.qvec.iter().all(|v| v.is_finite()) && norm > 1e-9 && norm.is_finite()) {
         return Err(dataset_error(
             path,
             format!(
@@ -149,7 +154,11 @@ pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Resul
             ),
         ));
     }
-    if !image.tvec.iter().all(|v| v.is_finite() && v.abs() < f64::from(f32::MAX)) {
+    if !image
+        .tvec
+        .iter()
+        .all(|v| v.is_finite() && v.abs() < f64::from(f32::MAX))
+    {
         let translation = image.tvec.map(super::compact_number).join(", ");
         return Err(dataset_error(
             path,

@@ -66,7 +66,7 @@ pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
 
 /// True when `tokens` can be a `POINTS2D` line: empty, or `X Y POINT3D_ID` triples of numbers.
 fn is_points_line(tokens: &[&str]) -> bool {
-    tokens.len() % 3 == 0 && tokens.iter().all(|t| t.parse::<f64>().is_ok())
+    tokens.len().is_multiple_of(3) && tokens.iter().all(|t| t.parse::<f64>().is_ok())
 }
 
 /// Reads `images.txt`: per image a line `IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME` followed

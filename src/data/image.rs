@@ -218,7 +218,11 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
 
 /// A vector of `len` zeroed values, reserved fallibly: an error names `path` and the bytes needed
 /// rather than aborting the process.
-pub(crate) fn try_zeroed<T: Clone + Default>(len: usize, path: &Path, what: &str) -> Result<Vec<T>> {
+pub(crate) fn try_zeroed<T: Clone + Default>(
+    len: usize,
+    path: &Path,
+    what: &str,
+) -> Result<Vec<T>> {
     let mut values = Vec::new();
     values.try_reserve_exact(len).map_err(|_| {
         dataset_error(

@@ -243,7 +243,9 @@ fn check_camera(name: &str, path: &Path, camera: &Camera) -> Result<()> {
         None => Ok(()),
         Some(problem) => Err(dataset_error(
             path,
-            format!("view {name:?}: {problem}; the dataset's cameras are corrupt — fix or re-export them"),
+            format!(
+                "view {name:?}: {problem}; the dataset's cameras are corrupt — fix or re-export them"
+            ),
         )),
     }
 }

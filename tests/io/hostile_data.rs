@@ -79,9 +79,8 @@ fn colmap_binary_dataset(dir: &Path, poses: [[f64; 7]; 4]) -> PathBuf {
     }
     std::fs::write(sparse.join("cameras.bin"), cameras_bin()).unwrap();
     let names = ["a.png", "b.png", "c.png", "d.png"];
-    let images: Vec<(u32, [f64; 7], &str)> = (0..4)
-        .map(|i| (i as u32 + 1, poses[i], names[i]))
-        .collect();
+    let images: Vec<(u32, [f64; 7], &str)> =
+        (0..4).map(|i| (i as u32 + 1, poses[i], names[i])).collect();
     std::fs::write(sparse.join("images.bin"), images_bin(&images)).unwrap();
     sparse
 }
@@ -272,7 +271,10 @@ fn fifos_given_as_dataset_files_are_refused_without_blocking() {
         || drop(std::fs::OpenOptions::new().write(true).open(&list)),
     );
     let text = result.expect_err("a FIFO test list must be refused");
-    assert!(text.contains("test_views.txt") && text.contains("FIFO"), "{text}");
+    assert!(
+        text.contains("test_views.txt") && text.contains("FIFO"),
+        "{text}"
+    );
     // An image that is a FIFO is named as one, not as missing.
     colmap_text_dataset(&dir.0, IMAGES_TXT);
     let image = dir.0.join("images/b.png");
@@ -293,7 +295,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -317,13 +323,18 @@ fn an_image_over_the_decoding_limit_names_its_size_and_the_limit() {
     ihdr.extend([8, 6, 0, 0, 0]);
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend(png_chunk(b"IHDR", &ihdr));
-    png.extend(png_chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
+    png.extend(png_chunk(
+        b"IDAT",
+        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    ));
     png.extend(png_chunk(b"IEND", &[]));
     let path = dir.0.join("bomb.png");
     std::fs::write(&path, &png).unwrap();
     let text = error_text(wgsplat::data::image::read_image(&path));
     assert!(
-        text.contains("bomb.png") && text.contains("30000x30000") && text.contains("limit of 1.00 GiB"),
+        text.contains("bomb.png")
+            && text.contains("30000x30000")
+            && text.contains("limit of 1.00 GiB"),
         "{text}"
     );
 }
@@ -340,7 +351,8 @@ fn atomic_writes_never_follow_a_planted_link_nor_share_a_temporary_file() {
         std::fs::write(&target, b"precious").unwrap();
         std::os::unix::fs::symlink(&target, dir.0.join("model.ply.tmp")).unwrap();
         wgsplat::io::write_atomically(&output, |w| {
-            w.write_all(b"model").map_err(|e| wgsplat::io::io_error(&output, "write", e))
+            w.write_all(b"model")
+                .map_err(|e| wgsplat::io::io_error(&output, "write", e))
         })
         .unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"precious");
@@ -351,17 +363,21 @@ fn atomic_writes_never_follow_a_planted_link_nor_share_a_temporary_file() {
     let first = vec![b'A'; 100_000];
     let second = vec![b'B'; 50_000];
     wgsplat::io::write_atomically(&output, |w| {
-        w.write_all(&first).map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
-        w.flush().map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
+        w.write_all(&first)
+            .map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
+        w.flush()
+            .map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
         wgsplat::io::write_atomically(&output, |w| {
-            w.write_all(&second).map_err(|e| wgsplat::io::io_error(&output, "write", e))
+            w.write_all(&second)
+                .map_err(|e| wgsplat::io::io_error(&output, "write", e))
         })
     })
     .unwrap();
     assert_eq!(std::fs::read(&output).unwrap(), first);
     // A failed write leaves the output as it was and no temporary file behind.
     let failed = wgsplat::io::write_atomically(&output, |w| {
-        w.write_all(b"partial").map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
+        w.write_all(b"partial")
+            .map_err(|e| wgsplat::io::io_error(&output, "write", e))?;
         Err(wgsplat::Error::InvalidArgument {
             op: "test",
             detail: "stop".into(),
@@ -445,14 +461,25 @@ fn load_without_panic(root: &Path, what: &str) {
                     && c.fy.is_finite()
                     && c.fx > 0.0
                     && c.fy > 0.0;
-                assert!(usable, "{what}: view {:?} loaded with the camera {c:?}", view.name);
+                assert!(
+                    usable,
+                    "{what}: view {:?} loaded with the camera {c:?}",
+                    view.name
+                );
             }
         }
     }
 }
 
 const TEXT_VALUES: [&[u8]; 8] = [
-    b"nan", b"-inf", b"1e308", b"-1e300", b"0 0 0 0", b"18446744073709551616", b"-1", b"\n\n",
+    b"nan",
+    b"-inf",
+    b"1e308",
+    b"-1e300",
+    b"0 0 0 0",
+    b"18446744073709551616",
+    b"-1",
+    b"\n\n",
 ];
 
 #[test]
@@ -467,7 +494,13 @@ fn mutated_colmap_text_models_give_errors_or_datasets_never_panics() {
         };
         let mutated = mutator.mutate(original.as_bytes(), &TEXT_VALUES);
         std::fs::write(sparse.join(file), &mutated).unwrap();
-        load_without_panic(&dir.0, &format!("round {round}, {file}: {:?}", String::from_utf8_lossy(&mutated)));
+        load_without_panic(
+            &dir.0,
+            &format!(
+                "round {round}, {file}: {:?}",
+                String::from_utf8_lossy(&mutated)
+            ),
+        );
         std::fs::write(sparse.join(file), original).unwrap();
     }
 }
@@ -535,7 +568,10 @@ fn mutate_json(value: &mut serde_json::Value, mutator: &mut Mutator) {
 fn mutated_nerf_transforms_give_errors_or_datasets_never_panics() {
     let dir = TempDir::new("mutate-nerf");
     let good = format!(r#""file_path": "images/f1.png", "transform_matrix": {IDENTITY}"#);
-    let json = nerfstudio_json(&good, r#""camera_model": "OPENCV", "k1": 0.01, "test_filenames": ["images/f1.png"],"#);
+    let json = nerfstudio_json(
+        &good,
+        r#""camera_model": "OPENCV", "k1": 0.01, "test_filenames": ["images/f1.png"],"#,
+    );
     nerfstudio_dataset(&dir.0, &json);
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
     let mut mutator = Mutator(0x0ef_5eed);
@@ -548,6 +584,9 @@ fn mutated_nerf_transforms_give_errors_or_datasets_never_panics() {
             value.to_string().into_bytes()
         };
         std::fs::write(dir.0.join("transforms.json"), &mutated).unwrap();
-        load_without_panic(&dir.0, &format!("round {round}: {}", String::from_utf8_lossy(&mutated)));
+        load_without_panic(
+            &dir.0,
+            &format!("round {round}: {}", String::from_utf8_lossy(&mutated)),
+        );
     }
 }
