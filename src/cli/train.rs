@@ -36,7 +36,7 @@ pub struct TrainArgs {
     resume: bool,
     /// Stop after this iteration (writing the outputs as usual) while keeping the schedules of
     /// --iterations; continue later with --resume.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=wgsplat::train::options::MAX_ITERATIONS))]
     stop_at: Option<u64>,
     /// Also write the final model in these formats beside point_cloud.ply (comma-separated:
     /// splat, spz, compressed-ply, sog), e.g. --export spz,sog.
