@@ -208,7 +208,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
     let file = |stem: &str| sparse_dir.join(format!("{stem}.{}", format.extension()));
     for stem in ["cameras", "images"] {
         let path = file(stem);
-        if !path.is_file() {
+        if !path.exists() {
             return Err(dataset_error(
                 &path,
                 format!(
@@ -226,7 +226,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
             cameras: colmap_binary::read_cameras(&file("cameras"))?,
             images: colmap_binary::read_images(&file("images"))?,
             points: points_path
-                .is_file()
+                .exists()
                 .then(|| colmap_binary::read_points(&points_path))
                 .transpose()?,
         },
@@ -234,7 +234,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
             cameras: read_cameras_text(&file("cameras"))?,
             images: read_images_text(&file("images"))?,
             points: points_path
-                .is_file()
+                .exists()
                 .then(|| read_points_text(&points_path))
                 .transpose()?,
         },
