@@ -1,13 +1,16 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! and SOG in [`sog`]), datasets ([`data`]; careless and hostile ones in [`hostile_data`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! and SOG in [`sog`]), datasets ([`data`]; careless and hostile ones in [`hostile_data`], seeded
+//! mutations of their files in [`mutation`]), PLY files ([`ply`]) and checkpoints
+//! ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
 mod formats;
 mod hostile_data;
 mod lens;
+mod mutation;
 mod ply;
 mod real_captures;
 mod sog;
