@@ -24,6 +24,7 @@ pub mod image;
 pub mod init;
 pub mod lens;
 pub mod nerf;
+mod nerf_fields;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
