@@ -116,6 +116,10 @@ pub fn convert(
         Some(name) => ModelFormat::from_name(name)?,
         None => ModelFormat::from_path(output)?,
     };
+    super::guard::refuse_output_over_input(input, output)?;
+    if input.exists() && !input.is_dir() {
+        wgsplat::data::check_regular_file(input, "the model")?;
+    }
     let progress = Progress::new();
     let done = std::sync::atomic::AtomicBool::new(false);
     let (model, dropped) = std::thread::scope(|scope| {

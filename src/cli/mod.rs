@@ -3,6 +3,7 @@
 mod bench;
 mod builtin;
 mod convert;
+mod guard;
 mod plan;
 mod render;
 mod train;

@@ -125,6 +125,9 @@ impl RenderArgs {
 }
 
 fn load_model(ctx: &GpuContext, path: &Path) -> anyhow::Result<GaussianTensors> {
+    if path.exists() && !path.is_dir() {
+        wgsplat::data::check_regular_file(path, "the model")?;
+    }
     Ok(load_model_to_gpu(ctx, path, "model")?.0)
 }
 
@@ -157,6 +160,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             args.split
         );
     }
+    super::guard::refuse_output_among_images(&args.out, args.dataset.as_deref(), &dataset)?;
     let written = save_renders(
         ctx,
         &params,
@@ -178,7 +182,6 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::parse_background(&args.background)?;
     let dataset = load_split_dataset(&args, setup::background_color(background))?;
-    let views = dataset.test.len();
     let degree = params.max_sh_degree();
     let trainer = Trainer::new(
         ctx,
@@ -194,6 +197,8 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         },
     )?;
     let scores = trainer.evaluate_at_full_degree()?;
+    // The views scored: those whose masks leave no pixel are not (the dataset's note says so).
+    let views = scores.count;
     if args.json {
         println!(
             "{}",

@@ -36,7 +36,7 @@ pub struct TrainArgs {
     resume: bool,
     /// Stop after this iteration (writing the outputs as usual) while keeping the schedules of
     /// --iterations; continue later with --resume.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=wgsplat::train::options::MAX_ITERATIONS))]
     stop_at: Option<u64>,
     /// Train one block of a plan written by `wgsplat partition` (PLAN/plan.json or the PLAN
     /// folder): its views, points and settings all come from the plan; the outputs go to
@@ -239,6 +239,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let config = args.train.build_config(args.data.is_none())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
+    super::guard::refuse_output_among_images(&args.out, args.data.as_deref(), &dataset)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating the output folder {}", args.out.display()))?;
     let checkpoint_path = args.out.join("checkpoint.bin");

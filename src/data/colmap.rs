@@ -104,6 +104,26 @@ pub(crate) fn colmap_camera(
             ),
         ));
     }
+    let values = [
+        ("fx", lens.fx),
+        ("fy", lens.fy),
+        ("cx", lens.cx),
+        ("cy", lens.cy),
+    ];
+    if let Some((name, value)) = values
+        .into_iter()
+        .find(|(_, v)| v.abs() >= f64::from(f32::MAX))
+    {
+        return Err(dataset_error(
+            path,
+            format!(
+                "camera {id} ({}): {name} is {}, beyond what single precision holds (about 3.4e38); the camera \
+                 is corrupt — re-run the reconstruction or re-export the model",
+                model.name(),
+                super::compact_number(value)
+            ),
+        ));
+    }
     Ok(ColmapCamera {
         id,
         width,
@@ -114,6 +134,42 @@ pub(crate) fn colmap_camera(
         cy: lens.cy,
         lens,
     })
+}
+
+/// Checks the pose of image `image` read from `path` (`place` says where in the file, e.g.
+/// "line 7"): a rotation quaternion that is finite and not zero (it is normalised later), and a
+/// finite translation. COLMAP never writes others; a corrupt or hand-made model does, and
+/// replacing them by the identity would train on a wrong camera without a word.
+pub(crate) fn check_pose(path: &Path, place: &str, image: &ColmapImage) -> Result<()> {
+    let quaternion = image.qvec.map(super::compact_number).join(", ");
+    let norm = image.qvec.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if !(image.qvec.iter().all(|v| v.is_finite()) && norm > 1e-9 && norm.is_finite()) {
+        return Err(dataset_error(
+            path,
+            format!(
+                "{place}: image {:?} (id {}) has the rotation quaternion QW QX QY QZ = [{quaternion}], which is not a \
+                 rotation (it must be finite and not zero); the model is corrupt — re-run the reconstruction or \
+                 re-export it with `colmap model_converter`",
+                image.name, image.id
+            ),
+        ));
+    }
+    if !image
+        .tvec
+        .iter()
+        .all(|v| v.is_finite() && v.abs() < f64::from(f32::MAX))
+    {
+        let translation = image.tvec.map(super::compact_number).join(", ");
+        return Err(dataset_error(
+            path,
+            format!(
+                "{place}: image {:?} (id {}) has the translation TX TY TZ = [{translation}], which is not a finite \
+                 position; the model is corrupt — re-run the reconstruction or re-export it",
+                image.name, image.id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The model named `name` (text files), or an error naming the file and camera.
@@ -152,7 +208,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
     let file = |stem: &str| sparse_dir.join(format!("{stem}.{}", format.extension()));
     for stem in ["cameras", "images"] {
         let path = file(stem);
-        if !path.is_file() {
+        if !path.exists() {
             return Err(dataset_error(
                 &path,
                 format!(
@@ -170,7 +226,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
             cameras: colmap_binary::read_cameras(&file("cameras"))?,
             images: colmap_binary::read_images(&file("images"))?,
             points: points_path
-                .is_file()
+                .exists()
                 .then(|| colmap_binary::read_points(&points_path))
                 .transpose()?,
         },
@@ -178,7 +234,7 @@ pub fn read_model(sparse_dir: &Path, format: ModelFormat) -> Result<ColmapModel>
             cameras: read_cameras_text(&file("cameras"))?,
             images: read_images_text(&file("images"))?,
             points: points_path
-                .is_file()
+                .exists()
                 .then(|| read_points_text(&points_path))
                 .transpose()?,
         },
@@ -262,7 +318,7 @@ pub fn load_parts(
             }
             _ => (full_path, None),
         };
-        if !image_path.is_file() {
+        if !image_path.exists() {
             return Err(dataset_error(
                 &image_path,
                 format!(
@@ -302,6 +358,7 @@ pub fn load_parts(
             views.len()
         ));
     }
+    notes.extend(super::empty_mask_note(&views));
     let (train, test) = split_views(views, &options.split, None, &images_file, true)?;
     let mut dataset = Dataset::new(train, test, model.points);
     dataset.notes = notes;

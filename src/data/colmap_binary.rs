@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::colmap::{ColmapCamera, ColmapImage, colmap_camera};
+use super::colmap::{ColmapCamera, ColmapImage, check_pose, colmap_camera};
 use super::lens::CameraModel;
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
@@ -18,8 +18,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn open(path: &'a Path) -> Result<Reader<'a>> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+        let bytes = super::read_regular_file(path, "the COLMAP model file")?;
         Ok(Reader {
             path,
             bytes,
@@ -192,13 +191,15 @@ pub fn read_images(path: &Path) -> Result<Vec<ColmapImage>> {
                 )
             })?;
         r.position += bytes as usize;
-        images.push(ColmapImage {
+        let image = ColmapImage {
             id,
             qvec: [pose[0], pose[1], pose[2], pose[3]],
             tvec: [pose[4], pose[5], pose[6]],
             camera_id,
             name,
-        });
+        };
+        check_pose(path, &format!("image record {i}"), &image)?;
+        images.push(image);
     }
     r.finish()?;
     Ok(images)

@@ -3,14 +3,13 @@
 
 use std::path::Path;
 
-use super::colmap::{ColmapCamera, ColmapImage, colmap_camera, model_named};
+use super::colmap::{ColmapCamera, ColmapImage, check_pose, colmap_camera, model_named};
 use super::{PointCloud, dataset_error};
 use crate::error::Result;
 
 /// Non-comment lines of a text model file with their 1-based line numbers (empty lines kept).
 fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let text = super::read_regular_text(path, "the COLMAP model file")?;
     Ok(text
         .lines()
         .enumerate()
@@ -65,8 +64,15 @@ pub fn read_cameras_text(path: &Path) -> Result<Vec<ColmapCamera>> {
     Ok(cameras)
 }
 
+/// True when `tokens` can be a `POINTS2D` line: empty, or `X Y POINT3D_ID` triples of numbers.
+fn is_points_line(tokens: &[&str]) -> bool {
+    tokens.len().is_multiple_of(3) && tokens.iter().all(|t| t.parse::<f64>().is_ok())
+}
+
 /// Reads `images.txt`: per image a line `IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME` followed
-/// by its (possibly empty) `POINTS2D` line, which is skipped.
+/// by its (possibly empty) `POINTS2D` line, which is skipped. A second line that is not a
+/// `POINTS2D` line (a file written with one line per image, its blank `POINTS2D` lines dropped)
+/// is refused, naming the line, rather than read as half the images.
 pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
     let lines = data_lines(path)?;
     let mut images = Vec::new();
@@ -88,7 +94,7 @@ pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
             ));
         }
         let number = |k: usize, name: &str| field::<f64>(path, *line, &tokens, k, name);
-        images.push(ColmapImage {
+        let image = ColmapImage {
             id: field(path, *line, &tokens, 0, "IMAGE_ID")?,
             qvec: [
                 number(1, "QW")?,
@@ -99,8 +105,28 @@ pub fn read_images_text(path: &Path) -> Result<Vec<ColmapImage>> {
             tvec: [number(5, "TX")?, number(6, "TY")?, number(7, "TZ")?],
             camera_id: field(path, *line, &tokens, 8, "CAMERA_ID")?,
             name: tokens[9..].join(" "),
-        });
+        };
+        check_pose(path, &format!("line {line}"), &image)?;
         // The next data line is this image's POINTS2D line (empty when it has no observations).
+        if let Some((points_line, points)) = lines.get(i + 1) {
+            let tokens: Vec<&str> = points.split_whitespace().collect();
+            if !is_points_line(&tokens) {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "line {points_line} should be the POINTS2D line of image {:?} (line {line}: empty, or X Y \
+                         POINT3D_ID triples) but has {} fields starting {:?}; images.txt needs two lines per image, \
+                         the second blank when the image has no 2D points — a file with one line per image lost \
+                         those blank lines: put an empty line after each image line, or re-export the model with \
+                         `colmap model_converter --output_type TXT`",
+                        image.name,
+                        tokens.len(),
+                        tokens.first().copied().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        images.push(image);
         i += 2;
     }
     Ok(images)

@@ -75,32 +75,21 @@ impl RgbaImage {
         if width == self.width && height == self.height {
             return self.clone();
         }
-        let premultiplied: Vec<f32> = self
-            .pixels
-            .chunks_exact(4)
-            .flat_map(|p| {
-                let a = p[3] as f32 / 255.0;
-                [
-                    p[0] as f32 * a,
-                    p[1] as f32 * a,
-                    p[2] as f32 * a,
-                    p[3] as f32,
-                ]
-            })
-            .collect();
         let columns = area_weights(self.width, width);
         let rows = area_weights(self.height, height);
-        // Horizontal pass: self.height rows of `width` pixels.
+        // Horizontal pass on premultiplied alpha: self.height rows of `width` pixels.
         let mut horizontal = vec![0.0f32; self.height as usize * width as usize * 4];
         for y in 0..self.height as usize {
-            let src =
-                &premultiplied[y * self.width as usize * 4..(y + 1) * self.width as usize * 4];
+            let src = &self.pixels[y * self.width as usize * 4..(y + 1) * self.width as usize * 4];
             for (x, taps) in columns.iter().enumerate() {
                 let dst = &mut horizontal[(y * width as usize + x) * 4..][..4];
                 for &(sx, w) in taps {
-                    for k in 0..4 {
-                        dst[k] += src[sx * 4 + k] * w;
+                    let p = &src[sx * 4..sx * 4 + 4];
+                    let a = f32::from(p[3]) / 255.0;
+                    for k in 0..3 {
+                        dst[k] += f32::from(p[k]) * a * w;
                     }
+                    dst[3] += f32::from(p[3]) * w;
                 }
             }
         }
@@ -161,30 +150,124 @@ fn area_weights(src: u32, dst: u32) -> Vec<Vec<(usize, f32)>> {
         .collect()
 }
 
+/// The most bytes one image may take decoded, in its own pixel format (and as 8-bit RGBA): 1 GiB,
+/// a 16,384 × 16,384 RGBA photograph. A small file that claims more (a decompression bomb, or a
+/// photograph far beyond what training can use) is refused before anything is allocated.
+pub const MAX_DECODED_IMAGE_BYTES: u64 = 1 << 30;
+
 /// Reads a PNG or JPEG (format guessed from the content) as 8-bit RGBA; grey and RGB images get
-/// alpha 255, 16-bit images are reduced to 8 bits.
+/// alpha 255, 16-bit images are reduced to 8 bits. The file type is checked before it is opened
+/// (a FIFO never blocks), the size in the header is checked against
+/// [`MAX_DECODED_IMAGE_BYTES`] before decoding, and the pixels are reserved fallibly: a failure
+/// names the file, its size and the limit.
 pub fn read_image(path: &Path) -> Result<RgbaImage> {
-    if !path.is_file() {
+    if !path.exists() {
         return Err(dataset_error(
             path,
             "the image file does not exist; check the dataset's image folder and names",
         ));
     }
-    let reader = ::image::ImageReader::open(path)
+    super::check_regular_file(path, "the image")?;
+    let mut reader = ::image::ImageReader::open(path)
         .and_then(|r| r.with_guessed_format())
         .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
-    let decoded = reader.decode().map_err(|e| {
-        dataset_error(
+    let mut limits = ::image::Limits::default();
+    limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);
+    reader.limits(limits);
+    let decode_error = |e: ::image::ImageError, size: Option<(u32, u32)>| match (e, size) {
+        (::image::ImageError::Limits(_), size) => {
+            let size = size.map_or_else(String::new, |(w, h)| format!(" is {w}x{h} and"));
+            dataset_error(
+                path,
+                format!(
+                    "the image{size} needs more memory to decode than the limit of {} for one image; downscale \
+                     the photographs (e.g. into images_2/ beside images/, read with -r 2)",
+                    crate::gpu::memory::format_bytes(MAX_DECODED_IMAGE_BYTES)
+                ),
+            )
+        }
+        (e, _) => dataset_error(
             path,
             format!("could not decode the image (PNG and JPEG are supported): {e}"),
+        ),
+    };
+    let decoder = reader.into_decoder().map_err(|e| decode_error(e, None))?;
+    let (width, height) = ::image::ImageDecoder::dimensions(&decoder);
+    let native = ::image::ImageDecoder::total_bytes(&decoder);
+    let rgba_bytes = u64::from(width) * u64::from(height) * 4;
+    if native.max(rgba_bytes) > MAX_DECODED_IMAGE_BYTES {
+        return Err(dataset_error(
+            path,
+            format!(
+                "the image is {width}x{height}: decoded, it needs {}, above the limit of {} for one image; \
+                 downscale the photographs (e.g. into images_2/ beside images/, read with -r 2)",
+                crate::gpu::memory::format_bytes(native.max(rgba_bytes)),
+                crate::gpu::memory::format_bytes(MAX_DECODED_IMAGE_BYTES)
+            ),
+        ));
+    }
+    let decoded = ::image::DynamicImage::from_decoder(decoder)
+        .map_err(|e| decode_error(e, Some((width, height))))?;
+    let pixels = into_rgba8(decoded, path)?;
+    Ok(RgbaImage {
+        width,
+        height,
+        pixels,
+    })
+}
+
+/// A vector of `len` zeroed values, reserved fallibly: an error names `path` and the bytes needed
+/// rather than aborting the process.
+pub(crate) fn try_zeroed<T: Clone + Default>(
+    len: usize,
+    path: &Path,
+    what: &str,
+) -> Result<Vec<T>> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| {
+        dataset_error(
+            path,
+            format!(
+                "could not allocate {} of host memory for {what}; free memory, or use smaller images (-r 2)",
+                crate::gpu::memory::format_bytes((len * std::mem::size_of::<T>()) as u64)
+            ),
         )
     })?;
-    let rgba = decoded.to_rgba8();
-    Ok(RgbaImage {
-        width: rgba.width(),
-        height: rgba.height(),
-        pixels: rgba.into_raw(),
-    })
+    values.resize(len, T::default());
+    Ok(values)
+}
+
+/// The straight 8-bit RGBA bytes of `image`, in a buffer reserved fallibly (an RGBA8 image's own
+/// buffer is reused).
+fn into_rgba8(image: ::image::DynamicImage, path: &Path) -> Result<Vec<u8>> {
+    use ::image::GenericImageView as _;
+    let (width, height) = image.dimensions();
+    let len = width as usize * height as usize * 4;
+    match image {
+        ::image::DynamicImage::ImageRgba8(buffer) => Ok(buffer.into_raw()),
+        ::image::DynamicImage::ImageRgb8(buffer) => {
+            let mut out = try_zeroed::<u8>(len, path, "the image's pixels")?;
+            for (dst, src) in out.chunks_exact_mut(4).zip(buffer.as_raw().chunks_exact(3)) {
+                dst[..3].copy_from_slice(src);
+                dst[3] = 255;
+            }
+            Ok(out)
+        }
+        ::image::DynamicImage::ImageLuma8(buffer) => {
+            let mut out = try_zeroed::<u8>(len, path, "the image's pixels")?;
+            for (dst, &v) in out.chunks_exact_mut(4).zip(buffer.as_raw()) {
+                dst.copy_from_slice(&[v, v, v, 255]);
+            }
+            Ok(out)
+        }
+        other => {
+            let mut out = try_zeroed::<u8>(len, path, "the image's pixels")?;
+            for ((_, _, pixel), dst) in other.pixels().zip(out.chunks_exact_mut(4)) {
+                dst.copy_from_slice(&pixel.0);
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// Writes `bytes` to `path` atomically, through the shared [`crate::io::write_atomically`].

@@ -115,8 +115,9 @@ impl Lens {
         for (name, f) in [(names[0], fx), (names[1], fy)] {
             if f <= 0.0 && name.starts_with('f') {
                 return Err(format!(
-                    "focal length {name} of the {} model is {f}; it must be > 0",
-                    model.name()
+                    "focal length {name} of the {} model is {}; it must be > 0",
+                    model.name(),
+                    super::compact_number(f)
                 ));
             }
         }
@@ -139,7 +140,8 @@ impl Lens {
                 let omega = d[0];
                 if !(0.0..std::f64::consts::PI).contains(&omega) {
                     return Err(format!(
-                        "parameter omega of the FOV model is {omega}; it must be in [0, pi)"
+                        "parameter omega of the FOV model is {}; it must be in [0, pi)",
+                        super::compact_number(omega)
                     ));
                 }
                 if omega == 0.0 {
@@ -210,7 +212,7 @@ impl Lens {
                 "camera_model {} has no {} (= {}); use {}",
                 model.name(),
                 KEYS[i],
-                d[i],
+                super::compact_number(d[i]),
                 if i == 3 { "OPENCV_FISHEYE" } else { "OPENCV" }
             ));
         }

@@ -23,10 +23,12 @@ pub mod colmap;
 pub mod colmap_binary;
 pub mod colmap_text;
 pub mod colmap_write;
+mod files;
 pub mod image;
 pub mod init;
 pub mod lens;
 pub mod nerf;
+mod nerf_fields;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
@@ -40,6 +42,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::splat::Camera;
 
+pub use files::{check_regular_file, compact_number, read_regular_file, read_regular_text};
 pub use image::RgbaImage;
 
 /// Near plane given to every loaded camera unless [`LoadOptions::near`] says otherwise.
@@ -105,6 +108,12 @@ impl View {
         }
     }
 
+    /// True when some pixel of the view counts in the loss and the scores: always for unmasked
+    /// views; for masked ones, when the mask keeps at least one pixel.
+    pub fn has_valid_pixels(&self) -> bool {
+        !self.is_masked() || self.image.pixels.chunks_exact(4).any(|p| p[3] > 0)
+    }
+
     /// True when the view carries a loss mask.
     pub fn is_masked(&self) -> bool {
         self.alpha == AlphaMeaning::Mask
@@ -114,6 +123,25 @@ impl View {
     pub fn alpha(&self) -> Vec<f32> {
         self.image.alpha()
     }
+}
+
+/// The note for views whose mask excludes every pixel (they add nothing to training and are left
+/// out of the scores), or `None` when there are none.
+pub(crate) fn empty_mask_note(views: &[View]) -> Option<String> {
+    let empty: Vec<&str> = views
+        .iter()
+        .filter(|v| !v.has_valid_pixels())
+        .map(|v| v.name.as_str())
+        .collect();
+    let first = empty.first()?;
+    let more = match empty.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "warning: the mask of view {first:?}{more} excludes every pixel: such views add nothing to training and \
+         are left out of the scores; check the masks (0 = ignore the pixel)"
+    ))
 }
 
 /// A sparse point cloud (structure-from-motion points, or sampled surface points).

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::lens::{CameraModel, Lens};
+use super::nerf_fields::{json_kind, mask_path, resolve_image, shorten, transform_matrix};
 use super::prepare::{UndistortCache, ViewRequest, load_view};
 use super::{Dataset, LoadOptions, PointCloud, View, dataset_error, parallel_map, split_views};
 use crate::error::Result;
@@ -103,9 +104,11 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
         root.join("transforms.json")
     };
     let masked = views.iter().filter(|v| v.is_masked()).count();
+    let empty_mask_note = super::empty_mask_note(&views);
     let (train, test) = split_views(views, &options.split, own_test.as_deref(), &source, false)?;
     let mut dataset = Dataset::new(train, test, points);
     dataset.notes = cache.notes();
+    dataset.notes.extend(empty_mask_note);
     if masked > 0 {
         dataset.notes.push(format!(
             "{masked} views carry a loss mask (mask_path, --alpha-as-mask or pixels undistortion left without a \
@@ -181,12 +184,16 @@ impl Frame {
             .fl_y
             .or(i.angle_y.map(|a| 0.5 * h / (0.5 * a).tan()))
             .unwrap_or(fx);
-        if !(fx.is_finite() && fx > 0.0 && fy.is_finite() && fy > 0.0) {
+        let usable = |f: f64| f.is_finite() && f > 0.0 && (f as f32).is_finite();
+        if !(usable(fx) && usable(fy)) {
             return Err(dataset_error(
                 &self.json,
                 format!(
-                    "frame {:?} has an invalid focal length {fx} / {fy}",
-                    self.name
+                    "frame {:?} has the focal lengths fx {} and fy {} pixels; both must be positive and finite \
+                     (check fl_x / fl_y or camera_angle_x)",
+                    self.name,
+                    super::compact_number(fx),
+                    super::compact_number(fy)
                 ),
             ));
         }
@@ -233,8 +240,7 @@ impl Frame {
 
 /// Parses a transforms JSON file into its top-level value and frames.
 fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| dataset_error(path, format!("could not read the file: {e}")))?;
+    let text = super::read_regular_text(path, "the transforms file")?;
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| dataset_error(path, format!("invalid JSON: {e}")))?;
     let folder = path.parent().unwrap_or(Path::new("."));
@@ -244,10 +250,26 @@ fn read_transforms(path: &Path) -> Result<(Value, Vec<Frame>)> {
     })?;
     let mut frames = Vec::with_capacity(list.len());
     for (index, frame) in list.iter().enumerate() {
-        let name = frame
-            .get("file_path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| dataset_error(path, format!("frame {index} has no \"file_path\"")))?;
+        let name = match frame.get("file_path") {
+            Some(Value::String(name)) if !name.is_empty() => name.as_str(),
+            Some(other) => {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "frame {index}: \"file_path\" is {} ({}); expected a string, the image's path relative \
+                         to this file",
+                        shorten(other),
+                        json_kind(other)
+                    ),
+                ));
+            }
+            None => {
+                return Err(dataset_error(
+                    path,
+                    format!("frame {index} has no \"file_path\"; every frame names its image"),
+                ));
+            }
+        };
         let c2w = transform_matrix(path, frame, name)?;
         let (rotation, translation) = opengl_c2w_to_opencv_w2c(c2w);
         frames.push(Frame {
@@ -307,107 +329,44 @@ fn intrinsics(path: &Path, value: &Value, fallback: Intrinsics) -> Result<Intrin
     })
 }
 
-/// nerfstudio's `mask_path` of a frame (relative to the JSON's folder), which must exist.
-fn mask_path(path: &Path, folder: &Path, frame: &Value, name: &str) -> Result<Option<PathBuf>> {
-    let Some(mask) = frame.get("mask_path").and_then(Value::as_str) else {
-        return Ok(None);
-    };
-    let full = folder.join(mask);
-    if !full.is_file() {
-        return Err(dataset_error(
-            path,
-            format!("frame {name:?}: mask_path {mask:?} does not exist"),
-        ));
-    }
-    Ok(Some(full))
-}
-
-/// The 4×4 (or 3×4) `transform_matrix` of a frame.
-fn transform_matrix(path: &Path, frame: &Value, name: &str) -> Result<[[f64; 4]; 4]> {
-    let bad = |why: &str| {
-        dataset_error(
-            path,
-            format!(
-                "frame {name:?}: transform_matrix {why}; expected a 4x4 camera-to-world matrix"
-            ),
-        )
-    };
-    let rows = frame
-        .get("transform_matrix")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("is missing"))?;
-    if rows.len() != 3 && rows.len() != 4 {
-        return Err(bad(&format!("has {} rows", rows.len())));
-    }
-    let mut m = [
-        [0.0, 0.0, 0.0, 0.0],
-        [0.0, 0.0, 0.0, 0.0],
-        [0.0, 0.0, 0.0, 0.0],
-        [0.0, 0.0, 0.0, 1.0],
-    ];
-    for (r, row) in rows.iter().enumerate() {
-        let row = row
-            .as_array()
-            .filter(|row| row.len() == 4)
-            .ok_or_else(|| bad("has a row that is not 4 numbers"))?;
-        for (c, v) in row.iter().enumerate() {
-            m[r][c] = v
-                .as_f64()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| bad("has a non-numeric entry"))?;
-        }
-    }
-    for a in 0..3 {
-        for b in 0..3 {
-            let dot: f64 = (0..3).map(|k| m[k][a] * m[k][b]).sum();
-            if (dot - if a == b { 1.0 } else { 0.0 }).abs() > 1e-3 {
-                return Err(bad(
-                    "has a rotation part that is not orthonormal (scaled or sheared)",
-                ));
-            }
-        }
-    }
-    Ok(m)
-}
-
-/// The image file of a `file_path`: as written when it exists, else with `.png`, `.jpg` or
-/// `.jpeg` appended (NeRF-synthetic omits the extension).
-fn resolve_image(folder: &Path, file_path: &str) -> Result<PathBuf> {
-    let base = folder.join(file_path);
-    if base.is_file() {
-        return Ok(base);
-    }
-    for extension in ["png", "jpg", "jpeg", "PNG", "JPG", "JPEG"] {
-        let candidate = folder.join(format!("{file_path}.{extension}"));
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-    }
-    Err(dataset_error(
-        &base,
-        format!(
-            "image {file_path:?} is missing (also tried .png/.jpg/.jpeg appended); every frame's image must be present"
-        ),
-    ))
-}
-
 /// nerfstudio's own test split: the frames listed in `test_filenames` (else `val_filenames`).
 fn nerfstudio_test_names(
     path: &Path,
     json: &Value,
     frames: &[Frame],
 ) -> Result<Option<Vec<String>>> {
-    let Some(list) = json
-        .get("test_filenames")
-        .or_else(|| json.get("val_filenames"))
-        .and_then(Value::as_array)
+    let Some((key, value)) = ["test_filenames", "val_filenames"]
+        .into_iter()
+        .find_map(|key| json.get(key).map(|value| (key, value)))
     else {
         return Ok(None);
     };
+    let Value::Array(list) = value else {
+        return Err(dataset_error(
+            path,
+            format!(
+                "\"{key}\" is {} ({}); expected a list of file paths, the file_path of each test frame",
+                shorten(value),
+                json_kind(value)
+            ),
+        ));
+    };
     let normal = |p: &str| p.trim_start_matches("./").to_string();
     let mut names = Vec::with_capacity(list.len());
-    for entry in list {
-        let file = entry.as_str().map(normal).unwrap_or_default();
+    for (index, entry) in list.iter().enumerate() {
+        let file = match entry {
+            Value::String(text) if !normal(text).is_empty() => normal(text),
+            other => {
+                return Err(dataset_error(
+                    path,
+                    format!(
+                        "entry {index} of \"{key}\" is {} ({}); expected a string, the file_path of a frame",
+                        shorten(other),
+                        json_kind(other)
+                    ),
+                ));
+            }
+        };
         let frame = frames
             .iter()
             .find(|f| normal(&f.name) == file || f.image_path.ends_with(&file))

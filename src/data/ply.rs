@@ -14,6 +14,7 @@ const KIND: &str = "point cloud (PLY)";
 /// through the same reader as 3DGS models ([`crate::io::ply_read`]): any scalar type, ASCII or
 /// binary, extra properties and elements; a short or malformed file is an error naming it.
 pub fn read_points_ply(path: &Path) -> Result<PointCloud> {
+    super::check_regular_file(path, "the point cloud")?;
     let reader = VertexReader::open(path, KIND)?;
     let properties = reader.properties();
     let find = |name: &str| properties.iter().position(|p| p.name == name);

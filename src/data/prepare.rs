@@ -189,6 +189,7 @@ pub(crate) fn load_view(
     camera.cy = scaled.cy as f32;
     camera.width = target_w;
     camera.height = target_h;
+    check_camera(&request.name, path, &camera)?;
     let image = image.resized_area(target_w, target_h);
     options.progress.tick();
     Ok(View {
@@ -198,6 +199,55 @@ pub(crate) fn load_view(
         image,
         alpha,
     })
+}
+
+/// Checks that the loaded camera of view `name` can be rendered in single precision: a finite
+/// pose, positive finite focal lengths and a finite principal point. A value that is finite in the
+/// file but not as an `f32` (a translation of 1e300) is named here, with the view, rather than
+/// refused later by the renderer without either.
+fn check_camera(name: &str, path: &Path, camera: &Camera) -> Result<()> {
+    let finite = |values: &[f32]| values.iter().all(|v| v.is_finite());
+    let show = |values: &[f32]| {
+        values
+            .iter()
+            .map(|&v| super::compact_number(f64::from(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rotation: Vec<f32> = camera.rotation.iter().flatten().copied().collect();
+    let problem = if !finite(&rotation) {
+        Some(format!(
+            "its world-to-camera rotation [{}] is not finite",
+            show(&rotation)
+        ))
+    } else if !finite(&camera.translation) {
+        Some(format!(
+            "its world-to-camera translation [{}] is not finite in single precision",
+            show(&camera.translation)
+        ))
+    } else if !(finite(&[camera.fx, camera.fy]) && camera.fx > 0.0 && camera.fy > 0.0) {
+        Some(format!(
+            "its focal lengths fx {} and fy {} pixels are not positive and finite in single precision",
+            show(&[camera.fx]),
+            show(&[camera.fy])
+        ))
+    } else if !finite(&[camera.cx, camera.cy]) {
+        Some(format!(
+            "its principal point ({}) is not finite in single precision",
+            show(&[camera.cx, camera.cy])
+        ))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(dataset_error(
+            path,
+            format!(
+                "view {name:?}: {problem}; the dataset's cameras are corrupt — fix or re-export them"
+            ),
+        )),
+    }
 }
 
 /// Composites every pixel on `background` and makes it opaque.

@@ -1,7 +1,8 @@
 //! Files: 3DGS PLY models ([`ply`]), the `.splat` ([`splat_file`]), SPZ ([`spz`]), compressed
 //! PLY ([`compressed_ply`]) and SOG ([`sog`]) web formats (chosen by name in [`formats`]), and training checkpoints ([`checkpoint`]). Every write is
-//! atomic: the data goes to `<path>.tmp`, is flushed to disk, and is then renamed onto `path`, so
-//! a crash never leaves a half-written file under the real name.
+//! atomic: the data goes to a new temporary file beside `path` (a unique name, created
+//! exclusively), is flushed to disk, and is then renamed onto `path`, so a crash never leaves a
+//! half-written file under the real name.
 
 pub mod checkpoint;
 mod checkpoint_read;
@@ -40,23 +41,58 @@ pub fn io_error(path: &Path, action: &str, err: std::io::Error) -> Error {
     }
 }
 
-/// The temporary file an atomic write of `path` goes through: `path` with `.tmp` appended.
+/// A fresh temporary name for an atomic write of `path`, in the same folder (so that the final
+/// rename stays on one file system): `.NAME.PID.COUNTER.RANDOM.tmp`. Every call gives another
+/// name, so two writers of one output, in this process or another, never share a temporary file.
 pub fn temp_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let name = format!(
+        ".{file_name}.{}.{count}.{:016x}.tmp",
+        std::process::id(),
+        rand::random::<u64>()
+    );
+    match path.parent() {
+        Some(parent) => parent.join(name),
+        None => PathBuf::from(name),
+    }
 }
 
-/// Writes a file atomically: `fill` writes the contents into a buffered writer on `<path>.tmp`,
-/// which is then synced and renamed onto `path`. On any failure the temporary file is removed and
-/// `path` is left as it was.
+/// Creates a new temporary file for an atomic write of `path` ([`temp_path`]). The file is created
+/// exclusively (`O_CREAT | O_EXCL`): an existing file or symbolic link under the name is never
+/// opened, truncated or followed; a name that is taken is replaced by another.
+fn create_temp_file(path: &Path) -> Result<(PathBuf, std::fs::File)> {
+    let mut last_error = None;
+    for _ in 0..16 {
+        let temp = temp_path(path);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
+            Err(e) => return Err(io_error(&temp, "create a temporary file for", e)),
+        }
+    }
+    let err = last_error.unwrap_or_else(|| std::io::Error::other("no free temporary name"));
+    Err(io_error(path, "create a temporary file beside", err))
+}
+
+/// Writes a file atomically: `fill` writes the contents into a buffered writer on a new temporary
+/// file beside `path` ([`temp_path`], created exclusively, never through a symbolic link), which
+/// is then synced and renamed onto `path`. On any failure the temporary file is removed and
+/// `path` is left as it was. Concurrent writers of one `path` each write their own temporary
+/// file: the last rename wins, and `path` always holds one writer's complete output.
 pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    let temp = temp_path(path);
+    let (temp, file) = create_temp_file(path)?;
     let result = (|| {
-        let file = std::fs::File::create(&temp).map_err(|e| io_error(&temp, "create", e))?;
         let mut writer = BufWriter::with_capacity(1 << 20, file);
         fill(&mut writer)?;
         writer.flush().map_err(|e| io_error(&temp, "write", e))?;

@@ -6,7 +6,7 @@ use super::trainer::Trainer;
 use super::trainer::view_loss_options;
 use crate::data::View;
 use crate::data::image::pack_rgba8;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::MemoryCategory;
 use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
 use crate::loss::{ImageMetrics, record_metrics};
@@ -53,11 +53,29 @@ impl Trainer {
     }
 
     fn evaluate_with_degree(&self, sh_degree: u32) -> Result<Evaluation> {
-        let views = self.scored_view_list();
+        let all_views = self.scored_view_list();
+        // A view whose mask excludes every pixel has nothing to score (its PSNR would be
+        // infinite): it is left out, as the dataset's note says.
+        let views: Vec<(usize, &View)> = all_views
+            .iter()
+            .enumerate()
+            .filter(|(_, view)| view.has_valid_pixels())
+            .collect();
+        if views.is_empty() && !all_views.is_empty() {
+            return Err(Error::InvalidArgument {
+                op: "evaluate",
+                detail: format!(
+                    "the masks of all {} {} views exclude every pixel, so there is nothing to score; check the \
+                     masks (0 = ignore the pixel) or score other views (--test-every, --test-list)",
+                    all_views.len(),
+                    self.scored_views().name()
+                ),
+            });
+        }
         let background = self.evaluation_background();
-        let lpips = self.lpips_network(views)?;
+        let lpips = self.lpips_network(all_views)?;
         let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
-        for (index, view) in views.iter().enumerate() {
+        for &(index, view) in &views {
             let mut camera = view.camera.clone();
             camera.background = background;
             let fwd = render(
@@ -116,7 +134,7 @@ impl Trainer {
         }
         let n = views.len().max(1) as f64;
         Ok(Evaluation {
-            masked: views.iter().filter(|v| v.is_masked()).count(),
+            masked: views.iter().filter(|(_, v)| v.is_masked()).count(),
             views: self.scored_views(),
             count: views.len(),
             psnr: psnr / n,

@@ -4,17 +4,35 @@
 
 use super::budget::{MemoryPlan, apply_memory_budget};
 use super::config::TrainConfig;
-use super::setup::{BuiltinScene, DataOptions, apply_builtin_recipe, parse_background};
+use super::setup::{
+    BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
+    parse_background,
+};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::splat::RasterMode;
 use std::path::PathBuf;
 
+/// Parses `-r`: a downscale factor of exactly 1, 2, 4 or 8 (the factors of INRIA's pre-scaled
+/// `images_N` folders).
+pub fn parse_downscale(text: &str) -> std::result::Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(factor) if DOWNSCALE_FACTORS.contains(&factor) => Ok(factor),
+        _ => Err(format!(
+            "{text:?} is not a downscale factor: use 1 (full size), 2, 4 or 8"
+        )),
+    }
+}
+
+/// The most iterations (and the longest period) the command line accepts: 300 times the 3DGS
+/// schedule, beyond any run a person waits for.
+pub const MAX_ITERATIONS: u64 = 10_000_000;
+
 /// Where the data comes from and how it is read.
 #[derive(clap::Args, Clone, Debug)]
 pub struct DataArgs {
     /// Downscale images by 1, 2, 4 or 8.
-    #[arg(short = 'r', long, default_value_t = 1)]
+    #[arg(short = 'r', long, default_value_t = 1, value_parser = parse_downscale)]
     pub resolution: u32,
     /// Hold out test views (COLMAP: every 8th by name; NeRF: its test json). Without it, COLMAP
     /// scenes train on every view.
@@ -31,8 +49,9 @@ pub struct DataArgs {
     /// Which built-in scene to generate when no dataset is given.
     #[arg(long, value_enum, default_value_t = BuiltinScene::Objects)]
     pub builtin: BuiltinScene,
-    /// Resolution of the built-in scene (used when no dataset is given).
-    #[arg(long, default_value_t = 128)]
+    /// Side of the built-in scene's square images in pixels, 16 to 4096 (used when no dataset is
+    /// given).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(BUILTIN_RESOLUTIONS))]
     pub builtin_resolution: u32,
     /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of
     /// transparency. A masks/ folder beside images/ is used without this flag.
@@ -63,14 +82,14 @@ pub struct TrainOptions {
     /// JSON file of TrainConfig fields; command-line options override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Iterations (default 30000; 300 for the built-in scene).
-    #[arg(long)]
+    /// Iterations (default 30000; 300 for the built-in scene), 1 to 10,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_ITERATIONS))]
     pub iterations: Option<u64>,
     /// Background: black, white, random.
     #[arg(long)]
     pub background: Option<String>,
-    /// Largest SH degree.
-    #[arg(long)]
+    /// Largest SH degree, 0 to 3.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=3))]
     pub sh_degree: Option<u32>,
     /// Cap on the number of Gaussians.
     #[arg(long)]
@@ -82,11 +101,11 @@ pub struct TrainOptions {
     /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
     #[arg(long)]
     pub strategy: Option<String>,
-    /// Save a checkpoint every N iterations.
-    #[arg(long)]
+    /// Save a checkpoint every N iterations (0: never), N at most 10,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_ITERATIONS))]
     pub save_every: Option<u64>,
-    /// Evaluate on the test views every N iterations.
-    #[arg(long)]
+    /// Evaluate on the test views every N iterations (0: never), N at most 10,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_ITERATIONS))]
     pub eval_every: Option<u64>,
     /// Random seed.
     #[arg(long)]
@@ -110,7 +129,10 @@ impl TrainOptions {
     /// when `builtin` and no file is given), then these options, validated.
     pub fn build_config(&self, builtin: bool) -> Result<TrainConfig> {
         let mut config = match &self.config {
-            Some(path) => TrainConfig::from_json_file(path)?,
+            Some(path) => {
+                crate::data::check_regular_file(path, "the configuration file")?;
+                TrainConfig::from_json_file(path)?
+            }
             None => TrainConfig::default(),
         };
         if builtin && self.config.is_none() {

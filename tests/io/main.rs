@@ -2,14 +2,17 @@
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
 //! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), every other
-//! model reader against hostile files ([`hostile`]), datasets ([`data`]), the built-in town and the
+//! model reader against hostile files ([`hostile`]), datasets ([`data`]; careless and hostile ones
+//! in [`hostile_data`], seeded mutations of their files in [`mutation`]), the built-in town and the
 //! ray tracer's BVH ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
 mod formats;
 mod hostile;
+mod hostile_data;
 mod lens;
+mod mutation;
 mod ply;
 mod real_captures;
 mod sog;

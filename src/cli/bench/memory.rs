@@ -22,8 +22,8 @@ pub struct MemoryArgs {
     /// Gaussian counts of the synthetic models.
     #[arg(long, value_delimiter = ',', default_values = ["1M"], value_parser = parse_size)]
     gaussians: Vec<u64>,
-    /// Resolution of the built-in scene's views used for the training step.
-    #[arg(long, default_value_t = 128)]
+    /// Resolution of the built-in scene's views used for the training step (16 to 4096).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(wgsplat::train::setup::BUILTIN_RESOLUTIONS))]
     resolution: u32,
     /// Percentage of the Gaussians the densify step splits (50 by the issue; lower it where the
     /// split model would not fit in memory, e.g. 10M on a 24 GiB machine).
