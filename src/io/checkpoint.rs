@@ -19,7 +19,7 @@
 //! patterns), the list of tensors (name, shape, byte length) and the caller's `extra` JSON. The
 //! tensors are `params.<attribute>`, then `adam.m.<attribute>`, then `adam.v.<attribute>` for
 //! the attributes in [`ATTRIBUTE_NAMES`] order, each `[N, ...]` row-major as on the GPU.
-//! Files are written atomically (`<path>.tmp`, then renamed).
+//! Files are written atomically (a fresh temporary file beside `<path>`, then renamed).
 
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
@@ -295,12 +295,11 @@ pub fn save_trainer_checkpoint(
         op: "save_checkpoint",
         detail: format!("the JSON header is {} bytes, above the {MAX_HEADER_BYTES}-byte limit; make `extra` smaller", json.len()),
     })?;
-    let temp = super::temp_path(path);
     write_atomically(path, |w| {
         let mut hash = Fnv1a::new();
         let mut put = |w: &mut dyn Write, bytes: &[u8]| -> Result<()> {
             hash.update(bytes);
-            w.write_all(bytes).map_err(|e| io_error(&temp, "write", e))
+            w.write_all(bytes).map_err(|e| io_error(path, "write", e))
         };
         put(w, &MAGIC)?;
         put(w, &FORMAT_VERSION.to_le_bytes())?;

@@ -61,6 +61,29 @@ pub fn temp_path(path: &Path) -> PathBuf {
     }
 }
 
+/// The temporary files of atomic writes of `path` ([`temp_path`]) that exist now: none once every
+/// write has finished, whether it succeeded or failed.
+pub fn temporary_files_of(path: &Path) -> Vec<PathBuf> {
+    let Some(file_name) = path.file_name() else {
+        return Vec::new();
+    };
+    let prefix = format!(".{}.", file_name.to_string_lossy());
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix) && name.ends_with(".tmp")
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
 /// Creates a new temporary file for an atomic write of `path` ([`temp_path`]). The file is created
 /// exclusively (`O_CREAT | O_EXCL`): an existing file or symbolic link under the name is never
 /// opened, truncated or followed; a name that is taken is replaced by another.

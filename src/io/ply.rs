@@ -93,9 +93,8 @@ pub fn write_ply_with_progress(
     header.push_str("end_header\n");
     progress.begin("writing PLY", n as u64);
     write_atomically(path, |w| {
-        let temp = super::temp_path(path);
         w.write_all(header.as_bytes())
-            .map_err(|e| io_error(&temp, "write", e))?;
+            .map_err(|e| io_error(path, "write", e))?;
         let mut record: Vec<f32> = Vec::with_capacity(names.len());
         let mut bytes: Vec<u8> = Vec::with_capacity(names.len() * 4);
         for i in 0..n {
@@ -112,7 +111,7 @@ pub fn write_ply_with_progress(
             bytes.clear();
             bytes.extend(record.iter().flat_map(|v| v.to_le_bytes()));
             w.write_all(&bytes)
-                .map_err(|e| io_error(&temp, "write", e))?;
+                .map_err(|e| io_error(path, "write", e))?;
             if i % 4096 == 4095 {
                 progress.advance(4096);
             }

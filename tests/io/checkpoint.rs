@@ -111,7 +111,7 @@ fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
     let rng_state = 0xDEAD_BEEF_0123_4567u64;
     save_checkpoint(ctx, &path, &params, &opt, 12_345, rng_state, &extra).unwrap();
     assert!(
-        !wgsplat::io::temp_path(&path).exists(),
+        wgsplat::io::temporary_files_of(&path).is_empty(),
         "temporary file left behind"
     );
     let loaded = load_checkpoint(ctx, &path).unwrap();
@@ -308,6 +308,6 @@ fn checkpoint_corruption_gives_errors() {
         .is_err()
     );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
-    assert!(!wgsplat::io::temp_path(&path).exists());
+    assert!(wgsplat::io::temporary_files_of(&path).is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -99,7 +99,7 @@ fn ply_round_trip_is_bit_exact() {
             let path = dir.join(format!("model-{degree}-{n}.ply"));
             write_ply(&path, &g, degree).unwrap();
             assert!(
-                !dir.join(format!("model-{degree}-{n}.ply.tmp")).exists(),
+                wgsplat::io::temporary_files_of(&path).is_empty(),
                 "temporary file left behind"
             );
             let model = read_ply(&path).unwrap();

@@ -153,7 +153,7 @@ fn expect_block_error(dir: &Path, plan: &PlanManifest, what: &str) {
         "the merge wrote {} despite: {text}",
         out.display()
     );
-    assert!(!wgsplat::io::temp_path(&out).exists());
+    assert!(wgsplat::io::temporary_files_of(&out).is_empty());
 }
 
 #[test]
