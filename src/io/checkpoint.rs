@@ -324,8 +324,7 @@ pub fn save_trainer_checkpoint(
             put(w, &le_bytes(&stats.read::<f32>(ctx)?))?;
         }
         let digest = hash.0.to_le_bytes();
-        w.write_all(&digest)
-            .map_err(|e| io_error(&temp, "write", e))
+        w.write_all(&digest).map_err(|e| io_error(path, "write", e))
     })
 }
 
