@@ -376,7 +376,7 @@ fn builtin_town_follows_the_split_options() {
     use wgsplat::train::setup::{BuiltinScene, DataOptions, load_dataset};
     let options = |eval: bool| DataOptions {
         builtin: BuiltinScene::Town,
-        builtin_resolution: 8,
+        builtin_resolution: 16,
         eval,
         ..DataOptions::default()
     };
@@ -386,7 +386,7 @@ fn builtin_town_follows_the_split_options() {
     let held_out = load_dataset(None, &options(true)).unwrap();
     assert_eq!(held_out.test.len(), views.div_ceil(8));
     assert_eq!(held_out.train.len() + held_out.test.len(), views);
-    assert_eq!(held_out.train[0].camera.width, 8);
+    assert_eq!(held_out.train[0].camera.width, 16);
 }
 
 #[test]
