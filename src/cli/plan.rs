@@ -119,6 +119,14 @@ fn print_blocks(plan: &PlanManifest) {
             format_bytes(b.estimated_peak_bytes)
         );
     }
+    if plan.blocks.iter().any(|b| b.max_gaussians == 0) {
+        println!(
+            "est. peak: the blocks are uncapped, so the estimate assumes {}x their sparse points; \
+             densification can grow a block far past it. Give --memory-budget (or \
+             --max-gaussians) to cap every block and make the estimate a bound.",
+            wgsplat::plan::create::DENSIFY_HEADROOM
+        );
+    }
 }
 
 /// Runs `wgsplat partition`.

@@ -52,6 +52,32 @@ impl<'a> Reader<'a> {
         )
     }
 
+    /// Skips `count` records of `each` bytes, or names the header's count and what the rest of
+    /// the file holds when it cannot hold them (never a wrapped byte count).
+    fn skip_records(&mut self, count: u64, each: u64, what: &dyn Fn() -> String) -> Result<()> {
+        let remaining = self.remaining();
+        match count.checked_mul(each) {
+            Some(bytes) if bytes <= remaining as u64 => {
+                self.position += bytes as usize;
+                Ok(())
+            }
+            needed => Err(dataset_error(
+                self.path,
+                format!(
+                    "{} lists {count} entries of {each} bytes ({}) at byte offset {}, but only \
+                     {remaining} bytes remain; the model is truncated or corrupt — re-export it \
+                     (e.g. `colmap model_converter --output_type BIN`)",
+                    what(),
+                    needed.map_or_else(
+                        || "more bytes than any file holds".to_owned(),
+                        |b| format!("{b} bytes")
+                    ),
+                    self.position,
+                ),
+            )),
+        }
+    }
+
     fn u8(&mut self, what: &dyn Fn() -> String) -> Result<u8> {
         Ok(self.take::<1>(what)?[0])
     }
@@ -181,16 +207,9 @@ pub fn read_images(path: &Path) -> Result<Vec<ColmapImage>> {
         let camera_id = r.u32(&what("the camera id"))?;
         let name = r.string(&what("the NUL-terminated name"))?;
         let observations = r.u64(&what("the number of 2D points"))?;
-        let bytes = observations
-            .checked_mul(24)
-            .filter(|&b| b <= r.remaining() as u64)
-            .ok_or_else(|| {
-                r.truncated(
-                    observations.saturating_mul(24) as usize,
-                    format!("the {observations} 2D points of image {name:?}"),
-                )
-            })?;
-        r.position += bytes as usize;
+        r.skip_records(observations, 24, &|| {
+            format!("the 2D points of image {name:?}")
+        })?;
         let image = ColmapImage {
             id,
             qvec: [pose[0], pose[1], pose[2], pose[3]],
@@ -226,16 +245,7 @@ pub fn read_points(path: &Path) -> Result<PointCloud> {
         }
         r.f64(&what("the reprojection error"))?;
         let track = r.u64(&what("the track length"))?;
-        let bytes = track
-            .checked_mul(8)
-            .filter(|&b| b <= r.remaining() as u64)
-            .ok_or_else(|| {
-                r.truncated(
-                    track.saturating_mul(8) as usize,
-                    format!("the track of {track} entries of point record {i}"),
-                )
-            })?;
-        r.position += bytes as usize;
+        r.skip_records(track, 8, &|| format!("the track of point record {i}"))?;
         points.positions.push(xyz);
         points.colors.push(rgb);
     }

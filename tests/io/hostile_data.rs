@@ -94,6 +94,25 @@ pub(crate) fn all_train() -> LoadOptions {
 
 pub(crate) const IDENTITY_POSE: [f64; 7] = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0];
 
+/// Issue 27: a count that no file could hold is reported as the header's count and what the file
+/// holds, never as a wrapped byte count (`needs 18446744073709551615 bytes`).
+#[test]
+fn colmap_binary_counts_beyond_any_file_are_named_not_wrapped() {
+    let dir = TempDir::new("hostile-wrapped-count");
+    let sparse = colmap_binary_dataset(&dir.0, [IDENTITY_POSE; 4]);
+    let mut bytes = std::fs::read(sparse.join("images.bin")).unwrap();
+    // The first image's 2D-point count: the last 8 bytes of its record ("a.png\0" ends the name).
+    let name_end = bytes.windows(6).position(|w| w == b"a.png\0").unwrap() + 6;
+    bytes[name_end..name_end + 8].copy_from_slice(&(u64::MAX / 3).to_le_bytes());
+    let path = sparse.join("images.bin");
+    std::fs::write(&path, &bytes).unwrap();
+    let text = error_text(wgsplat::data::colmap_binary::read_images(&path));
+    assert!(text.contains(&(u64::MAX / 3).to_string()), "{text}");
+    assert!(text.contains("more bytes than any file holds"), "{text}");
+    assert!(!text.contains("18446744073709551615"), "{text}");
+    assert!(text.contains("a.png"), "{text}");
+}
+
 #[test]
 fn colmap_quaternions_that_are_not_rotations_are_refused() {
     let dir = TempDir::new("hostile-quaternion");
