@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use wgsplat::plan::manifest::PartitionRecord;
 use wgsplat::plan::{
-    Balance, BlockPlan, Cell, EngineArgs, EngineOptions, Grid, GroundFrame, PLAN_VERSION,
-    PartitionSettings, PlanData, PlanManifest, write_engine_files,
+    BlockPlan, Cell, EngineArgs, EngineOptions, Grid, GroundFrame, PLAN_VERSION, PlanData,
+    PlanManifest, write_engine_files,
 };
 use wgsplat::train::TrainConfig;
 
@@ -34,19 +34,10 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             alpha_as_mask: false,
         },
         config: TrainConfig::default(),
-        partition: PartitionRecord {
-            grid: Grid {
-                rows: 1,
-                cols: blocks,
-            },
-            settings: PartitionSettings {
-                margin: 0.2,
-                visibility: 0.25,
-                balance: Balance::Views,
-            },
-            max_views_per_block: None,
-            memory_budget_bytes: None,
-        },
+        partition: PartitionRecord::of_grid(Grid {
+            rows: 1,
+            cols: blocks,
+        }),
         ground: GroundFrame {
             origin: [0.0; 3],
             u: [1.0, 0.0, 0.0],

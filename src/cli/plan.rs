@@ -32,11 +32,11 @@ pub struct PartitionArgs {
     #[arg(long, value_name = "N", conflicts_with = "blocks")]
     max_views_per_block: Option<usize>,
     /// Widen each cell by this fraction of its size on each side for its training bounds.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = wgsplat::plan::partition::DEFAULT_MARGIN)]
     margin: f64,
     /// A view outside a block's bounds still trains it when at least this fraction of the
     /// cell's sparse points project into its image (above 1: position only).
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = wgsplat::plan::partition::DEFAULT_VISIBILITY)]
     visibility: f64,
     /// Balance the cells' training-camera counts or sparse-point counts.
     #[arg(long, value_enum, default_value_t = Balance::Views)]

@@ -124,6 +124,18 @@ pub struct PartitionRecord {
     pub memory_budget_bytes: Option<u64>,
 }
 
+impl PartitionRecord {
+    /// The record of a fixed `grid` drawn with the default settings, no view limit and no budget.
+    pub fn of_grid(grid: super::partition::Grid) -> Self {
+        PartitionRecord {
+            grid,
+            settings: super::partition::PartitionSettings::default(),
+            max_views_per_block: None,
+            memory_budget_bytes: None,
+        }
+    }
+}
+
 /// `PLAN/plan.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanManifest {

@@ -83,6 +83,23 @@ pub struct PartitionSettings {
     pub balance: Balance,
 }
 
+/// `--margin`'s default: a fifth of the cell's size on each bounded side.
+pub const DEFAULT_MARGIN: f64 = 0.2;
+
+/// `--visibility`'s default: a quarter of the core's sparse points.
+pub const DEFAULT_VISIBILITY: f64 = 0.25;
+
+impl Default for PartitionSettings {
+    /// `partition`'s defaults: [`DEFAULT_MARGIN`], [`DEFAULT_VISIBILITY`], balanced view counts.
+    fn default() -> Self {
+        PartitionSettings {
+            margin: DEFAULT_MARGIN,
+            visibility: DEFAULT_VISIBILITY,
+            balance: Balance::Views,
+        }
+    }
+}
+
 /// A block before its memory is estimated: indices into the dataset's train and test views.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockDraft {

@@ -6,7 +6,7 @@ use wgsplat::data::builtin::BuiltinOptions;
 use wgsplat::io::write_ply;
 use wgsplat::plan::manifest::PartitionRecord;
 use wgsplat::plan::outputs::{DONE_FILE, METRICS_FILE, MODEL_FILE, block_dir, write_done};
-use wgsplat::plan::partition::{Balance, Grid, PartitionSettings};
+use wgsplat::plan::partition::Grid;
 use wgsplat::plan::{BlockPlan, Cell, GroundFrame, PLAN_VERSION, PlanData, PlanManifest};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::train::TrainConfig;
@@ -46,16 +46,7 @@ fn two_block_plan() -> PlanManifest {
             alpha_as_mask: false,
         },
         config: TrainConfig::default(),
-        partition: PartitionRecord {
-            grid: Grid { rows: 2, cols: 1 },
-            settings: PartitionSettings {
-                margin: 0.2,
-                visibility: 0.25,
-                balance: Balance::Views,
-            },
-            max_views_per_block: None,
-            memory_budget_bytes: None,
-        },
+        partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 1 }),
         ground: GroundFrame {
             origin: [0.0; 3],
             u: [1.0, 0.0, 0.0],

@@ -9,10 +9,7 @@ use std::sync::Mutex;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::io::ply::{read_ply, write_ply};
 use wgsplat::plan::manifest::PartitionRecord;
-use wgsplat::plan::{
-    Balance, BlockPlan, Cell, Grid, GroundFrame, PLAN_VERSION, PartitionSettings, PlanData,
-    PlanManifest,
-};
+use wgsplat::plan::{BlockPlan, Cell, Grid, GroundFrame, PLAN_VERSION, PlanData, PlanManifest};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::train::init::initial_gaussians;
@@ -314,16 +311,7 @@ fn quadrant_plan(resolution: u32) -> (PlanManifest, u64) {
             alpha_as_mask: false,
         },
         config,
-        partition: PartitionRecord {
-            grid: Grid { rows: 2, cols: 2 },
-            settings: PartitionSettings {
-                margin: 0.2,
-                visibility: 0.25,
-                balance: Balance::Views,
-            },
-            max_views_per_block: None,
-            memory_budget_bytes: None,
-        },
+        partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 2 }),
         ground,
         blocks,
     };

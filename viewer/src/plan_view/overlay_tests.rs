@@ -10,9 +10,7 @@ use wgsplat::data::Dataset;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::plan::PlanManifest;
 use wgsplat::plan::manifest::PartitionRecord;
-use wgsplat::plan::{
-    Balance, BlockPlan, Cell, Grid, GroundFrame, PLAN_VERSION, PartitionSettings, PlanData,
-};
+use wgsplat::plan::{BlockPlan, Cell, Grid, GroundFrame, PLAN_VERSION, PlanData};
 use wgsplat::train::TrainConfig;
 use wgsplat::train::setup::{BuiltinScene, apply_builtin_recipe};
 
@@ -90,16 +88,7 @@ pub(crate) fn quadrant_plan(dataset: &Dataset, resolution: u32, margin: f64) -> 
             alpha_as_mask: false,
         },
         config,
-        partition: PartitionRecord {
-            grid: Grid { rows: 2, cols: 2 },
-            settings: PartitionSettings {
-                margin: 0.2,
-                visibility: 0.25,
-                balance: Balance::Views,
-            },
-            max_views_per_block: None,
-            memory_budget_bytes: None,
-        },
+        partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 2 }),
         ground,
         blocks,
     }
