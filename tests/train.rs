@@ -380,6 +380,23 @@ fn white_scene_trainer(config: TrainConfig) -> (wgsplat::GpuContext, Trainer) {
     (ctx, trainer)
 }
 
+/// Runs `trainer` to `target` iterations and returns the test PSNR of every evaluation it made.
+fn run_collecting_psnr(trainer: &mut Trainer, target: u64) -> Vec<f64> {
+    let mut evaluated = Vec::new();
+    trainer
+        .run_until(
+            target,
+            &mut |event| {
+                if let wgsplat::train::TrainEvent::Evaluated { scores, .. } = event {
+                    evaluated.push(scores.psnr);
+                }
+            },
+            &|| false,
+        )
+        .unwrap();
+    evaluated
+}
+
 /// Issue 14: on a white background INRIA also resets the opacities once at `densify_from`, so the
 /// initial Gaussians' colour over white becomes transparent before densification; on black it
 /// does not. The reset due after iteration 10 runs at the start of step 11.
@@ -412,7 +429,7 @@ fn white_background_resets_opacity_at_densify_from() {
 /// the run that does not are identical up to that point, so their evaluations at 10 must agree.
 #[test]
 fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
-    use wgsplat::train::{Background, TrainEvent};
+    use wgsplat::train::Background;
     let psnr_at_10 = |densify_from: u64| {
         let (_ctx, mut trainer) = white_scene_trainer(TrainConfig {
             iterations: 12,
@@ -421,17 +438,7 @@ fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
             background: Background::White,
             ..TrainConfig::default()
         });
-        let mut evaluated = Vec::new();
-        trainer
-            .run(
-                &mut |event| {
-                    if let TrainEvent::Evaluated { scores, .. } = event {
-                        evaluated.push(scores.psnr);
-                    }
-                },
-                &|| false,
-            )
-            .unwrap();
+        let evaluated = run_collecting_psnr(&mut trainer, 12);
         let after = trainer.evaluate().unwrap().psnr;
         (evaluated, after)
     };
@@ -451,7 +458,7 @@ fn evaluation_at_a_reset_iteration_scores_the_model_before_the_reset() {
 /// iteration, as it did for NeRF `duck` at 500 iterations (written model 11.96 dB).
 #[test]
 fn the_final_iteration_never_refines() {
-    use wgsplat::train::{Background, TrainEvent};
+    use wgsplat::train::Background;
     let (ctx, mut trainer) = white_scene_trainer(TrainConfig {
         iterations: 10,
         densify_from: 10,
@@ -459,17 +466,7 @@ fn the_final_iteration_never_refines() {
         background: Background::White,
         ..TrainConfig::default()
     });
-    let mut evaluated = Vec::new();
-    trainer
-        .run(
-            &mut |event| {
-                if let TrainEvent::Evaluated { scores, .. } = event {
-                    evaluated.push(scores.psnr);
-                }
-            },
-            &|| false,
-        )
-        .unwrap();
+    let evaluated = run_collecting_psnr(&mut trainer, 10);
     assert_eq!(evaluated.len(), 1);
     assert_eq!(trainer.evaluate().unwrap().psnr, evaluated[0]);
     let logits = trainer.params().download(&ctx).unwrap().opacity_logits;
@@ -491,18 +488,7 @@ fn a_stop_at_a_refinement_holds_the_scored_model_and_resumes_exactly() {
         ..TrainConfig::default()
     };
     let (ctx, mut straight) = white_scene_trainer(config);
-    let mut scored = Vec::new();
-    straight
-        .run_until(
-            10,
-            &mut |event| {
-                if let wgsplat::train::TrainEvent::Evaluated { scores, .. } = event {
-                    scored.push(scores.psnr);
-                }
-            },
-            &|| false,
-        )
-        .unwrap();
+    let scored = run_collecting_psnr(&mut straight, 10);
     assert_eq!(straight.evaluate().unwrap().psnr, scored[0]);
     let dir = std::env::temp_dir().join(format!("wgsplat-stop-at-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -63,11 +63,11 @@ impl Builder {
         self.objects.push(Object { shape, texture });
     }
 
-    /// A building on the footprint `min..max` (x, y), `height` tall, with a random facade and
-    /// perhaps a small structure on its roof.
-    fn building(&mut self, min: [f32; 2], max: [f32; 2], height: f32) {
+    /// A random facade for a building `height` tall: wall (with or without brick courses),
+    /// windows, roof, storey height and bay width.
+    fn facade(&mut self, height: f32) -> Facade {
         let (wall, bricks) = self.pick(&WALLS);
-        let facade = Facade {
+        Facade {
             wall,
             window: self.pick(&WINDOWS),
             roof: self.pick(&ROOFS),
@@ -75,7 +75,13 @@ impl Builder {
             storey: self.uniform(0.035, 0.05),
             bay: self.uniform(0.04, 0.065),
             bricks,
-        };
+        }
+    }
+
+    /// A building on the footprint `min..max` (x, y), `height` tall, with a random facade and
+    /// perhaps a small structure on its roof.
+    fn building(&mut self, min: [f32; 2], max: [f32; 2], height: f32) {
+        let facade = self.facade(height);
         self.add(
             Shape::Cuboid {
                 min: [min[0], min[1], 0.0],
@@ -215,15 +221,9 @@ impl Builder {
     /// A plaza on the square `min..min + size`: a round tower at the centre, trees at the corners.
     fn plaza(&mut self, min: [f32; 2], size: f32) {
         let height = self.uniform(TOWER_HEIGHTS.0, TOWER_HEIGHTS.1);
-        let (wall, _) = self.pick(&WALLS);
         let facade = Facade {
-            wall,
-            window: self.pick(&WINDOWS),
-            roof: self.pick(&ROOFS),
-            roof_height: height,
-            storey: self.uniform(0.035, 0.05),
-            bay: self.uniform(0.04, 0.065),
             bricks: false,
+            ..self.facade(height)
         };
         let radius = self.uniform(0.18, 0.26) * size;
         self.add(
