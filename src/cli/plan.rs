@@ -202,6 +202,14 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Tells that block `index`, whose outputs are in `dir`, is already done.
+fn say_already_done(index: usize, dir: &Path) {
+    println!(
+        "block {index} is already done ({}): nothing to do",
+        dir.display()
+    );
+}
+
 /// Trains one block with `train`'s progress display; returns what it did.
 fn train_one(
     ctx: &GpuContext,
@@ -231,12 +239,7 @@ fn train_one(
     let outcome = outcome.with_context(|| format!("training block {index}"))?;
     let out = wgsplat::plan::outputs::block_dir(dir, index);
     match &outcome {
-        BlockOutcome::AlreadyDone => {
-            println!(
-                "block {index} is already done ({}): nothing to do",
-                out.display()
-            );
-        }
+        BlockOutcome::AlreadyDone => say_already_done(index, &out),
         BlockOutcome::Stopped { iteration } => println!(
             "block {index} stopped at iteration {iteration}; its checkpoint is in {} (run the \
              same command to continue)",
@@ -266,11 +269,9 @@ pub fn train_planned_block(
     plan.block(index)?;
     let dir = plan_dir(plan_path);
     let done = wgsplat::plan::outputs::block_dir(&dir, index);
+    // A finished block needs no dataset: say so before loading it.
     if wgsplat::plan::outputs::verify_block(&done, index).is_ok() {
-        println!(
-            "block {index} is already done ({}): nothing to do",
-            done.display()
-        );
+        say_already_done(index, &done);
         return Ok(());
     }
     let dataset = wgsplat::plan::load_plan_dataset(&plan).context("loading the plan's dataset")?;

@@ -13,6 +13,7 @@ use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::save_gpu_model_as_ply;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::options::{DataArgs, TrainOptions};
+use wgsplat::train::run::next_checkpoint_pause;
 use wgsplat::train::setup;
 use wgsplat::train::{ScoredViews, TrainConfig, TrainEvent, Trainer};
 
@@ -274,12 +275,8 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         .unwrap_or(config.iterations)
         .min(config.iterations);
     while trainer.iteration() < last {
-        let chunk_end = if let Some(chunks) = trainer.iteration().checked_div(save_every) {
-            (chunks + 1) * save_every
-        } else {
-            last
-        };
-        if let Err(err) = trainer.run_until(chunk_end.min(last), &mut sink, &|| false) {
+        let pause = next_checkpoint_pause(trainer.iteration(), last, save_every);
+        if let Err(err) = trainer.run_until(pause, &mut sink, &|| false) {
             bar.finish_and_clear();
             let kept = if checkpoint_path.exists() {
                 format!(

@@ -14,6 +14,7 @@ use crate::io::checkpoint::load_checkpoint;
 use crate::io::model::save_gpu_model_as_ply;
 use crate::train::events::TrainEvent;
 use crate::train::init::initial_gaussians;
+use crate::train::run::next_checkpoint_pause;
 use crate::train::setup::{self, DataOptions, background_color};
 use crate::train::{ScoredViews, Trainer};
 use serde_json::json;
@@ -152,11 +153,8 @@ pub fn train_block(
     let last = stop_at.unwrap_or(config.iterations).min(config.iterations);
     let save_every = config.save_every;
     while trainer.iteration() < last {
-        let chunk_end = match trainer.iteration().checked_div(save_every) {
-            Some(chunks) => ((chunks + 1) * save_every).min(last),
-            None => last,
-        };
-        trainer.run_until(chunk_end, sink, &|| false)?;
+        let pause = next_checkpoint_pause(trainer.iteration(), last, save_every);
+        trainer.run_until(pause, sink, &|| false)?;
         // Chunks end at multiples of save_every, or at the stop.
         if trainer.iteration() < config.iterations {
             trainer.save_checkpoint(&checkpoint_path, &json!({ "block": index }))?;

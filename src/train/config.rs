@@ -182,6 +182,13 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Whether the refinement due after iteration `it` is on the schedule's cadence (past
+    /// `densify_from`, every `densify_every` iterations) and before `until` (the strategy's own
+    /// end: `densify_until`, or `mcmc_refine_until`).
+    pub fn refines_after(&self, it: u64, until: u64) -> bool {
+        it > self.densify_from && it.is_multiple_of(self.densify_every) && it < until
+    }
+
     /// Reads a JSON config file; fields it leaves out keep their defaults.
     pub fn from_json_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::Io {

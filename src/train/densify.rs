@@ -63,7 +63,7 @@ impl Strategy for DefaultStrategy {
         let c = step.config;
         let it = step.iteration;
         let mut report = RefinementReport::default();
-        if it < c.densify_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
+        if c.refines_after(it, c.densify_until) {
             report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every)?);
         }
         // INRIA also resets once at `densify_from` on a white background: the initial Gaussians'

@@ -73,7 +73,7 @@ impl Strategy for McmcStrategy {
         let c = step.config;
         let it = step.iteration;
         let mut report = RefinementReport::default();
-        if it < c.mcmc_refine_until && it > c.densify_from && it.is_multiple_of(c.densify_every) {
+        if c.refines_after(it, c.mcmc_refine_until) {
             report.relocated = relocate_dead(ctx, state, step)?;
             report.grown = grow(ctx, state, step)?;
         }

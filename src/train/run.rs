@@ -62,3 +62,12 @@ impl Trainer {
         Ok(())
     }
 }
+
+/// Where a run from `iteration` towards `last` pauses to write its next periodic checkpoint: the
+/// next multiple of `save_every` (or `last` when `save_every` is 0), never past `last`.
+pub fn next_checkpoint_pause(iteration: u64, last: u64, save_every: u64) -> u64 {
+    match iteration.checked_div(save_every) {
+        Some(chunks) => ((chunks + 1) * save_every).min(last),
+        None => last,
+    }
+}

@@ -176,10 +176,9 @@ impl Trainer {
             self.last_refinement =
                 self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
             // At every refinement of the schedule (MCMC's noise moves Gaussians between them).
-            let (c, it) = (&self.config, self.iteration);
-            let refinement = it > c.densify_from
-                && it.is_multiple_of(c.densify_every)
-                && it < c.densify_until.max(c.mcmc_refine_until);
+            let c = &self.config;
+            let refinement =
+                c.refines_after(self.iteration, c.densify_until.max(c.mcmc_refine_until));
             if let Some(inside) = self.keep_inside.clone().filter(|_| refinement) {
                 self.last_refinement.out_of_bounds = self.with_step(|_, ctx, state, step| {
                     crate::train::bounds::prune_outside(ctx, state, step, &inside)
