@@ -331,6 +331,7 @@ mod plan {
     // much.
 
     use wgsplat::data::builtin::{BuiltinOptions, generate};
+    use wgsplat::optim::MomentStorage;
     use wgsplat::testing::fresh_context;
     use wgsplat::train::budget::{frame_scratch_bytes, plan_budget, planned_training_bytes};
     use wgsplat::train::init::initial_gaussians;
@@ -341,6 +342,10 @@ mod plan {
     const RESOLUTION: u32 = 64;
 
     fn trainer(ctx: &GpuContext, points: usize) -> Trainer {
+        trainer_with(ctx, points, MomentStorage::default())
+    }
+
+    fn trainer_with(ctx: &GpuContext, points: usize, optimizer_state: MomentStorage) -> Trainer {
         let dataset = generate(&BuiltinOptions {
             resolution: RESOLUTION,
             train_views: 1,
@@ -355,6 +360,7 @@ mod plan {
             densify_until: 0,
             lpips: false,
             sh_degree_interval: 1,
+            optimizer_state,
             ..TrainConfig::default()
         };
         let params = initial_gaussians(ctx, &dataset, &config).unwrap();
@@ -371,12 +377,14 @@ mod plan {
     #[test]
     fn the_persistent_plan_is_the_allocators_live_bytes() {
         let ctx = fresh_context(true);
-        for points in [1_000, 20_000] {
-            let t = trainer(&ctx, points);
-            let n = t.params().len();
-            let planned = ModelState::planned_bytes(&ctx, n, t.config().sh_degree);
-            assert_eq!(planned, persistent_live(&ctx), "{n} Gaussians");
-            drop(t);
+        for storage in [MomentStorage::Bf16, MomentStorage::F32] {
+            for points in [1_000, 20_000] {
+                let t = trainer_with(&ctx, points, storage);
+                let n = t.params().len();
+                let planned = ModelState::planned_bytes(&ctx, n, t.config().sh_degree, storage);
+                assert_eq!(planned, persistent_live(&ctx), "{n} Gaussians, {storage:?}");
+                drop(t);
+            }
         }
     }
 
@@ -407,7 +415,8 @@ mod plan {
         for (portable, points) in [(false, 20_000), (true, 2_000)] {
             let ctx = fresh_context(portable);
             let (n, transient, v, i) = measured_step(&ctx, points);
-            let plan = frame_scratch_bytes(&ctx, n, v as u64, i as u64, RESOLUTION, RESOLUTION);
+            let (v, i) = (v as u64, i as u64);
+            let plan = frame_scratch_bytes(&ctx, n, v, i, RESOLUTION, RESOLUTION, 3);
             let ratio = plan as f64 / transient as f64;
             println!(
                 "{}: N {n}, V {v}, I {i}: measured {transient} B, planned {plan} B ({ratio:.3}x)",
@@ -435,8 +444,10 @@ mod plan {
         })
         .unwrap();
         let budget = 64 << 20;
-        let plan = plan_budget(&ctx, budget, 3, &dataset);
-        let total = |n| plan.fixed + planned_training_bytes(&ctx, n, 3, RESOLUTION, RESOLUTION);
+        let storage = MomentStorage::default();
+        let plan = plan_budget(&ctx, budget, 3, storage, &dataset);
+        let total =
+            |n| plan.fixed + planned_training_bytes(&ctx, n, 3, storage, RESOLUTION, RESOLUTION);
         assert!(plan.max_gaussians > 10_000, "{plan:?}");
         assert!(total(plan.max_gaussians) <= budget, "{plan:?}");
         assert!(total(plan.max_gaussians + 1) > budget, "{plan:?}");

@@ -3,7 +3,7 @@
 //! holding:
 //! - the WGSL structs as `#[repr(C)]` Pod structs with naga's offsets (the params at binding 0
 //!   among them), and the file's scalar `const`s;
-//! - for each compute entry point a marker type implementing [`KernelSpec`] (`densify_split::Split`)
+//! - for each compute entry point a marker type implementing [`KernelSpec`] (`densify_split::SplitPairs`)
 //!   and a bindings struct with one named [`Arg`] field per storage binding it uses, documented
 //!   with its access mode and element type.
 //!
@@ -12,18 +12,18 @@
 //!
 //! ```
 //! use wgsplat::gpu::kernels::{KernelSpec, densify_split};
-//! assert_eq!(densify_split::Split::ENTRY, "split");
+//! assert_eq!(densify_split::SplitPairs::ENTRY, "split_pairs");
 //! ```
 //!
 //! ```compile_fail
-//! // No entry point `splits` in densify_split.wgsl.
-//! let _ = wgsplat::gpu::kernels::densify_split::Splits;
+//! // No entry point `split` in densify_split.wgsl.
+//! let _ = wgsplat::gpu::kernels::densify_split::Split;
 //! ```
 //!
 //! ```compile_fail
-//! // `means_a` left out.
-//! use wgsplat::gpu::kernels::{Arg, densify_split::SplitBindings};
-//! let _ = SplitBindings { log_scales: Arg::Absent, quats: Arg::Absent, means_b: Arg::Absent, log_scales_a: Arg::Absent };
+//! // `means` left out.
+//! use wgsplat::gpu::kernels::{Arg, densify_split::SplitPairsBindings};
+//! let _ = SplitPairsBindings { log_scales: Arg::Absent, quats: Arg::Absent };
 //! ```
 //!
 //! [`crate::gpu::Encoder::run`] and [`crate::gpu::Encoder::run_pages`] record a typed dispatch:
@@ -258,6 +258,52 @@ pub fn page_rows(total_rows: u64, rows_per_page: u64) -> impl Iterator<Item = Pa
         page: page as usize,
         rows: (total_rows - page * per_page).min(per_page),
         first_row: page * per_page,
+    })
+}
+
+/// A run of consecutive rows inside one page of a paged row tensor: the unit in which a training
+/// step computes gradients and applies Adam, so that gradients need one chunk of scratch rather
+/// than a copy of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowChunk {
+    /// Page index.
+    pub page: usize,
+    /// Row of the page the chunk starts at.
+    pub offset: u64,
+    /// Rows in the chunk.
+    pub rows: u64,
+    /// Global index of the chunk's first row.
+    pub first_row: u64,
+}
+
+impl RowChunk {
+    /// The same number of rows at the start of page 0: where a chunk-sized scratch tensor holds
+    /// this chunk's rows.
+    pub fn at_start(&self) -> RowChunk {
+        RowChunk {
+            page: 0,
+            offset: 0,
+            rows: self.rows,
+            first_row: 0,
+        }
+    }
+}
+
+/// The chunks of at most `chunk_rows` rows (a power of two no larger than `rows_per_page`, so
+/// chunks never straddle a page) covering `total_rows` rows paged `rows_per_page` to a page.
+pub fn row_chunks(
+    total_rows: u64,
+    rows_per_page: u64,
+    chunk_rows: u64,
+) -> impl Iterator<Item = RowChunk> {
+    let chunk = chunk_rows.clamp(1, rows_per_page.max(1));
+    page_rows(total_rows, rows_per_page).flat_map(move |page| {
+        (0..page.rows.div_ceil(chunk)).map(move |k| RowChunk {
+            page: page.page,
+            offset: k * chunk,
+            rows: (page.rows - k * chunk).min(chunk),
+            first_row: page.first_row + k * chunk,
+        })
     })
 }
 

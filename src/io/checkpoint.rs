@@ -1,30 +1,35 @@
 //! Training checkpoints: parameters, both Adam moments, the iteration, the trainer's RNG state and
 //! a caller-defined JSON value, restored bit for bit.
 //!
-//! # File format (version 1)
+//! # File format (version 2; version 1 is read too)
 //!
 //! All integers little-endian.
 //!
 //! | bytes        | contents                                                              |
 //! |--------------|-----------------------------------------------------------------------|
 //! | 8            | magic `WGSPCKPT`                                                      |
-//! | 4            | u32 format version (1)                                                |
+//! | 4            | u32 format version (2)                                                |
 //! | 4            | u32 length `H` of the JSON header                                     |
 //! | `H`          | UTF-8 JSON header ([`CheckpointHeader`])                              |
-//! | sum of sizes | the tensors listed in the header, in order, raw little-endian f32    |
+//! | sum of sizes | the tensors listed in the header, in order, raw little-endian words  |
 //! | 8            | u64 FNV-1a (64-bit) hash of every byte before it                      |
 //!
 //! The header records the format version, the Gaussian count, SH degree and coefficient count,
 //! iteration, RNG state, Adam step count and hyper-parameters (as f64 values and their exact bit
-//! patterns), the list of tensors (name, shape, byte length) and the caller's `extra` JSON. The
-//! tensors are `params.<attribute>`, then `adam.m.<attribute>`, then `adam.v.<attribute>` for
-//! the attributes in [`ATTRIBUTE_NAMES`] order, each `[N, ...]` row-major as on the GPU.
+//! patterns), how the moments are stored (`moments`: `f32` or `bf16`; absent in version 1, whose
+//! moments are f32), the list of tensors (name, shape, dtype, byte length) and the caller's
+//! `extra` JSON. The tensors are `params.<attribute>`, then either `adam.m.<attribute>` and
+//! `adam.v.<attribute>` (f32) or `adam.mv.<attribute>` (u32 words, each holding an element's
+//! first moment as bfloat16 in its high half and the second in its low half), for the attributes
+//! in [`ATTRIBUTE_NAMES`] order, each `[N, ...]` row-major as on the GPU. A checkpoint resumes in
+//! either storage: [`GaussianOptimizer::converted`] changes it (bfloat16 to f32 exactly, f32 to
+//! bfloat16 by rounding to nearest).
 //! Files are written atomically (a fresh temporary file beside `<path>`, then renamed).
 
 use super::{io_error, write_atomically};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::optim::GaussianOptimizer;
+use crate::optim::{GaussianOptimizer, MomentStorage};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::ATTRIBUTE_NAMES;
 use crate::tensor::Tensor;
@@ -38,7 +43,10 @@ pub(crate) const KIND: &str = "wgsplat checkpoint";
 /// The first eight bytes of every checkpoint.
 pub const MAGIC: [u8; 8] = *b"WGSPCKPT";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this build reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Largest JSON header accepted.
 pub(crate) const MAX_HEADER_BYTES: u32 = 64 << 20;
 
@@ -68,6 +76,9 @@ pub struct CheckpointHeader {
     /// Whether the densification statistics (`densify.stats`, `[N, 4]`) follow the model.
     #[serde(default)]
     pub has_densify_stats: bool,
+    /// How the moments are stored (absent before version 2: f32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moments: Option<MomentStorage>,
 }
 
 /// Adam's hyper-parameters in a header: readable values and the exact f64 bits that are used.
@@ -90,7 +101,7 @@ pub struct TensorEntry {
     pub name: String,
     /// Shape, row-major.
     pub shape: Vec<u64>,
-    /// Element type (always `f32`).
+    /// Element type: `f32`, or `u32` for packed bfloat16 moments.
     pub dtype: String,
     /// Bytes of data.
     pub bytes: u64,
@@ -131,8 +142,13 @@ pub struct TrainerState<'a> {
 /// Columns of the densification statistics.
 pub(crate) const STATS_COLUMNS: u64 = 4;
 
-/// The three tensor sets of a checkpoint, with their name prefixes.
-pub(crate) const SETS: [&str; 3] = ["params", "adam.m", "adam.v"];
+/// The tensor sets of a checkpoint whose moments are stored as `moments`: name prefix and dtype.
+pub(crate) fn tensor_sets(moments: MomentStorage) -> &'static [(&'static str, &'static str)] {
+    match moments {
+        MomentStorage::F32 => &[("params", "f32"), ("adam.m", "f32"), ("adam.v", "f32")],
+        MomentStorage::Bf16 => &[("params", "f32"), ("adam.mv", "u32")],
+    }
+}
 
 pub(crate) fn format_error(path: &Path, message: impl Into<String>) -> Error {
     Error::Format {
@@ -143,7 +159,12 @@ pub(crate) fn format_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// The tensor list a checkpoint of `n` Gaussians with `rest` SH coefficients past DC must hold.
-pub(crate) fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntry> {
+pub(crate) fn expected_tensors(
+    n: u64,
+    rest: u64,
+    stats: bool,
+    moments: MomentStorage,
+) -> Vec<TensorEntry> {
     let shapes: [Vec<u64>; 6] = [
         vec![n, 3],
         vec![n, 3],
@@ -152,8 +173,9 @@ pub(crate) fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntr
         vec![n, 3],
         vec![n, rest, 3],
     ];
-    SETS.iter()
-        .flat_map(|set| {
+    tensor_sets(moments)
+        .iter()
+        .flat_map(|&(set, dtype)| {
             ATTRIBUTE_NAMES
                 .iter()
                 .zip(shapes.clone())
@@ -161,7 +183,7 @@ pub(crate) fn expected_tensors(n: u64, rest: u64, stats: bool) -> Vec<TensorEntr
                     name: format!("{set}.{attr}"),
                     bytes: shape.iter().product::<u64>() * 4,
                     shape,
-                    dtype: "f32".into(),
+                    dtype: dtype.into(),
                 })
         })
         .chain(stats.then(|| TensorEntry {
@@ -246,7 +268,8 @@ pub fn save_trainer_checkpoint(
             ),
         });
     }
-    let sets = [params, optimizer.moment1(), optimizer.moment2()];
+    let moments = optimizer.moments();
+    let sets: Vec<&GaussianTensors> = std::iter::once(params).chain(moments.sets()).collect();
     if sets
         .iter()
         .any(|s| s.len() != params.len() || s.sh_rest_count() != params.sh_rest_count())
@@ -283,9 +306,11 @@ pub fn save_trainer_checkpoint(
             params.len(),
             u64::from(params.sh_rest_count()),
             densify_stats.is_some(),
+            moments.storage(),
         ),
         extra: extra.clone(),
         has_densify_stats: densify_stats.is_some(),
+        moments: Some(moments.storage()),
     };
     let json = serde_json::to_vec(&header).map_err(|e| Error::InvalidArgument {
         op: "save_checkpoint",
@@ -307,28 +332,34 @@ pub fn save_trainer_checkpoint(
         put(w, &json)?;
         for (set_index, set) in sets.into_iter().enumerate() {
             for (tensor, name) in set.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
-                let values = tensor.read::<f32>(ctx)?;
+                let words = tensor.bitcast(crate::tensor::DType::U32).read::<u32>(ctx)?;
                 if set_index == 0
                     && require_finite
-                    && let Some(bad) = values.iter().find(|v| !v.is_finite())
+                    && let Some(bad) = words
+                        .iter()
+                        .map(|&w| f32::from_bits(w))
+                        .find(|v| !v.is_finite())
                 {
                     return Err(Error::NonFinite {
                         what: format!("parameter {name} (not saved to {})", path.display()),
-                        value: *bad,
+                        value: bad,
                     });
                 }
-                put(w, &le_bytes(&values))?;
+                put(w, &le_bytes(&words))?;
             }
         }
         if let Some(stats) = densify_stats {
-            put(w, &le_bytes(&stats.read::<f32>(ctx)?))?;
+            put(
+                w,
+                &le_bytes(&stats.bitcast(crate::tensor::DType::U32).read::<u32>(ctx)?),
+            )?;
         }
         let digest = hash.0.to_le_bytes();
         w.write_all(&digest).map_err(|e| io_error(path, "write", e))
     })
 }
 
-/// The little-endian bytes of `values`, as the file stores them.
-fn le_bytes(values: &[f32]) -> Vec<u8> {
+/// The little-endian bytes of `words`, as the file stores them.
+fn le_bytes(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }

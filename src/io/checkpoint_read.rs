@@ -6,7 +6,7 @@ use super::checkpoint::*;
 use super::io_error;
 use crate::error::Result;
 use crate::gpu::{GpuContext, MemoryCategory};
-use crate::optim::{AdamConfig, GaussianOptimizer};
+use crate::optim::{AdamConfig, GaussianOptimizer, MomentStorage, Moments};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::ATTRIBUTE_NAMES;
 use crate::splat::sh::coefficient_count;
@@ -33,7 +33,7 @@ fn read_hashed(
     Ok(())
 }
 
-/// Reads the f32 values of `tensor` (little endian, hashed) and records their upload.
+/// Reads the 32-bit words of `tensor` (little endian, hashed) and records their upload.
 fn read_tensor(
     path: &Path,
     reader: &mut impl Read,
@@ -44,11 +44,11 @@ fn read_tensor(
 ) -> Result<()> {
     let mut bytes = vec![0u8; tensor.len() as usize * 4];
     read_hashed(path, reader, hash, &mut bytes, what)?;
-    let values: Vec<f32> = bytes
+    let words: Vec<u32> = bytes
         .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    tensor.write(enc, &values)
+    tensor.bitcast(DType::U32).write(enc, &words)
 }
 
 /// Loads a checkpoint written by [`save_checkpoint`], uploading the tensors through `ctx` (their
@@ -77,11 +77,11 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         ));
     }
     let version = u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(format_error(
             path,
             format!(
-                "format version {version}; this build reads version {FORMAT_VERSION} (use a matching wgsplat)"
+                "format version {version}; this build reads versions {OLDEST_READABLE_VERSION} to {FORMAT_VERSION} (use a matching wgsplat)"
             ),
         ));
     }
@@ -112,9 +112,15 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
             ),
         ));
     }
-    if header.gaussians > u64::from(u32::MAX)
-        || header.tensors != expected_tensors(header.gaussians, rest, header.has_densify_stats)
-    {
+    if version < 2 && header.moments.is_some() {
+        return Err(format_error(
+            path,
+            "a version 1 header names a moment storage (corrupt header)",
+        ));
+    }
+    let moments = header.moments.unwrap_or(MomentStorage::F32);
+    let expected = expected_tensors(header.gaussians, rest, header.has_densify_stats, moments);
+    if header.gaussians > u64::from(u32::MAX) || header.tensors != expected {
         return Err(format_error(
             path,
             "its tensor list does not match its Gaussian count and SH degree (corrupt header)",
@@ -144,16 +150,24 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         beta1: b1,
         beta2: b2,
         eps,
+        moments,
     };
     let n = header.gaussians as usize;
-    let mut loaded = Vec::with_capacity(SETS.len());
-    for (set, category) in SETS.iter().zip([
-        MemoryCategory::Parameters,
-        MemoryCategory::OptimizerState,
-        MemoryCategory::OptimizerState,
-    ]) {
+    let sets = tensor_sets(moments);
+    let mut loaded = Vec::with_capacity(sets.len());
+    for (k, &(set, dtype)) in sets.iter().enumerate() {
+        let category = match k {
+            0 => MemoryCategory::Parameters,
+            _ => MemoryCategory::OptimizerState,
+        };
+        let dtype = if dtype == "u32" {
+            DType::U32
+        } else {
+            DType::F32
+        };
         let mut enc = ctx.encoder("load_checkpoint");
-        let tensors = GaussianTensors::uninit(&mut enc, n, header.sh_degree, category, set)?;
+        let tensors =
+            GaussianTensors::uninit_typed(&mut enc, dtype, n, header.sh_degree, category, set)?;
         for (tensor, name) in tensors.attributes().into_iter().zip(ATTRIBUTE_NAMES) {
             let what = format!("tensor {set}.{name}");
             read_tensor(path, &mut reader, &mut hash, &mut enc, tensor, &what)?;
@@ -194,11 +208,16 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
         ));
     }
     let mut sets = loaded.into_iter();
-    let (Some(params), Some(moment1), Some(moment2)) = (sets.next(), sets.next(), sets.next())
-    else {
+    let params = sets.next();
+    let moments_read = match (moments, sets.next(), sets.next()) {
+        (MomentStorage::F32, Some(m), Some(v)) => Some(Moments::F32 { m, v }),
+        (MomentStorage::Bf16, Some(mv), None) => Some(Moments::Bf16(mv)),
+        _ => None,
+    };
+    let (Some(params), Some(moments)) = (params, moments_read) else {
         return Err(format_error(path, "internal: tensor sets missing"));
     };
-    let optimizer = GaussianOptimizer::from_parts(config, moment1, moment2, header.adam_step)?;
+    let optimizer = GaussianOptimizer::from_moments(config, moments, header.adam_step)?;
     Ok(Checkpoint {
         params,
         optimizer,

@@ -21,7 +21,7 @@ pub use elementwise::{
 };
 pub use fill::{arange, fill};
 pub use gather::{append, concat, gather, gather_rows, gather_rows_into, scatter, scatter_rows};
-pub use radix_sort::{sort_keys, sort_pairs};
+pub use radix_sort::{sort_keys, sort_pairs, sort_pairs_consuming};
 pub use reduce::{
     ReduceOp, max_f32, max_f32_value, min_f32, min_f32_value, reduce, reduce_value, sum_f32,
     sum_f32_value,

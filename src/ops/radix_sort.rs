@@ -51,6 +51,35 @@ pub fn sort_pairs(
     Ok((sorted_keys, sorted_values))
 }
 
+/// [`sort_pairs`] that consumes its inputs: they serve as one of the two pairs the passes
+/// alternate between, so the sort needs one pair of scratch instead of two (a third less memory
+/// at its peak). `keys` and `values` must have the same paging as a fresh `[n]` tensor.
+pub fn sort_pairs_consuming(
+    enc: &mut Encoder,
+    keys: Tensor,
+    values: Tensor,
+    bits: u32,
+) -> Result<(Tensor, Tensor)> {
+    values.expect_same_len("sort_pairs_consuming", &keys)?;
+    let fresh = enc.ctx().page_bytes() / 4;
+    if keys.page_elems() != fresh || values.page_elems() != fresh {
+        return Err(Error::InvalidArgument {
+            op: "sort_pairs_consuming",
+            detail: format!(
+                "inputs paged {} and {} elements a page, not {fresh}; use sort_pairs",
+                keys.page_elems(),
+                values.page_elems()
+            ),
+        });
+    }
+    let (sorted_keys, sorted_values) = sort_with(enc, &keys, Some(&values), bits, true)?;
+    let sorted_values = sorted_values.ok_or_else(|| Error::InvalidArgument {
+        op: "sort_pairs_consuming",
+        detail: "internal: the values were not sorted".into(),
+    })?;
+    Ok((sorted_keys, sorted_values))
+}
+
 /// Sorts `keys` (u32) by their low `bits` bits (1..=32), stably. Returns a new tensor; the input
 /// is unchanged.
 pub fn sort_keys(enc: &mut Encoder, keys: &Tensor, bits: u32) -> Result<Tensor> {
@@ -208,6 +237,17 @@ fn sort(
     values: Option<&Tensor>,
     bits: u32,
 ) -> Result<(Tensor, Option<Tensor>)> {
+    sort_with(enc, keys, values, bits, false)
+}
+
+/// The sort; with `overwrite_inputs`, odd passes write back into the inputs' storage.
+fn sort_with(
+    enc: &mut Encoder,
+    keys: &Tensor,
+    values: Option<&Tensor>,
+    bits: u32,
+    overwrite_inputs: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     check_arguments(enc, keys, values, bits)?;
     let n = keys.len() as usize;
     let scratch_pair = |enc: &mut Encoder, label: &str| -> Result<(Tensor, Option<Tensor>)> {
@@ -243,10 +283,14 @@ fn sort(
         Scatter::Keys(enc.ctx().typed()?)
     };
 
-    // Pass i writes targets[i % 2]; a single pass needs no second pair.
+    // Pass i writes targets[i % 2]; a single pass needs no second pair, and a sort that may
+    // overwrite its inputs uses them as the second.
     let mut targets = vec![scratch_pair(enc, "radix sort ping")?];
     if passes > 1 {
-        targets.push(scratch_pair(enc, "radix sort pong")?);
+        targets.push(match overwrite_inputs {
+            true => (keys.clone(), values.cloned()),
+            false => scratch_pair(enc, "radix sort pong")?,
+        });
     }
     let mut source: (Tensor, Option<Tensor>) = (keys.clone(), values.cloned());
     for pass in 0..passes {

@@ -1,16 +1,60 @@
-//! Adam (shaders/adam.wgsl): one fused kernel per parameter tensor and page that updates both
-//! moments and the parameter in place, and [`GaussianOptimizer`], which holds the moments of all
-//! six Gaussian attributes and keeps them aligned with the parameters through densification.
+//! Adam (shaders/adam.wgsl): one fused kernel per parameter tensor and chunk of rows that
+//! updates both moments and the parameter in place, with the moments stored as f32 or as packed
+//! bfloat16 ([`MomentStorage`]). [`super::GaussianOptimizer`] applies it to the six attributes.
 
-use super::rows::{append_rows_in_place, keep_rows_in_place};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{Arg, adam::AdamParams, adam::AdamStep, adam::AdamStepBindings};
-use crate::gpu::{Encoder, MemoryCategory};
-use crate::splat::GaussianTensors;
-use crate::splat::gaussians::Attribute;
+use crate::gpu::Encoder;
+use crate::gpu::kernels::{Arg, RowChunk, adam};
 use crate::tensor::{DType, Tensor};
+use serde::{Deserialize, Serialize};
 
-/// Adam's hyper-parameters (3DGS: β = (0.9, 0.999), ε = 1e-15).
+/// How Adam's two moments are stored on the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MomentStorage {
+    /// Two f32 tensors per parameter: 8 bytes per parameter element.
+    F32,
+    /// One u32 per parameter element holding both moments as bfloat16, updated in f32 and
+    /// narrowed with unbiased stochastic rounding: 4 bytes per element (the default).
+    #[default]
+    Bf16,
+}
+
+impl MomentStorage {
+    /// Bytes per parameter element.
+    pub fn bytes_per_element(self) -> u64 {
+        match self {
+            MomentStorage::F32 => 8,
+            MomentStorage::Bf16 => 4,
+        }
+    }
+
+    /// The name the CLI and the files use (`f32`, `bf16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MomentStorage::F32 => "f32",
+            MomentStorage::Bf16 => "bf16",
+        }
+    }
+}
+
+impl std::str::FromStr for MomentStorage {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "f32" | "32bit" => Ok(MomentStorage::F32),
+            "16bit" | "bf16" => Ok(MomentStorage::Bf16),
+            other => Err(Error::InvalidSetting {
+                name: "optimizer state".into(),
+                value: other.into(),
+                expected: "16bit (bfloat16 moments, the default) or f32".into(),
+            }),
+        }
+    }
+}
+
+/// Adam's hyper-parameters (3DGS: β = (0.9, 0.999), ε = 1e-15) and the moments' storage.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamConfig {
     /// Decay of the first moment.
@@ -19,6 +63,8 @@ pub struct AdamConfig {
     pub beta2: f64,
     /// Added to the bias-corrected square root of the second moment.
     pub eps: f64,
+    /// How the moments are stored.
+    pub moments: MomentStorage,
 }
 
 impl Default for AdamConfig {
@@ -27,12 +73,13 @@ impl Default for AdamConfig {
             beta1: 0.9,
             beta2: 0.999,
             eps: 1e-15,
+            moments: MomentStorage::default(),
         }
     }
 }
 
 impl AdamConfig {
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let valid = (0.0..1.0).contains(&self.beta1)
             && (0.0..1.0).contains(&self.beta2)
             && self.eps.is_finite()
@@ -48,8 +95,9 @@ impl AdamConfig {
         Ok(())
     }
 
-    /// The kernel's uniform for `step` (1-based) and learning rate `lr`, bias corrections in f64.
-    fn params(&self, step: u64, lr: f32) -> Result<AdamParams> {
+    /// The bias corrections folded into the kernel's two factors for `step` (1-based) and
+    /// learning rate `lr`, computed in f64: `lr / (1 - β1^t)` and `1 / sqrt(1 - β2^t)`.
+    pub fn folded_factors(&self, step: u64, lr: f32) -> Result<(f32, f32)> {
         self.check()?;
         if step == 0 {
             return Err(Error::InvalidArgument {
@@ -60,20 +108,33 @@ impl AdamConfig {
         let exponent = i32::try_from(step).unwrap_or(i32::MAX);
         let bias_correction1 = 1.0 - self.beta1.powi(exponent);
         let bias_correction2 = 1.0 - self.beta2.powi(exponent);
-        Ok(AdamParams {
+        Ok((
+            (f64::from(lr) / bias_correction1) as f32,
+            (1.0 / bias_correction2.sqrt()) as f32,
+        ))
+    }
+
+    /// The kernel's uniform for `step` (1-based) and learning rate `lr`, bias corrections in f64.
+    pub(crate) fn params(&self, step: u64, lr: f32) -> Result<adam::AdamParams> {
+        let (step_size, inv_sqrt_bias_correction2) = self.folded_factors(step, lr)?;
+        Ok(adam::AdamParams {
             n: 0,
-            step_size: (f64::from(lr) / bias_correction1) as f32,
-            inv_sqrt_bias_correction2: (1.0 / bias_correction2.sqrt()) as f32,
+            step_size,
+            inv_sqrt_bias_correction2,
             eps: self.eps as f32,
             beta1: self.beta1 as f32,
             one_minus_beta1: (1.0 - self.beta1) as f32,
             beta2: self.beta2 as f32,
             one_minus_beta2: (1.0 - self.beta2) as f32,
+            element_offset: 0,
+            seed: 0,
+            pad0: 0,
+            pad1: 0,
         })
     }
 }
 
-/// Records one Adam update of `param` with gradient `grad` and moments `moment1`, `moment2`
+/// Records one Adam update of `param` with gradient `grad` and f32 moments `moment1`, `moment2`
 /// (all f32 with the same page layout), at 1-based step `step` with learning rate `lr`.
 #[allow(clippy::too_many_arguments)]
 pub fn adam_step(
@@ -101,39 +162,122 @@ pub fn adam_step(
         }
     }
     let base = config.params(step, lr)?;
-    let kernel = enc.ctx().typed::<AdamStep>()?;
+    let kernel = enc.ctx().typed::<adam::AdamStep>()?;
     for page in 0..param.num_pages() {
         let n = param.page_len(page);
         if n == 0 {
             continue;
         }
-        let params = AdamParams {
+        let params = adam::AdamParams {
             n: n as u32,
             ..base
         };
         let grid = crate::ops::grid(enc, n.div_ceil(4), kernel.threads())?;
-        let bindings = AdamStepBindings {
-            param: vec4_arg(param, page)?,
-            grad: vec4_arg(grad, page)?,
-            moment1: vec4_arg(moment1, page)?,
-            moment2: vec4_arg(moment2, page)?,
+        let bindings = adam::AdamStepBindings {
+            param: vec4_page(param, page)?,
+            grad: vec4_page(grad, page)?,
+            moment1: vec4_page(moment1, page)?,
+            moment2: vec4_page(moment2, page)?,
         };
         enc.run(&kernel, &params, bindings, grid)?;
     }
     Ok(())
 }
 
+/// Where one attribute's Adam state lives for one chunk of rows.
+pub(crate) enum ChunkMoments<'a> {
+    /// f32 first and second moments.
+    F32(&'a Tensor, &'a Tensor),
+    /// Packed bfloat16 moments (u32 per element).
+    Bf16(&'a Tensor),
+}
+
+/// Records the Adam update of rows `chunk` of one attribute: `param` and the moments at `chunk`,
+/// the gradient at `grad_rows` of `grad` (a chunk-sized scratch tensor, or the same rows of a
+/// full-size one). `attribute` is the attribute's index (a key of the bfloat16 rounding).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn adam_chunk(
+    enc: &mut Encoder,
+    param: &Tensor,
+    grad: &Tensor,
+    grad_rows: &RowChunk,
+    moments: ChunkMoments<'_>,
+    chunk: &RowChunk,
+    base: &adam::AdamParams,
+    attribute: usize,
+    step: u64,
+) -> Result<()> {
+    let width = param.row_elems();
+    let n = chunk.rows * width;
+    if n == 0 {
+        return Ok(());
+    }
+    let params = adam::AdamParams {
+        n: u32::try_from(n).map_err(|_| Error::Overflow {
+            what: format!(
+                "elements of one Adam chunk ({} rows of {width})",
+                chunk.rows
+            ),
+            needed: n,
+            max: u64::from(u32::MAX),
+            hint: "use smaller chunks".into(),
+        })?,
+        element_offset: (chunk.first_row.wrapping_mul(width)) as u32,
+        seed: super::bf16::rounding_seed(step, attribute),
+        ..*base
+    };
+    let grid = crate::ops::grid(enc, n.div_ceil(4), 256)?;
+    match moments {
+        ChunkMoments::F32(m, v) => {
+            let kernel = enc.ctx().typed::<adam::AdamStep>()?;
+            let bindings = adam::AdamStepBindings {
+                param: vec4_rows(param, chunk)?,
+                grad: vec4_rows(grad, grad_rows)?,
+                moment1: vec4_rows(m, chunk)?,
+                moment2: vec4_rows(v, chunk)?,
+            };
+            enc.run(&kernel, &params, bindings, grid)
+        }
+        ChunkMoments::Bf16(mv) => {
+            let kernel = enc.ctx().typed::<adam::AdamStepBf16>()?;
+            let bindings = adam::AdamStepBf16Bindings {
+                param: vec4_rows(param, chunk)?,
+                grad: vec4_rows(grad, grad_rows)?,
+                moments_bf16: vec4_rows(mv, chunk)?,
+            };
+            enc.run(&kernel, &params, bindings, grid)
+        }
+    }
+}
+
 /// Page `page` of `t` seen as vec4s: its elements rounded up to 16 bytes. Buffers are whole size
 /// classes (multiples of [`crate::gpu::memory::MIN_BUFFER_BYTES`]), so the rounded range lies inside
 /// the page's buffer; the kernel leaves the padding as it found it.
-fn vec4_arg(t: &Tensor, page: usize) -> Result<Arg<'_>> {
+fn vec4_page(t: &Tensor, page: usize) -> Result<Arg<'_>> {
     let binding = t.page_binding(page);
-    let bytes = binding.size.map_or(0, |s| s.get()).div_ceil(16) * 16;
-    if bytes > binding.buffer.size() {
+    let bytes = binding.size.map_or(0, |s| s.get());
+    vec4_binding(t, binding, bytes)
+}
+
+/// Rows `chunk` of `t` seen as vec4s, rounded up to 16 bytes like [`vec4_page`].
+fn vec4_rows<'a>(t: &'a Tensor, chunk: &RowChunk) -> Result<Arg<'a>> {
+    let binding = t.rows_binding(chunk)?;
+    let bytes = binding.size.map_or(0, |s| s.get());
+    vec4_binding(t, binding, bytes)
+}
+
+fn vec4_binding<'a>(
+    t: &'a Tensor,
+    binding: wgpu::BufferBinding<'a>,
+    bytes: u64,
+) -> Result<Arg<'a>> {
+    let bytes = bytes.div_ceil(16) * 16;
+    if binding.offset + bytes > binding.buffer.size() {
         return Err(Error::InvalidArgument {
             op: "adam_step",
             detail: format!(
-                "page {page} of {bytes} bytes (rounded to 16) exceeds its {}-byte buffer",
+                "{bytes} bytes at offset {} (rounded to 16) exceed the {}-byte buffer",
+                binding.offset,
                 binding.buffer.size()
             ),
         });
@@ -174,166 +318,4 @@ impl LearningRates {
             self.sh_rest,
         ]
     }
-}
-
-/// Adam over the six attributes of a set of Gaussians. The moments live in
-/// [`MemoryCategory::OptimizerState`] and page exactly like the parameters; one step count is
-/// shared by all groups (as in 3DGS, densification does not reset it).
-pub struct GaussianOptimizer {
-    /// Hyper-parameters.
-    pub config: AdamConfig,
-    moment1: GaussianTensors,
-    moment2: GaussianTensors,
-    step: u64,
-}
-
-impl GaussianOptimizer {
-    /// Tensors per parameter it keeps: the first and second moments.
-    pub const MOMENT_SETS: u64 = 2;
-
-    /// Zero moments for `params`, step count 0.
-    pub fn new(enc: &mut Encoder, params: &GaussianTensors, config: AdamConfig) -> Result<Self> {
-        config.check()?;
-        let moment1 =
-            GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.m")?;
-        let moment2 =
-            GaussianTensors::zeros_like(enc, params, MemoryCategory::OptimizerState, "adam.v")?;
-        Ok(GaussianOptimizer {
-            config,
-            moment1,
-            moment2,
-            step: 0,
-        })
-    }
-
-    /// An optimizer from saved moments (for checkpoints); `step` is the number of steps taken.
-    pub fn from_parts(
-        config: AdamConfig,
-        moment1: GaussianTensors,
-        moment2: GaussianTensors,
-        step: u64,
-    ) -> Result<Self> {
-        config.check()?;
-        check_aligned("GaussianOptimizer::from_parts", &moment1, &moment2)?;
-        Ok(GaussianOptimizer {
-            config,
-            moment1,
-            moment2,
-            step,
-        })
-    }
-
-    /// First moments, one tensor per attribute.
-    pub fn moment1(&self) -> &GaussianTensors {
-        &self.moment1
-    }
-
-    /// Second moments, one tensor per attribute.
-    pub fn moment2(&self) -> &GaussianTensors {
-        &self.moment2
-    }
-
-    /// Steps taken so far (the next step uses `step_count() + 1` for its bias correction).
-    pub fn step_count(&self) -> u64 {
-        self.step
-    }
-
-    /// Number of Gaussians the moments cover.
-    pub fn len(&self) -> u64 {
-        self.moment1.len()
-    }
-
-    /// Whether the moments cover no Gaussians.
-    pub fn is_empty(&self) -> bool {
-        self.moment1.is_empty()
-    }
-
-    /// Records one Adam step of every attribute of `params` with gradients `grads` (same shapes
-    /// and layout as the moments) and the per-group rates `lrs`.
-    pub fn step(
-        &mut self,
-        enc: &mut Encoder,
-        params: &GaussianTensors,
-        grads: &GaussianTensors,
-        lrs: &LearningRates,
-    ) -> Result<()> {
-        const OP: &str = "GaussianOptimizer::step";
-        check_aligned(OP, params, &self.moment1)?;
-        check_aligned(OP, grads, &self.moment1)?;
-        let step = self.step + 1;
-        let groups = params
-            .attributes()
-            .into_iter()
-            .zip(grads.attributes())
-            .zip(self.moment1.attributes())
-            .zip(self.moment2.attributes());
-        for ((((param, grad), m), v), lr) in groups.zip(lrs.as_array()) {
-            adam_step(enc, param, grad, m, v, lr, step, &self.config)?;
-        }
-        self.step = step;
-        Ok(())
-    }
-
-    /// Keeps the Gaussians `index` names (a u32 tensor of row indices, in the order given) in
-    /// `params` and in both moments, so they stay aligned. Out-of-range indices give zero rows.
-    pub fn select_rows(
-        &mut self,
-        enc: &mut Encoder,
-        params: &mut GaussianTensors,
-        index: &Tensor,
-    ) -> Result<()> {
-        check_aligned("GaussianOptimizer::select_rows", params, &self.moment1)?;
-        keep_rows_in_place(enc, params, index, "params")?;
-        keep_rows_in_place(enc, &mut self.moment1, index, "adam.m")?;
-        keep_rows_in_place(enc, &mut self.moment2, index, "adam.v")
-    }
-
-    /// Appends the Gaussians `new_rows` to `params` and zero rows to both moments.
-    pub fn append_rows(
-        &mut self,
-        enc: &mut Encoder,
-        params: &mut GaussianTensors,
-        new_rows: &GaussianTensors,
-    ) -> Result<()> {
-        check_aligned("GaussianOptimizer::append_rows", params, &self.moment1)?;
-        append_rows_in_place(enc, params, Some(new_rows), 0, "params")?;
-        append_rows_in_place(enc, &mut self.moment1, None, new_rows.len(), "adam.m")?;
-        append_rows_in_place(enc, &mut self.moment2, None, new_rows.len(), "adam.v")
-    }
-
-    /// Zeroes both moments of one attribute, as 3DGS does for the opacities when it resets them.
-    pub fn clear_group_moments(&mut self, enc: &mut Encoder, group: Attribute) -> Result<()> {
-        for t in [
-            self.moment1.attributes()[group.index()],
-            self.moment2.attributes()[group.index()],
-        ] {
-            for page in 0..t.num_pages() {
-                enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Checks that two Gaussian sets have the same count, SH size and rows per page.
-fn check_aligned(op: &'static str, a: &GaussianTensors, b: &GaussianTensors) -> Result<()> {
-    if a.len() != b.len()
-        || a.sh_rest_count() != b.sh_rest_count()
-        || a.rows_per_page != b.rows_per_page
-    {
-        return Err(Error::Shape {
-            op,
-            detail: format!(
-                "{} Gaussians with {} SH rest coefficients and {} rows per page vs {} with {} and {}; \
-                 apply row surgery through the optimizer so parameters, gradients and moments stay aligned",
-                a.len(),
-                a.sh_rest_count(),
-                a.rows_per_page,
-                b.len(),
-                b.sh_rest_count(),
-                b.rows_per_page
-            ),
-        });
-    }
-    Ok(())
 }

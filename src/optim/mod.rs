@@ -1,11 +1,14 @@
-//! Layer 3, optimisation: a fused Adam kernel, the per-Gaussian optimizer with its moments, the
-//! 3DGS learning-rate schedules, and the row surgery densification needs (keep rows by index,
-//! append rows) applied to parameters and moments together so they stay aligned.
+//! Layer 3, optimisation: a fused Adam kernel with f32 or bfloat16 moments, the per-Gaussian
+//! optimizer, the 3DGS learning-rate schedules, and the row surgery densification needs (keep
+//! rows by index, append rows) applied to parameters and moments together so they stay aligned.
 
 pub mod adam;
+pub mod bf16;
+pub mod optimizer;
 pub mod rows;
 pub mod schedule;
 
-pub use adam::{AdamConfig, GaussianOptimizer, LearningRates, adam_step};
+pub use adam::{AdamConfig, LearningRates, MomentStorage, adam_step};
+pub use optimizer::{GaussianOptimizer, Moments};
 pub use rows::{concat_gaussian_rows, row_width, scatter_gaussian_rows, select_gaussian_rows};
 pub use schedule::{ExponentialDecay, LearningRateSchedule};

@@ -2,10 +2,10 @@
 //! row-paged tensors with the same rows per page, so the results stay aligned with the other
 //! tensors of the model (gradients, moments).
 //!
-//! The in-place forms ([`keep_rows_in_place`], [`append_rows_in_place`]) replace one attribute
-//! tensor at a time and drop the old one at once, so the transient memory of a model-wide row
-//! change is one attribute tensor (SH rest at most: 180 of the 944 persistent bytes per
-//! Gaussian at SH degree 3), not a second copy of the model.
+//! The in-place form ([`rebuild_in_place`]) replaces one attribute tensor at a time, widest first,
+//! and drops the old one at once, so the transient memory of a model-wide row change is one
+//! attribute tensor (SH rest at most: 180 of the 488 persistent bytes per Gaussian at SH degree 3),
+//! not a second copy of the model.
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
@@ -108,75 +108,88 @@ pub fn concat_gaussian_rows(
     Ok(out)
 }
 
-/// Replaces every attribute of `set` by its rows `index[i]`, one attribute at a time; the new
-/// tensors are labelled `{label}.{attribute}`. The encoder is flushed after each attribute
-/// ([`Encoder::flush_and_wait`]), so the transient is one attribute tensor in device memory too.
-pub fn keep_rows_in_place(
-    enc: &mut Encoder,
-    set: &mut GaussianTensors,
-    index: &Tensor,
-    label: &str,
-) -> Result<()> {
-    index.expect_dtype("keep_rows_in_place", DType::U32)?;
-    let rows = set.rows_per_page;
-    let k = index.len() as usize;
-    for (attr, name) in set.attributes_mut().into_iter().zip(ATTRIBUTE_NAMES) {
-        let mut shape = attr.shape().to_vec();
-        shape[0] = k;
-        let name = format!("{label}.{name}");
-        let kept = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
-        let width = row_width(attr);
-        if width > 0 && k > 0 {
-            gather_rows_into(enc, attr, index, width, &kept)?;
-        }
-        *attr = kept;
-        enc.flush_and_wait()?;
-    }
-    Ok(())
+/// Where the new rows of one set come from in [`rebuild_in_place`].
+#[derive(Clone, Copy)]
+pub enum RowSource<'a> {
+    /// Row `i` becomes the old row `index[i]` (u32 indices; out-of-range ones give zero rows).
+    Gather(&'a Tensor),
+    /// The old rows followed by `rows` (same SH size), or by `zero_rows` zero rows when `None`.
+    Append {
+        /// Rows to append.
+        rows: Option<&'a GaussianTensors>,
+        /// Zero rows to append when `rows` is `None`.
+        zero_rows: u64,
+    },
 }
 
-/// Appends `new_rows` to every attribute of `set` (or `zero_rows` zero rows when `new_rows` is
-/// `None`), one attribute at a time; the new tensors are labelled `{label}.{attribute}`. The
-/// encoder is flushed after each attribute, as in [`keep_rows_in_place`].
-pub fn append_rows_in_place(
+/// Rebuilds the attribute tensors of several aligned sets (parameters and moments) from their
+/// sources, one attribute tensor at a time, the widest first across all the sets; the new tensors
+/// are labelled `{label}.{attribute}`. The encoder is flushed after each
+/// ([`Encoder::flush_and_wait`]), so the transient is one attribute tensor in device memory too,
+/// and widest-first makes it largest while the other tensors are still the smaller of old and new.
+pub fn rebuild_in_place(
     enc: &mut Encoder,
-    set: &mut GaussianTensors,
-    new_rows: Option<&GaussianTensors>,
-    zero_rows: u64,
-    label: &str,
+    sets: &mut [(&mut GaussianTensors, RowSource<'_>, &str)],
 ) -> Result<()> {
-    if let Some(new) = new_rows
-        && new.sh_rest_count() != set.sh_rest_count()
-    {
-        return Err(Error::Shape {
-            op: "append_rows_in_place",
-            detail: format!(
-                "SH rest coefficients differ: {} vs {}",
-                set.sh_rest_count(),
-                new.sh_rest_count()
-            ),
-        });
-    }
-    let extra = new_rows.map_or(zero_rows, GaussianTensors::len);
-    let sources = new_rows.map(|n| n.attributes());
-    let rows = set.rows_per_page;
-    for (i, (attr, name)) in set
-        .attributes_mut()
-        .into_iter()
-        .zip(ATTRIBUTE_NAMES)
-        .enumerate()
-    {
-        let mut shape = attr.shape().to_vec();
-        shape[0] += extra as usize;
-        let name = format!("{label}.{name}");
-        let grown = Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
-        copy_range(enc, attr, 0, &grown, 0, attr.len())?;
-        let tail = grown.len() - attr.len();
-        match &sources {
-            Some(src) => copy_range(enc, src[i], 0, &grown, attr.len(), tail)?,
-            None => zero_range(enc, &grown, attr.len(), tail),
+    for (set, source, _) in sets.iter() {
+        if let RowSource::Append {
+            rows: Some(new), ..
+        } = source
+            && new.sh_rest_count() != set.sh_rest_count()
+        {
+            return Err(Error::Shape {
+                op: "rebuild_in_place",
+                detail: format!(
+                    "SH rest coefficients differ: {} vs {}",
+                    set.sh_rest_count(),
+                    new.sh_rest_count()
+                ),
+            });
         }
-        *attr = grown;
+        if let RowSource::Gather(index) = source {
+            index.expect_dtype("rebuild_in_place", DType::U32)?;
+        }
+    }
+    let mut order: Vec<(usize, usize, u64)> = Vec::new();
+    for (s, (set, _, _)) in sets.iter().enumerate() {
+        for (a, attr) in set.attributes().into_iter().enumerate() {
+            order.push((s, a, row_width(attr)));
+        }
+    }
+    order.sort_by_key(|&(s, a, width)| (std::cmp::Reverse(width), s, a));
+    for (s, a, width) in order {
+        let (set, source, label) = &mut sets[s];
+        let rows = set.rows_per_page;
+        let attr = &mut set.attributes_mut()[a];
+        let name = format!("{label}.{}", ATTRIBUTE_NAMES[a]);
+        let mut shape = attr.shape().to_vec();
+        let rebuilt = match *source {
+            RowSource::Gather(index) => {
+                shape[0] = index.len() as usize;
+                let kept =
+                    Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
+                if width > 0 && !kept.is_empty() {
+                    gather_rows_into(enc, attr, index, width, &kept)?;
+                }
+                kept
+            }
+            RowSource::Append {
+                rows: new,
+                zero_rows,
+            } => {
+                shape[0] += new.map_or(zero_rows, GaussianTensors::len) as usize;
+                let grown =
+                    Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
+                copy_range(enc, attr, 0, &grown, 0, attr.len())?;
+                let tail = grown.len() - attr.len();
+                match new {
+                    Some(src) => copy_range(enc, src.attributes()[a], 0, &grown, attr.len(), tail)?,
+                    None => zero_range(enc, &grown, attr.len(), tail),
+                }
+                grown
+            }
+        };
+        **attr = rebuilt;
         enc.flush_and_wait()?;
     }
     Ok(())

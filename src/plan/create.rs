@@ -61,7 +61,8 @@ fn block_memory(
         .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
         .unwrap_or((0, 0));
     let degree = config.sh_degree;
-    let total = |n: u64| images + planned_training_bytes(ctx, n, degree, width, height);
+    let moments = config.optimizer_state;
+    let total = |n: u64| images + planned_training_bytes(ctx, n, degree, moments, width, height);
     let budget_cap = budget.map(|bytes| {
         // Bisection: the total grows with n.
         let (mut lo, mut hi) = (0u64, 1u64);

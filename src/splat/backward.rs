@@ -6,18 +6,22 @@
 //!    paged like the splats and computed chunk by chunk, back to front: see [`super::raster`]).
 //!    No atomics: one row per intersection, summed per splat in a fixed order (see
 //!    [`super::raster::record_raster_backward`]), so the result never depends on scheduling.
-//! 2. Those rows are scattered back into Gaussian order (zero rows for culled Gaussians).
-//! 3. Per page of Gaussians, `project_backward.wgsl` (means, log scales, quaternions),
-//!    `sh_backward.wgsl` (SH coefficients and the view-direction path of the means) and
-//!    `opacity_backward.wgsl` (logit opacities and statistics) write the gradients.
+//! 2. Per chunk of Gaussians ([`BackwardPass::record_chunk`]), their rows and their splats' rows
+//!    are gathered into Gaussian order through `splat_from_global` (zero rows for culled
+//!    Gaussians), and `project_backward.wgsl` (means, log scales, quaternions), `sh_backward.wgsl`
+//!    (SH coefficients and the view-direction path of the means) and `opacity_backward.wgsl`
+//!    (logit opacities and statistics) write the chunk's gradients.
 //!
-//! Gradients are written, not accumulated: each parameter has exactly one gradient buffer.
+//! Gradients are written, not accumulated, so a chunk's gradients may live in a chunk-sized
+//! scratch that Adam consumes at once (see `train::gradient_step`); no per-Gaussian row of the
+//! whole model is ever needed beyond one u32 index.
 
-use super::forward::ForwardOutput;
+use super::forward::{ForwardOutput, SPLAT_STRIDE};
 use super::gaussians::GaussianTensors;
+use super::uniform::RenderUniform;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    Arg, opacity_backward, page_rows, project_backward, sh_backward, shared_splat,
+    Arg, RowChunk, opacity_backward, project_backward, row_chunks, sh_backward, shared_splat,
 };
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
@@ -45,24 +49,27 @@ pub struct BackwardOutput {
     pub v_projected: Tensor,
 }
 
-/// Records the backward pass. `v_image` is dLoss/d(image) with the image's `[H, W, 4]` layout;
-/// `grads` receives the parameter gradients (same shapes as `g`); `stats`, when given, is an
-/// `[N, 4]` row tensor (same rows per page as `g`) that the statistics are accumulated into.
-pub fn record_backward(
-    enc: &mut Encoder,
-    g: &GaussianTensors,
-    fwd: &ForwardOutput,
-    v_image: &Tensor,
-    grads: &GaussianTensors,
-    stats: Option<&Tensor>,
-    options: BackwardOptions,
-) -> Result<BackwardOutput> {
-    v_image.expect_same_len("record_backward (v_image vs image)", &fwd.image)?;
-    v_image.expect_dtype("record_backward", DType::F32)?;
-    if grads.len() != g.len()
-        || grads.sh_rest_count() != g.sh_rest_count()
-        || grads.rows_per_page != g.rows_per_page
-    {
+/// The backward pass up to the per-Gaussian kernels: the per-splat gradient rows and their
+/// scatter into Gaussian order. [`BackwardPass::record_chunk`] then writes the parameter gradients
+/// of one chunk of Gaussians at a time, so a training step can apply Adam to a chunk while its
+/// gradients are in a chunk-sized scratch.
+pub struct BackwardPass<'a> {
+    g: &'a GaussianTensors,
+    uniform: RenderUniform,
+    /// The forward pass's splat rows (a handle: the caller may drop the rest of the forward
+    /// output, its intersection lists and images, once the pass is prepared).
+    splats: Tensor,
+    stats: Option<&'a Tensor>,
+    flags: u64,
+    v_splats: Tensor,
+    /// `[N]`: the splat row of each Gaussian, `u32::MAX` for a culled one; paged like the model.
+    splat_from_global: Tensor,
+}
+
+/// Checks `grads` against the model: same SH size, and (when full-size) same count and paging.
+fn check_grads(g: &GaussianTensors, grads: &GaussianTensors, full: bool) -> Result<()> {
+    let aligned = !full || (grads.len() == g.len() && grads.rows_per_page == g.rows_per_page);
+    if !aligned || grads.sh_rest_count() != g.sh_rest_count() {
         return Err(Error::Shape {
             op: "record_backward",
             detail:
@@ -70,6 +77,22 @@ pub fn record_backward(
                     .into(),
         });
     }
+    Ok(())
+}
+
+/// Records the rasterizer's backward pass and the scatter of its rows into Gaussian order.
+/// `v_image` is dLoss/d(image) with the image's `[H, W, 4]` layout; `stats`, when given, is an
+/// `[N, 4]` row tensor (same rows per page as `g`) that the statistics are accumulated into.
+pub fn prepare_backward<'a>(
+    enc: &mut Encoder,
+    g: &'a GaussianTensors,
+    fwd: &ForwardOutput,
+    v_image: &Tensor,
+    stats: Option<&'a Tensor>,
+    options: BackwardOptions,
+) -> Result<BackwardPass<'a>> {
+    v_image.expect_same_len("record_backward (v_image vs image)", &fwd.image)?;
+    v_image.expect_dtype("record_backward", DType::F32)?;
     if let Some(s) = stats
         && (s.len() != g.len() * STATS_STRIDE || s.page_elems() != g.rows_per_page * STATS_STRIDE)
     {
@@ -80,53 +103,93 @@ pub fn record_backward(
             ),
         });
     }
-    let ctx = enc.ctx().clone();
     let v = fwd.num_visible;
     let n = g.len() as usize;
-    let u = fwd.uniform;
     let v_splats = super::raster::record_raster_backward(enc, fwd, v_image)?;
-    let v_projected = Tensor::uninit_rows(
+    let splat_from_global = Tensor::uninit_rows(
         enc,
-        DType::F32,
-        &[n, V_STRIDE as usize],
+        DType::U32,
+        &[n],
         g.rows_per_page,
         MemoryCategory::FrameScratch,
-        "splat/v_projected",
+        "splat/splat_from_global",
     )?;
-    for page in 0..v_projected.num_pages() {
-        enc.clear(
-            v_projected.page(page).raw(),
-            0,
-            v_projected.page_len(page) * 4,
-        );
-    }
+    ops::fill::fill(enc, &splat_from_global, u32::MAX)?;
     if v > 0 {
-        ops::gather::scatter_rows(
+        let splat_ids = Tensor::uninit(
             enc,
-            &v_splats,
-            &fwd.global_from_splat,
-            V_STRIDE,
-            &v_projected,
+            DType::U32,
+            &[v as usize],
+            MemoryCategory::FrameScratch,
+            "splat/splat_ids",
         )?;
+        ops::fill::arange(enc, &splat_ids, 0u32, 1)?;
+        ops::gather::scatter(enc, &splat_ids, &fwd.global_from_splat, &splat_from_global)?;
     }
-    let project = ctx.typed::<project_backward::ProjectBackward>()?;
-    let sh = ctx.typed::<sh_backward::ShBackward>()?;
-    let opacity = ctx.typed::<opacity_backward::OpacityBackward>()?;
     let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
-    // The three kernels of a page run before the next page's, on the projection's grid.
-    for span in page_rows(g.len(), g.rows_per_page) {
-        let page = span.page;
-        let pu = u.with_count(span.rows, span.first_row, flags);
-        let grid = ops::grid(enc, span.rows, project.threads())?;
+    Ok(BackwardPass {
+        g,
+        uniform: fwd.uniform,
+        splats: fwd.splats.clone(),
+        stats,
+        flags,
+        v_splats,
+        splat_from_global,
+    })
+}
+
+impl BackwardPass<'_> {
+    /// Records the gradients of the Gaussians in rows `chunk` of the model into rows `grad_rows`
+    /// of `grads` (the same rows of a full-size set, or the start of a chunk-sized scratch), and
+    /// their statistics. The three kernels read the parameters before any of them changes, so
+    /// Adam may update the chunk right after.
+    pub fn record_chunk(
+        &self,
+        enc: &mut Encoder,
+        chunk: &RowChunk,
+        grads: &GaussianTensors,
+        grad_rows: &RowChunk,
+    ) -> Result<()> {
+        let g = self.g;
+        check_grads(g, grads, false)?;
+        let ctx = enc.ctx().clone();
+        // This chunk's gradient rows and splat rows in Gaussian order (zero rows when culled).
+        let rows = chunk.rows as usize;
+        let index = Tensor::uninit(
+            enc,
+            DType::U32,
+            &[rows],
+            MemoryCategory::FrameScratch,
+            "splat/chunk_index",
+        )?;
+        ops::copy_range(
+            enc,
+            &self.splat_from_global,
+            chunk.first_row,
+            &index,
+            0,
+            chunk.rows,
+        )?;
+        let v_rows = self.gather(enc, &self.v_splats, &index, V_STRIDE, "splat/v_projected")?;
+        let splat_rows = self.gather(enc, &self.splats, &index, SPLAT_STRIDE, "splat/projected")?;
+        let at_start = chunk.at_start();
+        let project = ctx.typed::<project_backward::ProjectBackward>()?;
+        let sh = ctx.typed::<sh_backward::ShBackward>()?;
+        let opacity = ctx.typed::<opacity_backward::OpacityBackward>()?;
+        let pu = self
+            .uniform
+            .with_count(chunk.rows, chunk.first_row, self.flags);
+        let grid = ops::grid(enc, chunk.rows, project.threads())?;
+        let v_projected = v_rows.rows_arg(&at_start)?;
         let bindings = project_backward::ProjectBackwardBindings {
-            means: g.means.page_arg(page),
-            log_scales: g.log_scales.page_arg(page),
-            quats: g.quats.page_arg(page),
-            v_projected: v_projected.page_arg(page),
-            v_means: grads.means.page_arg(page),
-            v_log_scales: grads.log_scales.page_arg(page),
-            v_quats: grads.quats.page_arg(page),
-            opacity_logits: g.opacity_logits.page_arg(page),
+            means: g.means.rows_arg(chunk)?,
+            log_scales: g.log_scales.rows_arg(chunk)?,
+            quats: g.quats.rows_arg(chunk)?,
+            v_projected: v_projected.clone(),
+            v_means: grads.means.rows_arg(grad_rows)?,
+            v_log_scales: grads.log_scales.rows_arg(grad_rows)?,
+            v_quats: grads.quats.rows_arg(grad_rows)?,
+            opacity_logits: g.opacity_logits.rows_arg(chunk)?,
         };
         enc.run(&project, &pu, bindings, grid)?;
         // SH degree 0 models have no rest coefficients: each absent binding gets its own
@@ -134,29 +197,97 @@ pub fn record_backward(
         let (sh_rest, v_sh_rest) = if g.sh_rest.is_empty() {
             (Arg::Absent, Arg::Absent)
         } else {
-            (g.sh_rest.page_arg(page), grads.sh_rest.page_arg(page))
+            (
+                g.sh_rest.rows_arg(chunk)?,
+                grads.sh_rest.rows_arg(grad_rows)?,
+            )
         };
         let bindings = sh_backward::ShBackwardBindings {
-            means: g.means.page_arg(page),
-            sh_dc: g.sh_dc.page_arg(page),
+            means: g.means.rows_arg(chunk)?,
+            sh_dc: g.sh_dc.rows_arg(chunk)?,
             sh_rest,
-            v_projected: v_projected.page_arg(page),
-            v_sh_dc: grads.sh_dc.page_arg(page),
+            v_projected: v_projected.clone(),
+            v_sh_dc: grads.sh_dc.rows_arg(grad_rows)?,
             v_sh_rest,
-            v_means: grads.means.page_arg(page),
+            v_means: grads.means.rows_arg(grad_rows)?,
         };
         enc.run(&sh, &pu, bindings, grid)?;
         let bindings = opacity_backward::OpacityBackwardBindings {
-            opacity_logits: g.opacity_logits.page_arg(page),
-            projected: fwd.projected.page_arg(page),
-            v_projected: v_projected.page_arg(page),
-            v_opacity_logits: grads.opacity_logits.page_arg(page),
-            stats: stats.map_or(Arg::Absent, |s| s.page_arg(page)),
+            opacity_logits: g.opacity_logits.rows_arg(chunk)?,
+            projected: splat_rows.rows_arg(&at_start)?,
+            v_projected,
+            v_opacity_logits: grads.opacity_logits.rows_arg(grad_rows)?,
+            stats: match self.stats {
+                Some(s) => s.rows_arg(chunk)?,
+                None => Arg::Absent,
+            },
         };
-        enc.run(&opacity, &pu, bindings, grid)?;
+        enc.run(&opacity, &pu, bindings, grid)
     }
-    Ok(BackwardOutput {
-        v_splats,
-        v_projected,
-    })
+
+    /// Rows `index[i]` of the per-splat tensor `rows` (zero rows for `u32::MAX`), as a
+    /// one-page row tensor.
+    fn gather(
+        &self,
+        enc: &mut Encoder,
+        rows: &Tensor,
+        index: &Tensor,
+        width: u64,
+        label: &str,
+    ) -> Result<Tensor> {
+        let n = index.len() as usize;
+        let out = Tensor::uninit_rows(
+            enc,
+            DType::F32,
+            &[n, width as usize],
+            self.g.rows_per_page,
+            MemoryCategory::FrameScratch,
+            label,
+        )?;
+        if n > 0 {
+            if rows.is_empty() {
+                ops::fill::fill(enc, &out, 0f32)?;
+            } else {
+                ops::gather::gather_rows_into(enc, rows, index, width, &out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The intermediates, for inspection and tests: the per-splat gradient rows and the same rows
+    /// in Gaussian order (`[N, 12]`, zero for culled Gaussians).
+    pub fn into_output(self, enc: &mut Encoder) -> Result<BackwardOutput> {
+        let v_projected = self.gather(
+            enc,
+            &self.v_splats,
+            &self.splat_from_global,
+            V_STRIDE,
+            "splat/v_projected",
+        )?;
+        Ok(BackwardOutput {
+            v_splats: self.v_splats,
+            v_projected,
+        })
+    }
+}
+
+/// Records the whole backward pass. `v_image` is dLoss/d(image) with the image's `[H, W, 4]`
+/// layout; `grads` receives the parameter gradients (same shapes as `g`); `stats`, when given,
+/// is an `[N, 4]` row tensor (same rows per page as `g`) that the statistics are accumulated into.
+pub fn record_backward(
+    enc: &mut Encoder,
+    g: &GaussianTensors,
+    fwd: &ForwardOutput,
+    v_image: &Tensor,
+    grads: &GaussianTensors,
+    stats: Option<&Tensor>,
+    options: BackwardOptions,
+) -> Result<BackwardOutput> {
+    check_grads(g, grads, true)?;
+    let pass = prepare_backward(enc, g, fwd, v_image, stats, options)?;
+    // The three kernels of a page run before the next page's.
+    for chunk in row_chunks(g.len(), g.rows_per_page, g.rows_per_page) {
+        pass.record_chunk(enc, &chunk, grads, &chunk)?;
+    }
+    pass.into_output(enc)
 }

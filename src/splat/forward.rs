@@ -78,10 +78,6 @@ pub struct ForwardOutput {
     pub isect_from_orig: Tensor,
     /// (start, end) of each tile's run of intersections: `[2 * tiles]`.
     pub tile_ranges: Tensor,
-    /// Tiles each Gaussian touches (0 = culled), `[N]`.
-    pub tiles_touched: Tensor,
-    /// Projected rows in Gaussian order, `[N, 12]`.
-    pub projected: Tensor,
     /// V.
     pub num_visible: u64,
     /// I.
@@ -233,9 +229,11 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
     Ok(())
 }
 
-/// The sorted and binned splats of one view, ready to rasterize.
+/// The sorted and binned splats of one view, ready to rasterize. The Gaussian-order rows of the
+/// projection are gone by now: the splats hold the visible ones in depth order.
 pub struct Binned {
-    pub(super) projection: Projection,
+    pub(super) uniform: RenderUniform,
+    pub(super) camera: Camera,
     pub(super) splats: Tensor,
     pub(super) global_from_splat: Tensor,
     pub(super) splat_from_isect: Tensor,
@@ -275,10 +273,23 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     let u = p.uniform;
     let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
 
-    let compacted = ops::compact::compact_indices(enc, &p.tiles_touched)?;
+    let Projection {
+        uniform: _,
+        camera,
+        projected,
+        tiles_touched,
+        depth_keys,
+        ..
+    } = p;
+    let compacted = ops::compact::compact_indices(enc, &tiles_touched)?;
     let visible_ids = compacted.values.prefix(v)?;
-    let keys = ops::gather::gather(enc, &p.depth_keys, &visible_ids)?;
-    let (_, global_from_splat) = ops::radix_sort::sort_pairs(enc, &keys, &visible_ids, 32)?;
+    let keys = ops::gather::gather(enc, &depth_keys, &visible_ids)?;
+    drop(depth_keys);
+    let (sorted_depths, global_from_splat) =
+        ops::radix_sort::sort_pairs(enc, &keys, &visible_ids, 32)?;
+    // Each tensor is released as soon as its last reader is recorded, so the Gaussian-order rows
+    // and the visible splats coexist with little else (the frame's peak, see `train::budget`).
+    drop((keys, visible_ids, compacted, sorted_depths));
     let splats = Tensor::uninit_rows(
         enc,
         DType::F32,
@@ -287,8 +298,10 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         MemoryCategory::FrameScratch,
         "splat/splats",
     )?;
-    ops::gather::gather_rows_into(enc, &p.projected, &global_from_splat, SPLAT_STRIDE, &splats)?;
-    let counts = ops::gather::gather(enc, &p.tiles_touched, &global_from_splat)?;
+    ops::gather::gather_rows_into(enc, &projected, &global_from_splat, SPLAT_STRIDE, &splats)?;
+    drop(projected);
+    let counts = ops::gather::gather(enc, &tiles_touched, &global_from_splat)?;
+    drop(tiles_touched);
     let offsets = Tensor::uninit(
         enc,
         DType::U32,
@@ -337,8 +350,7 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     }
     let tile_bits = (64 - num_tiles.saturating_sub(1).leading_zeros()).max(1);
     let (sorted_keys, orig_from_isect) =
-        ops::radix_sort::sort_pairs(enc, &tile_keys, &isect_ids, tile_bits)?;
-    drop((tile_keys, isect_ids));
+        ops::radix_sort::sort_pairs_consuming(enc, tile_keys, isect_ids, tile_bits)?;
     let index = |enc: &mut Encoder, label| {
         Tensor::uninit(
             enc,
@@ -379,7 +391,8 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         enc.run(&ranges, &u.with_count(isects, 0, 0), bindings, grid)?;
     }
     Ok(Binned {
-        projection: p,
+        uniform: u,
+        camera,
         splats,
         global_from_splat,
         splat_from_isect,

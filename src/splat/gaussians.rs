@@ -97,9 +97,21 @@ pub const ATTRIBUTE_NAMES: [&str; 6] = [
 ];
 
 impl GaussianTensors {
-    /// Uninitialised tensors for `n` Gaussians with SH up to `max_sh_degree`.
+    /// Uninitialised f32 tensors for `n` Gaussians with SH up to `max_sh_degree`.
     pub fn uninit(
         enc: &mut Encoder,
+        n: usize,
+        max_sh_degree: u32,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Self> {
+        Self::uninit_typed(enc, DType::F32, n, max_sh_degree, category, label)
+    }
+
+    /// [`GaussianTensors::uninit`] with elements of `dtype` (4 bytes: packed optimizer state).
+    pub fn uninit_typed(
+        enc: &mut Encoder,
+        dtype: DType,
         n: usize,
         max_sh_degree: u32,
         category: MemoryCategory,
@@ -115,7 +127,7 @@ impl GaussianTensors {
         let mut make = |attribute: Attribute| {
             Tensor::uninit_rows(
                 enc,
-                DType::F32,
+                dtype,
                 &attribute.shape(n, max_sh_degree),
                 rows,
                 category,
@@ -163,6 +175,37 @@ impl GaussianTensors {
             }
         }
         Ok(t)
+    }
+
+    /// A new set shaped like `self` (count, SH size, paging), in `self`'s memory category, holding
+    /// `data`: one host vector per attribute in [`Attribute::ALL`] order, of the element type
+    /// the new tensors take.
+    pub fn with_rows<T: crate::tensor::Element>(
+        &self,
+        enc: &mut Encoder,
+        label: &str,
+        data: &[Vec<T>],
+    ) -> Result<GaussianTensors> {
+        let out = Self::uninit_typed(
+            enc,
+            T::DTYPE,
+            self.len() as usize,
+            self.max_sh_degree(),
+            self.means.category(),
+            label,
+        )?;
+        if data.len() != 6 {
+            return Err(Error::Shape {
+                op: "GaussianTensors::with_rows",
+                detail: format!("6 attribute vectors expected, got {}", data.len()),
+            });
+        }
+        for (t, values) in out.attributes().into_iter().zip(data) {
+            if !t.is_empty() {
+                t.write(enc, values)?;
+            }
+        }
+        Ok(out)
     }
 
     /// Uploads CPU Gaussians, keeping SH up to `max_sh_degree`.

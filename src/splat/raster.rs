@@ -42,7 +42,8 @@ fn raster_grid(ctx: &GpuContext, num_tiles: u64) -> Result<WorkgroupGrid> {
 /// Records the tile rasterizer over binned splats, one dispatch per chunk in depth order.
 pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput> {
     let Binned {
-        projection: p,
+        uniform: u,
+        camera,
         splats,
         global_from_splat,
         splat_from_isect,
@@ -53,8 +54,7 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         num_intersections: isects,
     } = binned;
     let ctx = enc.ctx().clone();
-    let (w, h) = (p.camera.width as usize, p.camera.height as usize);
-    let u = p.uniform;
+    let (w, h) = (camera.width as usize, camera.height as usize);
     let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
     let frame = |enc: &mut Encoder, dtype, shape: &[usize], label| {
         Tensor::uninit(enc, dtype, shape, MemoryCategory::FrameScratch, label)
@@ -100,8 +100,6 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         isect_offsets,
         isect_from_orig,
         tile_ranges,
-        tiles_touched: p.tiles_touched,
-        projected: p.projected,
         num_visible: v,
         num_intersections: isects,
         uniform: u,
@@ -111,9 +109,24 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
 /// Floats per intersection row of the backward (`ROW_GRADS` in `shaders/shared/isect_window.wgsl`).
 pub const ROW_GRADS: u64 = shared_isect_window::ROW_GRADS as u64;
 
-/// Intersections per backward window: as many rows of [`ROW_GRADS`] floats as one page holds.
-pub fn isect_rows_per_window(ctx: &GpuContext) -> u64 {
-    (ctx.page_bytes() / 4 / ROW_GRADS).max(1)
+/// Fewest intersections per backward window: frames up to this many take one window.
+const MIN_WINDOW_ROWS: u64 = 1 << 18;
+
+/// A larger frame's intersections are split into at least this many windows, so that their rows
+/// (44 bytes per intersection) stay a fraction of the frame's memory.
+const MIN_WINDOWS: u64 = 4;
+
+/// Intersections per backward window of a frame with `isects` intersections: a quarter of them
+/// (at least 262,144, and all of them below that), and never more than one page of rows of
+/// [`ROW_GRADS`] floats.
+pub fn isect_rows_per_window(ctx: &GpuContext, isects: u64) -> u64 {
+    let page_rows = (ctx.page_bytes() / 4 / ROW_GRADS).max(1);
+    isects
+        .div_ceil(MIN_WINDOWS)
+        .max(MIN_WINDOW_ROWS)
+        .min(isects)
+        .min(page_rows)
+        .max(1)
 }
 
 /// Records the rasterizer's backward and returns the per-splat gradient rows `[V, V_STRIDE]` in
@@ -151,7 +164,7 @@ pub(crate) fn record_raster_backward(
     let u = fwd.uniform;
     let [tx, ty] = u.tile_counts();
     let chunks = fwd.splats.num_pages();
-    let window_len = isect_rows_per_window(&ctx).min(isects);
+    let window_len = isect_rows_per_window(&ctx, isects);
     let windows = isects.div_ceil(window_len);
     // (transmittance, colour behind) per pixel, passed from each dispatch to the one in front.
     let carry_len = if chunks > 1 || windows > 1 {

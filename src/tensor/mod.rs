@@ -8,6 +8,8 @@
 //! handle drops.
 
 mod read;
+mod rows;
+pub use rows::BINDING_OFFSET_ALIGNMENT;
 
 use crate::error::{Error, Result};
 use crate::gpu::allocator::GpuBuffer;

@@ -15,6 +15,7 @@
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
+use crate::optim::MomentStorage;
 use crate::splat::gaussians::Attribute;
 use crate::splat::gaussians::MAX_ROW_WIDTH;
 use crate::splat::uniform::TILE_SIZE;
@@ -102,7 +103,13 @@ pub fn apply_memory_budget(
     config: &mut crate::train::TrainConfig,
 ) -> Result<MemoryPlan> {
     let bytes = resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(ctx.info()))?;
-    let plan = plan_budget(ctx, bytes, config.sh_degree, dataset);
+    let plan = plan_budget(
+        ctx,
+        bytes,
+        config.sh_degree,
+        config.optimizer_state,
+        dataset,
+    );
     check_plan(&plan, initial)?;
     config.max_gaussians = match config.max_gaussians {
         0 => plan.max_gaussians,
@@ -137,6 +144,7 @@ pub fn frame_scratch_bytes(
     i: u64,
     width: u32,
     height: u32,
+    max_sh_degree: u32,
 ) -> u64 {
     use crate::splat::backward::V_STRIDE;
     use crate::splat::forward::SPLAT_STRIDE;
@@ -174,9 +182,12 @@ pub fn frame_scratch_bytes(
         + loss_gradient
         + splat_gradients
         + words(4 * pixels)
-        + words(isect_rows_per_window(ctx).min(i.max(1)) * ROW_GRADS);
-    let project_backward =
-        forward_output + loss_gradient + splat_gradients + per_gaussian(V_STRIDE);
+        + words(isect_rows_per_window(ctx, i) * ROW_GRADS);
+    let project_backward = forward_output
+        + loss_gradient
+        + splat_gradients
+        + per_gaussian(V_STRIDE)
+        + ModelState::planned_gradient_bytes(ctx, n, max_sh_degree);
     binning.max(raster_backward).max(project_backward) + STAGING_BYTES
 }
 
@@ -199,15 +210,23 @@ pub fn planned_training_bytes(
     ctx: &GpuContext,
     n: u64,
     degree: u32,
+    moments: MomentStorage,
     width: u32,
     height: u32,
 ) -> u64 {
-    ModelState::planned_bytes(ctx, n, degree)
-        + frame_scratch_bytes(ctx, n, n, n * PLANNED_TILES_PER_GAUSSIAN, width, height)
+    let intersections = n * PLANNED_TILES_PER_GAUSSIAN;
+    ModelState::planned_bytes(ctx, n, degree, moments)
+        + frame_scratch_bytes(ctx, n, n, intersections, width, height, degree)
 }
 
 /// Plans `budget` bytes for training `dataset` at SH degree `degree` in `ctx`.
-pub fn plan_budget(ctx: &GpuContext, budget: u64, degree: u32, dataset: &Dataset) -> MemoryPlan {
+pub fn plan_budget(
+    ctx: &GpuContext,
+    budget: u64,
+    degree: u32,
+    moments: MomentStorage,
+    dataset: &Dataset,
+) -> MemoryPlan {
     let images: u64 = dataset
         .train
         .iter()
@@ -223,7 +242,8 @@ pub fn plan_budget(ctx: &GpuContext, budget: u64, degree: u32, dataset: &Dataset
         .map(|v| (v.image.width, v.image.height))
         .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
         .unwrap_or((0, 0));
-    let fits = |n: u64| images + planned_training_bytes(ctx, n, degree, width, height) <= budget;
+    let total = |n: u64| planned_training_bytes(ctx, n, degree, moments, width, height);
+    let fits = |n: u64| images + total(n) <= budget;
     // Bisection over [0, hi): the total grows with n.
     let (mut lo, mut hi) = (0u64, 1u64);
     while fits(hi) && hi < (1 << 40) {
@@ -235,8 +255,7 @@ pub fn plan_budget(ctx: &GpuContext, budget: u64, degree: u32, dataset: &Dataset
         if fits(mid) { lo = mid } else { hi = mid }
     }
     let max_gaussians = if fits(lo) { lo } else { 0 };
-    let per_gaussian = planned_training_bytes(ctx, max_gaussians.max(1), degree, width, height)
-        / max_gaussians.max(1);
+    let per_gaussian = total(max_gaussians.max(1)) / max_gaussians.max(1);
     MemoryPlan {
         budget,
         fixed: images,

@@ -72,6 +72,9 @@ pub struct TrainConfig {
     pub rotation_lr: f64,
     /// Adam epsilon.
     pub adam_eps: f64,
+    /// How Adam's moments are stored: bfloat16 pairs (4 B per parameter, the default) or f32
+    /// (8 B), `--optimizer-state`.
+    pub optimizer_state: crate::optim::MomentStorage,
     /// Largest SH degree.
     pub sh_degree: u32,
     /// Raise the active SH degree by one every this many iterations.
@@ -149,6 +152,7 @@ impl Default for TrainConfig {
             scale_lr: 5e-3,
             rotation_lr: 1e-3,
             adam_eps: 1e-15,
+            optimizer_state: crate::optim::MomentStorage::default(),
             sh_degree: 3,
             sh_degree_interval: 1000,
             ssim_weight: 0.2,

@@ -17,12 +17,11 @@
 
 use super::config::{Background, StrategyKind};
 use super::state::ModelState;
-use super::strategy::{DensifyReport, RefinementReport, StepInfo, Strategy};
+use super::strategy::{ChunkRows, DensifyReport, RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
 use crate::gpu::kernels::{densify_classify, densify_split};
-use crate::gpu::{Encoder, GpuContext};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
-use crate::optim::rows::{concat_gaussian_rows, select_gaussian_rows};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
@@ -45,7 +44,14 @@ impl Strategy for DefaultStrategy {
         step.iteration < step.config.densify_until
     }
 
-    fn before_optimizer(&self, _: &mut Encoder, _: &ModelState, _: &StepInfo) -> Result<()> {
+    fn before_optimizer(
+        &self,
+        _: &mut Encoder,
+        _: &GaussianTensors,
+        _: &GaussianTensors,
+        _: ChunkRows,
+        _: &StepInfo,
+    ) -> Result<()> {
         Ok(())
     }
 
@@ -183,14 +189,15 @@ pub(crate) fn densify(
     })
 }
 
-/// Applies a densification decision: keeps rows `keep` (u32 indices, in order), then appends a
-/// copy of every row in `clone` and two children sampled from the Gaussian of every row in
-/// `split` (scales / 1.6). Adam's moments move with their rows and start at zero for new rows;
-/// gradients and densification statistics are rebuilt at the new size.
+/// Applies one densification step's row changes: the model becomes the split Gaussians' children
+/// (two per split parent, each pair on adjacent rows, first), the kept rows, then the clones.
+/// The children's positions are sampled from their parent and their scales divided by 1.6;
+/// new rows start with zero moments.
 ///
-/// Memory: the gradients and statistics are released first, and the parameters and moments are
-/// rebuilt one attribute tensor at a time, so the transient peak above the larger of the
-/// before and after models is the new rows' parameters plus one attribute tensor.
+/// Memory: the statistics are released first, and every parameter and moment tensor is gathered
+/// straight into its new size, one attribute tensor at a time, widest first, so no copy of the new
+/// rows is ever made and the transient peak above the larger of the before and after models is
+/// one attribute tensor (at most the SH-rest one of the new model).
 pub fn apply_row_changes(
     ctx: &GpuContext,
     state: &mut ModelState,
@@ -201,56 +208,60 @@ pub fn apply_row_changes(
 ) -> Result<()> {
     let (c, s) = (clone.len(), split.len());
     let mut enc = ctx.encoder("densify: apply");
-    state.release_gradients(&mut enc)?;
-    let mut new_rows: Option<GaussianTensors> = None;
-    if c > 0 {
-        new_rows = Some(select_gaussian_rows(
-            &mut enc,
-            &state.params,
-            clone,
-            "densify/clones",
-        )?);
-    }
+    state.release_statistics(&mut enc)?;
+    let u32s = |enc: &mut Encoder, len: u64, label: &str| {
+        Tensor::uninit(
+            enc,
+            DType::U32,
+            &[len as usize],
+            MemoryCategory::Other,
+            label,
+        )
+    };
+    // Each split parent twice, on adjacent rows: children[2i] = children[2i + 1] = split[i].
+    let children = u32s(&mut enc, 2 * s, "densify/children")?;
     if s > 0 {
-        let a = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
-        let b = select_gaussian_rows(&mut enc, &state.params, split, "densify/children")?;
-        let kernel = ctx.typed::<densify_split::Split>()?;
+        let slots = u32s(&mut enc, s, "densify/child_slots")?;
+        for first in [0u32, 1] {
+            ops::fill::arange(&mut enc, &slots, first, 2)?;
+            ops::gather::scatter(&mut enc, split, &slots, &children)?;
+        }
+    }
+    let (fresh_children, fresh_clones) = (
+        u32s(&mut enc, 2 * s, "densify/fresh")?,
+        u32s(&mut enc, c, "densify/fresh")?,
+    );
+    ops::fill::fill(&mut enc, &fresh_children, u32::MAX)?;
+    ops::fill::fill(&mut enc, &fresh_clones, u32::MAX)?;
+    let params_index = ops::gather::concat(&mut enc, &[&children, keep, clone])?;
+    let moments_index = ops::gather::concat(&mut enc, &[&fresh_children, keep, &fresh_clones])?;
+    drop((children, fresh_children, fresh_clones));
+    state
+        .optimizer
+        .gather_rows(&mut enc, &mut state.params, &params_index, &moments_index)?;
+    drop((params_index, moments_index));
+    if s > 0 {
+        let g = &state.params;
+        let kernel = ctx.typed::<densify_split::SplitPairs>()?;
         let seed = (step.rng_state as u32) ^ (step.iteration as u32).wrapping_mul(2_654_435_761);
-        enc.run_pages(&kernel, a.len(), a.rows_per_page, |page| {
+        enc.run_pages(&kernel, 2 * s, g.rows_per_page, |page| {
             let p = page.page;
             (
                 densify_split::SplitParams {
-                    count: page.rows as u32,
+                    pairs: (page.rows / 2) as u32,
+                    first_pair: (page.first_row / 2) as u32,
                     seed,
                     scale_divisor_log: SPLIT_SCALE_DIVISOR.ln(),
-                    ..Default::default()
                 },
-                densify_split::SplitBindings {
-                    log_scales: b.log_scales.page_arg(p),
-                    quats: a.quats.page_arg(p),
-                    means_a: a.means.page_arg(p),
-                    means_b: b.means.page_arg(p),
-                    log_scales_a: a.log_scales.page_arg(p),
+                densify_split::SplitPairsBindings {
+                    means: g.means.page_arg(p),
+                    log_scales: g.log_scales.page_arg(p),
+                    quats: g.quats.page_arg(p),
                 },
             )
         })?;
-        ops::add_scalar_inplace(&mut enc, &b.log_scales, -SPLIT_SCALE_DIVISOR.ln())?;
-        let children = concat_gaussian_rows(&mut enc, &a, &b, "densify/children")?;
-        new_rows = Some(match new_rows {
-            Some(clones) => concat_gaussian_rows(&mut enc, &clones, &children, "densify/new")?,
-            None => children,
-        });
     }
-    state
-        .optimizer
-        .select_rows(&mut enc, &mut state.params, keep)?;
-    if let Some(rows) = &new_rows {
-        state
-            .optimizer
-            .append_rows(&mut enc, &mut state.params, rows)?;
-    }
-    drop(new_rows);
-    state.rebuild_gradients(&mut enc)?;
+    state.rebuild_statistics(&mut enc)?;
     ctx.submit(enc)?;
     Ok(())
 }

@@ -174,7 +174,7 @@ fn correct(
 /// Zeroes both Adam moments on the rows flagged in `reset`.
 fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tensor) -> Result<()> {
     let kernel = enc.ctx().typed::<mcmc_clear_rows::ClearRows>()?;
-    for moments in [optimizer.moment1(), optimizer.moment2()] {
+    for moments in optimizer.moments().sets() {
         for attribute in moments.attributes() {
             let width = row_width(attribute) as u32;
             if width == 0 {
@@ -190,7 +190,8 @@ fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tenso
                     paged(base, page),
                     mcmc_clear_rows::ClearRowsBindings {
                         reset: reset.page_arg(p),
-                        rows: attribute.page_arg(p),
+                        // f32 moments or packed bfloat16 pairs: zero words either way.
+                        rows: attribute.page_raw(p),
                     },
                 )
             })?;
@@ -275,12 +276,12 @@ pub fn grow(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) -> Result
     drop(reset);
     let new_rows = select_gaussian_rows(&mut enc, &state.params, &source_from_draw, "mcmc/new")?;
     drop(source_from_draw);
-    state.release_gradients(&mut enc)?;
+    state.release_statistics(&mut enc)?;
     state
         .optimizer
         .append_rows(&mut enc, &mut state.params, &new_rows)?;
     drop(new_rows);
-    state.rebuild_gradients(&mut enc)?;
+    state.rebuild_statistics(&mut enc)?;
     ctx.submit(enc)?;
     Ok(k)
 }

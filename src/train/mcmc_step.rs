@@ -5,7 +5,7 @@
 use super::config::StrategyKind;
 use super::mcmc::{grow, relocate_dead};
 use super::state::ModelState;
-use super::strategy::{RefinementReport, StepInfo, Strategy};
+use super::strategy::{ChunkRows, RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
 use crate::gpu::kernels::shared_mcmc_noise::NoiseParams;
 use crate::gpu::kernels::{PageRows, mcmc_perturb, mcmc_regularize};
@@ -39,13 +39,16 @@ impl Strategy for McmcStrategy {
     fn before_optimizer(
         &self,
         enc: &mut Encoder,
-        state: &ModelState,
+        params: &GaussianTensors,
+        grads: &GaussianTensors,
+        chunks: ChunkRows,
         step: &StepInfo,
     ) -> Result<()> {
         record_regularizers(
             enc,
-            &state.params,
-            &state.grads,
+            params,
+            grads,
+            chunks,
             step.config.mcmc_opacity_reg,
             step.config.mcmc_scale_reg,
         )
@@ -81,34 +84,35 @@ impl Strategy for McmcStrategy {
     }
 }
 
-/// Records the regularisers' gradients: `opacity_reg` · mean(opacity) and `scale_reg` ·
-/// mean(scale) over all N opacities and 3N scales, added to `grads`.
+/// Records the regularisers' gradients of the rows `chunks.model` of `g`: `opacity_reg` ·
+/// mean(opacity) and `scale_reg` · mean(scale) over all N opacities and 3N scales, added to
+/// rows `chunks.grads` of `grads`.
 pub fn record_regularizers(
     enc: &mut Encoder,
     g: &GaussianTensors,
     grads: &GaussianTensors,
+    chunks: ChunkRows,
     opacity_reg: f32,
     scale_reg: f32,
 ) -> Result<()> {
     let n = g.len().max(1) as f32;
-    let base = NoiseParams {
+    let (rows, at) = (&chunks.model, &chunks.grads);
+    let params = NoiseParams {
         opacity_reg: opacity_reg / n,
         scale_reg: scale_reg / (3.0 * n),
+        count: rows.rows as u32,
+        page_offset: rows.first_row as u32,
         ..Default::default()
     };
     let kernel = enc.ctx().typed::<mcmc_regularize::Regularize>()?;
-    enc.run_pages(&kernel, g.len(), g.rows_per_page, |page| {
-        let p = page.page;
-        (
-            paged(base, page),
-            mcmc_regularize::RegularizeBindings {
-                opacity_logits: g.opacity_logits.page_arg(p),
-                log_scales: g.log_scales.page_arg(p),
-                grad_opacity_logits: grads.opacity_logits.page_arg(p),
-                grad_log_scales: grads.log_scales.page_arg(p),
-            },
-        )
-    })
+    let grid = crate::ops::grid(enc, rows.rows, kernel.threads())?;
+    let bindings = mcmc_regularize::RegularizeBindings {
+        opacity_logits: g.opacity_logits.rows_arg(rows)?,
+        log_scales: g.log_scales.rows_arg(rows)?,
+        grad_opacity_logits: grads.opacity_logits.rows_arg(at)?,
+        grad_log_scales: grads.log_scales.rows_arg(at)?,
+    };
+    enc.run(&kernel, &params, bindings, grid)
 }
 
 /// Records MCMC's position noise: each mean moves by Σ ε · gate(opacity) · `noise_scale`

@@ -7,6 +7,7 @@ pub mod config;
 pub mod densify;
 pub mod evaluate;
 pub mod events;
+mod gradient_step;
 pub mod init;
 pub mod mcmc;
 mod mcmc_step;

@@ -101,6 +101,10 @@ pub struct TrainOptions {
     /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
     #[arg(long)]
     pub strategy: Option<String>,
+    /// Storage of Adam's moments: 16bit (bfloat16 pairs, 4 B per parameter; the default) or f32
+    /// (8 B per parameter, full precision).
+    #[arg(long, value_name = "16bit|f32")]
+    pub optimizer_state: Option<String>,
     /// Save a checkpoint every N iterations (0: never), N at most 10,000,000.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_ITERATIONS))]
     pub save_every: Option<u64>,
@@ -152,6 +156,9 @@ impl TrainOptions {
         }
         if let Some(v) = &self.strategy {
             config.strategy = v.parse()?;
+        }
+        if let Some(v) = &self.optimizer_state {
+            config.optimizer_state = v.parse()?;
         }
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);

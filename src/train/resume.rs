@@ -22,12 +22,14 @@ pub const REFINED_THROUGH_KEY: &str = "refined_through";
 /// Settings a resume may change: the length of the run (its schedules stretch to the new
 /// `iterations`, as `--stop-at` relies on), and what is evaluated, saved or read back when,
 /// which changes no parameter.
-pub const RESUME_MAY_CHANGE: [&str; 5] = [
+pub const RESUME_MAY_CHANGE: [&str; 6] = [
     "iterations",
     "eval_every",
     "save_every",
     "lpips",
     "loss_readback_every",
+    // The moments are converted (bfloat16 to f32 exactly, f32 to bfloat16 rounding to nearest).
+    "optimizer_state",
 ];
 
 /// The settings in which `now` differs from `saved`, outside [`RESUME_MAY_CHANGE`], as
@@ -133,8 +135,9 @@ impl Trainer {
             densify_stats,
             ..
         } = checkpoint;
+        let storage = config.optimizer_state;
         let mut trainer = Trainer::new(ctx, dataset, params, config)?;
-        trainer.state.optimizer = optimizer;
+        trainer.state.optimizer = optimizer.converted(ctx, storage)?;
         if let Some(stats) = densify_stats {
             trainer.state.stats = stats;
         }

@@ -1,10 +1,13 @@
-//! [`ModelState`]: everything an iteration changes on the GPU — the parameters, their gradients,
+//! [`ModelState`]: everything an iteration changes on the GPU that outlives it — the parameters,
 //! the optimizer's moments and the densification statistics — paged alike, so a strategy that
-//! changes the Gaussian set changes all four together.
+//! changes the Gaussian set changes all three together. Gradients are not part of it: a step
+//! computes them chunk by chunk into a scratch the size of one chunk
+//! ([`ModelState::gradient_chunk_rows`]) and applies Adam to the chunk at once.
 
 use crate::error::Result;
-use crate::gpu::{Encoder, MemoryCategory};
-use crate::optim::adam::{AdamConfig, GaussianOptimizer};
+use crate::gpu::{Encoder, GpuContext, MemoryCategory};
+use crate::optim::GaussianOptimizer;
+use crate::optim::adam::{AdamConfig, MomentStorage};
 use crate::splat::GaussianTensors;
 use crate::splat::backward::STATS_STRIDE;
 use crate::tensor::{DType, Tensor};
@@ -13,8 +16,6 @@ use crate::tensor::{DType, Tensor};
 pub struct ModelState {
     /// The parameters.
     pub params: GaussianTensors,
-    /// One gradient per parameter, written by the backward pass (and MCMC's regularisers).
-    pub grads: GaussianTensors,
     /// Adam's moments, one pair per parameter.
     pub optimizer: GaussianOptimizer,
     /// `[N, 4]` densification statistics: screen-space gradient-norm sum, absgrad-norm sum,
@@ -22,14 +23,13 @@ pub struct ModelState {
     pub stats: Tensor,
 }
 
-/// A zeroed `[N, STATS_STRIDE]` statistics tensor paged like `params`.
-fn new_stats(enc: &mut Encoder, params: &GaussianTensors) -> Result<Tensor> {
-    let n = params.len() as usize;
+/// A zeroed `[N, STATS_STRIDE]` statistics tensor of `n` rows paged `rows_per_page`.
+fn new_stats(enc: &mut Encoder, n: u64, rows_per_page: u64) -> Result<Tensor> {
     let t = Tensor::uninit_rows(
         enc,
         STATS_DTYPE,
-        &[n, STATS_STRIDE as usize],
-        params.rows_per_page,
+        &[n as usize, STATS_STRIDE as usize],
+        rows_per_page,
         MemoryCategory::OptimizerState,
         "densify/stats",
     )?;
@@ -42,26 +42,55 @@ fn new_stats(enc: &mut Encoder, params: &GaussianTensors) -> Result<Tensor> {
 /// Element type of the densification statistics.
 const STATS_DTYPE: DType = DType::F32;
 
+/// Fewest rows of a gradient chunk: models up to this size take one chunk.
+const MIN_CHUNK_ROWS: u64 = 1 << 14;
+
+/// A gradient chunk is about this fraction of the model (one thirty-second: 7.4 B per Gaussian of
+/// scratch at SH degree 3, against 236 B for a model-sized gradient).
+const CHUNKS_PER_MODEL: u64 = 32;
+
 impl ModelState {
-    /// Device bytes a state of `n` Gaussians at SH degree `max_sh_degree` holds in `ctx`:
-    /// parameters, gradients, both Adam moments and the statistics, each rounded as the allocator
-    /// rounds it. The memory plan's persistent part; `tests/memory.rs` (module `plan`) holds it to the
-    /// allocator's live bytes.
-    pub fn planned_bytes(ctx: &crate::gpu::GpuContext, n: u64, max_sh_degree: u32) -> u64 {
-        let set = GaussianTensors::planned_bytes(ctx, n, max_sh_degree);
+    /// Device bytes a state of `n` Gaussians at SH degree `max_sh_degree` holds in `ctx` with
+    /// moments stored as `moments`: parameters, moments and the statistics, each rounded as the
+    /// allocator rounds it. The memory plan's persistent part; `tests/memory.rs` (module `plan`)
+    /// holds it to the allocator's live bytes.
+    pub fn planned_bytes(
+        ctx: &GpuContext,
+        n: u64,
+        max_sh_degree: u32,
+        moments: MomentStorage,
+    ) -> u64 {
         let rows = ctx.rows_per_page(crate::splat::gaussians::MAX_ROW_WIDTH);
-        (2 + GaussianOptimizer::MOMENT_SETS) * set
+        GaussianTensors::planned_bytes(ctx, n, max_sh_degree)
+            + GaussianOptimizer::planned_bytes(ctx, moments, n, max_sh_degree)
             + Tensor::planned_rows_bytes(STATS_DTYPE, n, STATS_STRIDE, rows)
     }
 
-    /// `params` with zeroed gradients, moments and statistics.
+    /// Rows of the gradient scratch a step of `n` Gaussians paged `rows_per_page` uses: a power
+    /// of two of about `n / 32`, at least 16,384 and at most a page.
+    pub fn gradient_chunk_rows(n: u64, rows_per_page: u64) -> u64 {
+        n.div_ceil(CHUNKS_PER_MODEL)
+            .next_power_of_two()
+            .max(MIN_CHUNK_ROWS)
+            .min(rows_per_page.max(1))
+    }
+
+    /// Device bytes of the gradient scratch of a step of `n` Gaussians (part of the frame plan).
+    pub fn planned_gradient_bytes(ctx: &GpuContext, n: u64, max_sh_degree: u32) -> u64 {
+        let rows = ctx.rows_per_page(crate::splat::gaussians::MAX_ROW_WIDTH);
+        GaussianTensors::planned_bytes(
+            ctx,
+            Self::gradient_chunk_rows(n, rows).min(n),
+            max_sh_degree,
+        )
+    }
+
+    /// `params` with zeroed moments (stored as `adam.moments` says) and statistics.
     pub fn new(enc: &mut Encoder, params: GaussianTensors, adam: AdamConfig) -> Result<Self> {
-        let grads = GaussianTensors::zeros_like(enc, &params, MemoryCategory::Gradients, "grads")?;
         let optimizer = GaussianOptimizer::new(enc, &params, adam)?;
-        let stats = new_stats(enc, &params)?;
+        let stats = new_stats(enc, params.len(), params.rows_per_page)?;
         Ok(ModelState {
             params,
-            grads,
             optimizer,
             stats,
         })
@@ -77,21 +106,16 @@ impl ModelState {
         self.params.len() == 0
     }
 
-    /// Releases the gradients and densification statistics before the Gaussian set changes
-    /// shape, and flushes `enc` so their memory is really free before the rows are rebuilt.
-    pub fn release_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
-        let degree = self.params.max_sh_degree();
-        self.grads = GaussianTensors::uninit(enc, 0, degree, MemoryCategory::Gradients, "grads")?;
-        self.stats = new_stats(enc, &self.grads)?;
+    /// Releases the densification statistics before the Gaussian set changes shape, and flushes
+    /// `enc` so their memory is really free before the rows are rebuilt.
+    pub fn release_statistics(&mut self, enc: &mut Encoder) -> Result<()> {
+        self.stats = new_stats(enc, 0, self.params.rows_per_page)?;
         enc.flush_and_wait()
     }
 
-    /// Zeroed gradients and statistics shaped like the current parameters (after a change of
-    /// the Gaussian set).
-    pub fn rebuild_gradients(&mut self, enc: &mut Encoder) -> Result<()> {
-        self.grads =
-            GaussianTensors::zeros_like(enc, &self.params, MemoryCategory::Gradients, "grads")?;
-        self.stats = new_stats(enc, &self.params)?;
+    /// Zeroed statistics shaped like the current parameters (after a change of the Gaussian set).
+    pub fn rebuild_statistics(&mut self, enc: &mut Encoder) -> Result<()> {
+        self.stats = new_stats(enc, self.params.len(), self.params.rows_per_page)?;
         Ok(())
     }
 }

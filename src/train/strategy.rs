@@ -6,8 +6,10 @@
 use super::config::{StrategyKind, TrainConfig};
 use super::state::ModelState;
 use crate::error::Result;
+use crate::gpu::kernels::RowChunk;
 use crate::gpu::{Encoder, GpuContext};
 use crate::optim::LearningRates;
+use crate::splat::GaussianTensors;
 
 /// What a hook knows about the iteration.
 #[derive(Clone, Copy, Debug)]
@@ -62,11 +64,15 @@ pub trait Strategy: Send {
     /// Whether the backward pass accumulates densification statistics this iteration.
     fn wants_statistics(&self, step: &StepInfo) -> bool;
 
-    /// Records work between the backward pass and the optimizer step (e.g. regularisers' gradients).
+    /// Records work between the backward pass and the optimizer step of one chunk of rows (e.g.
+    /// regularisers' gradients): `grads` holds the gradients of rows `chunk` of `params` at rows
+    /// `grad_rows`.
     fn before_optimizer(
         &self,
         enc: &mut Encoder,
-        state: &ModelState,
+        params: &GaussianTensors,
+        grads: &GaussianTensors,
+        chunks: ChunkRows,
         step: &StepInfo,
     ) -> Result<()>;
 
@@ -81,6 +87,15 @@ pub trait Strategy: Send {
         state: &mut ModelState,
         step: &StepInfo,
     ) -> Result<RefinementReport>;
+}
+
+/// One chunk of a step: its rows in the model and where its gradients are.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkRows {
+    /// Rows of the model.
+    pub model: RowChunk,
+    /// Rows of the gradient tensors holding their gradients.
+    pub grads: RowChunk,
 }
 
 /// The strategy of `kind`.

@@ -22,10 +22,9 @@ use crate::gpu::Encoder;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::lpips::Lpips;
 use crate::loss::{LossOptions, loss_and_grad};
-use crate::optim::adam::{AdamConfig, GaussianOptimizer};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
+use crate::optim::{AdamConfig, GaussianOptimizer};
 use crate::rng::SplitMix64;
-use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
@@ -104,6 +103,7 @@ impl Trainer {
             params,
             AdamConfig {
                 eps: config.adam_eps,
+                moments: config.optimizer_state,
                 ..AdamConfig::default()
             },
         )?;

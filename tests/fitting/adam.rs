@@ -3,7 +3,8 @@
 //! parameters and moments aligned.
 
 use wgsplat::optim::{
-    AdamConfig, ExponentialDecay, GaussianOptimizer, LearningRateSchedule, LearningRates, adam_step,
+    AdamConfig, ExponentialDecay, GaussianOptimizer, LearningRateSchedule, LearningRates,
+    MomentStorage, adam_step,
 };
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::gaussians::Attribute;
@@ -187,6 +188,20 @@ fn widths(t: &GaussianTensors) -> Vec<usize> {
         .collect()
 }
 
+/// Parameters, first and second moments of every attribute, read back as f32.
+fn read_state(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    opt: &GaussianOptimizer,
+) -> [Vec<Vec<f32>>; 3] {
+    let p = params
+        .attributes()
+        .map(|a| a.read::<f32>(ctx).unwrap())
+        .to_vec();
+    let [m, v] = opt.read_moments(ctx).unwrap();
+    [p, m, v]
+}
+
 fn compare_state(
     ctx: &GpuContext,
     what: &str,
@@ -194,28 +209,25 @@ fn compare_state(
     opt: &GaussianOptimizer,
     cpu: &[CpuAdam],
 ) {
-    let sets = [
-        ("param", params),
-        ("m", opt.moment1()),
-        ("v", opt.moment2()),
-    ];
-    for (set, tensors) in sets {
-        for (i, (t, c)) in tensors.attributes().into_iter().zip(cpu).enumerate() {
+    let state = read_state(ctx, params, opt);
+    for (set, got) in ["param", "m", "v"].into_iter().zip(&state) {
+        for (i, (g, c)) in got.iter().zip(cpu).enumerate() {
             let want = match set {
                 "param" => &c.param,
                 "m" => &c.m,
                 _ => &c.v,
             };
             let name = wgsplat::splat::gaussians::ATTRIBUTE_NAMES[i];
-            compare_close(
-                &format!("{what} {set}.{name}"),
-                &t.read::<f32>(ctx).unwrap(),
-                want,
-                ATOL,
-                RTOL,
-            )
-            .unwrap();
+            compare_close(&format!("{what} {set}.{name}"), g, want, ATOL, RTOL).unwrap();
         }
+    }
+}
+
+/// f32 moments, which the f64 CPU reference follows to f32 rounding.
+fn f32_config() -> AdamConfig {
+    AdamConfig {
+        moments: MomentStorage::F32,
+        ..AdamConfig::default()
     }
 }
 
@@ -268,7 +280,7 @@ fn check_gaussian_optimizer(ctx: &GpuContext, n: usize, degree: u32) {
     let mut enc = ctx.encoder("init");
     let (params, data) =
         random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
-    let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig::default()).unwrap();
+    let mut opt = GaussianOptimizer::new(&mut enc, &params, f32_config()).unwrap();
     ctx.submit(enc).unwrap();
     let mut cpu: Vec<CpuAdam> = data.into_iter().map(CpuAdam::new).collect();
     for _ in 0..4 {
@@ -304,7 +316,7 @@ fn gaussian_optimizer_rejects_misaligned_gradients() {
     let (params, _) = random_gaussians(&mut enc, &mut rng, 10, 3, MemoryCategory::Parameters);
     let (grads, _) = random_gaussians(&mut enc, &mut rng, 11, 3, MemoryCategory::Gradients);
     let (grads_sh, _) = random_gaussians(&mut enc, &mut rng, 10, 1, MemoryCategory::Gradients);
-    let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig::default()).unwrap();
+    let mut opt = GaussianOptimizer::new(&mut enc, &params, f32_config()).unwrap();
     assert!(opt.step(&mut enc, &params, &grads, &rates(1)).is_err());
     assert!(opt.step(&mut enc, &params, &grads_sh, &rates(1)).is_err());
     assert_eq!(opt.step_count(), 0);
@@ -322,7 +334,7 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     let mut enc = ctx.encoder("init");
     let (mut params, data) =
         random_gaussians(&mut enc, &mut rng, n, degree, MemoryCategory::Parameters);
-    let mut opt = GaussianOptimizer::new(&mut enc, &params, AdamConfig::default()).unwrap();
+    let mut opt = GaussianOptimizer::new(&mut enc, &params, f32_config()).unwrap();
     ctx.submit(enc).unwrap();
     let widths = widths(&params);
     let mut cpu: Vec<CpuAdam> = data.into_iter().map(CpuAdam::new).collect();
@@ -333,10 +345,7 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     // Keep about two thirds of the rows, in a scrambled order with some repeated. The GPU result
     // must be exactly the GPU rows picked; the CPU reference follows the same surgery.
     let read_all = |params: &GaussianTensors, opt: &GaussianOptimizer| -> Vec<Vec<f32>> {
-        [params, opt.moment1(), opt.moment2()]
-            .iter()
-            .flat_map(|t| t.attributes().map(|a| a.read::<f32>(ctx).unwrap()))
-            .collect()
+        read_state(ctx, params, opt).into_iter().flatten().collect()
     };
     let before = read_all(&params, &opt);
     let keep: Vec<u32> = (0..n * 2 / 3)
@@ -387,7 +396,7 @@ fn check_row_surgery(ctx: &GpuContext, n: usize, degree: u32) {
     assert_eq!(params.len(), (keep.len() + added) as u64);
     assert_eq!(params.means.category(), MemoryCategory::Parameters);
     assert_eq!(
-        opt.moment1().means.category(),
+        opt.moments().sets()[0].means.category(),
         MemoryCategory::OptimizerState
     );
     compare_state(ctx, &format!("{what} after append"), &params, &opt, &cpu);

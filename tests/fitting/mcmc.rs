@@ -6,11 +6,14 @@ use wgsplat::GpuContext;
 use wgsplat::MemoryCategory;
 use wgsplat::data::Dataset;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::gpu::kernels::row_chunks;
+use wgsplat::optim::MomentStorage;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages, compare_close, fresh_context};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::mcmc::{record_noise, record_regularizers};
+use wgsplat::train::strategy::ChunkRows;
 use wgsplat::train::{StrategyKind, TrainConfig, Trainer};
 
 const DEAD_LOGIT: f32 = -8.0;
@@ -60,6 +63,15 @@ fn model(n: usize, seed: u64) -> CpuGaussians {
 }
 
 fn trainer(ctx: &GpuContext, cpu: &CpuGaussians, cap: u64) -> Trainer {
+    trainer_with(ctx, cpu, cap, MomentStorage::default())
+}
+
+fn trainer_with(
+    ctx: &GpuContext,
+    cpu: &CpuGaussians,
+    cap: u64,
+    optimizer_state: MomentStorage,
+) -> Trainer {
     let mut enc = ctx.encoder("upload");
     let params =
         GaussianTensors::upload(&mut enc, cpu, 3, MemoryCategory::Parameters, "params").unwrap();
@@ -68,6 +80,7 @@ fn trainer(ctx: &GpuContext, cpu: &CpuGaussians, cap: u64) -> Trainer {
         strategy: StrategyKind::Mcmc,
         max_gaussians: cap,
         iterations: 100,
+        optimizer_state,
         ..TrainConfig::default()
     };
     let mut t = Trainer::new(ctx, tiny_dataset(), params, config).unwrap();
@@ -95,12 +108,15 @@ fn correction(o: f64, d: u64) -> (f64, f64) {
     (raw.clamp(0.005, 1.0 - 1.19e-7), o / denominator)
 }
 
+/// Both Adam moments widened to f32 (whatever their storage), as Gaussian sets.
 fn moments(t: &Trainer) -> (CpuGaussians, CpuGaussians) {
     let ctx = t.ctx();
-    (
-        t.optimizer().moment1().download(ctx).unwrap(),
-        t.optimizer().moment2().download(ctx).unwrap(),
-    )
+    let [m, v] = t.optimizer().read_moments(ctx).unwrap();
+    let mut enc = ctx.encoder("moments");
+    let m = t.params().with_rows(&mut enc, "m", &m).unwrap();
+    let v = t.params().with_rows(&mut enc, "v", &v).unwrap();
+    ctx.submit(enc).unwrap();
+    (m.download(ctx).unwrap(), v.download(ctx).unwrap())
 }
 
 fn row_is_zero(g: &CpuGaussians, i: usize) -> bool {
@@ -109,9 +125,14 @@ fn row_is_zero(g: &CpuGaussians, i: usize) -> bool {
         && g.sh[i].iter().flatten().all(|&v| v == 0.0)
 }
 
-fn check_relocation(ctx: &GpuContext) {
+fn check_relocation(ctx: &GpuContext, storage: MomentStorage) {
     let n = 1500;
-    let mut t = trainer(ctx, &model(n, 7), 4 * n as u64);
+    let mut t = trainer_with(ctx, &model(n, 7), 4 * n as u64, storage);
+    assert_ne!(
+        moments(&t).0.opacity_logits,
+        vec![0.0; n],
+        "{storage:?}: a step moved the moments"
+    );
     let before = t.params().download(ctx).unwrap();
     let (m1_before, _) = moments(&t);
     let dead: Vec<usize> = (0..n)
@@ -194,8 +215,9 @@ fn check_relocation(ctx: &GpuContext) {
 #[test]
 fn relocation_copies_live_gaussians_in_proportion_to_opacity() {
     for ctx in both_paths().into_iter().chain(both_paths_small_pages()) {
-        check_relocation(ctx);
+        check_relocation(ctx, MomentStorage::Bf16);
     }
+    check_relocation(both_paths()[0], MomentStorage::F32);
 }
 
 #[test]
@@ -247,7 +269,13 @@ fn regularizers_and_noise_match_cpu_ports() {
             GaussianTensors::upload(&mut enc, &cpu, 3, MemoryCategory::Parameters, "p").unwrap();
         let grads =
             GaussianTensors::zeros_like(&mut enc, &g, MemoryCategory::Gradients, "g").unwrap();
-        record_regularizers(&mut enc, &g, &grads, 0.01, 0.02).unwrap();
+        for model in row_chunks(g.len(), g.rows_per_page, 256) {
+            let chunks = ChunkRows {
+                model,
+                grads: model,
+            };
+            record_regularizers(&mut enc, &g, &grads, chunks, 0.01, 0.02).unwrap();
+        }
         record_noise(&mut enc, &g, 0.5, 1234).unwrap();
         ctx.submit(enc).unwrap();
         let n = cpu.means.len();

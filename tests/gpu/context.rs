@@ -224,7 +224,7 @@ mod typed_dispatch {
 
     fn params(count: u32) -> densify_split::SplitParams {
         densify_split::SplitParams {
-            count,
+            pairs: count,
             seed: 7,
             scale_divisor_log: 1.6f32.ln(),
             ..Default::default()
@@ -234,23 +234,20 @@ mod typed_dispatch {
     #[test]
     fn a_tensor_of_the_wrong_dtype_is_refused_with_the_binding_named() {
         for ctx in both_paths() {
-            let kernel = ctx.typed::<densify_split::Split>().unwrap();
+            let kernel = ctx.typed::<densify_split::SplitPairs>().unwrap();
             let mut enc = ctx.encoder("wrong dtype");
             let f = |enc: &mut wgsplat::Encoder| tensor(enc, DType::F32, 12);
-            let (log_scales, means_a, means_b, log_scales_a) =
-                (f(&mut enc), f(&mut enc), f(&mut enc), f(&mut enc));
+            let (log_scales, means) = (f(&mut enc), f(&mut enc));
             let quats = tensor(&mut enc, DType::U32, 16);
             let grid = wgsplat::gpu::WorkgroupGrid { x: 1, y: 1 };
             let err = enc
                 .run(
                     &kernel,
-                    &params(4),
-                    densify_split::SplitBindings {
+                    &params(2),
+                    densify_split::SplitPairsBindings {
+                        means: means.page_arg(0),
                         log_scales: log_scales.page_arg(0),
                         quats: quats.page_arg(0),
-                        means_a: means_a.page_arg(0),
-                        means_b: means_b.page_arg(0),
-                        log_scales_a: log_scales_a.page_arg(0),
                     },
                     grid,
                 )
@@ -264,22 +261,19 @@ mod typed_dispatch {
     #[test]
     fn absent_buffers_get_distinct_placeholders() {
         for ctx in both_paths() {
-            let kernel = ctx.typed::<densify_split::Split>().unwrap();
+            let kernel = ctx.typed::<densify_split::SplitPairs>().unwrap();
             let mut enc = ctx.encoder("absent");
             let quats = tensor(&mut enc, DType::F32, 16);
-            let log_scales_a = tensor(&mut enc, DType::F32, 12);
             let grid = wgsplat::gpu::WorkgroupGrid { x: 1, y: 1 };
             // Two written bindings absent at once: each needs its own placeholder, or the dispatch
             // would alias a read-write buffer.
             enc.run(
                 &kernel,
-                &params(4),
-                densify_split::SplitBindings {
+                &params(2),
+                densify_split::SplitPairsBindings {
+                    means: Arg::Absent,
                     log_scales: Arg::Absent,
                     quats: quats.page_arg(0),
-                    means_a: Arg::Absent,
-                    means_b: Arg::Absent,
-                    log_scales_a: log_scales_a.page_arg(0),
                 },
                 grid,
             )

@@ -271,7 +271,7 @@ fn generated_kernel_check_detects_wrong_layouts_and_names() {
         .module
         .entry_points
         .iter()
-        .position(|e| e.name == "split")
+        .position(|e| e.name == "split_pairs")
         .expect("entry");
     let good = *ALL_KERNELS
         .iter()

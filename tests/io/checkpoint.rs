@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use wgsplat::io::checkpoint::{MAGIC, load_checkpoint, save_checkpoint};
-use wgsplat::optim::{AdamConfig, GaussianOptimizer, LearningRateSchedule};
+use wgsplat::optim::{AdamConfig, GaussianOptimizer, LearningRateSchedule, MomentStorage};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages};
 use wgsplat::{Error, GpuContext, MemoryCategory};
@@ -53,6 +53,16 @@ fn trained_model(
     degree: u32,
     seed: u64,
 ) -> (GaussianTensors, GaussianOptimizer) {
+    trained_model_with(ctx, n, degree, seed, MomentStorage::default())
+}
+
+fn trained_model_with(
+    ctx: &GpuContext,
+    n: usize,
+    degree: u32,
+    seed: u64,
+    moments: MomentStorage,
+) -> (GaussianTensors, GaussianOptimizer) {
     let mut rng = TestRng::new(seed);
     let mut enc = ctx.encoder("model");
     let params =
@@ -66,6 +76,7 @@ fn trained_model(
         &params,
         AdamConfig {
             eps: 1e-12,
+            moments,
             ..Default::default()
         },
     )
@@ -89,12 +100,16 @@ fn trained_model(
     (params, opt)
 }
 
-fn all_bits(ctx: &GpuContext, sets: [&GaussianTensors; 3]) -> Vec<Vec<u32>> {
-    sets.iter().flat_map(|s| u32_bits(ctx, s)).collect()
+/// The words of the parameters and of every moment tensor.
+fn all_bits(ctx: &GpuContext, params: &GaussianTensors, opt: &GaussianOptimizer) -> Vec<Vec<u32>> {
+    std::iter::once(params)
+        .chain(opt.moments().sets())
+        .flat_map(|s| u32_bits(ctx, s))
+        .collect()
 }
 
-fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
-    let (params, opt) = trained_model(ctx, n, degree, n as u64 + 5);
+fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32, moments: MomentStorage) {
+    let (params, opt) = trained_model_with(ctx, n, degree, n as u64 + 5, moments);
     // Put special values into the parameters and moments as well.
     let mut enc = ctx.encoder("special");
     let mut rng = TestRng::new(77);
@@ -104,8 +119,9 @@ fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
     }
     ctx.submit(enc).unwrap();
     let path = dir.join(format!(
-        "ckpt-{n}-{degree}-{}.bin",
-        ctx.info().kernel_path().to_string().replace(' ', "_")
+        "ckpt-{n}-{degree}-{}-{}.bin",
+        ctx.info().kernel_path().to_string().replace(' ', "_"),
+        moments.name()
     ));
     let extra = serde_json::json!({ "config": { "iterations": 30000, "name": "garden" }, "loss": [0.5, 0.25] });
     let rng_state = 0xDEAD_BEEF_0123_4567u64;
@@ -124,19 +140,14 @@ fn check_round_trip(ctx: &GpuContext, dir: &Path, n: usize, degree: u32) {
     assert_eq!(loaded.params.max_sh_degree(), degree);
     assert_eq!(loaded.params.rows_per_page, params.rows_per_page);
     assert_eq!(loaded.params.means.category(), MemoryCategory::Parameters);
+    assert_eq!(loaded.optimizer.moments().storage(), moments);
     assert_eq!(
-        loaded.optimizer.moment2().sh_rest.category(),
+        loaded.optimizer.moments().sets()[0].sh_rest.category(),
         MemoryCategory::OptimizerState
     );
-    let want = all_bits(ctx, [&params, opt.moment1(), opt.moment2()]);
-    let got = all_bits(
-        ctx,
-        [
-            &loaded.params,
-            loaded.optimizer.moment1(),
-            loaded.optimizer.moment2(),
-        ],
-    );
+    let want = all_bits(ctx, &params, &opt);
+    let got = all_bits(ctx, &loaded.params, &loaded.optimizer);
+    assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         wgsplat::testing::compare_exact(
             &format!("checkpoint n={n} degree={degree} tensor {i}"),
@@ -158,7 +169,9 @@ fn checkpoint_round_trip_is_bit_exact() {
     let dir = temp_dir("round-trip");
     for ctx in both_paths() {
         for (n, degree) in [(0, 3), (1, 0), (300, 3), (77, 2)] {
-            check_round_trip(ctx, &dir, n, degree);
+            for moments in [MomentStorage::Bf16, MomentStorage::F32] {
+                check_round_trip(ctx, &dir, n, degree, moments);
+            }
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -168,17 +181,23 @@ fn checkpoint_round_trip_is_bit_exact() {
 fn checkpoint_round_trip_paged() {
     let dir = temp_dir("paged");
     for ctx in both_paths_small_pages() {
-        check_round_trip(ctx, &dir, 1000, 3);
+        check_round_trip(ctx, &dir, 1000, 3, MomentStorage::Bf16);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Training after a reload continues exactly as without it.
+/// Training after a reload continues exactly as without it, in both moment storages.
 #[test]
 fn checkpoint_resume_continues_identically() {
-    let dir = temp_dir("resume");
+    for moments in [MomentStorage::Bf16, MomentStorage::F32] {
+        resume_continues_identically(moments);
+    }
+}
+
+fn resume_continues_identically(moments: MomentStorage) {
+    let dir = temp_dir(&format!("resume-{}", moments.name()));
     let ctx = both_paths_small_pages()[1];
-    let (params, mut opt) = trained_model(ctx, 600, 3, 9);
+    let (params, mut opt) = trained_model_with(ctx, 600, 3, 9, moments);
     let path = dir.join("resume.ckpt");
     save_checkpoint(ctx, &path, &params, &opt, 2, 0, &serde_json::Value::Null).unwrap();
     let mut loaded = load_checkpoint(ctx, &path).unwrap();
@@ -199,8 +218,8 @@ fn checkpoint_resume_continues_identically() {
     ctx.submit(enc).unwrap();
     assert_eq!(u32_bits(ctx, &loaded.params), u32_bits(ctx, &params));
     assert_eq!(
-        u32_bits(ctx, loaded.optimizer.moment2()),
-        u32_bits(ctx, opt.moment2())
+        all_bits(ctx, &loaded.params, &loaded.optimizer),
+        all_bits(ctx, &params, &opt)
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -309,5 +328,65 @@ fn checkpoint_corruption_gives_errors() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert!(wgsplat::io::temporary_files_of(&path).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// 64-bit FNV-1a, the checkpoint's checksum.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A checkpoint of version 1 (f32 moments, no `moments` in the header), made from a version 2
+/// file with f32 moments: it loads with the same bits, and resumes in either storage.
+#[test]
+fn version_1_checkpoints_still_load() {
+    let dir = temp_dir("version-1");
+    let ctx = both_paths()[1];
+    let (params, opt) = trained_model_with(ctx, 300, 3, 21, MomentStorage::F32);
+    let path = dir.join("v2.ckpt");
+    save_checkpoint(ctx, &path, &params, &opt, 2, 7, &serde_json::Value::Null).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
+    assert_eq!(header["moments"], "f32");
+    header.as_object_mut().unwrap().remove("moments");
+    header["format_version"] = 1.into();
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut old = MAGIC.to_vec();
+    old.extend(1u32.to_le_bytes());
+    old.extend((json.len() as u32).to_le_bytes());
+    old.extend(&json);
+    old.extend(&bytes[16 + json_len..bytes.len() - 8]);
+    old.extend(fnv1a(&old).to_le_bytes());
+    let old_path = dir.join("v1.ckpt");
+    std::fs::write(&old_path, &old).unwrap();
+    let loaded = load_checkpoint(ctx, &old_path).unwrap();
+    assert_eq!(loaded.optimizer.moments().storage(), MomentStorage::F32);
+    assert_eq!(
+        all_bits(ctx, &loaded.params, &loaded.optimizer),
+        all_bits(ctx, &params, &opt)
+    );
+    let packed = loaded
+        .optimizer
+        .converted(ctx, MomentStorage::Bf16)
+        .unwrap();
+    assert_eq!(packed.moments().storage(), MomentStorage::Bf16);
+    // A version 1 header that names a storage is refused, as is a version from the future.
+    header["moments"] = "bf16".into();
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut bad = MAGIC.to_vec();
+    bad.extend(1u32.to_le_bytes());
+    bad.extend((json.len() as u32).to_le_bytes());
+    bad.extend(&json);
+    bad.extend(&bytes[16 + json_len..bytes.len() - 8]);
+    bad.extend(fnv1a(&bad).to_le_bytes());
+    std::fs::write(&old_path, &bad).unwrap();
+    expect_format_error(ctx, &old_path, "version 1 header names a moment storage");
+    let mut future = bytes.clone();
+    future[8] = 3;
+    std::fs::write(&old_path, &future).unwrap();
+    expect_format_error(ctx, &old_path, "reads versions 1 to 2");
     std::fs::remove_dir_all(&dir).unwrap();
 }

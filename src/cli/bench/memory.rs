@@ -1,7 +1,9 @@
-//! `wgsplat bench memory`: persistent bytes per Gaussian against the fp32 floor, and the transient
-//! peak of a training step, a densify step that splits half the Gaussians and a prune step that
-//! removes 30%, an MCMC relocation of the dead tenth and an MCMC growth of 5%, each as a ratio to the steady state (the larger of the models before and after).
-//! On lavapipe device memory is host memory, so the process's peak RSS checks the allocator.
+//! `wgsplat bench memory`: persistent bytes per Gaussian with its breakdown (parameters, Adam's
+//! moments, densification statistics) for each optimizer-state storage, and the transient peak of
+//! a training step, a densify step that splits half the Gaussians and a prune step that removes
+//! 30%, an MCMC relocation of the dead tenth and an MCMC growth of 5%, each as a ratio to the
+//! steady state (the larger of the models before and after). On lavapipe device memory is host
+//! memory, so the process's peak RSS checks the allocator.
 
 use super::{parse_size, write_json_atomic};
 use anyhow::Context as _;
@@ -9,6 +11,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::data::init::RandomBox;
+use wgsplat::optim::MomentStorage;
 use wgsplat::rng::SplitMix64;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
@@ -29,23 +32,37 @@ pub struct MemoryArgs {
     /// split model would not fit in memory, e.g. 10M on a 24 GiB machine).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=100))]
     split_percent: u32,
+    /// Optimizer-state storages to measure: 16bit (bfloat16 moments, the default) and f32.
+    #[arg(long, value_delimiter = ',', default_values = ["16bit", "f32"])]
+    optimizer_state: Vec<String>,
     /// Output JSON path (default target/bench/memory.json).
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
-/// The fp32 floor per Gaussian at SH degree 3: parameters, gradients and two Adam moments.
+/// The classic fp32 floor per Gaussian at SH degree 3: parameters, a gradient per parameter and
+/// two f32 Adam moments.
 fn floor_bytes() -> u64 {
     floats_per_gaussian(3) * 16
 }
 
-/// Persistent model bytes: parameters, gradients and optimizer state (densification statistics
-/// included).
+/// Persistent model bytes: parameters, gradients (none between steps) and optimizer state
+/// (densification statistics included).
 fn model_bytes(ctx: &GpuContext) -> u64 {
     let r = ctx.memory_report();
     r.live(MemoryCategory::Parameters)
         + r.live(MemoryCategory::Gradients)
         + r.live(MemoryCategory::OptimizerState)
+}
+
+/// Live bytes of the buffers whose label starts with one of `prefixes`.
+fn live_labelled(ctx: &GpuContext, prefixes: &[&str]) -> u64 {
+    ctx.memory_report()
+        .by_label
+        .iter()
+        .filter(|(label, _)| prefixes.iter().any(|p| label.starts_with(p)))
+        .map(|(_, u)| u.live_bytes)
+        .sum()
 }
 
 /// Runs `step`, returning its JSON row: allocator bytes before, after and at peak, the ratio of
@@ -121,7 +138,12 @@ fn upload_indices(ctx: &GpuContext, indices: &[u32]) -> anyhow::Result<Tensor> {
     Ok(t)
 }
 
-fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde_json::Value> {
+fn run_size(
+    ctx: &GpuContext,
+    n: u64,
+    storage: MomentStorage,
+    args: &MemoryArgs,
+) -> anyhow::Result<serde_json::Value> {
     let dataset = generate(&BuiltinOptions {
         resolution: args.resolution,
         ..BuiltinOptions::default()
@@ -135,14 +157,27 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     drop(cpu);
     let config = TrainConfig {
         max_gaussians: 4 * n,
+        optimizer_state: storage,
         ..TrainConfig::default().with_statistics_only()
     };
     let (mut relocated, mut grown) = (0, 0);
     let mut trainer = Trainer::new(ctx, dataset, params, config)?;
     ctx.wait_idle()?;
     let per_gaussian = model_bytes(ctx) as f64 / n as f64;
+    let per = |bytes: u64| bytes as f64 / n as f64;
+    let breakdown = json!({
+        "parameters": per(ctx.memory_report().live(MemoryCategory::Parameters)),
+        "gradients": per(ctx.memory_report().live(MemoryCategory::Gradients)),
+        "adam_moments": per(live_labelled(ctx, &["adam."])),
+        "densify_statistics": per(live_labelled(ctx, &["densify/stats"])),
+    });
     println!(
-        "{n} Gaussians: persistent {per_gaussian:.1} B/Gaussian (fp32 floor {} B + 16 B densification statistics)",
+        "{n} Gaussians, {} optimizer state: persistent {per_gaussian:.1} B/Gaussian = parameters {:.1} + gradients {:.1} + Adam moments {:.1} + densification statistics {:.1} (classic fp32 floor {} B + 16 B statistics)",
+        storage.name(),
+        breakdown["parameters"].as_f64().unwrap_or(0.0),
+        breakdown["gradients"].as_f64().unwrap_or(0.0),
+        breakdown["adam_moments"].as_f64().unwrap_or(0.0),
+        breakdown["densify_statistics"].as_f64().unwrap_or(0.0),
         floor_bytes()
     );
     println!(
@@ -180,7 +215,9 @@ fn run_size(ctx: &GpuContext, n: u64, args: &MemoryArgs) -> anyhow::Result<serde
     println!("relocated {relocated} dead Gaussians, grew by {grown}");
     Ok(json!({
         "gaussians": n,
+        "optimizer_state": storage.name(),
         "persistent_bytes_per_gaussian": per_gaussian,
+        "persistent_breakdown_bytes_per_gaussian": breakdown,
         "fp32_floor_bytes_per_gaussian": floor_bytes(),
         "final_gaussians": trainer.params().len(),
         "steps": steps,
@@ -198,10 +235,17 @@ pub fn run(args: MemoryArgs, portable: bool) -> anyhow::Result<()> {
         ctx.info().name,
         ctx.info().kernel_path()
     );
+    let storages = args
+        .optimizer_state
+        .iter()
+        .map(|s| s.parse::<MomentStorage>())
+        .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
     for &n in &args.gaussians {
-        rows.push(run_size(&ctx, n, &args)?);
-        ctx.trim();
+        for &storage in &storages {
+            rows.push(run_size(&ctx, n, storage, &args)?);
+            ctx.trim();
+        }
     }
     let path = args
         .json

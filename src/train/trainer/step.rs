@@ -65,27 +65,20 @@ impl Trainer {
             &loss_options,
         )?;
         let mut enc = self.boundary(enc, Stage::Loss)?;
-        let lrs = self.schedule.at(self.iteration);
         let wants_statistics =
             self.with_step(|strategy, _, _, step| Ok(strategy.wants_statistics(step)))?;
-        let stats = wants_statistics.then_some(&self.state.stats);
-        record_backward(
-            &mut enc,
-            &self.state.params,
-            &fwd,
-            &loss.grad,
-            &self.state.grads,
-            stats,
-            BackwardOptions::default(),
-        )?;
-        drop(fwd);
         self.with_step(|strategy, _, state, step| {
-            strategy.before_optimizer(&mut enc, state, step)
+            crate::train::gradient_step::record_gradient_step(
+                &mut enc,
+                strategy,
+                state,
+                step,
+                fwd,
+                &loss.grad,
+                wants_statistics,
+            )
         })?;
         let mut enc = self.boundary(enc, Stage::Backward)?;
-        self.state
-            .optimizer
-            .step(&mut enc, &self.state.params, &self.state.grads, &lrs)?;
         self.with_step(|strategy, _, state, step| strategy.after_optimizer(&mut enc, state, step))?;
         self.iteration += 1;
         let mut report = None;

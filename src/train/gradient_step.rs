@@ -1,0 +1,71 @@
+//! The gradient half of a training step: the backward pass, the strategy's regularisers and
+//! Adam, chunk by chunk. Each chunk's gradients are written into one chunk-sized scratch
+//! ([`ModelState::gradient_chunk_rows`] rows, about a thirty-second of the model) and consumed by
+//! Adam at once, so the model never has a gradient buffer of its own: the persistent state is the
+//! parameters, the moments and the statistics. The result is bit for bit that of a model-sized
+//! gradient, since gradients are written, never accumulated, and Adam is element-wise.
+
+use super::state::ModelState;
+use super::strategy::{ChunkRows, StepInfo, Strategy};
+use crate::error::Result;
+use crate::gpu::kernels::row_chunks;
+use crate::gpu::{Encoder, MemoryCategory};
+use crate::splat::GaussianTensors;
+use crate::splat::backward::{BackwardOptions, prepare_backward};
+use crate::splat::forward::ForwardOutput;
+use crate::tensor::Tensor;
+
+/// Records the backward pass of `fwd` with image gradient `v_image`, the strategy's gradient
+/// terms and one Adam step of every chunk of `state`, then counts the step. With `statistics`,
+/// the densification statistics accumulate too. `fwd` is released once the rasterizer's backward
+/// is recorded: only its splat rows are needed after it.
+pub(crate) fn record_gradient_step(
+    enc: &mut Encoder,
+    strategy: &dyn Strategy,
+    state: &mut ModelState,
+    step: &StepInfo,
+    fwd: ForwardOutput,
+    v_image: &Tensor,
+    statistics: bool,
+) -> Result<()> {
+    {
+        let params = &state.params;
+        let n = params.len();
+        let stats = statistics.then_some(&state.stats);
+        let pass = prepare_backward(
+            enc,
+            params,
+            &fwd,
+            v_image,
+            stats,
+            BackwardOptions::default(),
+        )?;
+        drop(fwd);
+        let chunk_rows = ModelState::gradient_chunk_rows(n, params.rows_per_page);
+        let scratch = GaussianTensors::uninit(
+            enc,
+            chunk_rows.min(n) as usize,
+            params.max_sh_degree(),
+            MemoryCategory::Gradients,
+            "grads.chunk",
+        )?;
+        for model in row_chunks(n, params.rows_per_page, chunk_rows) {
+            let chunks = ChunkRows {
+                model,
+                grads: model.at_start(),
+            };
+            pass.record_chunk(enc, &model, &scratch, &chunks.grads)?;
+            strategy.before_optimizer(enc, params, &scratch, chunks, step)?;
+            state.optimizer.record_chunk(
+                enc,
+                params,
+                &scratch,
+                &chunks.grads,
+                &model,
+                step.learning_rates,
+            )?;
+        }
+    }
+    state.optimizer.complete_step();
+    Ok(())
+}
