@@ -10,7 +10,7 @@
 //! name each buffer still alive.
 
 use crate::error::{Error, Result};
-use crate::gpu::memory::{LiveBuffer, MemoryCategory, MemoryReport, UsageStats, size_class};
+use crate::gpu::memory::{LiveBuffer, MemoryCategory, MemoryReport, UsageStats, size_class_in};
 use crate::gpu::pool::FreePool;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -182,7 +182,7 @@ impl Allocator {
     /// Allocates a buffer, from the pool when one of the same kind and size class is free.
     /// The contents are undefined; callers that need poisoning go through the encoder.
     pub fn allocate(&self, request: AllocRequest<'_>) -> Result<(GpuBuffer, bool)> {
-        let class = size_class(request.bytes);
+        let class = size_class_in(request.bytes, request.category);
         if class > self.shared.max_buffer_size {
             return Err(Error::BindingTooLarge {
                 label: request.label.to_owned(),

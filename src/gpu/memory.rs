@@ -190,24 +190,41 @@ impl fmt::Display for MemoryReport {
 pub const MIN_BUFFER_BYTES: u64 = 256;
 
 /// Rounds a request up to its size class. Classes are multiples of 256 bytes; above 4 KiB each
-/// power-of-two octave is split into 8 steps, and from [`FINE_CLASSES_FROM`] on into 64, so
-/// rounding wastes at most 12.5% of a small buffer and 1.6% of a large one (a model's attribute
-/// tensors are large: an SH-rest page of 45 floats a row would waste 6.7% at 8 steps). Exact powers
-/// of two and multiples of the step are kept as they are.
+/// power-of-two octave is split into 8 steps, so rounding wastes at most 12.5%; exact powers of two
+/// and multiples of the step are kept as they are. Frame scratch, whose sizes follow the view,
+/// reuses pooled buffers across views of similar size thanks to these wide classes.
 pub fn size_class(bytes: u64) -> u64 {
+    class_with_steps(bytes, 8)
+}
+
+/// The size class of a request of `category`: the model's state (parameters, optimizer state) of
+/// [`FINE_CLASSES_FROM`] bytes and more rounds to 64 classes per octave (at most 1.6%; none for an
+/// SH-rest page of 45 floats a row, which 8 steps would round up by 6.7%). Its sizes change only
+/// when the model does, so wide classes would buy no reuse for their waste.
+pub fn size_class_in(bytes: u64, category: MemoryCategory) -> u64 {
+    let model_state = matches!(
+        category,
+        MemoryCategory::Parameters | MemoryCategory::OptimizerState
+    );
+    match model_state && bytes >= FINE_CLASSES_FROM {
+        true => class_with_steps(bytes, 64),
+        false => size_class(bytes),
+    }
+}
+
+/// Model-state requests of at least this many bytes (1 MiB) round to 64 classes per octave.
+pub const FINE_CLASSES_FROM: u64 = 1 << 20;
+
+fn class_with_steps(bytes: u64, steps: u64) -> u64 {
     let bytes = bytes.max(MIN_BUFFER_BYTES);
     let aligned = bytes.div_ceil(MIN_BUFFER_BYTES) * MIN_BUFFER_BYTES;
     if aligned <= 4096 {
         return aligned;
     }
     let octave = 63 - aligned.leading_zeros(); // floor(log2)
-    let steps = if aligned >= FINE_CLASSES_FROM { 64 } else { 8 };
     let step = ((1u64 << octave) / steps).max(MIN_BUFFER_BYTES);
     aligned.div_ceil(step) * step
 }
-
-/// Requests of at least this many bytes (1 MiB) round to 64 classes per octave.
-pub const FINE_CLASSES_FROM: u64 = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -237,15 +254,22 @@ mod tests {
                 "{bytes} -> {class}"
             );
             assert_eq!(size_class(class), class, "classes are fixed points");
+            let fine = size_class_in(bytes, MemoryCategory::Parameters);
+            assert!(fine >= bytes && fine <= class, "{bytes} -> {fine}");
             if bytes >= FINE_CLASSES_FROM {
                 assert!(
-                    class as f64 <= bytes as f64 * (1.0 + 1.0 / 64.0),
-                    "{bytes} -> {class}"
+                    fine as f64 <= bytes as f64 * (1.0 + 1.0 / 64.0),
+                    "{bytes} -> {fine}"
                 );
             }
+            assert_eq!(size_class_in(bytes, MemoryCategory::FrameScratch), class);
         }
-        // An SH-rest page (45 floats x 2^19 rows) is a class of its own.
-        assert_eq!(size_class(180 << 19), 180 << 19);
+        // An SH-rest page (45 floats x 2^19 rows) is a class of its own for the model's state.
+        assert_eq!(
+            size_class_in(180 << 19, MemoryCategory::OptimizerState),
+            180 << 19
+        );
+        assert_eq!(size_class(180 << 19), 192 << 19);
         assert_eq!(size_class(128 << 20), 128 << 20);
     }
 

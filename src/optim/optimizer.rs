@@ -98,7 +98,7 @@ fn zeroed_set(
 impl GaussianOptimizer {
     /// Device bytes the moments of `n` Gaussians at SH degree `max_sh_degree` take in `ctx`.
     pub fn planned_bytes(ctx: &GpuContext, storage: MomentStorage, n: u64, degree: u32) -> u64 {
-        let set = GaussianTensors::planned_bytes(ctx, n, degree);
+        let set = GaussianTensors::planned_bytes(ctx, MemoryCategory::OptimizerState, n, degree);
         match storage {
             MomentStorage::F32 => 2 * set,
             MomentStorage::Bf16 => set,

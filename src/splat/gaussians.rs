@@ -145,14 +145,20 @@ impl GaussianTensors {
         })
     }
 
-    /// Device bytes [`GaussianTensors::uninit`] takes for `n` Gaussians in `ctx` (the memory
-    /// plan's unit: parameters, gradients and each Adam moment are one such set).
-    pub fn planned_bytes(ctx: &GpuContext, n: u64, max_sh_degree: u32) -> u64 {
+    /// Device bytes [`GaussianTensors::uninit`] takes for `n` Gaussians in `category` in `ctx`
+    /// (the memory plan's unit: the parameters, the gradient chunk and each moment set are one
+    /// such set; a packed moment set has the same bytes).
+    pub fn planned_bytes(
+        ctx: &GpuContext,
+        category: MemoryCategory,
+        n: u64,
+        max_sh_degree: u32,
+    ) -> u64 {
         let rows = ctx.rows_per_page(MAX_ROW_WIDTH);
-        Attribute::ALL
-            .iter()
-            .map(|a| Tensor::planned_rows_bytes(DType::F32, n, a.width(max_sh_degree), rows))
-            .sum()
+        let bytes = |a: &Attribute| {
+            Tensor::planned_rows_bytes(category, DType::F32, n, a.width(max_sh_degree), rows)
+        };
+        Attribute::ALL.iter().map(bytes).sum()
     }
 
     /// Zero-filled tensors with the same shapes and layout as `other` (gradients, moments).

@@ -103,24 +103,33 @@ fn page_lengths(len: u64, page_elems: u64) -> impl Iterator<Item = u64> {
 }
 
 /// Device bytes of the pages of `len` elements of `dtype`, `page_elems` to a page, each rounded
-/// to the allocator's size class.
-fn planned_page_bytes(dtype: DType, len: u64, page_elems: u64) -> u64 {
+/// to the allocator's size class for `category`.
+fn planned_page_bytes(category: MemoryCategory, dtype: DType, len: u64, page_elems: u64) -> u64 {
     page_lengths(len, page_elems)
-        .map(|elems| crate::gpu::memory::size_class(elems * dtype.size()))
+        .map(|elems| crate::gpu::memory::size_class_in(elems * dtype.size(), category))
         .sum()
 }
 
 impl Tensor {
-    /// Device bytes that [`Tensor::uninit_rows`] takes for `rows` rows of `width` elements of
-    /// `dtype`, `rows_per_page` rows to a page: each page rounded to the allocator's size class.
-    pub fn planned_rows_bytes(dtype: DType, rows: u64, width: u64, rows_per_page: u64) -> u64 {
+    /// Device bytes that [`Tensor::uninit_rows`] takes in `category` for `rows` rows of `width`
+    /// elements of `dtype`, `rows_per_page` rows to a page: each page rounded to the allocator's
+    /// size class.
+    pub fn planned_rows_bytes(
+        category: MemoryCategory,
+        dtype: DType,
+        rows: u64,
+        width: u64,
+        rows_per_page: u64,
+    ) -> u64 {
         let width = width.max(1);
-        planned_page_bytes(dtype, rows * width, rows_per_page * width)
+        planned_page_bytes(category, dtype, rows * width, rows_per_page * width)
     }
 
-    /// Device bytes that [`Tensor::uninit`] takes for `len` elements of `dtype` in `ctx`.
+    /// Device bytes that [`Tensor::uninit`] takes for `len` elements of `dtype` in `ctx`, as
+    /// frame scratch.
     pub fn planned_bytes(ctx: &crate::gpu::GpuContext, dtype: DType, len: u64) -> u64 {
-        planned_page_bytes(dtype, len, ctx.page_bytes() / dtype.size())
+        let page_elems = ctx.page_bytes() / dtype.size();
+        planned_page_bytes(MemoryCategory::FrameScratch, dtype, len, page_elems)
     }
 
     /// A tensor whose contents are undefined (poisoned in debug builds), paged with the context's

@@ -14,7 +14,7 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::gpu::GpuContext;
+use crate::gpu::{GpuContext, MemoryCategory};
 use crate::optim::MomentStorage;
 use crate::splat::gaussians::Attribute;
 use crate::splat::gaussians::MAX_ROW_WIDTH;
@@ -151,9 +151,12 @@ pub fn frame_scratch_bytes(
     use crate::splat::raster::{ROW_GRADS, isect_rows_per_window, splat_rows_per_page};
     let words = |len: u64| Tensor::planned_bytes(ctx, DType::U32, len);
     let model_rows = ctx.rows_per_page(MAX_ROW_WIDTH);
-    let per_gaussian = |width: u64| Tensor::planned_rows_bytes(DType::F32, n, width, model_rows);
-    let per_splat =
-        |width: u64| Tensor::planned_rows_bytes(DType::F32, v, width, splat_rows_per_page(ctx));
+    let frame = MemoryCategory::FrameScratch;
+    let per_gaussian =
+        |width: u64| Tensor::planned_rows_bytes(frame, DType::F32, n, width, model_rows);
+    let per_splat = |width: u64| {
+        Tensor::planned_rows_bytes(frame, DType::F32, v, width, splat_rows_per_page(ctx))
+    };
     let pixels = u64::from(width) * u64::from(height);
     let tiles = u64::from(width.div_ceil(TILE_SIZE)) * u64::from(height.div_ceil(TILE_SIZE));
     // Projection: rows, tile counts, depth keys.

@@ -61,9 +61,10 @@ impl ModelState {
         moments: MomentStorage,
     ) -> u64 {
         let rows = ctx.rows_per_page(crate::splat::gaussians::MAX_ROW_WIDTH);
-        GaussianTensors::planned_bytes(ctx, n, max_sh_degree)
+        let stats_category = MemoryCategory::OptimizerState;
+        GaussianTensors::planned_bytes(ctx, MemoryCategory::Parameters, n, max_sh_degree)
             + GaussianOptimizer::planned_bytes(ctx, moments, n, max_sh_degree)
-            + Tensor::planned_rows_bytes(STATS_DTYPE, n, STATS_STRIDE, rows)
+            + Tensor::planned_rows_bytes(stats_category, STATS_DTYPE, n, STATS_STRIDE, rows)
     }
 
     /// Rows of the gradient scratch a step of `n` Gaussians paged `rows_per_page` uses: a power
@@ -78,11 +79,8 @@ impl ModelState {
     /// Device bytes of the gradient scratch of a step of `n` Gaussians (part of the frame plan).
     pub fn planned_gradient_bytes(ctx: &GpuContext, n: u64, max_sh_degree: u32) -> u64 {
         let rows = ctx.rows_per_page(crate::splat::gaussians::MAX_ROW_WIDTH);
-        GaussianTensors::planned_bytes(
-            ctx,
-            Self::gradient_chunk_rows(n, rows).min(n),
-            max_sh_degree,
-        )
+        let chunk = Self::gradient_chunk_rows(n, rows).min(n);
+        GaussianTensors::planned_bytes(ctx, MemoryCategory::Gradients, chunk, max_sh_degree)
     }
 
     /// `params` with zeroed moments (stored as `adam.moments` says) and statistics.

@@ -165,6 +165,7 @@ impl Trainer {
             return Ok(());
         }
         self.refined_through = self.iteration;
+        let count_before = self.state.len();
         if self.iteration < self.config.iterations {
             self.last_refinement =
                 self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
@@ -177,6 +178,11 @@ impl Trainer {
                     crate::train::bounds::prune_outside(ctx, state, step, &inside)
                 })?;
             }
+        }
+        // The model's tensors of the old size are in the pool now, and no request will ask for
+        // that size again: give them back rather than hold them until the pool's limit.
+        if self.state.len() != count_before {
+            self.ctx.trim();
         }
         Ok(())
     }
