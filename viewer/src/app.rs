@@ -345,6 +345,13 @@ impl eframe::App for ViewerApp {
             regions.push(Region::new("plan", rect, ppp));
         }
         let report = self.ctx.memory_report();
+        let training_model = match &self.model {
+            Model::Training(handle) => Some(panels::TrainedModel {
+                gaussians,
+                optimizer_state: handle.shared().optimizer_state,
+            }),
+            _ => None,
+        };
         let mut lines = self.log.clone();
         if let Model::Training(handle) = &self.model {
             lines.extend(handle.shared().log.iter().cloned());
@@ -354,7 +361,7 @@ impl eframe::App for ViewerApp {
             .show(ui, |ui| {
                 ui.columns(2, |columns| {
                     let memory = columns[0]
-                        .scope(|ui| panels::memory(ui, &report))
+                        .scope(|ui| panels::memory(ui, &report, training_model))
                         .response
                         .rect;
                     let log = columns[1].scope(|ui| panels::log(ui, &lines)).response.rect;

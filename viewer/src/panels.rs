@@ -117,8 +117,18 @@ pub fn training(
     loss_rect
 }
 
-/// Live and peak GPU bytes by category: a table and stacked bars (live below, peak above).
-pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
+/// What a training run's model state is: its Gaussians and how Adam's moments are stored.
+pub struct TrainedModel {
+    /// Gaussians now.
+    pub gaussians: u64,
+    /// The moments' storage.
+    pub optimizer_state: wgsplat::optim::MomentStorage,
+}
+
+/// Live and peak GPU bytes by category: a table and stacked bars (live below, peak above); while
+/// training, the model state's bytes per Gaussian (parameters, moments, statistics and, only
+/// inside a step, the gradient chunk).
+pub fn memory(ui: &mut egui::Ui, report: &MemoryReport, training: Option<TrainedModel>) {
     ui.heading("Memory");
     ui.label(format!(
         "live {}, peak {}, pooled {}",
@@ -126,6 +136,19 @@ pub fn memory(ui: &mut egui::Ui, report: &MemoryReport) {
         format_bytes(report.total.peak_bytes),
         format_bytes(report.pooled_bytes)
     ));
+    if let Some(model) = training.filter(|m| m.gaussians > 0) {
+        let state = report.live(MemoryCategory::Parameters)
+            + report.live(MemoryCategory::Gradients)
+            + report.live(MemoryCategory::OptimizerState);
+        let moments = match model.optimizer_state {
+            wgsplat::optim::MomentStorage::Bf16 => "16-bit",
+            wgsplat::optim::MomentStorage::F32 => "f32",
+        };
+        ui.label(format!(
+            "model state {:.0} B per Gaussian ({moments} Adam moments)",
+            state as f64 / model.gaussians as f64
+        ));
+    }
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let mut charts: Vec<BarChart> = Vec::new();
     for (index, category) in MemoryCategory::ALL.into_iter().enumerate() {

@@ -54,6 +54,8 @@ pub struct Shared {
     pub iterations_per_second: f64,
     /// Gaussians now.
     pub gaussians: u64,
+    /// How the optimizer stores Adam's moments.
+    pub optimizer_state: wgsplat::optim::MomentStorage,
     /// Paused by the user.
     pub paused: bool,
     /// No more steps will run (target reached, stopped or failed).
@@ -149,6 +151,7 @@ impl TrainingHandle {
                 .stop_at
                 .unwrap_or(job.config.iterations)
                 .min(job.config.iterations),
+            optimizer_state: job.config.optimizer_state,
             ..Shared::default()
         }));
         let state = shared.clone();
