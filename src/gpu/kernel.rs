@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
+use crate::gpu::entry_needs::EntryNeeds;
 use crate::gpu::shader::{self, Variant};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -103,6 +104,40 @@ impl GpuContext {
                 message: format!("no entry point named {entry:?}"),
             })?;
         let workgroup_size = compiled.module.entry_points[entry_index].workgroup_size;
+        // What the entry point asks of the adapter, with the overrides' values in place (they may
+        // size workgroup arrays): more than the adapter allows is an error naming the kernel.
+        let overrides: naga::back::PipelineConstants = constants
+            .iter()
+            .map(|&(name, value)| (name.to_owned(), value))
+            .collect();
+        let needs = naga::back::pipeline_constants::process_overrides(
+            &compiled.module,
+            &compiled.info,
+            None,
+            &overrides,
+        )
+        .map(|(module, info)| EntryNeeds::of(&module, &info, entry_index))
+        .map_err(|e| Error::Shader {
+            file: file.to_owned(),
+            line: 0,
+            column: 0,
+            variant: variant.name(),
+            message: format!("entry {entry}: its overrides {overrides:?} do not apply: {e}"),
+        })?;
+        let exceeded = needs.exceeded(&self.device().limits());
+        if !exceeded.is_empty() {
+            return Err(Error::Shader {
+                file: file.to_owned(),
+                line: 0,
+                column: 0,
+                variant: variant.name(),
+                message: format!(
+                    "entry {entry} needs more than the adapter {:?} allows ({}); use an adapter with higher limits",
+                    self.info().name,
+                    exceeded.join("; ")
+                ),
+            });
+        }
         let entry_info = compiled.info.get_entry_point(entry_index);
         let used_bindings = compiled
             .module

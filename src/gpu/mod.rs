@@ -4,6 +4,7 @@ pub mod allocator;
 pub mod context;
 pub mod dispatch;
 pub mod encoder;
+pub mod entry_needs;
 pub mod host;
 pub mod info;
 pub mod kernel;

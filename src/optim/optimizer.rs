@@ -72,27 +72,14 @@ pub struct GaussianOptimizer {
     step: u64,
 }
 
-/// Zeroed tensors shaped like `params` with element type `dtype`.
+/// Zeroed moment tensors shaped like `params` with element type `dtype`.
 fn zeroed_set(
     enc: &mut Encoder,
     params: &GaussianTensors,
     dtype: DType,
     label: &str,
 ) -> Result<GaussianTensors> {
-    let set = GaussianTensors::uninit_typed(
-        enc,
-        dtype,
-        params.len() as usize,
-        params.max_sh_degree(),
-        MemoryCategory::OptimizerState,
-        label,
-    )?;
-    for t in set.attributes() {
-        for page in 0..t.num_pages() {
-            enc.clear(t.page(page).raw(), 0, t.page_len(page) * 4);
-        }
-    }
-    Ok(set)
+    GaussianTensors::zeros_like_typed(enc, params, dtype, MemoryCategory::OptimizerState, label)
 }
 
 impl GaussianOptimizer {

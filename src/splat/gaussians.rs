@@ -161,15 +161,27 @@ impl GaussianTensors {
         Attribute::ALL.iter().map(bytes).sum()
     }
 
-    /// Zero-filled tensors with the same shapes and layout as `other` (gradients, moments).
+    /// Zero-filled f32 tensors with the same shapes and layout as `other` (gradients, moments).
     pub fn zeros_like(
         enc: &mut Encoder,
         other: &GaussianTensors,
         category: MemoryCategory,
         label: &str,
     ) -> Result<Self> {
-        let t = Self::uninit(
+        Self::zeros_like_typed(enc, other, DType::F32, category, label)
+    }
+
+    /// [`GaussianTensors::zeros_like`] with elements of `dtype` (4 bytes: packed moments).
+    pub fn zeros_like_typed(
+        enc: &mut Encoder,
+        other: &GaussianTensors,
+        dtype: DType,
+        category: MemoryCategory,
+        label: &str,
+    ) -> Result<Self> {
+        let t = Self::uninit_typed(
             enc,
+            dtype,
             other.len() as usize,
             other.max_sh_degree(),
             category,

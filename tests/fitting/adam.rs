@@ -162,7 +162,7 @@ fn adam_step_rejects_bad_arguments() {
 }
 
 /// Random Gaussian tensors (upload of flat random data per attribute) and the same data on the CPU.
-fn random_gaussians(
+pub(crate) fn random_gaussians(
     enc: &mut wgsplat::Encoder,
     rng: &mut TestRng,
     n: usize,

@@ -34,17 +34,24 @@ fn random_model(
     degree: u32,
 ) -> (GaussianTensors, Vec<Vec<f32>>) {
     let mut enc = ctx.encoder("model");
-    let t = GaussianTensors::uninit(&mut enc, n, degree, MemoryCategory::Parameters, "p").unwrap();
-    let data: Vec<Vec<f32>> = t
-        .attributes()
-        .iter()
-        .map(|a| rng.vec_f32(a.len() as usize, -1.0, 1.0))
-        .collect();
-    for (a, d) in t.attributes().into_iter().zip(&data) {
-        a.write(&mut enc, d).unwrap();
-    }
+    let model = super::adam::random_gaussians(&mut enc, rng, n, degree, MemoryCategory::Parameters);
     ctx.submit(enc).unwrap();
-    (t, data)
+    model
+}
+
+/// One optimizer step on the GPU with the host gradients `grads` and rate `lr` for every group.
+fn gpu_step(
+    ctx: &GpuContext,
+    opt: &mut GaussianOptimizer,
+    params: &GaussianTensors,
+    grads: &[Vec<f32>],
+    lr: f32,
+) {
+    let gpu_grads = upload_grads(ctx, params, grads);
+    let mut enc = ctx.encoder("step");
+    opt.step(&mut enc, params, &gpu_grads, &same_rates(lr))
+        .unwrap();
+    ctx.submit(enc).unwrap();
 }
 
 /// Uploads one step's gradients (one host vector per attribute) as a full-size set.
@@ -83,11 +90,7 @@ fn check_against_reference(ctx: &GpuContext, n: usize, degree: u32) {
             .iter()
             .map(|p| random_grads(&mut rng, p.len()))
             .collect();
-        let gpu_grads = upload_grads(ctx, &params, &grads);
-        let mut enc = ctx.encoder("step");
-        opt.step(&mut enc, &params, &gpu_grads, &same_rates(lr))
-            .unwrap();
-        ctx.submit(enc).unwrap();
+        gpu_step(ctx, &mut opt, &params, &grads, lr);
         let (step_size, inv_sqrt_bc2) = config.folded_factors(step, lr).unwrap();
         for (a, ((p, w), g)) in cpu_params
             .iter_mut()
@@ -241,11 +244,7 @@ fn bf16_moments_track_f32_adam_within_the_bound() {
                     .collect()
             })
             .collect();
-        let gpu_grads = upload_grads(ctx, &params, &grads);
-        let mut enc = ctx.encoder("step");
-        opt.step(&mut enc, &params, &gpu_grads, &same_rates(lr))
-            .unwrap();
-        ctx.submit(enc).unwrap();
+        gpu_step(ctx, &mut opt, &params, &grads, lr);
         for ((e, r), g) in exact.iter_mut().zip(nearest.iter_mut()).zip(&grads) {
             e.step(g, lr, step, &config);
             r.step(g, lr, step, &config);
@@ -290,11 +289,7 @@ fn moments_convert_between_storages() {
             .iter()
             .map(|a| random_grads(&mut rng, a.len() as usize))
             .collect();
-        let g = upload_grads(ctx, &params, &grads);
-        let mut enc = ctx.encoder("step");
-        opt.step(&mut enc, &params, &g, &same_rates(0.01 * step as f32))
-            .unwrap();
-        ctx.submit(enc).unwrap();
+        gpu_step(ctx, &mut opt, &params, &grads, 0.01 * step as f32);
     }
     let packed = opt.read_moments(ctx).unwrap();
     let wide = opt.converted(ctx, MomentStorage::F32).unwrap();

@@ -389,3 +389,109 @@ fn kernels_read_uniforms_only_through_the_private_copy() {
     let violations = uniform_violations(&direct);
     assert_eq!(violations.len(), 2, "{violations:?}");
 }
+
+/// The kernels that need more workgroup memory than WebGPU's default 16 KiB, and how much at most:
+/// the training backward's rasterizer (portable path: per-invocation partial sums) and the fused
+/// SSIM backward (a 32 × 16 tile with its halo). Desktop adapters offer 32 KiB (lavapipe, NVIDIA,
+/// AMD, Intel, Apple, and browsers on them when the page requests the adapter's limits); on an
+/// adapter with less, pipeline creation fails with the kernel's name and both numbers. Every
+/// other kernel, rendering included, fits the defaults.
+const ABOVE_WEBGPU_WORKGROUP_DEFAULT: [(&str, &str, u64); 2] = [
+    ("rasterize_backward.wgsl", "rasterize_backward", 17_928),
+    ("ssim_backward.wgsl", "ssim_loss_backward", 24_192),
+];
+
+/// Every entry point of every file, in every variant and override setting, within WebGPU's default
+/// limits (what a browser page gets): 8 storage buffers, 16 KiB of workgroup memory, 256
+/// invocations per workgroup; the two kernels of [`ABOVE_WEBGPU_WORKGROUP_DEFAULT`] are allowed
+/// their recorded workgroup memory and nothing else. The adapter's own limits are checked again at
+/// pipeline creation.
+#[test]
+fn every_kernel_fits_webgpu_default_limits() {
+    use wgsplat::gpu::entry_needs::EntryNeeds;
+    let webgpu = wgpu::Limits::default();
+    let (mut checked, mut failures) = (0, Vec::new());
+    let mut largest = (0u64, String::new());
+    for file in shader::stage_files() {
+        for variant in Variant::all_for(file).expect("directives parse") {
+            let compiled = shader::compile(file, variant).expect("compiles");
+            for constants in override_settings(&compiled.module) {
+                let (module, info) = naga::back::pipeline_constants::process_overrides(
+                    &compiled.module,
+                    &compiled.info,
+                    None,
+                    &constants,
+                )
+                .expect("overrides apply");
+                for (index, entry) in module.entry_points.iter().enumerate() {
+                    let mut needs = EntryNeeds::of(&module, &info, index);
+                    let allowed = ABOVE_WEBGPU_WORKGROUP_DEFAULT
+                        .iter()
+                        .find(|(f, e, _)| *f == file && *e == entry.name);
+                    if let Some(&(_, _, bytes)) = allowed {
+                        assert!(
+                            needs.workgroup_bytes <= bytes,
+                            "{file}:{} grew to {} workgroup bytes",
+                            entry.name,
+                            needs.workgroup_bytes
+                        );
+                        needs.workgroup_bytes = needs
+                            .workgroup_bytes
+                            .min(u64::from(webgpu.max_compute_workgroup_storage_size));
+                    }
+                    let name = format!("{file}:{} ({}; {constants:?})", entry.name, variant.name());
+                    if needs.workgroup_bytes > largest.0 {
+                        largest = (needs.workgroup_bytes, name.clone());
+                    }
+                    for exceeded in needs.exceeded(&webgpu) {
+                        failures.push(format!("{name}: {exceeded}"));
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "{checked} entry points checked; most workgroup memory: {} bytes in {}",
+        largest.0, largest.1
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= ALL_KERNELS.len(), "{checked} checked");
+}
+
+/// The limit check sees workgroup arrays, bindings and workgroup sizes: a module over each
+/// default limit is caught on each count.
+#[test]
+fn the_limit_check_catches_a_kernel_over_the_limits() {
+    use wgsplat::gpu::entry_needs::EntryNeeds;
+    let mut source = String::from("var<workgroup> tile: array<vec4<f32>, 1100>;\n");
+    for b in 0..9 {
+        source.push_str(&format!(
+            "@group(0) @binding({b}) var<storage, read_write> s{b}: array<u32>;\n"
+        ));
+    }
+    source.push_str("@compute @workgroup_size(512)\nfn main(@builtin(local_invocation_index) i: u32) {\n    tile[i % 1100u] = vec4<f32>(1.0);\n");
+    for b in 0..9 {
+        source.push_str(&format!("    s{b}[i] = u32(tile[i].x);\n"));
+    }
+    source.push_str("}\n");
+    let module = naga::front::wgsl::parse_str(&source).expect("parses");
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .expect("valid");
+    let needs = EntryNeeds::of(&module, &info, 0);
+    assert_eq!(needs.storage_buffers, 9);
+    assert_eq!(needs.workgroup_bytes, 1100 * 16);
+    let exceeded = needs.exceeded(&wgpu::Limits::default()).join("\n");
+    for what in [
+        "storage buffers per stage: needs 9, the limit is 8",
+        "workgroup memory bytes: needs 17600, the limit is 16384",
+        "invocations per workgroup: needs 512, the limit is 256",
+        "workgroup size x: needs 512, the limit is 256",
+    ] {
+        assert!(exceeded.contains(what), "{what} not in:\n{exceeded}");
+    }
+}

@@ -338,6 +338,18 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// A version 1 file: the prefix, `header` and `tensors`, and the checksum.
+fn version_1_file(header: &serde_json::Value, tensors: &[u8]) -> Vec<u8> {
+    let json = serde_json::to_vec(header).unwrap();
+    let mut file = MAGIC.to_vec();
+    file.extend(1u32.to_le_bytes());
+    file.extend((json.len() as u32).to_le_bytes());
+    file.extend(&json);
+    file.extend(tensors);
+    file.extend(fnv1a(&file).to_le_bytes());
+    file
+}
+
 /// A checkpoint of version 1 (f32 moments, no `moments` in the header), made from a version 2
 /// file with f32 moments: it loads with the same bits, and resumes in either storage.
 #[test]
@@ -353,13 +365,8 @@ fn version_1_checkpoints_still_load() {
     assert_eq!(header["moments"], "f32");
     header.as_object_mut().unwrap().remove("moments");
     header["format_version"] = 1.into();
-    let json = serde_json::to_vec(&header).unwrap();
-    let mut old = MAGIC.to_vec();
-    old.extend(1u32.to_le_bytes());
-    old.extend((json.len() as u32).to_le_bytes());
-    old.extend(&json);
-    old.extend(&bytes[16 + json_len..bytes.len() - 8]);
-    old.extend(fnv1a(&old).to_le_bytes());
+    let tensors = &bytes[16 + json_len..bytes.len() - 8];
+    let old = version_1_file(&header, tensors);
     let old_path = dir.join("v1.ckpt");
     std::fs::write(&old_path, &old).unwrap();
     let loaded = load_checkpoint(ctx, &old_path).unwrap();
@@ -375,14 +382,7 @@ fn version_1_checkpoints_still_load() {
     assert_eq!(packed.moments().storage(), MomentStorage::Bf16);
     // A version 1 header that names a storage is refused, as is a version from the future.
     header["moments"] = "bf16".into();
-    let json = serde_json::to_vec(&header).unwrap();
-    let mut bad = MAGIC.to_vec();
-    bad.extend(1u32.to_le_bytes());
-    bad.extend((json.len() as u32).to_le_bytes());
-    bad.extend(&json);
-    bad.extend(&bytes[16 + json_len..bytes.len() - 8]);
-    bad.extend(fnv1a(&bad).to_le_bytes());
-    std::fs::write(&old_path, &bad).unwrap();
+    std::fs::write(&old_path, version_1_file(&header, tensors)).unwrap();
     expect_format_error(ctx, &old_path, "version 1 header names a moment storage");
     let mut future = bytes.clone();
     future[8] = 3;
