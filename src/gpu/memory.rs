@@ -11,7 +11,7 @@ use std::fmt;
 pub enum MemoryCategory {
     /// Trainable parameters (means, scales, rotations, opacities, SH).
     Parameters,
-    /// One gradient buffer per parameter.
+    /// Gradients: one chunk-sized scratch, alive only inside a training step.
     Gradients,
     /// Optimizer moments and densification statistics.
     OptimizerState,

@@ -2,10 +2,11 @@
 //!
 //! The plan is computed by the functions that size the real allocations, never by byte counts
 //! kept here:
-//! - persistent bytes: [`ModelState::planned_bytes`] (parameters, gradients, both Adam moments and
-//!   the densification statistics, each paged and rounded to the allocator's size classes);
-//! - per-frame scratch: [`frame_scratch_bytes`], planned with every Gaussian visible (V = N) and
-//!   [`PLANNED_TILES_PER_GAUSSIAN`] intersections each, at the largest view;
+//! - persistent bytes: [`ModelState::planned_bytes`] (parameters, Adam's moments in their storage
+//!   and the densification statistics, each paged and rounded to the allocator's size classes);
+//! - per-frame scratch: [`frame_scratch_bytes`] (the gradient chunk included), planned with every
+//!   Gaussian visible (V = N) and [`PLANNED_TILES_PER_GAUSSIAN`] intersections each, at the
+//!   largest view;
 //! - the dataset's training images on the GPU ([`Tensor::planned_bytes`] of each packed image).
 //!
 //! The cap is the largest count whose total fits (found by bisection, since paging and size
