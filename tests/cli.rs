@@ -261,6 +261,8 @@ fn a_memory_budget_caps_mcmc_growth() {
         "210",
         "--strategy",
         "mcmc",
+        "--optimizer-state",
+        "16bit",
         "--memory-budget",
         "4.6MiB",
         "--out",

@@ -12,11 +12,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MomentStorage {
-    /// Two f32 tensors per parameter: 8 bytes per parameter element.
+    /// Two f32 tensors per parameter: 8 bytes per parameter element (the default).
+    #[default]
     F32,
     /// One u32 per parameter element holding both moments as bfloat16, updated in f32 and
-    /// narrowed with unbiased stochastic rounding: 4 bytes per element (the default).
-    #[default]
+    /// narrowed with unbiased stochastic rounding: 4 bytes per element. Half the memory, but on
+    /// duck_colmap's 2,000-iteration benchmark it scores 0.8 dB lower over 16 seeds
+    /// (docs/memory.md).
     Bf16,
 }
 
@@ -48,7 +50,7 @@ impl std::str::FromStr for MomentStorage {
             other => Err(Error::InvalidSetting {
                 name: "optimizer state".into(),
                 value: other.into(),
-                expected: "16bit (bfloat16 moments, the default) or f32".into(),
+                expected: "f32 (the default) or 16bit (bfloat16 moments)".into(),
             }),
         }
     }
