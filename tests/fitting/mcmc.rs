@@ -62,10 +62,6 @@ fn model(n: usize, seed: u64) -> CpuGaussians {
     g
 }
 
-fn trainer(ctx: &GpuContext, cpu: &CpuGaussians, cap: u64) -> Trainer {
-    trainer_with(ctx, cpu, cap, MomentStorage::default())
-}
-
 fn trainer_with(
     ctx: &GpuContext,
     cpu: &CpuGaussians,
