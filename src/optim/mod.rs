@@ -10,5 +10,5 @@ pub mod schedule;
 
 pub use adam::{AdamConfig, LearningRates, MomentStorage, adam_step};
 pub use optimizer::{GaussianOptimizer, Moments};
-pub use rows::{concat_gaussian_rows, row_width, scatter_gaussian_rows, select_gaussian_rows};
+pub use rows::{scatter_gaussian_rows, select_gaussian_rows};
 pub use schedule::{ExponentialDecay, LearningRateSchedule};

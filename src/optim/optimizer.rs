@@ -72,16 +72,6 @@ pub struct GaussianOptimizer {
     step: u64,
 }
 
-/// Zeroed moment tensors shaped like `params` with element type `dtype`.
-fn zeroed_set(
-    enc: &mut Encoder,
-    params: &GaussianTensors,
-    dtype: DType,
-    label: &str,
-) -> Result<GaussianTensors> {
-    GaussianTensors::zeros_like_typed(enc, params, dtype, MemoryCategory::OptimizerState, label)
-}
-
 impl GaussianOptimizer {
     /// Device bytes the moments of `n` Gaussians at SH degree `max_sh_degree` take in `ctx`.
     pub fn planned_bytes(ctx: &GpuContext, storage: MomentStorage, n: u64, degree: u32) -> u64 {
@@ -95,12 +85,16 @@ impl GaussianOptimizer {
     /// Zero moments for `params` in `config.moments` storage, step count 0.
     pub fn new(enc: &mut Encoder, params: &GaussianTensors, config: AdamConfig) -> Result<Self> {
         config.check()?;
+        let category = MemoryCategory::OptimizerState;
+        let zeroed = |enc: &mut Encoder, dtype, label| {
+            GaussianTensors::zeros_like_typed(enc, params, dtype, category, label)
+        };
         let moments = match config.moments {
             MomentStorage::F32 => Moments::F32 {
-                m: zeroed_set(enc, params, DType::F32, "adam.m")?,
-                v: zeroed_set(enc, params, DType::F32, "adam.v")?,
+                m: zeroed(enc, DType::F32, "adam.m")?,
+                v: zeroed(enc, DType::F32, "adam.v")?,
             },
-            MomentStorage::Bf16 => Moments::Bf16(zeroed_set(enc, params, DType::U32, "adam.mv")?),
+            MomentStorage::Bf16 => Moments::Bf16(zeroed(enc, DType::U32, "adam.mv")?),
         };
         Ok(GaussianOptimizer {
             config,

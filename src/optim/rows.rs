@@ -1,5 +1,5 @@
-//! Row surgery on [`GaussianTensors`]: keeping rows by index and concatenating sets, always into
-//! row-paged tensors with the same rows per page, so the results stay aligned with the other
+//! Row surgery on [`GaussianTensors`]: gathering and scattering rows by index, and rebuilding sets
+//! in place, always into row-paged tensors with the same rows per page, so the results stay aligned with the other
 //! tensors of the model (gradients, moments).
 //!
 //! The in-place form ([`rebuild_in_place`]) replaces one attribute tensor at a time, widest first,
@@ -13,17 +13,6 @@ use crate::ops::{copy_range, gather_rows_into};
 use crate::splat::GaussianTensors;
 use crate::splat::gaussians::ATTRIBUTE_NAMES;
 use crate::tensor::{DType, Tensor};
-
-/// Elements per row (per Gaussian) of an attribute tensor: the product of its trailing
-/// dimensions, 1 for a `[N]` tensor, 0 for SH rest with no coefficients.
-pub fn row_width(t: &Tensor) -> u64 {
-    t.shape()
-        .get(1..)
-        .unwrap_or(&[])
-        .iter()
-        .map(|&d| d as u64)
-        .product()
-}
 
 /// A new set holding row `index[i]` of `src` as row `i` (`index`: u32 row indices; out-of-range
 /// ones give zero rows). The result keeps `src`'s memory category and SH size.
@@ -43,7 +32,7 @@ pub fn select_gaussian_rows(
     )?;
     check_sh("select_gaussian_rows", src, &out)?;
     for (from, to) in src.attributes().into_iter().zip(out.attributes()) {
-        let width = row_width(from);
+        let width = from.row_elems();
         if width > 0 && !to.is_empty() {
             gather_rows_into(enc, from, index, width, to)?;
         }
@@ -62,50 +51,12 @@ pub fn scatter_gaussian_rows(
     index.expect_dtype("scatter_gaussian_rows", DType::U32)?;
     check_sh("scatter_gaussian_rows", src, dst)?;
     for (from, to) in src.attributes().into_iter().zip(dst.attributes()) {
-        let width = row_width(from);
+        let width = from.row_elems();
         if width > 0 {
             crate::ops::gather::scatter_rows(enc, from, index, width, to)?;
         }
     }
     Ok(())
-}
-
-/// A new set holding the rows of `a` followed by those of `b` (same SH size), in `a`'s memory
-/// category.
-pub fn concat_gaussian_rows(
-    enc: &mut Encoder,
-    a: &GaussianTensors,
-    b: &GaussianTensors,
-    label: &str,
-) -> Result<GaussianTensors> {
-    if a.sh_rest_count() != b.sh_rest_count() {
-        return Err(Error::Shape {
-            op: "concat_gaussian_rows",
-            detail: format!(
-                "SH rest coefficients differ: {} vs {}",
-                a.sh_rest_count(),
-                b.sh_rest_count()
-            ),
-        });
-    }
-    let out = GaussianTensors::uninit(
-        enc,
-        (a.len() + b.len()) as usize,
-        a.max_sh_degree(),
-        a.means.category(),
-        label,
-    )?;
-    check_sh("concat_gaussian_rows", a, &out)?;
-    for ((first, second), to) in a
-        .attributes()
-        .into_iter()
-        .zip(b.attributes())
-        .zip(out.attributes())
-    {
-        copy_range(enc, first, 0, to, 0, first.len())?;
-        copy_range(enc, second, 0, to, first.len(), second.len())?;
-    }
-    Ok(out)
 }
 
 /// Where the new rows of one set come from in [`rebuild_in_place`].
@@ -153,7 +104,7 @@ pub fn rebuild_in_place(
     let mut order: Vec<(usize, usize, u64)> = Vec::new();
     for (s, (set, _, _)) in sets.iter().enumerate() {
         for (a, attr) in set.attributes().into_iter().enumerate() {
-            order.push((s, a, row_width(attr)));
+            order.push((s, a, attr.row_elems()));
         }
     }
     order.sort_by_key(|&(s, a, width)| (std::cmp::Reverse(width), s, a));

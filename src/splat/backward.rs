@@ -21,7 +21,8 @@ use super::gaussians::GaussianTensors;
 use super::uniform::RenderUniform;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    Arg, RowChunk, opacity_backward, project_backward, row_chunks, sh_backward, shared_splat,
+    Arg, RowChunk, TypedKernel, opacity_backward, project_backward, row_chunks, sh_backward,
+    shared_splat,
 };
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
@@ -64,6 +65,25 @@ pub struct BackwardPass<'a> {
     v_splats: Tensor,
     /// `[N]`: the splat row of each Gaussian, `u32::MAX` for a culled one; paged like the model.
     splat_from_global: Tensor,
+    kernels: Kernels,
+    /// A chunk's rows in Gaussian order, allocated at the first chunk and reused by the others.
+    scratch: Option<ChunkRowsScratch>,
+}
+
+/// The three per-Gaussian backward kernels.
+struct Kernels {
+    project: TypedKernel<project_backward::ProjectBackward>,
+    sh: TypedKernel<sh_backward::ShBackward>,
+    opacity: TypedKernel<opacity_backward::OpacityBackward>,
+}
+
+/// One chunk's splat indices (`[R]`), gradient rows (`[R, V_STRIDE]`) and splat rows
+/// (`[R, SPLAT_STRIDE]`) in Gaussian order; a chunk of fewer rows uses their start.
+#[derive(Clone)]
+struct ChunkRowsScratch {
+    index: Tensor,
+    v_rows: Tensor,
+    splat_rows: Tensor,
 }
 
 /// Checks `grads` against the model: same SH size, and (when full-size) same count and paging.
@@ -127,6 +147,12 @@ pub fn prepare_backward<'a>(
         ops::gather::scatter(enc, &splat_ids, &fwd.global_from_splat, &splat_from_global)?;
     }
     let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
+    let ctx = enc.ctx().clone();
+    let kernels = Kernels {
+        project: ctx.typed()?,
+        sh: ctx.typed()?,
+        opacity: ctx.typed()?,
+    };
     Ok(BackwardPass {
         g,
         uniform: fwd.uniform,
@@ -135,6 +161,8 @@ pub fn prepare_backward<'a>(
         flags,
         v_splats,
         splat_from_global,
+        kernels,
+        scratch: None,
     })
 }
 
@@ -144,24 +172,16 @@ impl BackwardPass<'_> {
     /// their statistics. The three kernels read the parameters before any of them changes, so
     /// Adam may update the chunk right after.
     pub fn record_chunk(
-        &self,
+        &mut self,
         enc: &mut Encoder,
         chunk: &RowChunk,
         grads: &GaussianTensors,
         grad_rows: &RowChunk,
     ) -> Result<()> {
-        let g = self.g;
-        check_grads(g, grads, false)?;
-        let ctx = enc.ctx().clone();
+        check_grads(self.g, grads, false)?;
         // This chunk's gradient rows and splat rows in Gaussian order (zero rows when culled).
-        let rows = chunk.rows as usize;
-        let index = Tensor::uninit(
-            enc,
-            DType::U32,
-            &[rows],
-            MemoryCategory::FrameScratch,
-            "splat/chunk_index",
-        )?;
+        let scratch = self.scratch_for(enc, chunk.rows)?;
+        let index = scratch.index.prefix(chunk.rows)?;
         ops::copy_range(
             enc,
             &self.splat_from_global,
@@ -170,12 +190,18 @@ impl BackwardPass<'_> {
             0,
             chunk.rows,
         )?;
-        let v_rows = self.gather(enc, &self.v_splats, &index, V_STRIDE, "splat/v_projected")?;
-        let splat_rows = self.gather(enc, &self.splats, &index, SPLAT_STRIDE, "splat/projected")?;
+        gather_rows(enc, &self.v_splats, &index, V_STRIDE, &scratch.v_rows)?;
+        gather_rows(enc, &self.splats, &index, SPLAT_STRIDE, &scratch.splat_rows)?;
+        let (v_rows, splat_rows) = (&scratch.v_rows, &scratch.splat_rows);
+        let (
+            g,
+            Kernels {
+                project,
+                sh,
+                opacity,
+            },
+        ) = (self.g, &self.kernels);
         let at_start = chunk.at_start();
-        let project = ctx.typed::<project_backward::ProjectBackward>()?;
-        let sh = ctx.typed::<sh_backward::ShBackward>()?;
-        let opacity = ctx.typed::<opacity_backward::OpacityBackward>()?;
         let pu = self
             .uniform
             .with_count(chunk.rows, chunk.first_row, self.flags);
@@ -191,7 +217,7 @@ impl BackwardPass<'_> {
             v_quats: grads.quats.rows_arg(grad_rows)?,
             opacity_logits: g.opacity_logits.rows_arg(chunk)?,
         };
-        enc.run(&project, &pu, bindings, grid)?;
+        enc.run(project, &pu, bindings, grid)?;
         // SH degree 0 models have no rest coefficients: each absent binding gets its own
         // placeholder (one buffer bound read-only and read-write is a validation error).
         let (sh_rest, v_sh_rest) = if g.sh_rest.is_empty() {
@@ -211,7 +237,7 @@ impl BackwardPass<'_> {
             v_sh_rest,
             v_means: grads.means.rows_arg(grad_rows)?,
         };
-        enc.run(&sh, &pu, bindings, grid)?;
+        enc.run(sh, &pu, bindings, grid)?;
         let bindings = opacity_backward::OpacityBackwardBindings {
             opacity_logits: g.opacity_logits.rows_arg(chunk)?,
             projected: splat_rows.rows_arg(&at_start)?,
@@ -222,52 +248,73 @@ impl BackwardPass<'_> {
                 None => Arg::Absent,
             },
         };
-        enc.run(&opacity, &pu, bindings, grid)
+        enc.run(opacity, &pu, bindings, grid)
     }
 
-    /// Rows `index[i]` of the per-splat tensor `rows` (zero rows for `u32::MAX`), as a
-    /// one-page row tensor.
-    fn gather(
-        &self,
-        enc: &mut Encoder,
-        rows: &Tensor,
-        index: &Tensor,
-        width: u64,
-        label: &str,
-    ) -> Result<Tensor> {
-        let n = index.len() as usize;
-        let out = Tensor::uninit_rows(
-            enc,
-            DType::F32,
-            &[n, width as usize],
-            self.g.rows_per_page,
-            MemoryCategory::FrameScratch,
-            label,
-        )?;
-        if n > 0 {
-            if rows.is_empty() {
-                ops::fill::fill(enc, &out, 0f32)?;
-            } else {
-                ops::gather::gather_rows_into(enc, rows, index, width, &out)?;
-            }
+    /// The chunk scratch, for chunks of up to `rows` rows (allocated at the first chunk, which is
+    /// the largest: only a page's last chunk is shorter).
+    fn scratch_for(&mut self, enc: &mut Encoder, rows: u64) -> Result<ChunkRowsScratch> {
+        if let Some(s) = self.scratch.as_ref().filter(|s| s.index.len() >= rows) {
+            return Ok(s.clone());
         }
-        Ok(out)
+        let rows_per_page = self.g.rows_per_page;
+        let mut make = |dtype, shape: &[usize], label: &str| {
+            let category = MemoryCategory::FrameScratch;
+            Tensor::uninit_rows(enc, dtype, shape, rows_per_page, category, label)
+        };
+        let r = rows as usize;
+        let scratch = ChunkRowsScratch {
+            index: make(DType::U32, &[r], "splat/chunk_index")?,
+            v_rows: make(DType::F32, &[r, V_STRIDE as usize], "splat/v_projected")?,
+            splat_rows: make(DType::F32, &[r, SPLAT_STRIDE as usize], "splat/projected")?,
+        };
+        self.scratch = Some(scratch.clone());
+        Ok(scratch)
     }
 
     /// The intermediates, for inspection and tests: the per-splat gradient rows and the same rows
     /// in Gaussian order (`[N, 12]`, zero for culled Gaussians).
     pub fn into_output(self, enc: &mut Encoder) -> Result<BackwardOutput> {
-        let v_projected = self.gather(
+        let n = self.g.len();
+        let v_projected = Tensor::uninit_rows(
+            enc,
+            DType::F32,
+            &[n as usize, V_STRIDE as usize],
+            self.g.rows_per_page,
+            MemoryCategory::FrameScratch,
+            "splat/v_projected",
+        )?;
+        gather_rows(
             enc,
             &self.v_splats,
             &self.splat_from_global,
             V_STRIDE,
-            "splat/v_projected",
+            &v_projected,
         )?;
         Ok(BackwardOutput {
             v_splats: self.v_splats,
             v_projected,
         })
+    }
+}
+
+/// Writes rows `index[i]` of the per-splat tensor `rows` (zero rows for `u32::MAX`) into the
+/// first `index.len()` rows of `out`.
+fn gather_rows(
+    enc: &mut Encoder,
+    rows: &Tensor,
+    index: &Tensor,
+    width: u64,
+    out: &Tensor,
+) -> Result<()> {
+    let n = index.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let out = out.prefix(n * width)?;
+    match rows.is_empty() {
+        true => ops::fill::fill(enc, &out, 0f32),
+        false => ops::gather::gather_rows_into(enc, rows, index, width, &out),
     }
 }
 
@@ -284,7 +331,7 @@ pub fn record_backward(
     options: BackwardOptions,
 ) -> Result<BackwardOutput> {
     check_grads(g, grads, true)?;
-    let pass = prepare_backward(enc, g, fwd, v_image, stats, options)?;
+    let mut pass = prepare_backward(enc, g, fwd, v_image, stats, options)?;
     // The three kernels of a page run before the next page's.
     for chunk in row_chunks(g.len(), g.rows_per_page, g.rows_per_page) {
         pass.record_chunk(enc, &chunk, grads, &chunk)?;

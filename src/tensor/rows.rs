@@ -9,7 +9,8 @@ use crate::gpu::kernels::{Arg, RowChunk};
 pub const BINDING_OFFSET_ALIGNMENT: u64 = 256;
 
 impl Tensor {
-    /// Elements per row: the product of the trailing dimensions (1 for a `[N]` tensor).
+    /// Elements per row: the product of the trailing dimensions (1 for a `[N]` tensor, 0 for an
+    /// SH-rest tensor with no coefficients).
     pub fn row_elems(&self) -> u64 {
         self.shape()
             .get(1..)

@@ -32,7 +32,7 @@ pub(crate) fn record_gradient_step(
         let params = &state.params;
         let n = params.len();
         let stats = statistics.then_some(&state.stats);
-        let pass = prepare_backward(
+        let mut pass = prepare_backward(
             enc,
             params,
             &fwd,

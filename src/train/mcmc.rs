@@ -28,7 +28,7 @@ use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
 use crate::ops::scan::ScanKind;
 use crate::optim::GaussianOptimizer;
-use crate::optim::rows::{row_width, scatter_gaussian_rows, select_gaussian_rows};
+use crate::optim::rows::{scatter_gaussian_rows, select_gaussian_rows};
 use crate::splat::GaussianTensors;
 use crate::tensor::{DType, Tensor};
 
@@ -176,7 +176,7 @@ fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tenso
     let kernel = enc.ctx().typed::<mcmc_clear_rows::ClearRows>()?;
     for moments in optimizer.moments().sets() {
         for attribute in moments.attributes() {
-            let width = row_width(attribute) as u32;
+            let width = attribute.row_elems() as u32;
             if width == 0 {
                 continue;
             }

@@ -184,7 +184,7 @@ pub(crate) fn random_gaussians(
 fn widths(t: &GaussianTensors) -> Vec<usize> {
     t.attributes()
         .iter()
-        .map(|a| wgsplat::optim::row_width(a) as usize)
+        .map(|a| a.row_elems() as usize)
         .collect()
 }
 

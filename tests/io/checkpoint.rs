@@ -340,9 +340,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// A version 1 file: the prefix, `header` and `tensors`, and the checksum.
 fn version_1_file(header: &serde_json::Value, tensors: &[u8]) -> Vec<u8> {
+    file_of_version(1, header, tensors)
+}
+
+/// A file of format `version`: the prefix, `header` and `tensors`, and a valid checksum.
+fn file_of_version(version: u32, header: &serde_json::Value, tensors: &[u8]) -> Vec<u8> {
     let json = serde_json::to_vec(header).unwrap();
     let mut file = MAGIC.to_vec();
-    file.extend(1u32.to_le_bytes());
+    file.extend(version.to_le_bytes());
     file.extend((json.len() as u32).to_le_bytes());
     file.extend(&json);
     file.extend(tensors);
@@ -388,5 +393,51 @@ fn version_1_checkpoints_still_load() {
     future[8] = 3;
     std::fs::write(&old_path, &future).unwrap();
     expect_format_error(ctx, &old_path, "reads versions 1 to 2");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Hostile version-2 headers with a valid checksum: the moment storage that does not match the
+/// tensors or their types, an unknown storage, counts that overflow or exceed the file. Each is a
+/// format error naming the file, before any tensor is allocated.
+#[test]
+fn hostile_version_2_headers_are_refused() {
+    let dir = temp_dir("hostile-v2");
+    let ctx = both_paths()[1];
+    let (params, opt) = trained_model_with(ctx, 50, 3, 31, MomentStorage::Bf16);
+    let path = dir.join("v2.ckpt");
+    save_checkpoint(ctx, &path, &params, &opt, 2, 7, &serde_json::Value::Null).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
+    let tensors = &bytes[16 + json_len..bytes.len() - 8];
+    let bad = dir.join("bad.ckpt");
+    let refused = |edit: &dyn Fn(&mut serde_json::Value), needle: &str| {
+        let mut h = header.clone();
+        edit(&mut h);
+        std::fs::write(&bad, file_of_version(2, &h, tensors)).unwrap();
+        expect_format_error(ctx, &bad, needle);
+    };
+    // The storage says f32 but the tensors are packed words.
+    refused(&|h| h["moments"] = "f32".into(), "tensor list");
+    // A packed tensor listed as f32 (the wrong type).
+    refused(&|h| h["tensors"][6]["dtype"] = "f32".into(), "tensor list");
+    // A storage nobody knows.
+    refused(&|h| h["moments"] = "f16".into(), "JSON header is invalid");
+    // Counts past 32 bits, and counts whose tensors the file does not hold.
+    refused(&|h| h["gaussians"] = (1u64 << 40).into(), "tensor list");
+    let huge = 1u64 << 31;
+    refused(
+        &|h| {
+            h["gaussians"] = huge.into();
+            let widths = [3u64, 3, 4, 1, 3, 45];
+            let entries = h["tensors"].as_array_mut().unwrap();
+            for (i, entry) in entries.iter_mut().enumerate() {
+                let width = widths[i % 6];
+                entry["shape"][0] = huge.into();
+                entry["bytes"] = (huge * width * 4).into();
+            }
+        },
+        "truncated",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
