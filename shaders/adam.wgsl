@@ -6,7 +6,7 @@
 //
 // Two storages of the moments:
 // - `adam_step`: two f32 tensors;
-// - `adam_step_bf16`: one u32 per element holding both moments as bfloat16 (m in the high half,
+// - `adam_step_packed`: one u32 per element holding both moments as bfloat16 (m in the high half,
 //   v in the low half). They are widened to f32, updated in f32 registers exactly as above, and
 //   narrowed with stochastic rounding: a counter-based random 16-bit value, keyed by the element's
 //   global index and `seed` (the step and the attribute), is added to the low half of the f32
@@ -103,7 +103,7 @@ fn adam_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 }
 
 @compute @workgroup_size(256)
-fn adam_step_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn adam_step_packed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
     }

@@ -19,7 +19,7 @@ fn loss_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         params = params_uniform;
     }
     let tile = workgroup_index(wid, nwg);
-    if tile * 3u >= job_count() {
+    if tile * 3u >= uniform_vec4u(lid, vec4<u32>(job_count())).x {
         return;
     }
     // tile_job orders workgroups channel-fastest; this pass has one workgroup per tile.

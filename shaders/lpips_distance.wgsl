@@ -22,7 +22,7 @@ var<private> params: DistanceParams;
 @group(0) @binding(4) var<storage, read_write> distances: array<f32>;
 
 @compute @workgroup_size(256)
-fn distance(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn feature_distance(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
     }

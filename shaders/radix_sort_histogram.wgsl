@@ -17,7 +17,7 @@ fn count_digits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         params = params_uniform;
     }
     let block = workgroup_index(wid, nwg);
-    if block >= (params.n + BLOCK - 1u) / BLOCK {
+    if block >= (uniform_vec4u(lid, vec4<u32>(params.n)).x + BLOCK - 1u) / BLOCK {
         return;
     }
     if lid < RADIX {

@@ -104,7 +104,7 @@ fn reduce_blocks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         params = params_uniform;
     }
     let block = workgroup_index(wid, nwg);
-    if block >= (params.n + BLOCK - 1u) / BLOCK {
+    if block >= (uniform_vec4u(inv.lid, vec4<u32>(params.n)).x + BLOCK - 1u) / BLOCK {
         return;
     }
     let first = block * BLOCK;
@@ -128,7 +128,7 @@ fn scan_blocks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         params = params_uniform;
     }
     let block = workgroup_index(wid, nwg);
-    if block >= (params.n + BLOCK - 1u) / BLOCK {
+    if block >= (uniform_vec4u(inv.lid, vec4<u32>(params.n)).x + BLOCK - 1u) / BLOCK {
         return;
     }
     let slot = logical_slot(inv);

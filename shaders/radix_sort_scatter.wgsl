@@ -68,7 +68,7 @@ fn scatter_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         params = params_uniform;
     }
     let block = workgroup_index(wid, nwg);
-    if block >= (params.n + BLOCK - 1u) / BLOCK {
+    if block >= (uniform_vec4u(inv.lid, vec4<u32>(params.n)).x + BLOCK - 1u) / BLOCK {
         return;
     }
     let slot = logical_slot(inv);
@@ -96,7 +96,7 @@ fn scatter_keys(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         params = params_uniform;
     }
     let block = workgroup_index(wid, nwg);
-    if block >= (params.n + BLOCK - 1u) / BLOCK {
+    if block >= (uniform_vec4u(inv.lid, vec4<u32>(params.n)).x + BLOCK - 1u) / BLOCK {
         return;
     }
     let slot = logical_slot(inv);

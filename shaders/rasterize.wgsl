@@ -154,15 +154,17 @@ fn rasterize(
         u = u_uniform;
     }
     let tile = workgroup_index(wid, nwg);
-    let num_tiles = u.tile_counts.x * u.tile_counts.y;
+    let num_tiles = uniform_vec4u(lid, vec4<u32>(u.tile_counts.x * u.tile_counts.y)).x;
     if tile >= num_tiles {
         return; // uniform: the whole workgroup leaves together
     }
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
-    let run = chunk_run(start, end);
-    let first_chunk = chunk_is_first();
-    let last_chunk = chunk_is_last();
+    // The loops below hold barriers, so what they depend on goes through `uniform_vec4u`.
+    let chunk = uniform_vec4u(lid, vec4<u32>(chunk_run(start, end), u32(chunk_is_first()), u32(chunk_is_last())));
+    let run = chunk.xy;
+    let first_chunk = chunk.z != 0u;
+    let last_chunk = chunk.w != 0u;
     if run.x == run.y && !first_chunk && !last_chunk {
         return; // uniform: this chunk leaves the tile's state as it is
     }

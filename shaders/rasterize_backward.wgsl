@@ -221,16 +221,23 @@ fn rasterize_backward(
     u = b.render;
     window = b.window;
     let tile = workgroup_index(wid, nwg);
-    if tile >= u.tile_counts.x * u.tile_counts.y {
+    if tile >= uniform_vec4u(lid, vec4<u32>(u.tile_counts.x * u.tile_counts.y)).x {
         return;
     }
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
     let chunk = chunk_run(start, end);
-    let run_start = max(chunk.x, window.begin);
-    let run_end = max(min(chunk.y, window.end), run_start);
-    let frontmost = chunk_is_first() && window.begin == 0u;
-    let backmost = chunk_is_last() && window.end >= window.total;
+    // The loops below hold barriers, so what they depend on goes through `uniform_vec4u`.
+    let run = uniform_vec4u(lid, vec4<u32>(
+        max(chunk.x, window.begin),
+        max(min(chunk.y, window.end), max(chunk.x, window.begin)),
+        u32(chunk_is_first() && window.begin == 0u),
+        u32(chunk_is_last() && window.end >= window.total),
+    ));
+    let run_start = run.x;
+    let run_end = run.y;
+    let frontmost = run.z != 0u;
+    let backmost = run.w != 0u;
     if run_start == run_end && !backmost {
         return; // uniform: this dispatch leaves the tile's carried state as it is
     }

@@ -124,7 +124,7 @@ fn reduce_pass(
     }
     let wg = workgroup_index(wid, nwg);
     // Past the requested workgroups (2D grid padding): the whole workgroup leaves together.
-    if wg * ITEMS_PER_WORKGROUP >= params.n {
+    if wg * ITEMS_PER_WORKGROUP >= uniform_vec4u(lid, vec4<u32>(params.n)).x {
         return;
     }
     let op = params.op;

@@ -75,7 +75,7 @@ fn ssim_loss_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         params = params_uniform;
     }
     let wg = workgroup_index(wid, nwg);
-    if wg >= job_count() {
+    if wg >= uniform_vec4u(lid, vec4<u32>(job_count())).x {
         return;
     }
     let job = tile_job_of_width(wg, TILE_WIDTH);

@@ -47,7 +47,7 @@ fn ssim_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         params = params_uniform;
     }
     let wg = workgroup_index(wid, nwg);
-    if wg >= job_count() {
+    if wg >= uniform_vec4u(lid, vec4<u32>(job_count())).x {
         return;
     }
     let job = tile_job(wg);

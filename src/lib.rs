@@ -24,6 +24,7 @@ pub mod plan;
 pub mod rng;
 pub mod splat;
 pub mod tensor;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 pub mod train;
 

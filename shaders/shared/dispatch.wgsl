@@ -20,3 +20,20 @@ fn workgroup_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 fn uniforms_visible(nwg: vec3<u32>) -> bool {
     return nwg.z != 0u;
 }
+
+var<workgroup> uniform_exchange: vec4<u32>;
+
+// Four values of invocation 0, handed to every invocation of the workgroup as values that
+// Chrome's WGSL compiler (Tint) knows to be uniform. Tint's uniformity analysis counts every read
+// of a module-scope private variable as non-uniform, so a kernel with barriers may not branch on
+// its private copy of the parameters (see `uniforms_visible`) directly: it passes the values its
+// control flow depends on through this first (naga and the native drivers accept either). Call it
+// from uniform control flow, with the same values in every invocation; it holds two barriers.
+fn uniform_vec4u(lid: u32, values: vec4<u32>) -> vec4<u32> {
+    if lid == 0u {
+        uniform_exchange = values;
+    }
+    let exchanged = workgroupUniformLoad(&uniform_exchange);
+    workgroupBarrier();
+    return exchanged;
+}

@@ -66,8 +66,9 @@ const TRANSMITTANCE_MIN: f32 = 0.0001;
 const COV2D_DILATION: f32 = 0.3;
 
 fn is_finite_f32(x: f32) -> bool {
-    // NaN fails the comparison; infinities exceed the largest finite float.
-    return abs(x) <= 3.4028234e38;
+    // Infinities and NaN have every exponent bit set. (Not `abs(x) <= 3.4028234e38`: Chrome's
+    // WGSL compiler refuses the largest float's decimal literal as not representable.)
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
 // Rotation matrix (columns) of an unnormalised quaternion (w, x, y, z).

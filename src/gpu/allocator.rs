@@ -263,19 +263,30 @@ impl Allocator {
                 return Err(());
             }
         }
-        let scope = self
-            .shared
-            .device
-            .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.shared.device.create_buffer(&wgpu::BufferDescriptor {
+        let descriptor = wgpu::BufferDescriptor {
             label: Some(request.label),
             size: class,
             usage: request.kind.usages(),
             mapped_at_creation: false,
-        });
-        if pollster::block_on(scope.pop()).is_some() {
-            return Err(());
-        }
+        };
+        // Natively an out-of-memory scope answers at once, so a failed creation can be retried
+        // after a trim. In a browser a scope answers only after control returns to the page, so
+        // an out-of-memory error reaches the device's uncaptured-error handler instead, and the
+        // next `GpuContext::check_errors` reports it.
+        #[cfg(not(target_arch = "wasm32"))]
+        let buffer = {
+            let scope = self
+                .shared
+                .device
+                .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buffer = self.shared.device.create_buffer(&descriptor);
+            if pollster::block_on(scope.pop()).is_some() {
+                return Err(());
+            }
+            buffer
+        };
+        #[cfg(target_arch = "wasm32")]
+        let buffer = self.shared.device.create_buffer(&descriptor);
         self.shared.lock().buffers_created += 1;
         Ok(buffer)
     }

@@ -70,21 +70,60 @@ fn rank(device_type: wgpu::DeviceType) -> u32 {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 const NO_ADAPTER_HINT: &str = "Install a GPU driver with Vulkan, Metal or DX12 support. On a headless Linux machine without a GPU, \
 install the software Vulkan driver: `sudo apt-get install -y mesa-vulkan-drivers libvulkan1` (Debian/Ubuntu), then run with \
 WGSPLAT_ADAPTER=llvmpipe";
 
+/// What to do when a browser offers no WebGPU adapter.
+#[cfg(target_arch = "wasm32")]
+const NO_ADAPTER_HINT: &str = "This browser offers no WebGPU. Use one that does (Chrome or Edge 113 and later, \
+Firefox 141 and later on Windows, Safari 26), on a secure origin (https or localhost), with hardware acceleration on";
+
 impl GpuContext {
-    /// Opens a context with the given options.
+    /// Opens a context with the given options, blocking until the device is ready.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(options: ContextOptions) -> Result<Self> {
+        pollster::block_on(Self::open(options))
+    }
+
+    /// Opens a context with the given options: the asynchronous form, which a browser page needs
+    /// (there nothing may block), and which [`GpuContext::new`] waits for natively.
+    // The lock serialises opening against other contexts' teardown (see `TEARDOWN`) and is held
+    // over wgpu's adapter and device requests on purpose. Natively those futures are ready when
+    // first polled, so no other task runs while it is held; in a browser one thread runs
+    // everything and the lock is never contended.
+    #[allow(clippy::await_holding_lock)]
+    pub async fn open(options: ContextOptions) -> Result<Self> {
+        #[cfg(target_arch = "wasm32")]
+        if !wgpu::util::is_browser_webgpu_supported().await {
+            return Err(Error::NoAdapter {
+                filter: None,
+                found: Vec::new(),
+                hint: NO_ADAPTER_HINT.to_owned(),
+            });
+        }
         let _opening = TEARDOWN
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = options.backends & SUPPORTED_BACKENDS;
         let instance = wgpu::Instance::new(desc);
-        let adapters =
-            pollster::block_on(instance.enumerate_adapters(options.backends & SUPPORTED_BACKENDS));
+        #[cfg(not(target_arch = "wasm32"))]
+        let adapters = instance
+            .enumerate_adapters(options.backends & SUPPORTED_BACKENDS)
+            .await;
+        #[cfg(target_arch = "wasm32")]
+        let adapters: Vec<wgpu::Adapter> = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                ..Default::default()
+            })
+            .await
+            .into_iter()
+            .collect();
         let describe = |a: &wgpu::Adapter| {
             let i = a.get_info();
             format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
@@ -104,15 +143,16 @@ impl GpuContext {
                 found: found.clone(),
                 hint: NO_ADAPTER_HINT.to_owned(),
             })?;
-        Self::from_adapter(instance, adapter, options)
+        Self::from_adapter(instance, adapter, options).await
     }
 
     /// Opens a context with options from the environment.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn from_env() -> Result<Self> {
         Self::new(ContextOptions::from_env()?)
     }
 
-    fn from_adapter(
+    async fn from_adapter(
         instance: wgpu::Instance,
         adapter: wgpu::Adapter,
         options: ContextOptions,
@@ -129,18 +169,20 @@ impl GpuContext {
             wanted |= wgpu::Features::SUBGROUP;
         }
         let required_features = available & wanted;
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("wgsplat"),
-            required_features,
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::default(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| Error::RequestDevice {
-            adapter: adapter_info.name.clone(),
-            message: e.to_string(),
-        })?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wgsplat"),
+                required_features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::default(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::RequestDevice {
+                adapter: adapter_info.name.clone(),
+                message: e.to_string(),
+            })?;
 
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let sink = errors.clone();

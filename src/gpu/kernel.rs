@@ -171,6 +171,10 @@ impl GpuContext {
             ),
         };
         let device = self.device();
+        // In a browser a scope answers only after control returns to the page: there a
+        // validation error reaches the device's uncaptured-error handler, and the next
+        // `GpuContext::check_errors` reports it.
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(&name),
@@ -187,6 +191,7 @@ impl GpuContext {
             },
             cache: None,
         });
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(err) = pollster::block_on(scope.pop()) {
             return Err(Error::Shader {
                 file: file.to_owned(),

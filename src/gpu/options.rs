@@ -27,9 +27,13 @@ pub struct ContextOptions {
 }
 
 /// The backends wgsplat runs on.
+#[cfg(not(target_arch = "wasm32"))]
 pub const SUPPORTED_BACKENDS: wgpu::Backends = wgpu::Backends::VULKAN
     .union(wgpu::Backends::METAL)
     .union(wgpu::Backends::DX12);
+/// The backend wgsplat runs on in a browser: WebGPU.
+#[cfg(target_arch = "wasm32")]
+pub const SUPPORTED_BACKENDS: wgpu::Backends = wgpu::Backends::BROWSER_WEBGPU;
 
 impl Default for ContextOptions {
     fn default() -> Self {

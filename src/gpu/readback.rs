@@ -83,12 +83,25 @@ impl Readback {
         Ok(data)
     }
 
-    /// Maps and copies out, blocking until the GPU has finished. Submit the encoder first.
+    /// Maps and copies out, blocking until the GPU has finished. Submit the encoder first. A
+    /// browser page cannot block: there this fails, naming the readback, and the caller uses
+    /// [`Readback::receive`].
     pub fn wait(self, ctx: &GpuContext) -> Result<Vec<u8>> {
-        let receiver = self.start();
-        ctx.wait_idle()?;
-        let result = pollster::block_on(receiver.receive());
-        self.finish(result)
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = ctx;
+            Err(Error::Readback {
+                label: self.label,
+                message: "a browser page cannot wait for the GPU; this operation has no asynchronous form yet".into(),
+            })
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let receiver = self.start();
+            ctx.wait_idle()?;
+            let result = pollster::block_on(receiver.receive());
+            self.finish(result)
+        }
     }
 
     /// Maps and copies out asynchronously. Something must call [`GpuContext::poll`] meanwhile.

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
-pub use super::compressed_ply_read::read_compressed_ply;
+pub use super::compressed_ply_read::{read_compressed_ply, read_compressed_ply_bytes};
 
 /// Gaussians per chunk.
 pub const CHUNK: usize = 256;

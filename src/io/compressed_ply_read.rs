@@ -16,7 +16,11 @@ use std::path::Path;
 /// chunk range that is not finite, is an error naming the file. Header counts meet sizes in
 /// checked arithmetic only, so no count can wrap past the length check.
 pub fn read_compressed_ply(path: &Path) -> Result<PlyModel> {
-    let bytes = super::host::read_whole_file(path)?;
+    read_compressed_ply_bytes(path, &super::host::read_whole_file(path)?)
+}
+
+/// [`read_compressed_ply`] of a whole file held in memory; `path` names it in messages.
+pub fn read_compressed_ply_bytes(path: &Path, bytes: &[u8]) -> Result<PlyModel> {
     let end = bytes
         .windows(11)
         .position(|w| w == b"end_header\n")

@@ -125,6 +125,20 @@ pub fn read_model_with_progress(
     Ok(model)
 }
 
+/// Reads a whole model file held in memory (a browser's download or dropped file) in the format
+/// its `name` says (as [`ModelFormat::from_path`]; SOG only as a `.sog` bundle). `name` names
+/// the model in messages.
+pub fn read_model_bytes(name: &str, bytes: &[u8]) -> Result<PlyModel> {
+    let path = Path::new(name);
+    match ModelFormat::from_path(path)? {
+        ModelFormat::Ply => super::ply::read_ply_bytes(path, bytes),
+        ModelFormat::Splat => splat_file::read_splat_bytes(path, bytes),
+        ModelFormat::Spz => spz::read_spz_bytes(path, bytes),
+        ModelFormat::CompressedPly => compressed_ply::read_compressed_ply_bytes(path, bytes),
+        ModelFormat::Sog => sog::read_sog_bytes(path, bytes),
+    }
+}
+
 /// Writes `model` to `path` in `format`, atomically. Returns one line per thing the format
 /// dropped (SH bands, range), empty when it kept everything at its documented precision.
 pub fn write_model(path: &Path, format: ModelFormat, model: &PlyModel) -> Result<Vec<String>> {

@@ -50,10 +50,12 @@ pub fn temp_path(path: &Path) -> PathBuf {
     let file_name = path
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    // A per-process random key (the standard library seeds it from the operating system).
+    let random =
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), count);
     let name = format!(
-        ".{file_name}.{}.{count}.{:016x}.tmp",
+        ".{file_name}.{}.{count}.{random:016x}.tmp",
         std::process::id(),
-        rand::random::<u64>()
     );
     match path.parent() {
         Some(parent) => parent.join(name),
@@ -119,12 +121,14 @@ pub fn write_atomically(
         let mut writer = BufWriter::with_capacity(1 << 20, file);
         fill(&mut writer)?;
         writer.flush().map_err(|e| io_error(&temp, "write", e))?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| io_error(&temp, "write", e.into_error()))?;
-        file.sync_all()
-            .map_err(|e| io_error(&temp, "flush to disk", e))?;
-        drop(file);
+        // The file is closed at the end of this block, before the rename.
+        {
+            let file = writer
+                .into_inner()
+                .map_err(|e| io_error(&temp, "write", e.into_error()))?;
+            file.sync_all()
+                .map_err(|e| io_error(&temp, "flush to disk", e))?;
+        }
         std::fs::rename(&temp, path)
             .map_err(|e| io_error(path, &format!("rename {} onto", temp.display()), e))
     })();

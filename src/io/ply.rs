@@ -200,7 +200,24 @@ pub fn read_ply_with_progress(
     path: &Path,
     progress: &super::progress::Progress,
 ) -> Result<PlyModel> {
-    let reader = VertexReader::open(path, KIND)?;
+    read_vertices(path, VertexReader::open(path, KIND)?, progress)
+}
+
+/// [`read_ply`] of a whole file held in memory (a browser's download or dropped file); `name`
+/// names it in messages.
+pub fn read_ply_bytes(name: &Path, bytes: &[u8]) -> Result<PlyModel> {
+    read_vertices(
+        name,
+        VertexReader::from_bytes(name, KIND, bytes)?,
+        &super::progress::Progress::new(),
+    )
+}
+
+fn read_vertices<R: std::io::BufRead>(
+    path: &Path,
+    reader: VertexReader<R>,
+    progress: &super::progress::Progress,
+) -> Result<PlyModel> {
     let (columns, sh_degree) = columns(path, reader.properties())?;
     let capacity = reader.capacity_hint();
     progress.begin("reading PLY", reader.vertex_count());

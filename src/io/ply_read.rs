@@ -10,7 +10,7 @@ use super::ply_header::{Element, Encoding, parse_header};
 pub(crate) use super::ply_header::{Property, format_error};
 use crate::error::{Error, Result};
 use crate::io::ply_scalar::Scalar;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// Reads the values of a PLY body one scalar at a time.
@@ -83,10 +83,10 @@ impl Origin {
     }
 }
 
-/// An open PLY file positioned at the start of its `vertex` element.
-pub(crate) struct VertexReader {
+/// An open PLY file (or a PLY held in memory) positioned at the start of its `vertex` element.
+pub(crate) struct VertexReader<R: BufRead = BufReader<std::fs::File>> {
     origin: Origin,
-    body: Body<BufReader<std::fs::File>>,
+    body: Body<R>,
     vertex: Element,
     file_len: u64,
 }
@@ -97,7 +97,24 @@ impl VertexReader {
     /// the vertices.
     pub(crate) fn open(path: &Path, kind: &str) -> Result<Self> {
         let (file, file_len) = super::host::open_regular_file(path)?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
+        VertexReader::with_reader(
+            path,
+            kind,
+            BufReader::with_capacity(1 << 20, file),
+            file_len,
+        )
+    }
+}
+
+impl<'a> VertexReader<&'a [u8]> {
+    /// [`VertexReader::open`] of a whole file held in memory; `path` names it in messages.
+    pub(crate) fn from_bytes(path: &Path, kind: &str, bytes: &'a [u8]) -> Result<Self> {
+        VertexReader::with_reader(path, kind, bytes, bytes.len() as u64)
+    }
+}
+
+impl<R: BufRead> VertexReader<R> {
+    fn with_reader(path: &Path, kind: &str, mut reader: R, file_len: u64) -> Result<Self> {
         let header = parse_header(path, kind, &mut reader)?;
         let vertex_index = header
             .elements

@@ -27,7 +27,7 @@ use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub use super::sog_read::read_sog;
+pub use super::sog_read::{read_sog, read_sog_bytes};
 pub use super::sog_write::write_sog;
 /// Whether `path` names SOG's loose files (a file named `meta.json`, with the textures beside
 /// it); any other name is a zip bundle (normally `.sog`).

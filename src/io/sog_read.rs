@@ -201,7 +201,16 @@ pub(crate) fn unpack_quat(texel: [u8; 4]) -> [f32; 4] {
 
 /// Reads the SOG model at `path`: a `.sog` bundle, or the `meta.json` of loose files.
 pub fn read_sog(path: &Path) -> Result<PlyModel> {
-    let (mut source, meta_bytes, set_bytes) = Source::open(path)?;
+    decode_sog(path, Source::open(path)?)
+}
+
+/// [`read_sog`] of a `.sog` bundle held in memory; `path` names it in messages.
+pub fn read_sog_bytes(path: &Path, bytes: &[u8]) -> Result<PlyModel> {
+    decode_sog(path, Source::from_bytes(path, bytes.to_vec())?)
+}
+
+fn decode_sog(path: &Path, opened: (Source, Vec<u8>, u64)) -> Result<PlyModel> {
+    let (mut source, meta_bytes, set_bytes) = opened;
     let raw: serde_json::Value = serde_json::from_slice(&meta_bytes)
         .map_err(|e| format_error(path, format!("meta.json is not valid JSON: {e}")))?;
     match raw.get("version").map(|v| v.as_u64()) {

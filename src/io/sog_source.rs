@@ -15,10 +15,14 @@ use std::path::{Path, PathBuf};
 /// The largest `meta.json` read (real ones, with three 256-entry codebooks, are a few KB).
 const MAX_META_BYTES: u64 = 4 << 20;
 
+/// A seekable byte source: a file or a buffer.
+pub(super) trait ReadSeek: Read + std::io::Seek {}
+impl<T: Read + std::io::Seek> ReadSeek for T {}
+
 /// Where the parts are: a zip (with the folder inside it that holds `meta.json`), or a folder.
 pub(super) enum Source {
     Zip {
-        archive: Box<zip::ZipArchive<BufReader<std::fs::File>>>,
+        archive: Box<zip::ZipArchive<Box<dyn ReadSeek>>>,
         /// `""`, or the folder (ending in `/`) that holds `meta.json` and the textures.
         folder: String,
     },
@@ -36,7 +40,21 @@ impl Source {
             return Ok((source, meta, super::sog::loose_set_bytes(path)));
         }
         let (file, file_len) = open_regular_file(path)?;
-        let archive = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
+        Self::zip(path, Box::new(BufReader::new(file)), file_len)
+    }
+
+    /// [`Source::open`] of a `.sog` bundle held in memory; `path` names it in messages.
+    pub(super) fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<(Source, Vec<u8>, u64)> {
+        let len = bytes.len() as u64;
+        Self::zip(path, Box::new(std::io::Cursor::new(bytes)), len)
+    }
+
+    fn zip(
+        path: &Path,
+        reader: Box<dyn ReadSeek>,
+        file_len: u64,
+    ) -> Result<(Source, Vec<u8>, u64)> {
+        let archive = zip::ZipArchive::new(reader).map_err(|e| {
             format_error(path, format!("not a readable zip archive ({e}); a .sog file is a zip of meta.json and WebP textures"))
         })?;
         let names = entry_names(&archive);

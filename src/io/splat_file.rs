@@ -99,7 +99,11 @@ pub fn write_splat(path: &Path, model: &PlyModel) -> Result<Vec<String>> {
 /// one). A size that is not a multiple of 32 bytes, or a non-finite position or scale, is an
 /// error naming the file and the Gaussian.
 pub fn read_splat(path: &Path) -> Result<PlyModel> {
-    let bytes = super::host::read_whole_file(path)?;
+    read_splat_bytes(path, &super::host::read_whole_file(path)?)
+}
+
+/// [`read_splat`] of a whole file held in memory; `path` names it in messages.
+pub fn read_splat_bytes(path: &Path, bytes: &[u8]) -> Result<PlyModel> {
     if !bytes.len().is_multiple_of(BYTES_PER_GAUSSIAN) {
         return Err(format_error(
             path,

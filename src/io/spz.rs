@@ -275,8 +275,16 @@ pub fn read_spz_with(path: &Path, axes: SpzAxes) -> Result<PlyModel> {
             "it is not a regular file (a folder, pipe or device); give the path of an .spz file",
         ));
     }
-    let size = metadata.len();
-    let mut reader = std::io::BufReader::new(file);
+    read_spz_from(path, std::io::BufReader::new(file), metadata.len(), axes)
+}
+
+/// [`read_spz`] of a whole file held in memory; `path` names it in messages.
+pub fn read_spz_bytes(path: &Path, bytes: &[u8]) -> Result<PlyModel> {
+    read_spz_from(path, bytes, bytes.len() as u64, SpzAxes::Rub)
+}
+
+/// Reads an SPZ stream of `size` bytes from `reader`.
+fn read_spz_from(path: &Path, mut reader: impl Read, size: u64, axes: SpzAxes) -> Result<PlyModel> {
     let mut start = [0u8; 4];
     let mut got = 0;
     while got < 4 {

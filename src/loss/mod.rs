@@ -48,7 +48,7 @@
 //! 36 B per pixel, and materialises **no per-pixel intermediate** except
 //! the gradient itself: scratch is 16 bytes per workgroup of partial sums (≈0.19 B per pixel),
 //! 16 bytes of normalisers and the 16-byte result, plus band buffers for multi-page tensors.
-//! The fused kernel uses 24,192 bytes of workgroup memory (its passes share one array).
+//! The fused kernel uses 24,208 bytes of workgroup memory (its passes share one array).
 //!
 //! Values are shifted by the tile-centre pixel before the moments are taken (variance is
 //! shift-invariant), so `E[x²] - μ²` does not cancel catastrophically in f32 on flat regions.

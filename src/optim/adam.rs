@@ -241,8 +241,8 @@ pub(crate) fn adam_chunk(
             enc.run(&kernel, &params, bindings, grid)
         }
         ChunkMoments::Bf16(mv) => {
-            let kernel = enc.ctx().typed::<adam::AdamStepBf16>()?;
-            let bindings = adam::AdamStepBf16Bindings {
+            let kernel = enc.ctx().typed::<adam::AdamStepPacked>()?;
+            let bindings = adam::AdamStepPackedBindings {
                 param: vec4_rows(param, chunk)?,
                 grad: vec4_rows(grad, grad_rows)?,
                 moments_bf16: vec4_rows(mv, chunk)?,

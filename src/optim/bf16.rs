@@ -1,5 +1,5 @@
 //! bfloat16 moments on the host: the conversions a checkpoint needs between the two moment
-//! storages, and the CPU reference of `adam_step_bf16` (shaders/adam.wgsl), which the tests hold
+//! storages, and the CPU reference of `adam_step_packed` (shaders/adam.wgsl), which the tests hold
 //! the kernel to.
 //!
 //! A bfloat16 is the upper half of an f32: the same exponent range, 8 significant bits. The GPU
@@ -63,7 +63,7 @@ pub fn rounding_bits(element: u32, seed: u32) -> u32 {
     pcg(pcg(element) ^ seed)
 }
 
-/// CPU reference of one `adam_step_bf16` update of `param` and the packed `moments` by `grad`,
+/// CPU reference of one `adam_step_packed` update of `param` and the packed `moments` by `grad`,
 /// for elements `first_element..` of an attribute, in f32 arithmetic in the kernel's order.
 /// `step_size` and `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
 #[allow(clippy::too_many_arguments)]

@@ -205,14 +205,32 @@ impl Projection {
         };
         let visible = visible.wait::<u32>(ctx)?;
         let isects = isects.wait::<u32>(ctx)?;
-        let num_visible =
-            u64::from(visible[0]) | (u64::from(visible.get(1).copied().unwrap_or(0)) << 32);
-        let num_intersections = u64::from(isects[0]);
-        Ok(Counted {
+        Ok(self.counted(&visible, &isects))
+    }
+
+    /// The asynchronous form of [`Projection::read_counts`], for a browser page (natively,
+    /// something must call [`GpuContext::poll`] meanwhile).
+    pub async fn receive_counts(mut self) -> Result<Counted> {
+        let (Some(visible), Some(isects)) = (self.visible.take(), self.intersections.take()) else {
+            return Err(Error::InvalidArgument {
+                op: "receive_counts",
+                detail: "the counts were already read".into(),
+            });
+        };
+        let visible = visible.receive::<u32>().await?;
+        let isects = isects.receive::<u32>().await?;
+        Ok(self.counted(&visible, &isects))
+    }
+
+    fn counted(self, visible: &[u32], isects: &[u32]) -> Counted {
+        let num_visible = u64::from(visible.first().copied().unwrap_or(0))
+            | (u64::from(visible.get(1).copied().unwrap_or(0)) << 32);
+        let num_intersections = u64::from(isects.first().copied().unwrap_or(0));
+        Counted {
             projection: self,
             num_visible,
             num_intersections,
-        })
+        }
     }
 }
 
@@ -416,6 +434,24 @@ pub fn render(
     let projection = record_projection(&mut enc, g, camera, options)?;
     ctx.submit(enc)?;
     let counted = projection.read_counts(ctx)?;
+    let mut enc = ctx.encoder("render: rasterization");
+    let out = record_rasterize(&mut enc, counted)?;
+    ctx.submit(enc)?;
+    Ok(out)
+}
+
+/// The asynchronous form of [`render`]: the same passes, awaiting the projection's counts instead
+/// of blocking on them, as a browser page must.
+pub async fn render_async(
+    ctx: &GpuContext,
+    g: &GaussianTensors,
+    camera: &Camera,
+    options: RenderOptions,
+) -> Result<ForwardOutput> {
+    let mut enc = ctx.encoder("render: projection");
+    let projection = record_projection(&mut enc, g, camera, options)?;
+    ctx.submit(enc)?;
+    let counted = projection.receive_counts().await?;
     let mut enc = ctx.encoder("render: rasterization");
     let out = record_rasterize(&mut enc, counted)?;
     ctx.submit(enc)?;

@@ -15,6 +15,28 @@ pub struct TensorReadback {
 impl TensorReadback {
     /// Blocks until the data is available (submit the encoder first).
     pub fn wait<T: Element>(self, ctx: &GpuContext) -> Result<Vec<T>> {
+        self.check::<T>()?;
+        let mut out: Vec<T> = Vec::new();
+        for page in self.pages {
+            let bytes = page.wait(ctx)?;
+            out.extend_from_slice(bytemuck::cast_slice(&bytes));
+        }
+        Ok(out)
+    }
+
+    /// The asynchronous form of [`TensorReadback::wait`], for a browser page (natively, something
+    /// must call [`GpuContext::poll`] meanwhile).
+    pub async fn receive<T: Element>(self) -> Result<Vec<T>> {
+        self.check::<T>()?;
+        let mut out: Vec<T> = Vec::new();
+        for page in self.pages {
+            let bytes = page.receive().await?;
+            out.extend_from_slice(bytemuck::cast_slice(&bytes));
+        }
+        Ok(out)
+    }
+
+    fn check<T: Element>(&self) -> Result<()> {
         if T::DTYPE != self.dtype {
             return Err(Error::DType {
                 op: "read",
@@ -22,12 +44,7 @@ impl TensorReadback {
                 got: format!("{:?}", T::DTYPE),
             });
         }
-        let mut out: Vec<T> = Vec::new();
-        for page in self.pages {
-            let bytes = page.wait(ctx)?;
-            out.extend_from_slice(bytemuck::cast_slice(&bytes));
-        }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -397,8 +397,8 @@ fn kernels_read_uniforms_only_through_the_private_copy() {
 /// adapter with less, pipeline creation fails with the kernel's name and both numbers. Every
 /// other kernel, rendering included, fits the defaults.
 const ABOVE_WEBGPU_WORKGROUP_DEFAULT: [(&str, &str, u64); 2] = [
-    ("rasterize_backward.wgsl", "rasterize_backward", 17_928),
-    ("ssim_backward.wgsl", "ssim_loss_backward", 24_192),
+    ("rasterize_backward.wgsl", "rasterize_backward", 17_944),
+    ("ssim_backward.wgsl", "ssim_loss_backward", 24_208),
 ];
 
 /// Every entry point of every file, in every variant and override setting, within WebGPU's default

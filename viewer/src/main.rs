@@ -4,13 +4,11 @@
 mod app;
 mod panels;
 mod plan_view;
-mod present;
-mod render;
-mod scene;
 mod screenshot;
 mod source;
 mod training;
-mod views;
+
+use wgsplat_viewer::{render, scene, views};
 
 use anyhow::Context as _;
 use clap::Parser;

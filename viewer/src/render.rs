@@ -4,10 +4,10 @@
 use crate::present::{PresentTarget, upload_reference};
 use eframe::egui::TextureId;
 use std::sync::Arc;
-use std::time::Instant;
+use web_time::Instant;
 use wgsplat::gpu::GpuBuffer;
 use wgsplat::ops::elementwise::{UnaryOp, unary};
-use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::forward::{ForwardOutput, RenderOptions, render};
 use wgsplat::splat::{Camera, GaussianTensors, RasterMode};
 use wgsplat::tensor::Tensor;
 use wgsplat::{GpuContext, MemoryCategory};
@@ -122,6 +122,18 @@ fn resized<'a>(
         .ok_or_else(|| anyhow::anyhow!("no scene texture"))
 }
 
+/// A frame [`SceneRenderer::begin`] decided to draw: what to render, and what it depends on.
+pub struct PendingFrame {
+    key: DrawKey,
+    /// The model to render (the splat scale applied).
+    pub model: GaussianTensors,
+    /// The camera, with the display's background.
+    pub camera: Camera,
+    /// The rasterizer's options.
+    pub options: RenderOptions,
+    started: Instant,
+}
+
 impl SceneRenderer {
     /// Renders `params` from `camera` into the texture (resized to the camera) and returns its
     /// id; with `reference` (a key naming the image, and its 8-bit RGBA pixels) and
@@ -137,6 +149,36 @@ impl SceneRenderer {
         reference: Option<(&str, &[u8])>,
         show_difference: bool,
     ) -> anyhow::Result<(TextureId, Option<TextureId>)> {
+        let Some(frame) = self.begin(ctx, params, camera, options, reference, show_difference)?
+        else {
+            return self.drawn_ids();
+        };
+        let output = render(ctx, &frame.model, &frame.camera, frame.options)?;
+        self.finish(ctx, renderer, frame, &output, reference)
+    }
+
+    /// The textures of the last frame drawn.
+    fn drawn_ids(&self) -> anyhow::Result<(TextureId, Option<TextureId>)> {
+        self.drawn
+            .as_ref()
+            .map(|(_, ids)| *ids)
+            .ok_or_else(|| anyhow::anyhow!("nothing drawn yet"))
+    }
+
+    /// The first half of [`SceneRenderer::draw`]: `None` when the textures already show this
+    /// frame, else what to render. A browser page renders it with
+    /// [`wgsplat::splat::forward::render_async`] and hands the output to
+    /// [`SceneRenderer::finish`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin(
+        &self,
+        ctx: &GpuContext,
+        params: &Arc<GaussianTensors>,
+        camera: &Camera,
+        options: &DisplayOptions,
+        reference: Option<(&str, &[u8])>,
+        show_difference: bool,
+    ) -> anyhow::Result<Option<PendingFrame>> {
         let key = DrawKey {
             model: params.clone(),
             camera: camera.clone(),
@@ -144,23 +186,19 @@ impl SceneRenderer {
             reference: reference.map(|(k, _)| k.to_owned()),
             show_difference,
         };
-        if let Some((drawn, ids)) = &self.drawn
+        if let Some((drawn, _)) = &self.drawn
             && *drawn == key
             && !self.synchronous
         {
-            return Ok(*ids);
+            return Ok(None);
         }
         let started = Instant::now();
-        let (width, height) = (camera.width, camera.height);
-        let target = resized(&mut self.target, ctx, renderer, width, height)?;
-        let scaled_params;
         let model = if (options.splat_scale - 1.0).abs() > 1e-6 && options.splat_scale > 0.0 {
-            scaled_params = scaled(ctx, params, options.splat_scale)?;
-            &scaled_params
+            scaled(ctx, params, options.splat_scale)?
         } else {
-            params.as_ref()
+            params.as_ref().clone()
         };
-        let render_options = RenderOptions {
+        let options = RenderOptions {
             sh_degree: options.sh_degree.min(model.max_sh_degree()),
             raster_mode: if options.antialiased {
                 RasterMode::Antialiased
@@ -170,31 +208,56 @@ impl SceneRenderer {
             ..Default::default()
         };
         let camera = Camera {
-            background: options.background,
+            background: key.options.background,
             ..camera.clone()
         };
-        let output = render(ctx, model, &camera, render_options)?;
+        Ok(Some(PendingFrame {
+            key,
+            model,
+            camera,
+            options,
+            started,
+        }))
+    }
+
+    /// The second half of [`SceneRenderer::draw`]: presents `output`, the render of `frame`,
+    /// into the textures and returns their ids.
+    pub fn finish(
+        &mut self,
+        ctx: &GpuContext,
+        renderer: &mut egui_wgpu::Renderer,
+        frame: PendingFrame,
+        output: &ForwardOutput,
+        reference: Option<(&str, &[u8])>,
+    ) -> anyhow::Result<(TextureId, Option<TextureId>)> {
+        let (width, height) = (frame.camera.width, frame.camera.height);
+        let target = resized(&mut self.target, ctx, renderer, width, height)?;
         target.present(ctx, &output.image, None)?;
         let id = target.id;
         let mut difference = None;
         let expected = u64::from(width) * u64::from(height) * 4;
         if let Some((key, pixels)) =
-            reference.filter(|(_, p)| show_difference && p.len() as u64 == expected)
+            reference.filter(|(_, p)| frame.key.show_difference && p.len() as u64 == expected)
         {
             if self.reference.as_ref().is_none_or(|(k, _)| k != key) {
                 self.reference = Some((key.to_owned(), upload_reference(ctx, pixels)?));
             }
             if let Some((_, truth)) = &self.reference {
                 let target = resized(&mut self.difference, ctx, renderer, width, height)?;
-                target.present(ctx, &output.image, Some((truth, options.difference_gain)))?;
+                target.present(
+                    ctx,
+                    &output.image,
+                    Some((truth, frame.key.options.difference_gain)),
+                )?;
                 difference = Some(target.id);
             }
         }
         if self.synchronous {
             ctx.wait_idle()?;
         }
-        self.frame_ms.push(started.elapsed().as_secs_f64() * 1e3);
-        self.drawn = Some((key, (id, difference)));
+        self.frame_ms
+            .push(frame.started.elapsed().as_secs_f64() * 1e3);
+        self.drawn = Some((frame.key, (id, difference)));
         Ok((id, difference))
     }
 

@@ -214,6 +214,27 @@ impl ViewCamera {
     }
 }
 
+/// Centre and RMS radius of a point set.
+pub fn point_bounds(points: &[[f32; 3]]) -> ([f32; 3], f32) {
+    let n = points.len().max(1) as f64;
+    let mut center = [0.0f64; 3];
+    for p in points {
+        for k in 0..3 {
+            center[k] += f64::from(p[k]) / n;
+        }
+    }
+    let spread: f64 = points
+        .iter()
+        .map(|p| {
+            (0..3)
+                .map(|k| (f64::from(p[k]) - center[k]).powi(2))
+                .sum::<f64>()
+                / n
+        })
+        .sum();
+    (center.map(|c| c as f32), spread.sqrt().max(1e-3) as f32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,27 +82,6 @@ fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
     Ok(config)
 }
 
-/// Centre and RMS radius of a point set.
-fn bounds(points: &[[f32; 3]]) -> ([f32; 3], f32) {
-    let n = points.len().max(1) as f64;
-    let mut center = [0.0f64; 3];
-    for p in points {
-        for k in 0..3 {
-            center[k] += f64::from(p[k]) / n;
-        }
-    }
-    let spread: f64 = points
-        .iter()
-        .map(|p| {
-            (0..3)
-                .map(|k| (f64::from(p[k]) - center[k]).powi(2))
-                .sum::<f64>()
-                / n
-        })
-        .sum();
-    (center.map(|c| c as f32), spread.sqrt().max(1e-3) as f32)
-}
-
 /// Reads a PLY and uploads it; also returns the centre and radius of its means.
 pub fn load_model(
     ctx: &GpuContext,
@@ -110,7 +89,10 @@ pub fn load_model(
 ) -> anyhow::Result<(GaussianTensors, ([f32; 3], f32))> {
     let (params, model) = load_model_to_gpu(ctx, path, "viewer/model")
         .with_context(|| format!("reading {}", path.display()))?;
-    Ok((params, bounds(&model.gaussians.means)))
+    Ok((
+        params,
+        wgsplat_viewer::scene::point_bounds(&model.gaussians.means),
+    ))
 }
 
 /// The plan file `path` names: a plan folder's `plan.json`, or a file called `plan.json`.

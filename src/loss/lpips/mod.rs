@@ -187,7 +187,7 @@ impl Lpips {
             MemoryCategory::FrameScratch,
             "lpips/distances",
         )?;
-        let kernel = enc.ctx().typed::<lpips_distance::Distance>()?;
+        let kernel = enc.ctx().typed::<lpips_distance::FeatureDistance>()?;
         let mut offset = 0u64;
         for (((x, y), head), &n) in fa.iter().zip(&fb).zip(&self.heads).zip(&pixels) {
             let params = lpips_distance::DistanceParams {
@@ -197,7 +197,7 @@ impl Lpips {
                 scale: (1.0 / n as f64) as f32,
             };
             let grid = crate::ops::grid(enc, n, kernel.threads())?;
-            let bindings = lpips_distance::DistanceBindings {
+            let bindings = lpips_distance::FeatureDistanceBindings {
                 features_a: single_page(&x.tensor, "feature map")?,
                 features_b: single_page(&y.tensor, "feature map")?,
                 head: single_page(head, "head")?,

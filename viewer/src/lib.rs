@@ -1,0 +1,8 @@
+//! The parts of the wgsplat viewer that the desktop app and the browser page share: the scene
+//! camera and its controls, drawing a model into an egui texture with wgsplat's rasterizer, and
+//! the view options panel.
+
+pub mod present;
+pub mod render;
+pub mod scene;
+pub mod views;

@@ -1,0 +1,357 @@
+//! The page's app: the desktop viewer's scene view and View panel over one model, with renders
+//! awaited instead of blocked on (a page cannot wait for the GPU).
+
+use crate::page::{self, Delivery, Query};
+use eframe::egui;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use wgsplat::GpuContext;
+use wgsplat::splat::GaussianTensors;
+use wgsplat::splat::forward::{ForwardOutput, render_async};
+use wgsplat_viewer::render::{DisplayOptions, PendingFrame, SceneRenderer};
+use wgsplat_viewer::scene::{ViewCamera, point_bounds};
+use wgsplat_viewer::views::{DatasetViews, ViewPanel};
+
+/// The model on show.
+struct Shown {
+    name: String,
+    params: Arc<GaussianTensors>,
+}
+
+/// A render started in one frame and finished in a later one.
+type Rendered = (PendingFrame, wgsplat::Result<ForwardOutput>);
+
+/// What arrives between frames: files (fetched, picked or dropped) and finished renders.
+#[derive(Default)]
+struct Inbox {
+    files: Rc<RefCell<Vec<Delivery>>>,
+    rendered: Rc<RefCell<Option<Rendered>>>,
+}
+
+/// Where the page is in reaching `wgsplat: ready`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    /// The requested model has not been drawn yet.
+    Waiting,
+    /// Its first frame was presented in the last frame; the next frame puts it on screen.
+    Presented,
+    /// The title says ready (or error).
+    Signalled,
+}
+
+/// The browser viewer.
+pub struct WebApp {
+    ctx: GpuContext,
+    query: Query,
+    shown: Option<Shown>,
+    views: DatasetViews,
+    camera: ViewCamera,
+    panel: ViewPanel,
+    display: DisplayOptions,
+    renderer: SceneRenderer,
+    inbox: Inbox,
+    rendering: bool,
+    texture: Option<egui::TextureId>,
+    drawn_size: (u32, u32),
+    error: Option<String>,
+    readiness: Readiness,
+}
+
+impl WebApp {
+    /// The app, fetching `?model=` when the URL names one.
+    pub fn new(cc: &eframe::CreationContext<'_>, ctx: GpuContext, query: Query) -> WebApp {
+        let inbox = Inbox::default();
+        if let Some(name) = query.model.clone() {
+            let (files, egui_ctx) = (inbox.files.clone(), cc.egui_ctx.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let fetched = page::fetch_bytes(&name).await.map(|bytes| (name, bytes));
+                files.borrow_mut().push(fetched);
+                egui_ctx.request_repaint();
+            });
+        }
+        let views = DatasetViews::new(None, ([0.0; 3], 1.0));
+        let mut panel = ViewPanel::default();
+        panel.exact = query.size;
+        page::set_data(
+            "path",
+            if ctx.info().features_used.subgroups {
+                "subgroups"
+            } else {
+                "portable"
+            },
+        );
+        let mut renderer = SceneRenderer::default();
+        renderer.synchronous = query.continuous;
+        WebApp {
+            camera: views.default_camera(),
+            ctx,
+            readiness: if query.model.is_some() {
+                Readiness::Waiting
+            } else {
+                Readiness::Presented
+            },
+            query,
+            shown: None,
+            views,
+            panel,
+            display: DisplayOptions::default(),
+            renderer,
+            inbox,
+            rendering: false,
+            texture: None,
+            drawn_size: (0, 0),
+            error: None,
+        }
+    }
+
+    /// Reads and uploads the files that arrived; a failure is shown, and put in the title while
+    /// the page has not yet said it is ready.
+    fn take_files(&mut self, egui_ctx: &egui::Context) {
+        for file in egui_ctx.input(|i| i.raw.dropped_files.clone()) {
+            // A browser reads a dropped file asynchronously: it arrives in the inbox.
+            let (files, wake) = (self.inbox.files.clone(), egui_ctx.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let name = file.path().display().to_string();
+                let read = file
+                    .bytes_async()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("reading {name}: {e}"));
+                files.borrow_mut().push(read.map(|bytes| (name, bytes)));
+                wake.request_repaint();
+            });
+        }
+        let arrived: Vec<Delivery> = std::mem::take(&mut *self.inbox.files.borrow_mut());
+        for delivery in arrived {
+            match delivery.and_then(|(name, bytes)| self.open(&name, &bytes)) {
+                Ok(()) => self.error = None,
+                Err(err) => self.fail(format!("{err:#}")),
+            }
+        }
+    }
+
+    fn open(&mut self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let model = wgsplat::io::formats::read_model_bytes(name, bytes)?;
+        if model.gaussians.means.is_empty() {
+            anyhow::bail!("{name} holds no Gaussians");
+        }
+        let params = wgsplat::io::model::upload_model(&self.ctx, &model, "web/model")
+            .map_err(|e| anyhow::anyhow!("{name} does not fit this adapter: {e}"))?;
+        self.views = DatasetViews::new(None, point_bounds(&model.gaussians.means));
+        self.camera = self.views.default_camera();
+        self.display.sh_degree = model.sh_degree;
+        self.shown = Some(Shown {
+            name: name.to_owned(),
+            params: Arc::new(params),
+        });
+        Ok(())
+    }
+
+    fn fail(&mut self, message: String) {
+        if self.readiness != Readiness::Signalled {
+            page::set_title(&format!("wgsplat: error: {message}"));
+            self.readiness = Readiness::Signalled;
+        }
+        web_sys::console::error_1(&message.clone().into());
+        self.error = Some(message);
+    }
+
+    /// Presents a finished render, and starts the next one when the view changed.
+    fn step_render(&mut self, ui: &egui::Ui, frame: &eframe::Frame, width: u32, height: u32) {
+        let Some(render_state) = frame.wgpu_render_state() else {
+            return;
+        };
+        let finished = self.inbox.rendered.borrow_mut().take();
+        if let Some((pending, output)) = finished {
+            self.rendering = false;
+            let presented = output.map_err(anyhow::Error::from).and_then(|output| {
+                let mut egui_renderer = render_state.renderer.write();
+                self.renderer
+                    .finish(&self.ctx, &mut egui_renderer, pending, &output, None)
+            });
+            match presented {
+                Ok((id, _)) => {
+                    self.texture = Some(id);
+                    self.drawn_size = self.renderer.size().into();
+                    if self.readiness == Readiness::Waiting {
+                        self.readiness = Readiness::Presented;
+                    }
+                    let recent = &self.renderer.frame_ms;
+                    let last = &recent[recent.len().saturating_sub(30)..];
+                    let mean = last.iter().sum::<f64>() / last.len().max(1) as f64;
+                    page::set_data("frame-ms", &format!("{mean:.2}"));
+                    page::set_data("frames", &recent.len().to_string());
+                }
+                Err(err) => self.fail(format!("rendering failed: {err:#}")),
+            }
+        }
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        if self.rendering {
+            return;
+        }
+        let camera = self.camera.camera(width, height, self.display.background);
+        let pending = match self.renderer.begin(
+            &self.ctx,
+            &shown.params,
+            &camera,
+            &self.display,
+            None,
+            false,
+        ) {
+            Ok(Some(pending)) => pending,
+            Ok(None) => return,
+            Err(err) => return self.fail(format!("rendering failed: {err:#}")),
+        };
+        self.rendering = true;
+        let (ctx, slot, egui_ctx) = (
+            self.ctx.clone(),
+            self.inbox.rendered.clone(),
+            ui.ctx().clone(),
+        );
+        wasm_bindgen_futures::spawn_local(async move {
+            let output = render_async(&ctx, &pending.model, &pending.camera, pending.options).await;
+            *slot.borrow_mut() = Some((pending, output));
+            egui_ctx.request_repaint();
+        });
+    }
+
+    /// The scene: the last finished render, drawn 1:1 (or scaled by the render scale).
+    fn scene(&mut self, ui: &mut egui::Ui, frame: &eframe::Frame) {
+        let area = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(area, egui::Sense::click_and_drag());
+        self.camera.handle_input(ui, &response, self.views.extent);
+        let ppp = ui.ctx().pixels_per_point();
+        let (width, height) = self.panel.exact.unwrap_or_else(|| {
+            let scale = self.panel.render_scale * ppp;
+            (
+                (area.width() * scale).max(8.0) as u32,
+                (area.height() * scale).max(8.0) as u32,
+            )
+        });
+        self.step_render(ui, frame, width, height);
+        let painter = ui.painter_at(area);
+        let Some(id) = self.texture.filter(|_| self.shown.is_some()) else {
+            let text = match (&self.error, &self.query.model) {
+                (Some(_), _) => "no model",
+                (None, Some(_)) => "loading the model...",
+                (None, None) => {
+                    "open a model: drop a .ply, .spz, .splat or .sog file here, or use Open"
+                }
+            };
+            painter.text(
+                area.center(),
+                egui::Align2::CENTER_CENTER,
+                text,
+                egui::FontId::proportional(16.0),
+                ui.visuals().text_color(),
+            );
+            return;
+        };
+        let natural = egui::vec2(self.drawn_size.0 as f32, self.drawn_size.1 as f32) / ppp;
+        let size = if self.panel.exact.is_some() {
+            natural
+        } else {
+            natural / self.panel.render_scale
+        };
+        let origin = (area.min * ppp).round() / ppp;
+        let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+        painter.image(
+            id,
+            egui::Rect::from_min_size(origin, size),
+            uv,
+            egui::Color32::WHITE,
+        );
+    }
+
+    fn side_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Model");
+        match &self.shown {
+            Some(shown) => {
+                ui.label(shown.name.as_str());
+                ui.label(format!(
+                    "{} Gaussians, SH degree {}",
+                    shown.params.len(),
+                    shown.params.max_sh_degree()
+                ));
+            }
+            None => {
+                ui.label("none yet");
+            }
+        }
+        if ui.button("Open...").clicked() {
+            let egui_ctx = ui.ctx().clone();
+            if let Err(err) =
+                page::pick_file(self.inbox.files.clone(), move || egui_ctx.request_repaint())
+            {
+                self.fail(format!("{err:#}"));
+            }
+        }
+        ui.weak("or drop a model file on the page");
+        ui.separator();
+        let info = self.ctx.info();
+        ui.label(format!(
+            "{} path on {}",
+            if info.features_used.subgroups {
+                "fast (subgroups)"
+            } else {
+                "portable"
+            },
+            if info.adapter.name.is_empty() {
+                "WebGPU"
+            } else {
+                info.adapter.name.as_str()
+            }
+        ));
+        let recent = &self.renderer.frame_ms;
+        if let Some(last) = recent.last() {
+            let window = &recent[recent.len().saturating_sub(30)..];
+            let mean = window.iter().sum::<f64>() / window.len() as f64;
+            ui.label(format!(
+                "frame {last:.1} ms (mean of the last {}: {mean:.1} ms), {}x{}",
+                window.len(),
+                self.drawn_size.0,
+                self.drawn_size.1
+            ));
+        }
+        ui.checkbox(&mut self.renderer.synchronous, "redraw every frame");
+        ui.separator();
+        self.panel
+            .show(ui, &self.views, &mut self.camera, &mut self.display);
+        if let Some(error) = &self.error {
+            ui.separator();
+            ui.colored_label(ui.visuals().error_fg_color, error.as_str());
+        }
+    }
+}
+
+impl eframe::App for WebApp {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        let egui_ctx = ui.ctx().clone();
+        self.take_files(&egui_ctx);
+        if self.readiness == Readiness::Presented {
+            // The frame that presented the first render has been painted: it is on screen.
+            page::set_title("wgsplat: ready");
+            self.readiness = Readiness::Signalled;
+        } else if self.readiness == Readiness::Waiting && self.texture.is_some() {
+            egui_ctx.request_repaint();
+        }
+        if !self.query.bare {
+            egui::Panel::left("view")
+                .default_size(250.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.side_panel(ui));
+                });
+        }
+        let panel = if self.query.bare {
+            egui::CentralPanel::default().frame(egui::Frame::NONE)
+        } else {
+            egui::CentralPanel::default()
+        };
+        panel.show(ui, |ui| self.scene(ui, frame));
+        if self.renderer.synchronous || self.rendering || self.readiness != Readiness::Signalled {
+            egui_ctx.request_repaint();
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The page around the app: its URL parameters, its title (which scripts wait on), the status
+//! line shown over the canvas before the app starts or when it fails, and fetching and picking
+//! files.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+/// What the page's URL asks for.
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// `?model=NAME`: a model file served beside the page (any format the library reads).
+    pub model: Option<String>,
+    /// `?portable=1`: force the portable kernel path (no subgroups).
+    pub portable: bool,
+    /// `?size=WxH`: draw exactly this many pixels, 1:1, instead of filling the view.
+    pub size: Option<(u32, u32)>,
+    /// `?bare=1`: only the scene, at the canvas's top-left corner, without panels.
+    pub bare: bool,
+    /// `?continuous=1`: redraw every frame (to read frame times), not only on changes.
+    pub continuous: bool,
+    /// `?check=shaders`: compile every kernel variant instead of showing a model.
+    pub check_shaders: bool,
+}
+
+impl Query {
+    /// The parameters of the page's own URL.
+    pub fn from_location() -> anyhow::Result<Query> {
+        let search = window()?.location().search().map_err(js_error)?;
+        Query::parse(&search)
+    }
+
+    /// The parameters of a query string (`?a=b&c=d`).
+    pub fn parse(search: &str) -> anyhow::Result<Query> {
+        let params = web_sys::UrlSearchParams::new_with_str(search).map_err(js_error)?;
+        let flag = |name: &str| params.get(name).is_some_and(|v| v != "0" && v != "false");
+        let size = params.get("size").map(|s| parse_size(&s)).transpose()?;
+        Ok(Query {
+            model: params.get("model").filter(|m| !m.is_empty()),
+            portable: flag("portable"),
+            size,
+            bare: flag("bare"),
+            continuous: flag("continuous"),
+            check_shaders: params.get("check").as_deref() == Some("shaders"),
+        })
+    }
+}
+
+/// `WxH`, each side 8 to 4096 pixels.
+pub fn parse_size(text: &str) -> anyhow::Result<(u32, u32)> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse::<u32>().ok()?, h.trim().parse::<u32>().ok()?)));
+    match parsed {
+        Some((w, h)) if (8..=4096).contains(&w) && (8..=4096).contains(&h) => Ok((w, h)),
+        _ => anyhow::bail!(
+            "size={text:?} is not WIDTHxHEIGHT with each side 8 to 4096 pixels, such as size=256x192"
+        ),
+    }
+}
+
+fn window() -> anyhow::Result<web_sys::Window> {
+    web_sys::window()
+        .ok_or_else(|| anyhow::anyhow!("no window: the page must run in a browser tab"))
+}
+
+fn document() -> Option<web_sys::Document> {
+    web_sys::window()?.document()
+}
+
+/// A JavaScript exception as an error (its message when it is an `Error`).
+pub fn js_error(value: JsValue) -> anyhow::Error {
+    if let Some(err) = value.dyn_ref::<js_sys::Error>() {
+        return anyhow::anyhow!("{}", String::from(err.message()));
+    }
+    anyhow::anyhow!(
+        "{}",
+        value.as_string().unwrap_or_else(|| format!("{value:?}"))
+    )
+}
+
+/// Sets the page's title.
+pub fn set_title(text: &str) {
+    if let Some(doc) = document() {
+        doc.set_title(text);
+    }
+}
+
+/// Sets `data-NAME` on the page's root element (figures scripts read, such as frame times).
+pub fn set_data(name: &str, value: &str) {
+    if let Some(root) = document().and_then(|d| d.document_element()) {
+        let _ = root.set_attribute(&format!("data-{name}"), value);
+    }
+}
+
+/// Shows `message` in the status line over the canvas (`error` styles it as a failure).
+pub fn status(message: &str, error: bool) {
+    let Some(element) = document().and_then(|d| d.get_element_by_id("status")) else {
+        return;
+    };
+    element.set_text_content(Some(message));
+    element.set_class_name(if error { "error" } else { "" });
+    let _ = element.set_attribute("style", "display: block");
+}
+
+/// Hides the status line.
+pub fn hide_status() {
+    if let Some(element) = document().and_then(|d| d.get_element_by_id("status")) {
+        let _ = element.set_attribute("style", "display: none");
+    }
+}
+
+/// Reports a failure: in the status line, in the browser's console, and in the title as
+/// `wgsplat: error: MESSAGE`.
+pub fn fail(message: &str) {
+    web_sys::console::error_1(&JsValue::from_str(message));
+    set_title(&format!("wgsplat: error: {message}"));
+    status(&format!("error: {message}"), true);
+}
+
+/// The page's canvas (`<canvas id="wgsplat">`).
+pub fn canvas() -> anyhow::Result<web_sys::HtmlCanvasElement> {
+    document()
+        .and_then(|d| d.get_element_by_id("wgsplat"))
+        .ok_or_else(|| anyhow::anyhow!("the page has no <canvas id=\"wgsplat\">"))?
+        .dyn_into::<web_sys::HtmlCanvasElement>()
+        .map_err(|_| anyhow::anyhow!("the element with id \"wgsplat\" is not a canvas"))
+}
+
+/// The bytes at `url` (relative to the page).
+pub async fn fetch_bytes(url: &str) -> anyhow::Result<Vec<u8>> {
+    let response = JsFuture::from(window()?.fetch_with_str(url))
+        .await
+        .map_err(|e| anyhow::anyhow!("fetching {url}: {}", js_error(e)))?;
+    let response: web_sys::Response = response.dyn_into().map_err(js_error)?;
+    if !response.ok() {
+        anyhow::bail!(
+            "fetching {url}: the server answered {} {}; serve the model file beside the page",
+            response.status(),
+            response.status_text()
+        );
+    }
+    let buffer = JsFuture::from(response.array_buffer().map_err(js_error)?)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading {url}: {}", js_error(e)))?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
+/// A file the user picked or dropped, or a fetched model: its name and bytes, or what failed.
+pub type Delivery = anyhow::Result<(String, Vec<u8>)>;
+
+/// Opens the browser's file picker for model files; the chosen file arrives in `inbox`, and
+/// `wake` runs when it has.
+pub fn pick_file(
+    inbox: Rc<RefCell<Vec<Delivery>>>,
+    wake: impl Fn() + 'static,
+) -> anyhow::Result<()> {
+    let document = document().ok_or_else(|| anyhow::anyhow!("no document"))?;
+    let input: web_sys::HtmlInputElement = document
+        .create_element("input")
+        .map_err(js_error)?
+        .dyn_into()
+        .map_err(|_| anyhow::anyhow!("could not create a file input"))?;
+    input.set_type("file");
+    input.set_accept(".ply,.spz,.splat,.sog");
+    let chosen = input.clone();
+    let wake = Rc::new(wake);
+    let on_change = Closure::<dyn FnMut()>::new(move || {
+        let Some(file) = chosen.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        let (inbox, wake) = (inbox.clone(), wake.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            let name = file.name();
+            let bytes = JsFuture::from(file.array_buffer())
+                .await
+                .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec())
+                .map_err(|e| anyhow::anyhow!("reading {name}: {}", js_error(e)));
+            inbox.borrow_mut().push(bytes.map(|b| (name, b)));
+            wake();
+        });
+    });
+    input.set_onchange(Some(on_change.as_ref().unchecked_ref()));
+    on_change.forget();
+    input.click();
+    Ok(())
+}
