@@ -19,7 +19,7 @@ struct PrepareParams {
 // CPU adapter runs both sides of an `if` on a uniform value, loads included; see "Shaders" in
 // the README).
 // The image is 8-bit RGBA packed one pixel per u32 (else f32 RGBA, 4 words per pixel).
-override RGBA8: bool = true;
+override PACKED: bool = true;
 // Composite the colour on `background` with the image's own alpha.
 override COMPOSITE: bool = false;
 // Multiply the colour by the alpha of `mask` (8-bit RGBA packed like the image): a loss mask's
@@ -49,7 +49,7 @@ fn prepare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         return;
     }
     var rgba: vec4<f32>;
-    if RGBA8 {
+    if PACKED {
         rgba = unpack4x8unorm(image[pixel]);
     } else {
         let base = pixel * 4u;

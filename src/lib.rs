@@ -20,6 +20,7 @@ pub mod knn;
 pub mod loss;
 pub mod ops;
 pub mod optim;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod plan;
 pub mod rng;
 pub mod splat;

@@ -5,7 +5,10 @@
 // said error, 2 on a timeout or a browser failure.
 //
 //   node web/drive.mjs --url URL [--screenshot FILE] [--timeout-ms N] [--frames N]
-//        [--width W --height H] [--chromium PATH]
+//        [--until TITLE_PREFIX] [--width W --height H] [--chromium PATH]
+//
+// --until waits for another title than `wgsplat: ready` (e.g. `wgsplat: trained`); an error
+// title still ends the wait.
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -61,6 +64,7 @@ function send(method, params = {}, sessionId = undefined) {
   return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }));
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const started = Date.now();
 
 function finish(code, report) {
   console.log(JSON.stringify(report));
@@ -79,10 +83,18 @@ try {
   await send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: false }, sessionId);
   await send("Page.enable", {}, sessionId);
   await send("Page.navigate", { url }, sessionId);
+  const until = args.until ?? "wgsplat: ready";
   let title = "";
-  while (!title.startsWith("wgsplat: ready") && !title.startsWith("wgsplat: error")) {
+  let lastLog = Date.now();
+  while (!title.startsWith(until) && !title.startsWith("wgsplat: error")) {
     await sleep(100);
     title = (await evaluate("document.title")) ?? "";
+    if (Date.now() - lastLog > 10000) {
+      // Progress on standard error, for whoever waits on a long run.
+      const iteration = await evaluate("document.documentElement.dataset.iteration");
+      console.error(`drive.mjs: ${Math.round((Date.now() - started) / 1000)} s: "${title}", iteration ${iteration ?? "-"}`);
+      lastLog = Date.now();
+    }
   }
   const wantFrames = Number(args.frames ?? 0);
   while (wantFrames > 0 && Number((await evaluate("document.documentElement.dataset.frames")) ?? 0) < wantFrames) {
@@ -95,6 +107,10 @@ try {
     frames: Number(await evaluate("document.documentElement.dataset.frames")) || 0,
     path: (await evaluate("document.documentElement.dataset.path")) ?? null,
     shadersChecked: Number(await evaluate("document.documentElement.dataset.shadersChecked")) || 0,
+    lossFirst: Number(await evaluate("document.documentElement.dataset.lossFirst")) || null,
+    lossLast: Number(await evaluate("document.documentElement.dataset.lossLast")) || null,
+    iteration: Number(await evaluate("document.documentElement.dataset.iteration")) || 0,
+    trainSeconds: Number(await evaluate("document.documentElement.dataset.trainSeconds")) || null,
     status: (await evaluate("document.getElementById('status') && document.getElementById('status').textContent")) ?? null,
     screenshot: null,
   };
@@ -104,7 +120,7 @@ try {
     report.screenshot = args.screenshot;
   }
   clearTimeout(deadline);
-  finish(title.startsWith("wgsplat: ready") ? 0 : 1, report);
+  finish(title.startsWith(until) ? 0 : 1, report);
 } catch (err) {
   finish(2, { title: null, error: String(err), stderr });
 }

@@ -35,7 +35,9 @@ struct LossParams {
 // switch read from the params would cost every dispatch the loads of the modes it does not use.
 //
 // Ground truth is 8-bit RGBA packed one pixel per u32 (r in the low byte); else f32 RGBA.
-override GT_RGBA8: bool = true;
+// (No override name ends in a digit: naga's WGSL writer, which a browser build goes through,
+// would rename it and the pipeline would not find it.)
+override GT_PACKED: bool = true;
 // Composite the ground truth on `background` with its alpha.
 override COMPOSITE: bool = false;
 // Mask by the ground-truth alpha: both images are multiplied by it before every term, and the
@@ -103,7 +105,7 @@ fn position_counts(row: i32, col: i32) -> bool {
 fn gt_rgba(row: i32, col: i32) -> vec4<f32> {
     let pixel = (u32(row) - params.y_row0) * params.width + u32(col);
     var v: vec4<f32>;
-    if GT_RGBA8 {
+    if GT_PACKED {
         v = unpack4x8unorm(gt[pixel]);
     } else {
         let i = pixel * 4u;

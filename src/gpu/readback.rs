@@ -104,6 +104,21 @@ impl Readback {
         }
     }
 
+    /// Maps and copies out: natively by blocking until the GPU has finished (as
+    /// [`Readback::wait`]), in a browser by awaiting the mapping (as [`Readback::receive`]).
+    /// Code that runs in both places reads back with this. Submit the encoder first.
+    pub async fn fetch(self, ctx: &GpuContext) -> Result<Vec<u8>> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = ctx;
+            self.receive().await
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.wait(ctx)
+        }
+    }
+
     /// Maps and copies out asynchronously. Something must call [`GpuContext::poll`] meanwhile.
     pub async fn receive(self) -> Result<Vec<u8>> {
         let receiver = self.start();

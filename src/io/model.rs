@@ -2,7 +2,7 @@
 //! needs. Reading takes every format [`super::formats`] reads, by extension.
 
 use super::formats::{ModelFormat, read_model};
-use super::ply::{PlyModel, write_ply};
+use super::ply::PlyModel;
 use crate::error::Result;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
@@ -36,11 +36,12 @@ pub fn upload_model(ctx: &GpuContext, model: &PlyModel, label: &str) -> Result<G
 }
 
 /// Downloads `params` and writes them to `path` as a 3DGS PLY, atomically.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn save_gpu_model_as_ply(
     ctx: &GpuContext,
     params: &GaussianTensors,
     path: &Path,
 ) -> Result<()> {
     let cpu = params.download(ctx)?;
-    write_ply(path, &cpu, params.max_sh_degree())
+    super::ply::write_ply(path, &cpu, params.max_sh_degree())
 }

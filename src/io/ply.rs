@@ -65,6 +65,34 @@ pub fn write_ply_with_progress(
     sh_degree: u32,
     progress: &super::progress::Progress,
 ) -> Result<()> {
+    let (header, rest) = ply_header(gaussians, sh_degree)?;
+    let n = gaussians.means.len();
+    progress.begin("writing PLY", n as u64);
+    write_atomically(path, |w| {
+        encode_ply(w, path, &header, gaussians, rest, progress)?;
+        progress.finish();
+        Ok(())
+    })
+}
+
+/// The bytes of [`write_ply`]'s file (for a browser page to offer as a download).
+pub fn ply_bytes(gaussians: &CpuGaussians, sh_degree: u32) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let (header, rest) = ply_header(gaussians, sh_degree)?;
+    encode_ply(
+        &mut out,
+        Path::new("model.ply"),
+        &header,
+        gaussians,
+        rest,
+        &super::progress::Progress::new(),
+    )?;
+    Ok(out)
+}
+
+/// Checks `gaussians` and returns the binary PLY header for them with SH up to `sh_degree`, and
+/// the SH rest coefficients per channel.
+fn ply_header(gaussians: &CpuGaussians, sh_degree: u32) -> Result<(String, usize)> {
     let n = gaussians.means.len();
     let lengths = [
         gaussians.log_scales.len(),
@@ -91,34 +119,44 @@ pub fn write_ply_with_progress(
         header.push_str(&format!("property float {name}\n"));
     }
     header.push_str("end_header\n");
-    progress.begin("writing PLY", n as u64);
-    write_atomically(path, |w| {
-        w.write_all(header.as_bytes())
-            .map_err(|e| io_error(path, "write", e))?;
-        let mut record: Vec<f32> = Vec::with_capacity(names.len());
-        let mut bytes: Vec<u8> = Vec::with_capacity(names.len() * 4);
-        for i in 0..n {
-            record.clear();
-            record.extend_from_slice(&gaussians.means[i]);
-            record.extend_from_slice(&[0.0; 3]);
-            record.extend_from_slice(&gaussians.sh[i][0]);
-            for channel in 0..3 {
-                record.extend((1..=rest).map(|k| gaussians.sh[i][k][channel]));
-            }
-            record.push(gaussians.opacity_logits[i]);
-            record.extend_from_slice(&gaussians.log_scales[i]);
-            record.extend_from_slice(&gaussians.quats[i]);
-            bytes.clear();
-            bytes.extend(record.iter().flat_map(|v| v.to_le_bytes()));
-            w.write_all(&bytes)
-                .map_err(|e| io_error(path, "write", e))?;
-            if i % 4096 == 4095 {
-                progress.advance(4096);
-            }
+    Ok((header, rest))
+}
+
+/// Writes the header and one record per Gaussian to `w` (`path` names the output in messages).
+fn encode_ply(
+    w: &mut impl Write,
+    path: &Path,
+    header: &str,
+    gaussians: &CpuGaussians,
+    rest: usize,
+    progress: &super::progress::Progress,
+) -> Result<()> {
+    let n = gaussians.means.len();
+    let names_len = header.lines().filter(|l| l.starts_with("property")).count();
+    w.write_all(header.as_bytes())
+        .map_err(|e| io_error(path, "write", e))?;
+    let mut record: Vec<f32> = Vec::with_capacity(names_len);
+    let mut bytes: Vec<u8> = Vec::with_capacity(names_len * 4);
+    for i in 0..n {
+        record.clear();
+        record.extend_from_slice(&gaussians.means[i]);
+        record.extend_from_slice(&[0.0; 3]);
+        record.extend_from_slice(&gaussians.sh[i][0]);
+        for channel in 0..3 {
+            record.extend((1..=rest).map(|k| gaussians.sh[i][k][channel]));
         }
-        progress.finish();
-        Ok(())
-    })
+        record.push(gaussians.opacity_logits[i]);
+        record.extend_from_slice(&gaussians.log_scales[i]);
+        record.extend_from_slice(&gaussians.quats[i]);
+        bytes.clear();
+        bytes.extend(record.iter().flat_map(|v| v.to_le_bytes()));
+        w.write_all(&bytes)
+            .map_err(|e| io_error(path, "write", e))?;
+        if i % 4096 == 4095 {
+            progress.advance(4096);
+        }
+    }
+    Ok(())
 }
 
 /// Where each needed value lands in a vertex record.

@@ -243,6 +243,36 @@ pub fn write_spz_with(
     } else {
         gzip::write(path, &header, &arrays, progress)?;
     }
+    Ok(dropped_notes(model, clipped))
+}
+
+/// The bytes of [`write_spz`]'s file (version 3, right-up-back axes), for a browser page to offer
+/// as a download; `name` names the model in messages.
+pub fn spz_bytes(name: &Path, model: &PlyModel) -> Result<Vec<u8>> {
+    let n = model.gaussians.means.len();
+    let count = u32::try_from(n)
+        .ok()
+        .filter(|&c| c <= MAX_WRITE_POINTS)
+        .ok_or_else(|| {
+            format_error(
+                name,
+                format!("{n} Gaussians exceed SPZ's limit of {MAX_WRITE_POINTS}"),
+            )
+        })?;
+    let degree = model.sh_degree.min(3) as u8;
+    let (arrays, _) = layout::pack(name, model, degree, SpzAxes::Rub)?;
+    let header = Header {
+        version: 3,
+        count,
+        degree,
+        fractional_bits: layout::FRACTIONAL_BITS,
+        flags: 0,
+    };
+    gzip::bytes(name, &header, &arrays)
+}
+
+/// What [`write_spz_with`] reports it dropped or clipped.
+fn dropped_notes(model: &PlyModel, clipped: usize) -> Vec<String> {
     let mut dropped = Vec::new();
     if model.sh_degree > 3 {
         dropped.push(format!(
@@ -255,7 +285,7 @@ pub fn write_spz_with(
             "{clipped} position coordinates lie beyond SPZ's ±2048 units and were clipped"
         ));
     }
-    Ok(dropped)
+    dropped
 }
 
 /// Reads an SPZ file (versions 2 to 4) in right-up-back axes. A wrong magic number, an

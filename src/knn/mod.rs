@@ -180,7 +180,14 @@ pub fn mean_sq_dist_3nn_blocking(ctx: &GpuContext, points: &Tensor) -> Result<Ve
 }
 
 /// Uploads `points` and runs [`mean_sq_dist_3nn_blocking`].
+#[cfg(not(target_arch = "wasm32"))]
 pub fn mean_sq_dist_3nn_of_slice(ctx: &GpuContext, points: &[[f32; 3]]) -> Result<Vec<f32>> {
+    pollster::block_on(mean_sq_dist_3nn_fetch(ctx, points))
+}
+
+/// [`mean_sq_dist_3nn_of_slice`] in the form that also runs in a browser, where the result is
+/// awaited (see [`crate::gpu::Readback::fetch`]).
+pub async fn mean_sq_dist_3nn_fetch(ctx: &GpuContext, points: &[[f32; 3]]) -> Result<Vec<f32>> {
     let mut enc = ctx.encoder("knn upload");
     let flat: &[f32] = bytemuck::cast_slice(points);
     let tensor = Tensor::from_slice(
@@ -191,5 +198,8 @@ pub fn mean_sq_dist_3nn_of_slice(ctx: &GpuContext, points: &[[f32; 3]]) -> Resul
         "knn points",
     )?;
     ctx.submit(enc)?;
-    mean_sq_dist_3nn_blocking(ctx, &tensor)
+    let mut enc = ctx.encoder("knn");
+    let result = mean_sq_dist_3nn(&mut enc, &tensor)?;
+    ctx.submit(enc)?;
+    result.fetch::<f32>(ctx).await
 }

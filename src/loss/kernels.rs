@@ -89,7 +89,7 @@ impl Images<'_> {
     fn overrides(&self) -> shared_ssim::Overrides {
         let o = self.options;
         shared_ssim::Overrides {
-            gt_rgba8: self.gt.dtype() == DType::U32,
+            gt_packed: self.gt.dtype() == DType::U32,
             composite: o.background.is_some(),
             mask: o.mask_by_alpha,
             valid_padding: o.padding == SsimPadding::Valid,

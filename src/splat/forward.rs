@@ -208,17 +208,17 @@ impl Projection {
         Ok(self.counted(&visible, &isects))
     }
 
-    /// The asynchronous form of [`Projection::read_counts`], for a browser page (natively,
-    /// something must call [`GpuContext::poll`] meanwhile).
-    pub async fn receive_counts(mut self) -> Result<Counted> {
+    /// [`Projection::read_counts`] in the form that also runs in a browser, where the counts
+    /// are awaited (see [`crate::gpu::Readback::fetch`]).
+    pub async fn counts(mut self, ctx: &GpuContext) -> Result<Counted> {
         let (Some(visible), Some(isects)) = (self.visible.take(), self.intersections.take()) else {
             return Err(Error::InvalidArgument {
-                op: "receive_counts",
+                op: "counts",
                 detail: "the counts were already read".into(),
             });
         };
-        let visible = visible.receive::<u32>().await?;
-        let isects = isects.receive::<u32>().await?;
+        let visible = visible.fetch::<u32>(ctx).await?;
+        let isects = isects.fetch::<u32>(ctx).await?;
         Ok(self.counted(&visible, &isects))
     }
 
@@ -451,7 +451,7 @@ pub async fn render_async(
     let mut enc = ctx.encoder("render: projection");
     let projection = record_projection(&mut enc, g, camera, options)?;
     ctx.submit(enc)?;
-    let counted = projection.receive_counts().await?;
+    let counted = projection.counts(ctx).await?;
     let mut enc = ctx.encoder("render: rasterization");
     let out = record_rasterize(&mut enc, counted)?;
     ctx.submit(enc)?;

@@ -269,15 +269,19 @@ impl GaussianTensors {
     }
 
     /// Reads everything back (SH coefficients past the model's degree are zero).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn download(&self, ctx: &GpuContext) -> Result<CpuGaussians> {
-        let rows3 = |t: &Tensor| -> Result<Vec<[f32; 3]>> {
-            Ok(t.read::<f32>(ctx)?
-                .chunks_exact(3)
-                .map(|c| [c[0], c[1], c[2]])
-                .collect())
+        pollster::block_on(self.fetch(ctx))
+    }
+
+    /// [`GaussianTensors::download`] in the form that also runs in a browser, where the data is
+    /// awaited (see [`crate::gpu::Readback::fetch`]).
+    pub async fn fetch(&self, ctx: &GpuContext) -> Result<CpuGaussians> {
+        let rows3 = |v: Vec<f32>| -> Vec<[f32; 3]> {
+            v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()
         };
-        let dc = rows3(&self.sh_dc)?;
-        let rest = self.sh_rest.read::<f32>(ctx)?;
+        let dc = rows3(self.sh_dc.fetch::<f32>(ctx).await?);
+        let rest = self.sh_rest.fetch::<f32>(ctx).await?;
         let k = self.sh_rest_count() as usize;
         let sh = dc
             .iter()
@@ -296,15 +300,16 @@ impl GaussianTensors {
             })
             .collect();
         Ok(CpuGaussians {
-            means: rows3(&self.means)?,
-            log_scales: rows3(&self.log_scales)?,
+            means: rows3(self.means.fetch::<f32>(ctx).await?),
+            log_scales: rows3(self.log_scales.fetch::<f32>(ctx).await?),
             quats: self
                 .quats
-                .read::<f32>(ctx)?
+                .fetch::<f32>(ctx)
+                .await?
                 .chunks_exact(4)
                 .map(|c| [c[0], c[1], c[2], c[3]])
                 .collect(),
-            opacity_logits: self.opacity_logits.read::<f32>(ctx)?,
+            opacity_logits: self.opacity_logits.fetch::<f32>(ctx).await?,
             sh,
         })
     }

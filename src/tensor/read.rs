@@ -24,13 +24,13 @@ impl TensorReadback {
         Ok(out)
     }
 
-    /// The asynchronous form of [`TensorReadback::wait`], for a browser page (natively, something
-    /// must call [`GpuContext::poll`] meanwhile).
-    pub async fn receive<T: Element>(self) -> Result<Vec<T>> {
+    /// The data, natively by blocking (as [`TensorReadback::wait`]), in a browser by awaiting
+    /// the mapping: the form code that runs in both places uses (see [`Readback::fetch`]).
+    pub async fn fetch<T: Element>(self, ctx: &GpuContext) -> Result<Vec<T>> {
         self.check::<T>()?;
         let mut out: Vec<T> = Vec::new();
         for page in self.pages {
-            let bytes = page.receive().await?;
+            let bytes = page.fetch(ctx).await?;
             out.extend_from_slice(bytemuck::cast_slice(&bytes));
         }
         Ok(out)
@@ -60,6 +60,14 @@ impl Tensor {
             pages,
             dtype: self.dtype,
         })
+    }
+
+    /// [`Tensor::read`] in the form that also runs in a browser (see [`Readback::fetch`]).
+    pub async fn fetch<T: Element>(&self, ctx: &GpuContext) -> Result<Vec<T>> {
+        let mut enc = ctx.encoder("tensor read");
+        let pending = self.record_read(&mut enc)?;
+        ctx.submit(enc)?;
+        pending.fetch(ctx).await
     }
 
     /// Reads the tensor to a `Vec`, submitting a small encoder of its own and waiting for it.

@@ -15,13 +15,13 @@ pub type KeepInside = Arc<dyn Fn([f32; 3]) -> bool + Send + Sync>;
 
 /// Drops the Gaussians whose centre `inside` rejects; returns how many were dropped. A model
 /// entirely inside is left untouched (no row changes, so an unbounded run is unchanged).
-pub(crate) fn prune_outside(
+pub(crate) async fn prune_outside(
     ctx: &GpuContext,
     state: &mut ModelState,
-    step: &StepInfo,
+    step: &StepInfo<'_>,
     inside: &KeepInside,
 ) -> Result<u64> {
-    let means = state.params.means.read::<f32>(ctx)?;
+    let means = state.params.means.fetch::<f32>(ctx).await?;
     let keep: Vec<u32> = means
         .chunks_exact(3)
         .enumerate()

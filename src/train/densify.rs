@@ -17,7 +17,9 @@
 
 use super::config::{Background, StrategyKind};
 use super::state::ModelState;
-use super::strategy::{ChunkRows, DensifyReport, RefinementReport, StepInfo, Strategy};
+use super::strategy::{
+    ChunkRows, DensifyReport, RefinementFuture, RefinementReport, StepInfo, Strategy,
+};
 use crate::error::Result;
 use crate::gpu::kernels::{densify_classify, densify_split};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
@@ -60,17 +62,28 @@ impl Strategy for DefaultStrategy {
     }
 
     /// Densifies and prunes, and resets opacities, when due after the iteration just taken.
-    fn after_step(
-        &mut self,
-        ctx: &GpuContext,
-        state: &mut ModelState,
-        step: &StepInfo,
-    ) -> Result<RefinementReport> {
+    fn after_step<'a>(
+        &'a mut self,
+        ctx: &'a GpuContext,
+        state: &'a mut ModelState,
+        step: &'a StepInfo<'a>,
+    ) -> RefinementFuture<'a> {
+        Box::pin(refine(ctx, state, step))
+    }
+}
+
+/// [`DefaultStrategy`]'s refinement.
+async fn refine(
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo<'_>,
+) -> Result<RefinementReport> {
+    {
         let c = step.config;
         let it = step.iteration;
         let mut report = RefinementReport::default();
         if c.refines_after(it, c.densify_until) {
-            report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every)?);
+            report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every).await?);
         }
         // INRIA also resets once at `densify_from` on a white background: the initial Gaussians'
         // grey (or any colour) over white must be made transparent before densification starts.
@@ -106,10 +119,10 @@ fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> 
 }
 
 /// One densify-and-prune step.
-pub(crate) fn densify(
+pub(crate) async fn densify(
     ctx: &GpuContext,
     state: &mut ModelState,
-    step: &StepInfo,
+    step: &StepInfo<'_>,
     prune_big: bool,
 ) -> Result<DensifyReport> {
     let config = step.config;
@@ -164,7 +177,7 @@ pub(crate) fn densify(
     ctx.submit(enc)?;
     let mut counts = [0u64; 3];
     for (slot, pending) in counts.iter_mut().zip(reads) {
-        *slot = u64::from(pending.wait::<u32>(ctx)?[0]);
+        *slot = u64::from(pending.fetch::<u32>(ctx).await?[0]);
     }
     let [mut k, mut c, mut s] = counts;
     // Cap the growth: drop splits first, then clones, so the model never exceeds the cap.

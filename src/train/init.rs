@@ -9,7 +9,18 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
 
 /// Builds and uploads the initial model.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn initial_gaussians(
+    ctx: &GpuContext,
+    dataset: &Dataset,
+    config: &TrainConfig,
+) -> Result<GaussianTensors> {
+    pollster::block_on(initial_gaussians_async(ctx, dataset, config))
+}
+
+/// [`initial_gaussians`] in the form that also runs in a browser, where the k-NN result is
+/// awaited (see [`crate::gpu::Readback::fetch`]).
+pub async fn initial_gaussians_async(
     ctx: &GpuContext,
     dataset: &Dataset,
     config: &TrainConfig,
@@ -30,7 +41,7 @@ pub fn initial_gaussians(
         });
     }
     let mut cpu = gaussians_from_points(&points);
-    let mean_sq = crate::knn::mean_sq_dist_3nn_of_slice(ctx, &points.positions)?;
+    let mean_sq = crate::knn::mean_sq_dist_3nn_fetch(ctx, &points.positions).await?;
     fill_log_scales(&mut cpu, &mean_sq)?;
     let mut enc = ctx.encoder("initial upload");
     let params = GaussianTensors::upload(

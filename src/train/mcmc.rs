@@ -221,7 +221,11 @@ fn base_params(
 
 /// Relocates every dead Gaussian onto a live one drawn in proportion to opacity; returns how
 /// many were relocated (0 when none is dead, or none is alive).
-pub fn relocate_dead(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) -> Result<u64> {
+pub async fn relocate_dead(
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo<'_>,
+) -> Result<u64> {
     let n = state.params.len();
     if n == 0 {
         return Ok(0);
@@ -236,7 +240,7 @@ pub fn relocate_dead(ctx: &GpuContext, state: &mut ModelState, step: &StepInfo) 
     drop(dead);
     let pending = dead_ids.count.record_read(&mut enc)?;
     ctx.submit(enc)?;
-    let k = u64::from(pending.wait::<u32>(ctx)?[0]);
+    let k = u64::from(pending.fetch::<u32>(ctx).await?[0]);
     if k == 0 || k >= n {
         return Ok(0);
     }

@@ -5,7 +5,7 @@
 use super::config::StrategyKind;
 use super::mcmc::{grow, relocate_dead};
 use super::state::ModelState;
-use super::strategy::{ChunkRows, RefinementReport, StepInfo, Strategy};
+use super::strategy::{ChunkRows, RefinementFuture, RefinementReport, StepInfo, Strategy};
 use crate::error::Result;
 use crate::gpu::kernels::shared_mcmc_noise::NoiseParams;
 use crate::gpu::kernels::{PageRows, mcmc_perturb, mcmc_regularize};
@@ -67,20 +67,22 @@ impl Strategy for McmcStrategy {
     }
 
     /// Relocation, then growth, when due after the iteration just taken.
-    fn after_step(
-        &mut self,
-        ctx: &GpuContext,
-        state: &mut ModelState,
-        step: &StepInfo,
-    ) -> Result<RefinementReport> {
-        let c = step.config;
-        let it = step.iteration;
-        let mut report = RefinementReport::default();
-        if c.refines_after(it, c.mcmc_refine_until) {
-            report.relocated = relocate_dead(ctx, state, step)?;
-            report.grown = grow(ctx, state, step)?;
-        }
-        Ok(report)
+    fn after_step<'a>(
+        &'a mut self,
+        ctx: &'a GpuContext,
+        state: &'a mut ModelState,
+        step: &'a StepInfo<'a>,
+    ) -> RefinementFuture<'a> {
+        Box::pin(async move {
+            let c = step.config;
+            let it = step.iteration;
+            let mut report = RefinementReport::default();
+            if c.refines_after(it, c.mcmc_refine_until) {
+                report.relocated = relocate_dead(ctx, state, step).await?;
+                report.grown = grow(ctx, state, step)?;
+            }
+            Ok(report)
+        })
     }
 }
 

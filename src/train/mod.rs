@@ -14,6 +14,7 @@ mod mcmc_step;
 pub mod options;
 pub mod profile;
 pub mod resume;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod run;
 pub mod setup;
 pub mod state;

@@ -80,14 +80,20 @@ pub trait Strategy: Send {
     fn after_optimizer(&self, enc: &mut Encoder, state: &ModelState, step: &StepInfo)
     -> Result<()>;
 
-    /// Runs the refinement due after the iteration just taken.
-    fn after_step(
-        &mut self,
-        ctx: &GpuContext,
-        state: &mut ModelState,
-        step: &StepInfo,
-    ) -> Result<RefinementReport>;
+    /// Runs the refinement due after the iteration just taken. A future, because a refinement
+    /// reads counts back and a browser page must await them (natively it is ready when first
+    /// polled; see [`crate::gpu::Readback::fetch`]).
+    fn after_step<'a>(
+        &'a mut self,
+        ctx: &'a GpuContext,
+        state: &'a mut ModelState,
+        step: &'a StepInfo<'a>,
+    ) -> RefinementFuture<'a>;
 }
+
+/// What [`Strategy::after_step`] returns.
+pub type RefinementFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<RefinementReport>> + 'a>>;
 
 /// One chunk of a step: its rows in the model and where its gradients are.
 #[derive(Clone, Copy, Debug)]

@@ -15,7 +15,7 @@ use super::events::Evaluation;
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use super::state::ModelState;
-use super::strategy::{self, DensifyReport, RefinementReport, StepInfo, Strategy};
+use super::strategy::{self, RefinementReport, StepInfo, Strategy};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
@@ -251,9 +251,12 @@ impl Trainer {
 
     /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks
     /// and front ends; training runs it on the configured schedule).
-    pub fn densify_now(&mut self) -> Result<DensifyReport> {
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn densify_now(&mut self) -> Result<strategy::DensifyReport> {
         let prune_big = self.iteration > self.config.opacity_reset_every;
-        self.with_step(|_, ctx, state, step| densify::densify(ctx, state, step, prune_big))
+        self.with_step(|_, ctx, state, step| {
+            pollster::block_on(densify::densify(ctx, state, step, prune_big))
+        })
     }
 
     /// Applies a densification decision now (see [`densify::apply_row_changes`]): benchmarks
@@ -271,8 +274,11 @@ impl Trainer {
 
     /// Relocates dead Gaussians now, as an MCMC refinement does (see
     /// [`mcmc::relocate_dead`]); returns how many moved.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn relocate_dead(&mut self) -> Result<u64> {
-        self.with_step(|_, ctx, state, step| mcmc::relocate_dead(ctx, state, step))
+        self.with_step(|_, ctx, state, step| {
+            pollster::block_on(mcmc::relocate_dead(ctx, state, step))
+        })
     }
 
     /// Grows the model now, as an MCMC refinement does (see [`mcmc::grow`]); returns how many

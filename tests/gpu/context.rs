@@ -291,7 +291,7 @@ mod typed_dispatch {
         use wgsplat::gpu::kernels::{KernelSpec, PipelineOverrides, shared_ssim, ssim_backward};
         for ctx in both_paths() {
             let defaults = shared_ssim::Overrides::default();
-            assert!(defaults.gt_rgba8 && !defaults.mask, "{defaults:?}");
+            assert!(defaults.gt_packed && !defaults.mask, "{defaults:?}");
             let masked = shared_ssim::Overrides {
                 mask: true,
                 ..defaults
@@ -320,7 +320,7 @@ mod typed_dispatch {
                 [
                     "CLAMP_RENDERED",
                     "COMPOSITE",
-                    "GT_RGBA8",
+                    "GT_PACKED",
                     "MASK",
                     "VALID_PADDING"
                 ],

@@ -2,6 +2,7 @@
 //! awaited instead of blocked on (a page cannot wait for the GPU).
 
 use crate::page::{self, Delivery, Query};
+use crate::training::{self, Progress};
 use eframe::egui;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -56,6 +57,14 @@ pub struct WebApp {
     drawn_size: (u32, u32),
     error: Option<String>,
     readiness: Readiness,
+    /// The run training the built-in scene, if one was started.
+    training: Option<Rc<RefCell<Progress>>>,
+    train_iterations: u64,
+    train_resolution: u32,
+    /// A download being prepared (the model is read back first).
+    downloading: Rc<RefCell<bool>>,
+    /// The title said the training run ended.
+    training_signalled: bool,
 }
 
 impl WebApp {
@@ -83,10 +92,18 @@ impl WebApp {
         );
         let mut renderer = SceneRenderer::default();
         renderer.synchronous = query.continuous;
+        let training = query
+            .train
+            .map(|n| training::start(ctx.clone(), query.resolution, n, cc.egui_ctx.clone()));
         WebApp {
+            training,
+            train_iterations: query.train.unwrap_or(300),
+            train_resolution: query.resolution,
+            downloading: Rc::default(),
+            training_signalled: false,
             camera: views.default_camera(),
             ctx,
-            readiness: if query.model.is_some() {
+            readiness: if query.model.is_some() || query.train.is_some() {
                 Readiness::Waiting
             } else {
                 Readiness::Presented
@@ -145,6 +162,154 @@ impl WebApp {
             params: Arc::new(params),
         });
         Ok(())
+    }
+
+    /// Shows the training run's latest parameters, and reports its end in the page's data and
+    /// title (`wgsplat: trained` or `wgsplat: error: ...`).
+    fn follow_training(&mut self) {
+        let Some(progress) = self.training.clone() else {
+            return;
+        };
+        let p = progress.borrow();
+        if let Some(snapshot) = &p.snapshot {
+            let first = self
+                .shown
+                .as_ref()
+                .is_none_or(|s| !s.name.starts_with("built-in scene"));
+            if first {
+                if let Some(bounds) = p.bounds {
+                    self.views = DatasetViews::new(None, bounds);
+                    self.camera = self.views.default_camera();
+                }
+                self.display.sh_degree = snapshot.max_sh_degree();
+            }
+            if self
+                .shown
+                .as_ref()
+                .is_none_or(|s| !Arc::ptr_eq(&s.params, snapshot))
+            {
+                self.shown = Some(Shown {
+                    name: "built-in scene (trained in this page)".into(),
+                    params: snapshot.clone(),
+                });
+            }
+        }
+        page::set_data("iteration", &p.iteration.to_string());
+        if let (Some(first), Some(last)) = (p.losses.first(), p.losses.last()) {
+            page::set_data("loss-first", &format!("{}", first[1]));
+            page::set_data("loss-last", &format!("{}", last[1]));
+        }
+        if p.finished && !self.training_signalled && self.readiness == Readiness::Signalled {
+            self.training_signalled = true;
+            page::set_data("train-seconds", &format!("{:.2}", p.seconds));
+            match &p.error {
+                None => page::set_title(&format!("wgsplat: trained {} iterations", p.iteration)),
+                Some(err) => page::set_title(&format!("wgsplat: error: training failed: {err}")),
+            }
+        }
+    }
+
+    fn training_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Train the built-in scene");
+        let running = self.training.as_ref().is_some_and(|p| !p.borrow().finished);
+        if running {
+            if ui.button("Stop").clicked()
+                && let Some(p) = &self.training
+            {
+                p.borrow_mut().stop = true;
+            }
+        } else {
+            ui.add(egui::Slider::new(&mut self.train_iterations, 50..=7000).text("iterations"));
+            egui::ComboBox::from_label("image side")
+                .selected_text(format!("{} px", self.train_resolution))
+                .show_ui(ui, |ui| {
+                    for side in [64, 128, 256] {
+                        ui.selectable_value(&mut self.train_resolution, side, format!("{side} px"));
+                    }
+                });
+            if ui.button("Train").clicked() {
+                self.training = Some(training::start(
+                    self.ctx.clone(),
+                    self.train_resolution,
+                    self.train_iterations,
+                    ui.ctx().clone(),
+                ));
+                self.training_signalled = true;
+            }
+        }
+        let Some(progress) = &self.training else {
+            return;
+        };
+        let p = progress.borrow();
+        ui.label(format!(
+            "{}: iteration {} of {}, {} Gaussians",
+            p.phase, p.iteration, p.iterations, p.gaussians
+        ));
+        if p.seconds > 0.0 {
+            ui.label(format!(
+                "{:.1} s, {:.1} it/s{}",
+                p.seconds,
+                p.iteration as f64 / p.seconds,
+                p.train_psnr
+                    .map(|db| format!(", train PSNR {db:.2} dB"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(err) = &p.error {
+            ui.colored_label(ui.visuals().error_fg_color, err.as_str());
+        }
+        egui_plot::Plot::new("loss")
+            .height(140.0)
+            .allow_scroll(false)
+            .allow_drag(false)
+            .show(ui, |plot| {
+                plot.line(egui_plot::Line::new(
+                    "loss",
+                    egui_plot::PlotPoints::from(p.losses.clone()),
+                ));
+            });
+    }
+
+    /// Reads the shown model back and offers it as a download in `format`.
+    fn download(&self, format: wgsplat::io::formats::ModelFormat) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        *self.downloading.borrow_mut() = true;
+        let (ctx, params, busy) = (
+            self.ctx.clone(),
+            shown.params.clone(),
+            self.downloading.clone(),
+        );
+        let stem = shown
+            .name
+            .split(['.', ' '])
+            .next()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("model")
+            .to_owned();
+        wasm_bindgen_futures::spawn_local(async move {
+            let written = async {
+                let gaussians = params.fetch(&ctx).await?;
+                let model = wgsplat::io::PlyModel {
+                    gaussians,
+                    sh_degree: params.max_sh_degree(),
+                };
+                let name = format!("{stem}.{}", format.extension());
+                let bytes = match format {
+                    wgsplat::io::formats::ModelFormat::Spz => {
+                        wgsplat::io::spz::spz_bytes(std::path::Path::new(&name), &model)?
+                    }
+                    _ => wgsplat::io::ply::ply_bytes(&model.gaussians, model.sh_degree)?,
+                };
+                page::download(&name, &bytes)
+            };
+            let outcome: anyhow::Result<()> = written.await;
+            if let Err(err) = outcome {
+                page::fail(&format!("the download failed: {err:#}"));
+            }
+            *busy.borrow_mut() = false;
+        });
     }
 
     fn fail(&mut self, message: String) {
@@ -289,6 +454,25 @@ impl WebApp {
             }
         }
         ui.weak("or drop a model file on the page");
+        if self.shown.is_some() {
+            ui.horizontal(|ui| {
+                let idle = !*self.downloading.borrow();
+                if ui
+                    .add_enabled(idle, egui::Button::new("Download PLY"))
+                    .clicked()
+                {
+                    self.download(wgsplat::io::formats::ModelFormat::Ply);
+                }
+                if ui
+                    .add_enabled(idle, egui::Button::new("Download SPZ"))
+                    .clicked()
+                {
+                    self.download(wgsplat::io::formats::ModelFormat::Spz);
+                }
+            });
+        }
+        ui.separator();
+        self.training_panel(ui);
         ui.separator();
         let info = self.ctx.info();
         ui.label(format!(
@@ -330,6 +514,7 @@ impl eframe::App for WebApp {
     fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
         let egui_ctx = ui.ctx().clone();
         self.take_files(&egui_ctx);
+        self.follow_training();
         if self.readiness == Readiness::Presented {
             // The frame that presented the first render has been painted: it is on screen.
             page::set_title("wgsplat: ready");
@@ -350,7 +535,12 @@ impl eframe::App for WebApp {
             egui::CentralPanel::default()
         };
         panel.show(ui, |ui| self.scene(ui, frame));
-        if self.renderer.synchronous || self.rendering || self.readiness != Readiness::Signalled {
+        let training = self.training.as_ref().is_some_and(|p| !p.borrow().finished);
+        if self.renderer.synchronous
+            || self.rendering
+            || training
+            || self.readiness != Readiness::Signalled
+        {
             egui_ctx.request_repaint();
         }
     }

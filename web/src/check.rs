@@ -1,6 +1,7 @@
 //! `?check=shaders`: every kernel variant this browser can run, compiled by the browser's own
 //! WebGPU shader compiler (which checks more than naga: the uniformity of control flow around
-//! barriers, literal ranges) and made into a pipeline for each entry point. The page lists the
+//! barriers, literal ranges) and made into a pipeline for each entry point with every override
+//! set by name (naga's WGSL writer renames a name that ends in a digit). The page lists the
 //! failures and says them in its title; CI's browser test runs it.
 
 use std::borrow::Cow;
@@ -44,6 +45,15 @@ pub async fn check_shaders(ctx: &GpuContext) -> ShaderReport {
                     continue;
                 }
             };
+            // Every override is set by name, as the kernels set them, so a name the browser's
+            // compiler does not find fails here.
+            let names: Vec<String> = compiled
+                .module
+                .overrides
+                .iter()
+                .filter_map(|(_, o)| o.name.clone())
+                .collect();
+            let constants: Vec<(&str, f64)> = names.iter().map(|n| (n.as_str(), 0.0)).collect();
             let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
             let entries: Vec<String> = compiled
                 .module
@@ -61,7 +71,10 @@ pub async fn check_shaders(ctx: &GpuContext) -> ShaderReport {
                     layout: None,
                     module: &module,
                     entry_point: Some(entry),
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        ..Default::default()
+                    },
                     cache: None,
                 });
             }

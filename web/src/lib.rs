@@ -18,6 +18,8 @@ mod app;
 mod check;
 #[cfg(target_arch = "wasm32")]
 mod page;
+#[cfg(target_arch = "wasm32")]
+mod training;
 
 #[cfg(target_arch = "wasm32")]
 mod entry {

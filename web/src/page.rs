@@ -23,6 +23,10 @@ pub struct Query {
     pub continuous: bool,
     /// `?check=shaders`: compile every kernel variant instead of showing a model.
     pub check_shaders: bool,
+    /// `?train=N`: train the built-in scene for N iterations as the page opens.
+    pub train: Option<u64>,
+    /// `?resolution=PX`: the built-in scene's image side for training (default 128).
+    pub resolution: u32,
 }
 
 impl Query {
@@ -44,6 +48,31 @@ impl Query {
             bare: flag("bare"),
             continuous: flag("continuous"),
             check_shaders: params.get("check").as_deref() == Some("shaders"),
+            train: params
+                .get("train")
+                .map(|n| {
+                    n.parse::<u64>()
+                        .ok()
+                        .filter(|&n| (1..=1_000_000).contains(&n))
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "train={n:?} is not an iteration count from 1 to 1000000"
+                            )
+                        })
+                })
+                .transpose()?,
+            resolution: params
+                .get("resolution")
+                .map(|r| {
+                    r.parse::<u32>()
+                        .ok()
+                        .filter(|&r| (16..=1024).contains(&r))
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("resolution={r:?} is not a side from 16 to 1024 pixels")
+                        })
+                })
+                .transpose()?
+                .unwrap_or(128),
         })
     }
 }
@@ -185,5 +214,37 @@ pub fn pick_file(
     input.set_onchange(Some(on_change.as_ref().unchecked_ref()));
     on_change.forget();
     input.click();
+    Ok(())
+}
+
+/// Resolves on the browser's next task: lets the page draw before a long computation.
+pub async fn next_tick() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+/// Offers `bytes` to the user as a download named `name`.
+pub fn download(name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let array = js_sys::Uint8Array::from(bytes);
+    let parts = js_sys::Array::of1(&array);
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("application/octet-stream");
+    let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)
+        .map_err(js_error)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(js_error)?;
+    let document = document().ok_or_else(|| anyhow::anyhow!("no document"))?;
+    let anchor: web_sys::HtmlAnchorElement = document
+        .create_element("a")
+        .map_err(js_error)?
+        .dyn_into()
+        .map_err(|_| anyhow::anyhow!("could not create a link"))?;
+    anchor.set_href(&url);
+    anchor.set_download(name);
+    anchor.click();
+    web_sys::Url::revoke_object_url(&url).map_err(js_error)?;
     Ok(())
 }

@@ -112,27 +112,54 @@ pub(super) fn write(
     arrays: &Arrays,
     progress: &Progress,
 ) -> Result<()> {
+    let head = header_bytes(header);
+    let total: usize = HEADER_BYTES + arrays.arrays.iter().map(Vec::len).sum::<usize>();
+    progress.begin("writing SPZ", total as u64);
+    write_atomically(path, |w| encode(w, path, &head, arrays, progress))
+}
+
+/// The bytes [`write`] writes (for a browser page to offer as a download).
+pub(super) fn bytes(path: &Path, header: &Header, arrays: &Arrays) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    encode(
+        &mut out,
+        path,
+        &header_bytes(header),
+        arrays,
+        &Progress::new(),
+    )?;
+    Ok(out)
+}
+
+fn header_bytes(header: &Header) -> Vec<u8> {
     let mut head = Vec::with_capacity(HEADER_BYTES);
     head.extend(MAGIC.to_le_bytes());
     head.extend(header.version.to_le_bytes());
     head.extend(header.count.to_le_bytes());
     head.extend([header.degree, header.fractional_bits, header.flags, 0]);
-    let total: usize = HEADER_BYTES + arrays.arrays.iter().map(Vec::len).sum::<usize>();
-    progress.begin("writing SPZ", total as u64);
-    write_atomically(path, |w| {
-        let mut encoder = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-        for chunk in std::iter::once(&head)
-            .chain(&arrays.arrays)
-            .flat_map(|a| a.chunks(1 << 20))
-        {
-            encoder
-                .write_all(chunk)
-                .map_err(|e| io_error(path, "compress and write", e))?;
-            progress.advance(chunk.len() as u64);
-        }
+    head
+}
+
+/// Compresses `head` and `arrays` into `w` as one gzip stream, a megabyte at a time.
+fn encode(
+    w: impl Write,
+    path: &Path,
+    head: &[u8],
+    arrays: &Arrays,
+    progress: &Progress,
+) -> Result<()> {
+    let mut encoder = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+    for chunk in std::iter::once(head)
+        .chain(arrays.arrays.iter().map(Vec::as_slice))
+        .flat_map(|a| a.chunks(1 << 20))
+    {
         encoder
-            .finish()
+            .write_all(chunk)
             .map_err(|e| io_error(path, "compress and write", e))?;
-        Ok(())
-    })
+        progress.advance(chunk.len() as u64);
+    }
+    encoder
+        .finish()
+        .map_err(|e| io_error(path, "compress and write", e))?;
+    Ok(())
 }

@@ -92,7 +92,7 @@ impl Lpips {
             "lpips/input",
         )?;
         let overrides = lpips_prepare::Overrides {
-            rgba8,
+            packed: rgba8,
             composite: input.background.is_some(),
             mask: input.mask.is_some(),
         };

@@ -20,11 +20,19 @@ impl Trainer {
     /// then binning, rasterization, loss, backward and Adam in one encoder. When `eval_every`
     /// is due, the evaluation runs after the optimizer step and before densification, and
     /// [`Trainer::run_until`] reports it.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn step(&mut self) -> Result<Option<LossReport>> {
+        // Natively every readback blocks, so the future is ready when first polled.
+        pollster::block_on(self.step_async())
+    }
+
+    /// [`Trainer::step`] in the form that also runs in a browser page, where every readback (the
+    /// projection's counts, the loss, a refinement's counts) is awaited.
+    pub async fn step_async(&mut self) -> Result<Option<LossReport>> {
         if let Some(profile) = &mut self.profile {
             profile.begin(&self.ctx)?;
         }
-        self.refine_if_due()?;
+        self.refine_if_due().await?;
         self.lap(Stage::Densify)?;
         let view_index = self.view_for(self.iteration);
         let mut rng = self.iteration_rng(self.iteration);
@@ -44,7 +52,7 @@ impl Trainer {
             },
         )?;
         self.ctx.submit(enc)?;
-        let counted = projection.read_counts(&self.ctx)?;
+        let counted = projection.counts(&self.ctx).await?;
         if let Some(profile) = &mut self.profile {
             profile.count(counted.num_visible, counted.num_intersections);
         }
@@ -113,9 +121,9 @@ impl Trainer {
         self.lap(Stage::Adam)?;
         if let Some(pending) = check {
             let iteration = pending.iteration;
-            let values = pending.loss.wait::<f32>(&self.ctx)?;
+            let values = pending.loss.fetch::<f32>(&self.ctx).await?;
             let (loss_value, mse) = (values[0], values[3]);
-            let sums = pending.attribute_sums.wait::<f32>(&self.ctx)?;
+            let sums = pending.attribute_sums.fetch::<f32>(&self.ctx).await?;
             for (&value, name) in sums.iter().zip(crate::splat::gaussians::ATTRIBUTE_NAMES) {
                 if !value.is_finite() {
                     return Err(Error::NonFinite {
@@ -159,7 +167,7 @@ impl Trainer {
     /// never refines since no step follows it. A checkpoint taken between steps records that the
     /// refinement is still pending, so a resumed run takes it exactly where the uninterrupted run
     /// would.
-    fn refine_if_due(&mut self) -> Result<()> {
+    async fn refine_if_due(&mut self) -> Result<()> {
         self.last_refinement = RefinementReport::default();
         if self.iteration <= self.refined_through {
             return Ok(());
@@ -167,16 +175,27 @@ impl Trainer {
         self.refined_through = self.iteration;
         let count_before = self.state.len();
         if self.iteration < self.config.iterations {
-            self.last_refinement =
-                self.with_step(|strategy, ctx, state, step| strategy.after_step(ctx, state, step))?;
+            // As `with_step`, with the hooks awaited.
+            let lrs = self.schedule.at(self.iteration);
+            let step = StepInfo {
+                config: &self.config,
+                iteration: self.iteration,
+                extent: self.dataset.extent,
+                rng_state: self.rng_state,
+                learning_rates: &lrs,
+            };
+            self.last_refinement = self
+                .strategy
+                .after_step(&self.ctx, &mut self.state, &step)
+                .await?;
             // At every refinement of the schedule (MCMC's noise moves Gaussians between them).
             let c = &self.config;
             let refinement =
                 c.refines_after(self.iteration, c.densify_until.max(c.mcmc_refine_until));
             if let Some(inside) = self.keep_inside.clone().filter(|_| refinement) {
-                self.last_refinement.out_of_bounds = self.with_step(|_, ctx, state, step| {
-                    crate::train::bounds::prune_outside(ctx, state, step, &inside)
-                })?;
+                self.last_refinement.out_of_bounds =
+                    crate::train::bounds::prune_outside(&self.ctx, &mut self.state, &step, &inside)
+                        .await?;
             }
         }
         // The model's tensors of the old size are in the pool now, and no request will ask for
