@@ -4,8 +4,8 @@
 # put model files beside it to open them with ?model=NAME.
 #
 # Needs the wasm32 target and the wasm-bindgen command of the same version as the wasm-bindgen
-# crate in Cargo.lock; set WASM_BINDGEN to use one that is not on PATH. PROFILE=dev builds
-# faster and runs slower (default: release).
+# crate in Cargo.lock; set WASM_BINDGEN to use one that is not on PATH. PROFILE=dev (what CI's
+# test uses) builds faster and runs slower (default: release); any other cargo profile works too.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -24,8 +24,12 @@ fi
 if ! rustup target list --installed 2> /dev/null | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
-if [ "$profile" = release ]; then flag=--release; dir=release; else flag=; dir=debug; fi
-cargo build -p wgsplat-web --lib --target wasm32-unknown-unknown $flag
+case "$profile" in
+    release) flag=(--release); dir=release ;;
+    dev) flag=(); dir=debug ;;
+    *) flag=(--profile "$profile"); dir="$profile" ;;
+esac
+cargo build -p wgsplat-web --lib --target wasm32-unknown-unknown "${flag[@]}"
 out="$root/target/web"
 mkdir -p "$out"
 "$bindgen" --target web --no-typescript --out-dir "$out" "target/wasm32-unknown-unknown/$dir/wgsplat_web.wasm"

@@ -54,6 +54,8 @@ pub struct WebApp {
     inbox: Inbox,
     rendering: bool,
     texture: Option<egui::TextureId>,
+    /// The difference to the dataset image, when shown.
+    difference: Option<egui::TextureId>,
     drawn_size: (u32, u32),
     error: Option<String>,
     readiness: Readiness,
@@ -117,6 +119,7 @@ impl WebApp {
             inbox,
             rendering: false,
             texture: None,
+            difference: None,
             drawn_size: (0, 0),
             error: None,
         }
@@ -170,17 +173,19 @@ impl WebApp {
         let Some(progress) = self.training.clone() else {
             return;
         };
-        let p = progress.borrow();
+        let mut p = progress.borrow_mut();
+        if let Some(views) = p.views.take() {
+            // The scene's cameras: the view starts at the first, as in the desktop viewer.
+            self.views = views;
+            self.camera = self.views.default_camera();
+            self.panel = ViewPanel::default();
+        }
         if let Some(snapshot) = &p.snapshot {
             let first = self
                 .shown
                 .as_ref()
                 .is_none_or(|s| !s.name.starts_with("built-in scene"));
             if first {
-                if let Some(bounds) = p.bounds {
-                    self.views = DatasetViews::new(None, bounds);
-                    self.camera = self.views.default_camera();
-                }
                 self.display.sh_degree = snapshot.max_sh_degree();
             }
             if self
@@ -322,7 +327,13 @@ impl WebApp {
     }
 
     /// Presents a finished render, and starts the next one when the view changed.
-    fn step_render(&mut self, ui: &egui::Ui, frame: &eframe::Frame, width: u32, height: u32) {
+    fn step_render(
+        &mut self,
+        ui: &egui::Ui,
+        frame: &eframe::Frame,
+        (width, height): (u32, u32),
+        truth: Option<(&str, &[u8])>,
+    ) {
         let Some(render_state) = frame.wgpu_render_state() else {
             return;
         };
@@ -332,11 +343,12 @@ impl WebApp {
             let presented = output.map_err(anyhow::Error::from).and_then(|output| {
                 let mut egui_renderer = render_state.renderer.write();
                 self.renderer
-                    .finish(&self.ctx, &mut egui_renderer, pending, &output, None)
+                    .finish(&self.ctx, &mut egui_renderer, pending, &output, truth)
             });
             match presented {
-                Ok((id, _)) => {
+                Ok((id, difference)) => {
                     self.texture = Some(id);
+                    self.difference = difference;
                     self.drawn_size = self.renderer.size().into();
                     if self.readiness == Readiness::Waiting {
                         self.readiness = Readiness::Presented;
@@ -362,8 +374,8 @@ impl WebApp {
             &shown.params,
             &camera,
             &self.display,
-            None,
-            false,
+            truth,
+            self.panel.show_difference,
         ) {
             Ok(Some(pending)) => pending,
             Ok(None) => return,
@@ -388,14 +400,27 @@ impl WebApp {
         let response = ui.allocate_rect(area, egui::Sense::click_and_drag());
         self.camera.handle_input(ui, &response, self.views.extent);
         let ppp = ui.ctx().pixels_per_point();
-        let (width, height) = self.panel.exact.unwrap_or_else(|| {
+        // Beside the render, at a dataset camera: its image and the difference, as the desktop
+        // viewer shows them.
+        let views = std::mem::take(&mut self.views);
+        let comparing = self.panel.comparison_view(&views, &self.camera);
+        let columns = 1
+            + u32::from(comparing.is_some() && self.panel.show_truth)
+            + u32::from(comparing.is_some() && self.panel.show_difference);
+        let size = self.panel.exact.unwrap_or_else(|| {
             let scale = self.panel.render_scale * ppp;
             (
-                (area.width() * scale).max(8.0) as u32,
+                (area.width() / columns as f32 * scale).max(8.0) as u32,
                 (area.height() * scale).max(8.0) as u32,
             )
         });
-        self.step_render(ui, frame, width, height);
+        let truth = comparing.map(|v| (v.label.as_str(), v.image.pixels.as_slice()));
+        self.step_render(ui, frame, size, truth);
+        let truth_texture = match comparing {
+            Some(view) if self.panel.show_truth => Some(self.panel.truth_texture(ui.ctx(), view)),
+            _ => None,
+        };
+        self.views = views;
         let painter = ui.painter_at(area);
         let Some(id) = self.texture.filter(|_| self.shown.is_some()) else {
             let text = match (&self.error, &self.query.model) {
@@ -422,12 +447,12 @@ impl WebApp {
         };
         let origin = (area.min * ppp).round() / ppp;
         let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
-        painter.image(
-            id,
-            egui::Rect::from_min_size(origin, size),
-            uv,
-            egui::Color32::WHITE,
-        );
+        let mut rect = egui::Rect::from_min_size(origin, size);
+        let difference = self.difference.filter(|_| self.panel.show_difference);
+        for texture in [Some(id), truth_texture, difference].into_iter().flatten() {
+            painter.image(texture, rect, uv, egui::Color32::WHITE);
+            rect = rect.translate(egui::vec2(size.x, 0.0));
+        }
     }
 
     fn side_panel(&mut self, ui: &mut egui::Ui) {

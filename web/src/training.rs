@@ -14,6 +14,7 @@ use wgsplat::splat::GaussianTensors;
 use wgsplat::train::init::initial_gaussians_async;
 use wgsplat::train::setup::apply_builtin_recipe;
 use wgsplat::train::{TrainConfig, Trainer};
+use wgsplat_viewer::views::DatasetViews;
 
 /// What the training task shares with the app.
 #[derive(Default)]
@@ -30,8 +31,8 @@ pub struct Progress {
     pub train_psnr: Option<f32>,
     /// The model to draw: the trainer's parameters, republished a few times a second.
     pub snapshot: Option<Arc<GaussianTensors>>,
-    /// The scene's centre and radius.
-    pub bounds: Option<([f32; 3], f32)>,
+    /// The scene's cameras and images, for the View panel (taken by the app once).
+    pub views: Option<DatasetViews>,
     /// Seconds since the first step.
     pub seconds: f64,
     /// What the task is doing, when not stepping ("generating the scene", "done", ...).
@@ -91,7 +92,10 @@ async fn run(
     config.iterations = iterations;
     config.lpips = false;
     config.eval_every = 0;
-    shared.borrow_mut().bounds = Some((dataset.center, dataset.extent));
+    shared.borrow_mut().views = Some(DatasetViews::new(
+        Some(&dataset),
+        (dataset.center, dataset.extent),
+    ));
     shared.borrow_mut().phase = "starting".into();
     let params = initial_gaussians_async(ctx, &dataset, &config).await?;
     let mut trainer = Trainer::new(ctx, dataset, params, config)?;
