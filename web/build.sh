@@ -32,6 +32,7 @@ esac
 cargo build -p wgsplat-web --lib --target wasm32-unknown-unknown "${flag[@]}"
 out="$root/target/web"
 mkdir -p "$out"
-"$bindgen" --target web --no-typescript --out-dir "$out" "target/wasm32-unknown-unknown/$dir/wgsplat_web.wasm"
+"$bindgen" --target web --no-typescript --out-dir "$out" \
+    "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/wgsplat_web.wasm"
 cp web/index.html "$out/index.html"
 echo "built $out ($(du -h "$out/wgsplat_web_bg.wasm" | cut -f1) of WebAssembly)"

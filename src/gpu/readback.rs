@@ -7,6 +7,26 @@ use crate::error::{Error, Result};
 use crate::gpu::allocator::GpuBuffer;
 use crate::gpu::context::GpuContext;
 
+/// Runs a future built from [`Readback::fetch`]es to completion where that cannot wait: natively
+/// every fetch blocks, so the future is ready when first polled; in a browser page it would have
+/// to wait for the page's event loop, so this fails, naming `what`, and the caller uses the
+/// asynchronous form.
+pub fn blocking<T>(what: &str, future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = what;
+        pollster::block_on(future)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        drop(future);
+        Err(Error::Readback {
+            label: what.to_owned(),
+            message: "a browser page cannot wait for the GPU; use the asynchronous form".into(),
+        })
+    }
+}
+
 /// A pending copy into a staging buffer. The staging buffer returns to the pool when this is
 /// consumed or dropped.
 pub struct Readback {

@@ -219,6 +219,33 @@ pub fn write_spz_with(
     options: &SpzOptions,
 ) -> Result<Vec<String>> {
     options.validate()?;
+    let (header, arrays, clipped) = packed(path, model, options)?;
+    if options.version >= 4 {
+        zstd::write(path, &header, &arrays, progress)?;
+    } else {
+        gzip::write(path, &header, &arrays, progress)?;
+    }
+    Ok(dropped_notes(model, clipped))
+}
+
+/// The bytes of [`write_spz`]'s file (version 3, right-up-back axes), for a browser page to offer
+/// as a download; `name` names the model in messages.
+pub fn spz_bytes(name: &Path, model: &PlyModel) -> Result<Vec<u8>> {
+    let options = SpzOptions {
+        version: 3,
+        axes: SpzAxes::Rub,
+    };
+    let (header, arrays, _) = packed(name, model, &options)?;
+    gzip::bytes(name, &header, &arrays)
+}
+
+/// The header and packed arrays of `model` in `options`' version and axes, and how many
+/// coordinates were clipped (`path` names the output in messages).
+fn packed(
+    path: &Path,
+    model: &PlyModel,
+    options: &SpzOptions,
+) -> Result<(Header, layout::Arrays, usize)> {
     let n = model.gaussians.means.len();
     let count = u32::try_from(n)
         .ok()
@@ -238,37 +265,7 @@ pub fn write_spz_with(
         fractional_bits: layout::FRACTIONAL_BITS,
         flags: 0,
     };
-    if options.version >= 4 {
-        zstd::write(path, &header, &arrays, progress)?;
-    } else {
-        gzip::write(path, &header, &arrays, progress)?;
-    }
-    Ok(dropped_notes(model, clipped))
-}
-
-/// The bytes of [`write_spz`]'s file (version 3, right-up-back axes), for a browser page to offer
-/// as a download; `name` names the model in messages.
-pub fn spz_bytes(name: &Path, model: &PlyModel) -> Result<Vec<u8>> {
-    let n = model.gaussians.means.len();
-    let count = u32::try_from(n)
-        .ok()
-        .filter(|&c| c <= MAX_WRITE_POINTS)
-        .ok_or_else(|| {
-            format_error(
-                name,
-                format!("{n} Gaussians exceed SPZ's limit of {MAX_WRITE_POINTS}"),
-            )
-        })?;
-    let degree = model.sh_degree.min(3) as u8;
-    let (arrays, _) = layout::pack(name, model, degree, SpzAxes::Rub)?;
-    let header = Header {
-        version: 3,
-        count,
-        degree,
-        fractional_bits: layout::FRACTIONAL_BITS,
-        flags: 0,
-    };
-    gzip::bytes(name, &header, &arrays)
+    Ok((header, arrays, clipped))
 }
 
 /// What [`write_spz_with`] reports it dropped or clipped.

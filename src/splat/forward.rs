@@ -196,16 +196,8 @@ pub struct Counted {
 
 impl Projection {
     /// Waits for the counts (submit the encoder holding the projection first).
-    pub fn read_counts(mut self, ctx: &GpuContext) -> Result<Counted> {
-        let (Some(visible), Some(isects)) = (self.visible.take(), self.intersections.take()) else {
-            return Err(Error::InvalidArgument {
-                op: "read_counts",
-                detail: "the counts were already read".into(),
-            });
-        };
-        let visible = visible.wait::<u32>(ctx)?;
-        let isects = isects.wait::<u32>(ctx)?;
-        Ok(self.counted(&visible, &isects))
+    pub fn read_counts(self, ctx: &GpuContext) -> Result<Counted> {
+        crate::gpu::readback::blocking("the projection's counts", self.counts(ctx))
     }
 
     /// [`Projection::read_counts`] in the form that also runs in a browser, where the counts
@@ -430,18 +422,11 @@ pub fn render(
     camera: &Camera,
     options: RenderOptions,
 ) -> Result<ForwardOutput> {
-    let mut enc = ctx.encoder("render: projection");
-    let projection = record_projection(&mut enc, g, camera, options)?;
-    ctx.submit(enc)?;
-    let counted = projection.read_counts(ctx)?;
-    let mut enc = ctx.encoder("render: rasterization");
-    let out = record_rasterize(&mut enc, counted)?;
-    ctx.submit(enc)?;
-    Ok(out)
+    crate::gpu::readback::blocking("render", render_async(ctx, g, camera, options))
 }
 
-/// The asynchronous form of [`render`]: the same passes, awaiting the projection's counts instead
-/// of blocking on them, as a browser page must.
+/// [`render`] in the form that also runs in a browser page, where the projection's counts are
+/// awaited instead of blocked on.
 pub async fn render_async(
     ctx: &GpuContext,
     g: &GaussianTensors,

@@ -23,7 +23,7 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::lpips::Lpips;
 use crate::loss::{LossOptions, loss_and_grad};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
-use crate::optim::{AdamConfig, GaussianOptimizer};
+use crate::optim::{AdamConfig, GaussianOptimizer, LearningRates};
 use crate::rng::SplitMix64;
 use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
 use crate::splat::{Camera, GaussianTensors};
@@ -294,13 +294,13 @@ impl Trainer {
         f: impl FnOnce(&mut dyn Strategy, &GpuContext, &mut ModelState, &StepInfo) -> Result<R>,
     ) -> Result<R> {
         let lrs = self.schedule.at(self.iteration);
-        let step = StepInfo {
-            config: &self.config,
-            iteration: self.iteration,
-            extent: self.dataset.extent,
-            rng_state: self.rng_state,
-            learning_rates: &lrs,
-        };
+        let step = step_info(
+            &self.config,
+            &self.dataset,
+            self.iteration,
+            self.rng_state,
+            &lrs,
+        );
         f(self.strategy.as_mut(), &self.ctx, &mut self.state, &step)
     }
 
@@ -319,6 +319,24 @@ impl Trainer {
     /// The RNG state of the last iteration (stored in checkpoints).
     pub fn rng_state(&self) -> u64 {
         self.rng_state
+    }
+}
+
+/// The hooks' view of iteration `iteration` (see [`Trainer::with_step`]); a function of the
+/// fields it reads, so callers can borrow the strategy and the state beside it.
+pub(super) fn step_info<'a>(
+    config: &'a TrainConfig,
+    dataset: &Dataset,
+    iteration: u64,
+    rng_state: u64,
+    learning_rates: &'a LearningRates,
+) -> StepInfo<'a> {
+    StepInfo {
+        config,
+        iteration,
+        extent: dataset.extent,
+        rng_state,
+        learning_rates,
     }
 }
 

@@ -177,13 +177,13 @@ impl Trainer {
         if self.iteration < self.config.iterations {
             // As `with_step`, with the hooks awaited.
             let lrs = self.schedule.at(self.iteration);
-            let step = StepInfo {
-                config: &self.config,
-                iteration: self.iteration,
-                extent: self.dataset.extent,
-                rng_state: self.rng_state,
-                learning_rates: &lrs,
-            };
+            let step = super::step_info(
+                &self.config,
+                &self.dataset,
+                self.iteration,
+                self.rng_state,
+                &lrs,
+            );
             self.last_refinement = self
                 .strategy
                 .after_step(&self.ctx, &mut self.state, &step)
