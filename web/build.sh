@@ -4,8 +4,9 @@
 # put model files beside it to open them with ?model=NAME.
 #
 # Needs the wasm32 target and the wasm-bindgen command of the same version as the wasm-bindgen
-# crate in Cargo.lock; set WASM_BINDGEN to use one that is not on PATH. PROFILE=dev (what CI's
-# test uses) builds faster and runs slower (default: release); any other cargo profile works too.
+# crate in Cargo.lock; set WASM_BINDGEN to use one that is not on PATH. PROFILE=dev, or
+# PROFILE=web-test (unoptimised, what CI's test uses), builds faster and runs slower (default:
+# release); any other cargo profile works too.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
