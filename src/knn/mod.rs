@@ -180,9 +180,8 @@ pub fn mean_sq_dist_3nn_blocking(ctx: &GpuContext, points: &Tensor) -> Result<Ve
 }
 
 /// Uploads `points` and runs [`mean_sq_dist_3nn_blocking`].
-#[cfg(not(target_arch = "wasm32"))]
 pub fn mean_sq_dist_3nn_of_slice(ctx: &GpuContext, points: &[[f32; 3]]) -> Result<Vec<f32>> {
-    pollster::block_on(mean_sq_dist_3nn_fetch(ctx, points))
+    crate::gpu::readback::blocking("k-NN distances", mean_sq_dist_3nn_fetch(ctx, points))
 }
 
 /// [`mean_sq_dist_3nn_of_slice`] in the form that also runs in a browser, where the result is

@@ -269,9 +269,8 @@ impl GaussianTensors {
     }
 
     /// Reads everything back (SH coefficients past the model's degree are zero).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn download(&self, ctx: &GpuContext) -> Result<CpuGaussians> {
-        pollster::block_on(self.fetch(ctx))
+        crate::gpu::readback::blocking("the model's parameters", self.fetch(ctx))
     }
 
     /// [`GaussianTensors::download`] in the form that also runs in a browser, where the data is

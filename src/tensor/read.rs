@@ -15,13 +15,7 @@ pub struct TensorReadback {
 impl TensorReadback {
     /// Blocks until the data is available (submit the encoder first).
     pub fn wait<T: Element>(self, ctx: &GpuContext) -> Result<Vec<T>> {
-        self.check::<T>()?;
-        let mut out: Vec<T> = Vec::new();
-        for page in self.pages {
-            let bytes = page.wait(ctx)?;
-            out.extend_from_slice(bytemuck::cast_slice(&bytes));
-        }
-        Ok(out)
+        crate::gpu::readback::blocking("tensor read", self.fetch(ctx))
     }
 
     /// The data, natively by blocking (as [`TensorReadback::wait`]), in a browser by awaiting

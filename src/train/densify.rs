@@ -78,33 +78,31 @@ async fn refine(
     state: &mut ModelState,
     step: &StepInfo<'_>,
 ) -> Result<RefinementReport> {
-    {
-        let c = step.config;
-        let it = step.iteration;
-        let mut report = RefinementReport::default();
-        if c.refines_after(it, c.densify_until) {
-            report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every).await?);
-        }
-        // INRIA also resets once at `densify_from` on a white background: the initial Gaussians'
-        // grey (or any colour) over white must be made transparent before densification starts.
-        let periodic = c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every);
-        let white_start = c.background == Background::White && it == c.densify_from;
-        if it < c.densify_until && (periodic || white_start) {
-            let mut enc = ctx.encoder("opacity reset");
-            ops::clamp_inplace(
-                &mut enc,
-                &state.params.opacity_logits,
-                f32::NEG_INFINITY,
-                RESET_LOGIT,
-            )?;
-            state
-                .optimizer
-                .clear_group_moments(&mut enc, Attribute::OpacityLogits)?;
-            ctx.submit(enc)?;
-            report.opacity_reset = true;
-        }
-        Ok(report)
+    let c = step.config;
+    let it = step.iteration;
+    let mut report = RefinementReport::default();
+    if c.refines_after(it, c.densify_until) {
+        report.densified = Some(densify(ctx, state, step, it > c.opacity_reset_every).await?);
     }
+    // INRIA also resets once at `densify_from` on a white background: the initial Gaussians'
+    // grey (or any colour) over white must be made transparent before densification starts.
+    let periodic = c.opacity_reset_every > 0 && it.is_multiple_of(c.opacity_reset_every);
+    let white_start = c.background == Background::White && it == c.densify_from;
+    if it < c.densify_until && (periodic || white_start) {
+        let mut enc = ctx.encoder("opacity reset");
+        ops::clamp_inplace(
+            &mut enc,
+            &state.params.opacity_logits,
+            f32::NEG_INFINITY,
+            RESET_LOGIT,
+        )?;
+        state
+            .optimizer
+            .clear_group_moments(&mut enc, Attribute::OpacityLogits)?;
+        ctx.submit(enc)?;
+        report.opacity_reset = true;
+    }
+    Ok(report)
 }
 
 fn flags(enc: &mut Encoder, n: usize, rows: u64, label: &str) -> Result<Tensor> {

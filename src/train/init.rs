@@ -9,13 +9,15 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::splat::GaussianTensors;
 
 /// Builds and uploads the initial model.
-#[cfg(not(target_arch = "wasm32"))]
 pub fn initial_gaussians(
     ctx: &GpuContext,
     dataset: &Dataset,
     config: &TrainConfig,
 ) -> Result<GaussianTensors> {
-    pollster::block_on(initial_gaussians_async(ctx, dataset, config))
+    crate::gpu::readback::blocking(
+        "the initial k-NN scales",
+        initial_gaussians_async(ctx, dataset, config),
+    )
 }
 
 /// [`initial_gaussians`] in the form that also runs in a browser, where the k-NN result is

@@ -251,11 +251,10 @@ impl Trainer {
 
     /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks
     /// and front ends; training runs it on the configured schedule).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn densify_now(&mut self) -> Result<strategy::DensifyReport> {
         let prune_big = self.iteration > self.config.opacity_reset_every;
         self.with_step(|_, ctx, state, step| {
-            pollster::block_on(densify::densify(ctx, state, step, prune_big))
+            crate::gpu::readback::blocking("densify", densify::densify(ctx, state, step, prune_big))
         })
     }
 
@@ -274,10 +273,9 @@ impl Trainer {
 
     /// Relocates dead Gaussians now, as an MCMC refinement does (see
     /// [`mcmc::relocate_dead`]); returns how many moved.
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn relocate_dead(&mut self) -> Result<u64> {
         self.with_step(|_, ctx, state, step| {
-            pollster::block_on(mcmc::relocate_dead(ctx, state, step))
+            crate::gpu::readback::blocking("relocation", mcmc::relocate_dead(ctx, state, step))
         })
     }
 

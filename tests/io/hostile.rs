@@ -138,6 +138,34 @@ fn mutate(rng: &mut TestRng, original: &[u8], header: usize) -> (Vec<u8>, String
 /// needs much memory).
 fn expect_error_or_model(path: &Path, format: ModelFormat, file_bytes: usize, what: &str) {
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| read_model(path, format)));
+    // The same bytes read from memory (as the browser page reads them) end the same way: a model
+    // of the same size, or an error naming the file, never a panic or a host-memory failure.
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    if name != "meta.json" {
+        let bytes = std::fs::read(path).unwrap();
+        let in_memory = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            wgsplat::io::formats::read_model_bytes(&name, &bytes)
+        }));
+        match (&outcome, in_memory) {
+            (_, Err(_)) => panic!("reading {name} from memory panicked after {what}"),
+            (_, Ok(Err(e @ Error::HostOutOfMemory { .. }))) => {
+                panic!("{what}: {name} in memory asked for too much memory: {e}")
+            }
+            (Ok(Ok(model)), Ok(Ok(again))) => assert_eq!(
+                model.gaussians.means.len(),
+                again.gaussians.means.len(),
+                "{what}: {name} reads differently from memory"
+            ),
+            (Ok(Err(_)), Ok(Err(e))) => assert!(
+                e.to_string().contains(&name),
+                "{what}: the error from memory does not name the file: {e}"
+            ),
+            (_, Ok(again)) => panic!(
+                "{what}: {name} from the file and from memory disagree (memory: {})",
+                if again.is_ok() { "a model" } else { "an error" }
+            ),
+        }
+    }
     match outcome {
         Err(_) => panic!("reading {} panicked after {what}", path.display()),
         Ok(Ok(model)) => {

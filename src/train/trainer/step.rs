@@ -20,10 +20,8 @@ impl Trainer {
     /// then binning, rasterization, loss, backward and Adam in one encoder. When `eval_every`
     /// is due, the evaluation runs after the optimizer step and before densification, and
     /// [`Trainer::run_until`] reports it.
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn step(&mut self) -> Result<Option<LossReport>> {
-        // Natively every readback blocks, so the future is ready when first polled.
-        pollster::block_on(self.step_async())
+        crate::gpu::readback::blocking("a training step", self.step_async())
     }
 
     /// [`Trainer::step`] in the form that also runs in a browser page, where every readback (the
