@@ -102,8 +102,9 @@ pub struct RenderArgs {
     /// Print JSON (eval only).
     #[arg(long)]
     json: bool,
-    /// Background to render and score on: black, white, or the one the model was trained on
-    /// (NeRF-synthetic models trained with `--background white` must be scored on white).
+    /// Background to render and score on: black, white, a colour (#rrggbb or r,g,b), or the one
+    /// the model was trained on (NeRF-synthetic models trained with `--background white` must be
+    /// scored on white).
     #[arg(long, default_value = "black")]
     background: String,
     /// Skip LPIPS (eval only).

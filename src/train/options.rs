@@ -85,7 +85,8 @@ pub struct TrainOptions {
     /// Iterations (default 30000; 300 for the built-in scene), 1 to 10,000,000.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_ITERATIONS))]
     pub iterations: Option<u64>,
-    /// Background: black, white, random.
+    /// Background: black, white, random, or a colour as #rrggbb or r,g,b (0 to 255), such as a
+    /// capture's plain backdrop (#808080 for mid grey), which Gaussians then need not model.
     #[arg(long)]
     pub background: Option<String>,
     /// Largest SH degree, 0 to 3.

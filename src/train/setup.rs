@@ -191,16 +191,42 @@ pub fn apply_builtin_recipe(config: &mut TrainConfig) {
     config.eval_every = 0;
 }
 
-/// Parses a background name: black, white or random.
+/// Parses a background: `black`, `white`, `random`, or a fixed colour as `#rrggbb` or `r,g,b`
+/// (8-bit values, 0 to 255), e.g. `#808080` for a capture photographed or rendered on mid grey.
 pub fn parse_background(text: &str) -> Result<Background> {
     match text {
         "black" => Ok(Background::Black),
         "white" => Ok(Background::White),
         "random" => Ok(Background::Random),
-        other => Err(Error::InvalidArgument {
-            op: "background",
-            detail: format!("unknown background {other:?}: use black, white or random"),
+        other => parse_background_color(other).map(Background::Color).ok_or_else(|| {
+            Error::InvalidArgument {
+                op: "background",
+                detail: format!(
+                    "unknown background {other:?}: use black, white, random, or a colour as \
+                     #rrggbb or r,g,b with values 0 to 255 (e.g. #808080 or 128,128,128)"
+                ),
+            }
         }),
+    }
+}
+
+/// The colour of `#rrggbb` or `r,g,b` (each 0 to 255) as fractions of 255; None for anything else.
+fn parse_background_color(text: &str) -> Option<[f32; 3]> {
+    let channels: Vec<u8> = if let Some(hex) = text.strip_prefix('#') {
+        if hex.len() != 6 || !hex.is_ascii() {
+            return None;
+        }
+        (0..3)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+            .collect::<Option<_>>()?
+    } else {
+        text.split(',')
+            .map(|c| c.trim().parse::<u8>().ok())
+            .collect::<Option<_>>()?
+    };
+    match channels[..] {
+        [r, g, b] => Some([r, g, b].map(|c| f32::from(c) / 255.0)),
+        _ => None,
     }
 }
 
@@ -210,5 +236,37 @@ pub fn background_color(background: Background) -> [f32; 3] {
         Background::White => [1.0; 3],
         Background::Color(c) => c,
         Background::Black | Background::Random => [0.0; 3],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backgrounds_parse_by_name_and_as_colours() {
+        assert_eq!(parse_background("black").unwrap(), Background::Black);
+        assert_eq!(parse_background("random").unwrap(), Background::Random);
+        let grey = Background::Color([128.0 / 255.0; 3]);
+        assert_eq!(parse_background("#808080").unwrap(), grey);
+        assert_eq!(parse_background("128,128,128").unwrap(), grey);
+        assert_eq!(
+            parse_background("#ff0001").unwrap(),
+            Background::Color([1.0, 0.0, 1.0 / 255.0])
+        );
+        assert_eq!(
+            parse_background("0, 255 ,10").unwrap(),
+            Background::Color([0.0, 1.0, 10.0 / 255.0])
+        );
+        for bad in [
+            "grey", "#80808", "#8080800", "#gg8080", "#80808é", "128,128", "1,2,3,4", "256,0,0",
+            "-1,0,0", "0.5,0.5,0.5", "", ",,",
+        ] {
+            let err = parse_background(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{bad:?}")) && err.contains("#rrggbb"),
+                "{bad}: {err}"
+            );
+        }
     }
 }
