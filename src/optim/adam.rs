@@ -18,7 +18,7 @@ pub enum MomentStorage {
     /// One u32 per parameter element holding both moments as bfloat16, updated in f32 and
     /// narrowed with unbiased stochastic rounding: 4 bytes per element. Half the memory; on
     /// duck_colmap's 2,000-iteration benchmark it scored 0.8 dB lower over 16 seeds, against a
-    /// run-to-run spread of 1 dB, and 0.09 dB lower over 3 seeds on the backdrop's grey, where the
+    /// run-to-run spread of 1 dB, and 0.10 dB lower over 7 seeds on the backdrop's grey, where the
     /// spread is 0.1 dB (docs/measurements.md).
     Bf16,
 }
