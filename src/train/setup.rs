@@ -198,15 +198,15 @@ pub fn parse_background(text: &str) -> Result<Background> {
         "black" => Ok(Background::Black),
         "white" => Ok(Background::White),
         "random" => Ok(Background::Random),
-        other => parse_background_color(other).map(Background::Color).ok_or_else(|| {
-            Error::InvalidArgument {
+        other => parse_background_color(other)
+            .map(Background::Color)
+            .ok_or_else(|| Error::InvalidArgument {
                 op: "background",
                 detail: format!(
                     "unknown background {other:?}: use black, white, random, or a colour as \
                      #rrggbb or r,g,b with values 0 to 255 (e.g. #808080 or 128,128,128)"
                 ),
-            }
-        }),
+            }),
     }
 }
 
@@ -259,8 +259,18 @@ mod tests {
             Background::Color([0.0, 1.0, 10.0 / 255.0])
         );
         for bad in [
-            "grey", "#80808", "#8080800", "#gg8080", "#80808é", "128,128", "1,2,3,4", "256,0,0",
-            "-1,0,0", "0.5,0.5,0.5", "", ",,",
+            "grey",
+            "#80808",
+            "#8080800",
+            "#gg8080",
+            "#80808é",
+            "128,128",
+            "1,2,3,4",
+            "256,0,0",
+            "-1,0,0",
+            "0.5,0.5,0.5",
+            "",
+            ",,",
         ] {
             let err = parse_background(bad).unwrap_err().to_string();
             assert!(
