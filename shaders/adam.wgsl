@@ -4,15 +4,22 @@
 // computed on the CPU in f64 from the step count and arrive folded into `step_size` and
 // `inv_sqrt_bias_correction2`.
 //
-// Two storages of the moments:
+// Three storages of the moments:
 // - `adam_step`: two f32 tensors;
-// - `adam_step_packed`: one u32 per element holding both moments as bfloat16 (m in the high half,
-//   v in the low half). They are widened to f32, updated in f32 registers exactly as above, and
-//   narrowed with stochastic rounding: a counter-based random 16-bit value, keyed by the element's
-//   global index and `seed` (the step and the attribute), is added to the low half of the f32
-//   before truncating. Rounding to nearest would freeze v: its per-step decay (0.1%) is below
-//   half a bfloat16 step (at least 0.2%); stochastic rounding is unbiased, so v decays and grows
-//   at its true rate on average, and the result depends only on the element and the step.
+// - `adam_step_ratio` (the 16-bit state): one u32 per element, v in the high 19 bits (an f32
+//   without its sign and its 12 lowest mantissa bits: 11 explicit mantissa bits) and m in the low
+//   13 bits as a signed multiple of `ratio_step * sqrt(v)`. Adam bounds |m| / sqrt(v) by
+//   (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) (7.3 for the default betas; Cauchy-Schwarz over the
+//   two moving sums), so 13 bits cover it with a step of 2^-9 of the update's unit. The error of
+//   v persists for ~1/(1 - b2) steps and the error of m for ~1/(1 - b1), so v gets the bits.
+// - `adam_step_bf16`: one u32 per element holding both moments as bfloat16 (m in the high half,
+//   v in the low half); the earlier packing, kept for its checkpoints and for comparison.
+// Packed moments are widened to f32, updated in f32 registers exactly as above, and narrowed with
+// stochastic rounding: counter-based random bits, keyed by the element's global index and `seed`
+// (the step and the attribute), decide between the two neighbours with probability proportional
+// to the distance. Rounding to nearest would freeze a bfloat16 v: its per-step decay (0.1%) is
+// below half a bfloat16 step; stochastic rounding is unbiased, so v decays and grows at its true
+// rate on average, and the result depends only on the element and the step.
 //
 // Each invocation updates four consecutive elements through vec4 loads and stores (on lavapipe
 // every load with a varying address is a loop over the lanes, so a vec4 serves four elements for
@@ -39,7 +46,8 @@ struct AdamParams {
     element_offset: u32,
     // Mixes the step and the attribute into the rounding's key.
     seed: u32,
-    pad0: u32,
+    // The unit of the packed m's 13-bit integer, in multiples of sqrt(v): a power of two.
+    ratio_step: f32,
     pad1: u32,
 }
 
@@ -50,8 +58,8 @@ var<private> params: AdamParams;
 @group(0) @binding(2) var<storage, read> grad: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> moment1: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> moment2: array<vec4<f32>>;
-// bfloat16 m (high half) and v (low half) of each element.
-@group(0) @binding(5) var<storage, read_write> moments_bf16: array<vec4<u32>>;
+// Both moments of each element in one word (`adam_step_ratio` or `adam_step_bf16`'s packing).
+@group(0) @binding(5) var<storage, read_write> moments_packed: array<vec4<u32>>;
 
 const WG: u32 = 256u;
 
@@ -83,6 +91,39 @@ fn bf16_to_f32(h: u32) -> f32 {
     return bitcast<f32>(h << 16u);
 }
 
+// Largest magnitude of the packed m's integer (13-bit two's complement, symmetric).
+const RATIO_MAX: i32 = 4095;
+
+// The 19-bit v of `x` >= 0 (f32 bits 30..12) rounded stochastically by the 12 random bits `r`.
+// Infinities and NaN are truncated, a finite value never rounds to infinity, and -0 becomes 0.
+fn v19_stochastic(x: f32, r: u32) -> u32 {
+    let bits = bitcast<u32>(x) & 0x7fffffffu;
+    let rounded = (bits + (r & 0xfffu)) >> 12u;
+    let truncated = bits >> 12u;
+    let exponent_max = (bits & 0x7f800000u) == 0x7f800000u || (rounded & 0x7f800u) == 0x7f800u;
+    return select(rounded, truncated, exponent_max);
+}
+
+fn v19_to_f32(word: u32) -> f32 {
+    return bitcast<f32>((word >> 13u) << 12u);
+}
+
+// The signed 13-bit integer of a word (its low bits).
+fn ratio_of(word: u32) -> i32 {
+    return bitcast<i32>(word << 19u) >> 19u;
+}
+
+// `m / s` in units of `ratio_step`, rounded stochastically by the 16 random bits `r` and clamped
+// to +-RATIO_MAX; 0 where s is 0 (then every gradient so far was 0 or underflowed).
+fn ratio_stochastic(m: f32, s: f32, r: u32) -> u32 {
+    let q = select(0.0, clamp(m / s / params.ratio_step, -f32(RATIO_MAX), f32(RATIO_MAX)), s > 0.0);
+    let below = floor(q);
+    // `q - below` is exact, and so is the scaling by 2^16: the draw is exactly unbiased.
+    let up = (q - below) * 65536.0 > f32(r & 0xffffu);
+    let k = clamp(i32(below) + select(0, 1, up), -RATIO_MAX, RATIO_MAX);
+    return bitcast<u32>(k) & 0x1fffu;
+}
+
 @compute @workgroup_size(256)
 fn adam_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
@@ -103,7 +144,7 @@ fn adam_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 }
 
 @compute @workgroup_size(256)
-fn adam_step_packed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn adam_step_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
@@ -113,7 +154,7 @@ fn adam_step_packed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     }
     let lanes = vec4<u32>(i * 4u) + vec4<u32>(0u, 1u, 2u, 3u);
     let live = lanes < vec4<u32>(params.n);
-    let packed_old = moments_bf16[i];
+    let packed_old = moments_packed[i];
     let m_old = vec4<f32>(bf16_to_f32(packed_old.x >> 16u), bf16_to_f32(packed_old.y >> 16u), bf16_to_f32(packed_old.z >> 16u), bf16_to_f32(packed_old.w >> 16u));
     let v_old = vec4<f32>(bf16_to_f32(packed_old.x & 0xffffu), bf16_to_f32(packed_old.y & 0xffffu), bf16_to_f32(packed_old.z & 0xffffu), bf16_to_f32(packed_old.w & 0xffffu));
     let p_old = param[i];
@@ -124,6 +165,38 @@ fn adam_step_packed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
         let r = pcg(pcg(params.element_offset + lanes[k]) ^ params.seed);
         packed[k] = (bf16_stochastic(up.m[k], r >> 16u) << 16u) | bf16_stochastic(up.v[k], r);
     }
-    moments_bf16[i] = select(packed_old, packed, live);
+    moments_packed[i] = select(packed_old, packed, live);
+    param[i] = select(p_old, up.param, live);
+}
+
+@compute @workgroup_size(256)
+fn adam_step_ratio(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
+    let i = workgroup_index(wid, nwg) * WG + lid;
+    if i * 4u >= params.n {
+        return;
+    }
+    let lanes = vec4<u32>(i * 4u) + vec4<u32>(0u, 1u, 2u, 3u);
+    let live = lanes < vec4<u32>(params.n);
+    let packed_old = moments_packed[i];
+    var m_old: vec4<f32>;
+    var v_old: vec4<f32>;
+    for (var k = 0u; k < 4u; k++) {
+        v_old[k] = v19_to_f32(packed_old[k]);
+        m_old[k] = (f32(ratio_of(packed_old[k])) * params.ratio_step) * sqrt(v_old[k]);
+    }
+    let p_old = param[i];
+    let up = adam_update(grad[i], m_old, v_old, p_old);
+    var packed = packed_old;
+    for (var k = 0u; k < 4u; k++) {
+        // 32 random bits per element: the high 16 round m, the low 12 round v.
+        let r = pcg(pcg(params.element_offset + lanes[k]) ^ params.seed);
+        let v_bits = v19_stochastic(up.v[k], r);
+        let s = sqrt(v19_to_f32(v_bits << 13u));
+        packed[k] = (v_bits << 13u) | ratio_stochastic(up.m[k], s, r >> 16u);
+    }
+    moments_packed[i] = select(packed_old, packed, live);
     param[i] = select(p_old, up.param, live);
 }

@@ -73,7 +73,7 @@ fn every_densify_step_peaks_within_a_quarter_of_the_steady_state() {
     // The packed moments: the smaller steady state, so the tighter bound.
     let config = TrainConfig {
         max_gaussians: 4 * n as u64,
-        optimizer_state: wgsplat::optim::MomentStorage::Bf16,
+        optimizer_state: wgsplat::optim::MomentStorage::Packed,
         ..TrainConfig::default().with_statistics_only()
     };
     let mut t = Trainer::new(&ctx, dataset, params, config).unwrap();

@@ -377,7 +377,7 @@ mod plan {
     #[test]
     fn the_persistent_plan_is_the_allocators_live_bytes() {
         let ctx = fresh_context(true);
-        for storage in [MomentStorage::Bf16, MomentStorage::F32] {
+        for storage in [MomentStorage::Packed, MomentStorage::F32] {
             for points in [1_000, 20_000] {
                 let t = trainer_with(&ctx, points, storage);
                 let n = t.params().len();

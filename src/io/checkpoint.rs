@@ -1,14 +1,14 @@
 //! Training checkpoints: parameters, both Adam moments, the iteration, the trainer's RNG state and
 //! a caller-defined JSON value, restored bit for bit.
 //!
-//! # File format (version 2; version 1 is read too)
+//! # File format (version 3; versions 1 and 2 are read too)
 //!
 //! All integers little-endian.
 //!
 //! | bytes        | contents                                                              |
 //! |--------------|-----------------------------------------------------------------------|
 //! | 8            | magic `WGSPCKPT`                                                      |
-//! | 4            | u32 format version (2)                                                |
+//! | 4            | u32 format version (3)                                                |
 //! | 4            | u32 length `H` of the JSON header                                     |
 //! | `H`          | UTF-8 JSON header ([`CheckpointHeader`])                              |
 //! | sum of sizes | the tensors listed in the header, in order, raw little-endian words  |
@@ -16,14 +16,15 @@
 //!
 //! The header records the format version, the Gaussian count, SH degree and coefficient count,
 //! iteration, RNG state, Adam step count and hyper-parameters (as f64 values and their exact bit
-//! patterns), how the moments are stored (`moments`: `f32` or `bf16`; absent in version 1, whose
-//! moments are f32), the list of tensors (name, shape, dtype, byte length) and the caller's
-//! `extra` JSON. The tensors are `params.<attribute>`, then either `adam.m.<attribute>` and
-//! `adam.v.<attribute>` (f32) or `adam.mv.<attribute>` (u32 words, each holding an element's
-//! first moment as bfloat16 in its high half and the second in its low half), for the attributes
-//! in [`ATTRIBUTE_NAMES`] order, each `[N, ...]` row-major as on the GPU. A checkpoint resumes in
-//! either storage: [`GaussianOptimizer::converted`] changes it (bfloat16 to f32 exactly, f32 to
-//! bfloat16 by rounding to nearest).
+//! patterns), how the moments are stored (`moments`: `f32`, `packed` (version 3 on) or `bf16`;
+//! absent in version 1, whose moments are f32), the list of tensors (name, shape, dtype, byte
+//! length) and the caller's `extra` JSON. The tensors are `params.<attribute>`, then either
+//! `adam.m.<attribute>` and `adam.v.<attribute>` (f32) or `adam.mv.<attribute>` (u32 words
+//! holding both moments of an element: [`crate::optim::packed`]'s layout for `packed`, bfloat16
+//! m in the high half and v in the low half for `bf16`), for the attributes in
+//! [`ATTRIBUTE_NAMES`] order, each `[N, ...]` row-major as on the GPU. A checkpoint resumes in
+//! any storage: [`GaussianOptimizer::converted`] changes it (a packed state to f32 exactly, f32 to
+//! a packed state by rounding to nearest).
 //! Files are written atomically (a fresh temporary file beside `<path>`, then renamed).
 
 use super::{io_error, write_atomically};
@@ -43,7 +44,7 @@ pub(crate) const KIND: &str = "wgsplat checkpoint";
 /// The first eight bytes of every checkpoint.
 pub const MAGIC: [u8; 8] = *b"WGSPCKPT";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -101,7 +102,7 @@ pub struct TensorEntry {
     pub name: String,
     /// Shape, row-major.
     pub shape: Vec<u64>,
-    /// Element type: `f32`, or `u32` for packed bfloat16 moments.
+    /// Element type: `f32`, or `u32` for packed moments.
     pub dtype: String,
     /// Bytes of data.
     pub bytes: u64,
@@ -146,7 +147,7 @@ pub(crate) const STATS_COLUMNS: u64 = 4;
 pub(crate) fn tensor_sets(moments: MomentStorage) -> &'static [(&'static str, &'static str)] {
     match moments {
         MomentStorage::F32 => &[("params", "f32"), ("adam.m", "f32"), ("adam.v", "f32")],
-        MomentStorage::Bf16 => &[("params", "f32"), ("adam.mv", "u32")],
+        MomentStorage::Packed | MomentStorage::Bf16 => &[("params", "f32"), ("adam.mv", "u32")],
     }
 }
 

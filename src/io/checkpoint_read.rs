@@ -118,6 +118,12 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
             "a version 1 header names a moment storage (corrupt header)",
         ));
     }
+    if version < 3 && header.moments == Some(MomentStorage::Packed) {
+        return Err(format_error(
+            path,
+            format!("a version {version} header names the packed state (corrupt header)"),
+        ));
+    }
     let moments = header.moments.unwrap_or(MomentStorage::F32);
     let expected = expected_tensors(header.gaussians, rest, header.has_densify_stats, moments);
     if header.gaussians > u64::from(u32::MAX) || header.tensors != expected {
@@ -211,6 +217,7 @@ pub fn load_checkpoint(ctx: &GpuContext, path: &Path) -> Result<Checkpoint> {
     let params = sets.next();
     let moments_read = match (moments, sets.next(), sets.next()) {
         (MomentStorage::F32, Some(m), Some(v)) => Some(Moments::F32 { m, v }),
+        (MomentStorage::Packed, Some(mv), None) => Some(Moments::Packed(mv)),
         (MomentStorage::Bf16, Some(mv), None) => Some(Moments::Bf16(mv)),
         _ => None,
     };

@@ -1,6 +1,6 @@
 //! Adam (shaders/adam.wgsl): one fused kernel per parameter tensor and chunk of rows that
-//! updates both moments and the parameter in place, with the moments stored as f32 or as packed
-//! bfloat16 ([`MomentStorage`]). [`super::GaussianOptimizer`] applies it to the six attributes.
+//! updates both moments and the parameter in place, with the moments stored as f32 or packed
+//! into one word per element ([`MomentStorage`]). [`super::GaussianOptimizer`] applies it to the six attributes.
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
@@ -15,11 +15,14 @@ pub enum MomentStorage {
     /// Two f32 tensors per parameter: 8 bytes per parameter element (the default).
     #[default]
     F32,
-    /// One u32 per parameter element holding both moments as bfloat16, updated in f32 and
-    /// narrowed with unbiased stochastic rounding: 4 bytes per element. Half the memory; on
-    /// duck_colmap's 2,000-iteration benchmark it scored 0.8 dB lower over 16 seeds, against a
-    /// run-to-run spread of 1 dB, and 0.10 dB lower over 7 seeds on the backdrop's grey, where the
-    /// spread is 0.1 dB (docs/measurements.md).
+    /// The 16-bit state: one u32 per parameter element, v in 19 bits (12 significant) and m in 13
+    /// bits as a fixed-point fraction of sqrt(v) ([`super::packed`]), updated in f32 and narrowed
+    /// with unbiased stochastic rounding: 4 bytes per element.
+    Packed,
+    /// One u32 per parameter element holding both moments as bfloat16, narrowed with stochastic
+    /// rounding: 4 bytes per element. The earlier 16-bit packing, kept for its checkpoints and for
+    /// comparison; its 8-bit v drifts about ten times further from f32 Adam than
+    /// [`MomentStorage::Packed`] (tests/fitting/adam_packed.rs).
     Bf16,
 }
 
@@ -28,16 +31,22 @@ impl MomentStorage {
     pub fn bytes_per_element(self) -> u64 {
         match self {
             MomentStorage::F32 => 8,
-            MomentStorage::Bf16 => 4,
+            MomentStorage::Packed | MomentStorage::Bf16 => 4,
         }
     }
 
-    /// The name the CLI and the files use (`f32`, `bf16`).
+    /// The name the CLI and the files use (`f32`, `packed`, `bf16`).
     pub fn name(self) -> &'static str {
         match self {
             MomentStorage::F32 => "f32",
+            MomentStorage::Packed => "packed",
             MomentStorage::Bf16 => "bf16",
         }
+    }
+
+    /// Whether both moments share one u32 per element.
+    pub fn is_packed(self) -> bool {
+        self != MomentStorage::F32
     }
 }
 
@@ -47,11 +56,14 @@ impl std::str::FromStr for MomentStorage {
     fn from_str(text: &str) -> Result<Self> {
         match text {
             "f32" | "32bit" => Ok(MomentStorage::F32),
-            "16bit" | "bf16" => Ok(MomentStorage::Bf16),
+            "16bit" | "packed" => Ok(MomentStorage::Packed),
+            "bf16" => Ok(MomentStorage::Bf16),
             other => Err(Error::InvalidSetting {
                 name: "optimizer state".into(),
                 value: other.into(),
-                expected: "f32 (the default) or 16bit (bfloat16 moments)".into(),
+                expected: "f32 (the default), 16bit (both moments in one 32-bit word) or bf16 \
+                           (the earlier bfloat16 packing)"
+                    .into(),
             }),
         }
     }
@@ -95,7 +107,35 @@ impl AdamConfig {
                 ),
             });
         }
+        if self.moments == MomentStorage::Packed && self.ratio_bound().is_none() {
+            return Err(Error::InvalidArgument {
+                op: "adam",
+                detail: format!(
+                    "the 16-bit optimizer state needs beta1^2 < beta2 (so that |m| / sqrt(v) is \
+                     bounded), got beta1 {} and beta2 {}; use the f32 state or smaller beta1",
+                    self.beta1, self.beta2
+                ),
+            });
+        }
         Ok(())
+    }
+
+    /// The bound of |m| / sqrt(v) that Adam's moving sums obey (Cauchy-Schwarz):
+    /// `(1 - β1) / sqrt((1 - β2) (1 - β1² / β2))`, 7.27 for the default betas; `None` when
+    /// β1² ≥ β2 leaves it unbounded.
+    pub fn ratio_bound(&self) -> Option<f64> {
+        let tail = 1.0 - self.beta1 * self.beta1 / self.beta2;
+        (tail > 0.0 && self.beta2 < 1.0)
+            .then(|| (1.0 - self.beta1) / ((1.0 - self.beta2) * tail).sqrt())
+    }
+
+    /// The unit of the packed state's 13-bit m, in multiples of sqrt(v): the smallest power of two
+    /// whose [`super::packed::RATIO_MAX`] multiple exceeds [`Self::ratio_bound`] by 5% (2^-9 for
+    /// the default betas), so that scaling by it is exact.
+    pub fn ratio_step(&self) -> f32 {
+        let bound = self.ratio_bound().unwrap_or(f64::MAX).min(1e30) * 1.05;
+        let exponent = (bound / f64::from(super::packed::RATIO_MAX)).log2().ceil() as i32;
+        2f32.powi(exponent.clamp(-100, 100))
     }
 
     /// The bias corrections folded into the kernel's two factors for `step` (1-based) and
@@ -131,7 +171,7 @@ impl AdamConfig {
             one_minus_beta2: (1.0 - self.beta2) as f32,
             element_offset: 0,
             seed: 0,
-            pad0: 0,
+            ratio_step: self.ratio_step(),
             pad1: 0,
         })
     }
@@ -191,6 +231,8 @@ pub fn adam_step(
 pub(crate) enum ChunkMoments<'a> {
     /// f32 first and second moments.
     F32(&'a Tensor, &'a Tensor),
+    /// The 16-bit state (u32 per element).
+    Packed(&'a Tensor),
     /// Packed bfloat16 moments (u32 per element).
     Bf16(&'a Tensor),
 }
@@ -241,12 +283,21 @@ pub(crate) fn adam_chunk(
             };
             enc.run(&kernel, &params, bindings, grid)
         }
-        ChunkMoments::Bf16(mv) => {
-            let kernel = enc.ctx().typed::<adam::AdamStepPacked>()?;
-            let bindings = adam::AdamStepPackedBindings {
+        ChunkMoments::Packed(mv) => {
+            let kernel = enc.ctx().typed::<adam::AdamStepRatio>()?;
+            let bindings = adam::AdamStepRatioBindings {
                 param: vec4_rows(param, chunk)?,
                 grad: vec4_rows(grad, grad_rows)?,
-                moments_bf16: vec4_rows(mv, chunk)?,
+                moments_packed: vec4_rows(mv, chunk)?,
+            };
+            enc.run(&kernel, &params, bindings, grid)
+        }
+        ChunkMoments::Bf16(mv) => {
+            let kernel = enc.ctx().typed::<adam::AdamStepBf16>()?;
+            let bindings = adam::AdamStepBf16Bindings {
+                param: vec4_rows(param, chunk)?,
+                grad: vec4_rows(grad, grad_rows)?,
+                moments_packed: vec4_rows(mv, chunk)?,
             };
             enc.run(&kernel, &params, bindings, grid)
         }

@@ -26,6 +26,8 @@ pub enum Moments {
         /// Second moments.
         v: GaussianTensors,
     },
+    /// The 16-bit state: both moments of each element in one u32 ([`super::packed`]).
+    Packed(GaussianTensors),
     /// Both moments of each element as bfloat16 in one u32 (m high, v low).
     Bf16(GaussianTensors),
 }
@@ -35,14 +37,14 @@ impl Moments {
     pub fn sets(&self) -> Vec<&GaussianTensors> {
         match self {
             Moments::F32 { m, v } => vec![m, v],
-            Moments::Bf16(mv) => vec![mv],
+            Moments::Packed(mv) | Moments::Bf16(mv) => vec![mv],
         }
     }
 
     fn sets_mut(&mut self) -> Vec<(&mut GaussianTensors, &'static str)> {
         match self {
             Moments::F32 { m, v } => vec![(m, "adam.m"), (v, "adam.v")],
-            Moments::Bf16(mv) => vec![(mv, "adam.mv")],
+            Moments::Packed(mv) | Moments::Bf16(mv) => vec![(mv, "adam.mv")],
         }
     }
 
@@ -50,6 +52,7 @@ impl Moments {
     pub fn storage(&self) -> MomentStorage {
         match self {
             Moments::F32 { .. } => MomentStorage::F32,
+            Moments::Packed(_) => MomentStorage::Packed,
             Moments::Bf16(_) => MomentStorage::Bf16,
         }
     }
@@ -57,7 +60,7 @@ impl Moments {
     fn first(&self) -> &GaussianTensors {
         match self {
             Moments::F32 { m, .. } => m,
-            Moments::Bf16(mv) => mv,
+            Moments::Packed(mv) | Moments::Bf16(mv) => mv,
         }
     }
 }
@@ -78,7 +81,7 @@ impl GaussianOptimizer {
         let set = GaussianTensors::planned_bytes(ctx, MemoryCategory::OptimizerState, n, degree);
         match storage {
             MomentStorage::F32 => 2 * set,
-            MomentStorage::Bf16 => set,
+            MomentStorage::Packed | MomentStorage::Bf16 => set,
         }
     }
 
@@ -94,6 +97,7 @@ impl GaussianOptimizer {
                 m: zeroed(enc, DType::F32, "adam.m")?,
                 v: zeroed(enc, DType::F32, "adam.v")?,
             },
+            MomentStorage::Packed => Moments::Packed(zeroed(enc, DType::U32, "adam.mv")?),
             MomentStorage::Bf16 => Moments::Bf16(zeroed(enc, DType::U32, "adam.mv")?),
         };
         Ok(GaussianOptimizer {
@@ -112,7 +116,7 @@ impl GaussianOptimizer {
         }
         let dtype = match moments.storage() {
             MomentStorage::F32 => DType::F32,
-            MomentStorage::Bf16 => DType::U32,
+            MomentStorage::Packed | MomentStorage::Bf16 => DType::U32,
         };
         for set in moments.sets() {
             for t in set.attributes() {
@@ -195,6 +199,7 @@ impl GaussianOptimizer {
             let base = self.config.params(step, lrs.as_array()[a])?;
             let moments = match &self.moments {
                 Moments::F32 { m, v } => ChunkMoments::F32(m.attributes()[a], v.attributes()[a]),
+                Moments::Packed(mv) => ChunkMoments::Packed(mv.attributes()[a]),
                 Moments::Bf16(mv) => ChunkMoments::Bf16(mv.attributes()[a]),
             };
             let grad = grads.attributes()[a];
@@ -297,12 +302,19 @@ impl GaussianOptimizer {
                 };
                 Ok([read(m)?, read(v)?])
             }
-            Moments::Bf16(mv) => {
+            Moments::Packed(mv) | Moments::Bf16(mv) => {
+                let ratio_step = self.config.ratio_step();
+                let storage = self.moments.storage();
                 let (mut m, mut v) = (Vec::new(), Vec::new());
                 for t in mv.attributes() {
                     let words = t.read::<u32>(ctx)?;
-                    let (a, b): (Vec<f32>, Vec<f32>) =
-                        words.into_iter().map(super::bf16::unpack).unzip();
+                    let (a, b): (Vec<f32>, Vec<f32>) = words
+                        .into_iter()
+                        .map(|w| match storage {
+                            MomentStorage::Packed => super::packed::unpack(w, ratio_step),
+                            _ => super::bf16::unpack(w),
+                        })
+                        .unzip();
                     m.push(a);
                     v.push(b);
                 }
@@ -311,8 +323,9 @@ impl GaussianOptimizer {
         }
     }
 
-    /// This optimizer with its moments converted to `storage` (f32 → bfloat16 rounds to nearest;
-    /// bfloat16 → f32 is exact), through the host. Resuming a checkpoint in the other storage.
+    /// This optimizer with its moments converted to `storage` through the host: widening a packed
+    /// state to f32 is exact, narrowing rounds to the nearest word. Resuming a checkpoint in
+    /// another storage.
     pub fn converted(self, ctx: &GpuContext, storage: MomentStorage) -> Result<Self> {
         if storage == self.moments.storage() {
             return Ok(self);
@@ -325,19 +338,29 @@ impl GaussianOptimizer {
                 m: template.with_rows(&mut enc, "adam.m", &m)?,
                 v: template.with_rows(&mut enc, "adam.v", &v)?,
             },
-            MomentStorage::Bf16 => {
-                let packed: Vec<Vec<u32>> = m
+            MomentStorage::Packed | MomentStorage::Bf16 => {
+                let ratio_step = AdamConfig {
+                    moments: storage,
+                    ..self.config
+                }
+                .ratio_step();
+                let nearest = |x: f32, y: f32| match storage {
+                    MomentStorage::Packed => super::packed::pack_nearest(x, y, ratio_step),
+                    _ => {
+                        let narrow = super::bf16::f32_to_bf16_nearest;
+                        super::bf16::pack(narrow(x), narrow(y))
+                    }
+                };
+                let words: Vec<Vec<u32>> = m
                     .iter()
                     .zip(&v)
-                    .map(|(ma, va)| {
-                        let nearest = super::bf16::f32_to_bf16_nearest;
-                        ma.iter()
-                            .zip(va)
-                            .map(|(&x, &y)| super::bf16::pack(nearest(x), nearest(y)))
-                            .collect()
-                    })
+                    .map(|(ma, va)| ma.iter().zip(va).map(|(&x, &y)| nearest(x, y)).collect())
                     .collect();
-                Moments::Bf16(template.with_rows(&mut enc, "adam.mv", &packed)?)
+                let words = template.with_rows(&mut enc, "adam.mv", &words)?;
+                match storage {
+                    MomentStorage::Packed => Moments::Packed(words),
+                    _ => Moments::Bf16(words),
+                }
             }
         };
         ctx.submit(enc)?;

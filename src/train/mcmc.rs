@@ -190,7 +190,7 @@ fn clear_moments(enc: &mut Encoder, optimizer: &GaussianOptimizer, reset: &Tenso
                     paged(base, page),
                     mcmc_clear_rows::ClearRowsBindings {
                         reset: reset.page_arg(p),
-                        // f32 moments or packed bfloat16 pairs: zero words either way.
+                        // f32 moments or packed words: zero words either way.
                         rows: attribute.page_raw(p),
                     },
                 )

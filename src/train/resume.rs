@@ -28,7 +28,8 @@ pub const RESUME_MAY_CHANGE: [&str; 6] = [
     "save_every",
     "lpips",
     "loss_readback_every",
-    // The moments are converted (bfloat16 to f32 exactly, f32 to bfloat16 rounding to nearest).
+    // The moments are converted (a packed state to f32 exactly, f32 to a packed state rounding to
+    // nearest).
     "optimizer_state",
 ];
 

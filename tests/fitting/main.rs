@@ -3,7 +3,7 @@
 //! ([`lpips`]) and MCMC densification ([`mcmc`]), each against CPU references on both kernel paths.
 
 mod adam;
-mod adam_bf16;
+mod adam_packed;
 mod knn;
 mod loss;
 mod lpips;

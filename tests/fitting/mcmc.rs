@@ -211,7 +211,7 @@ fn check_relocation(ctx: &GpuContext, storage: MomentStorage) {
 #[test]
 fn relocation_copies_live_gaussians_in_proportion_to_opacity() {
     for ctx in both_paths().into_iter().chain(both_paths_small_pages()) {
-        check_relocation(ctx, MomentStorage::Bf16);
+        check_relocation(ctx, MomentStorage::Packed);
     }
     check_relocation(both_paths()[0], MomentStorage::F32);
 }
@@ -220,7 +220,7 @@ fn relocation_copies_live_gaussians_in_proportion_to_opacity() {
 fn growth_adds_five_percent_up_to_the_cap() {
     for ctx in both_paths().into_iter().chain(both_paths_small_pages()) {
         let cpu = model(1000, 3);
-        let mut t = trainer_with(ctx, &cpu, 1080, MomentStorage::Bf16);
+        let mut t = trainer_with(ctx, &cpu, 1080, MomentStorage::Packed);
         let before = t.params().download(ctx).unwrap();
         assert_eq!(t.grow().unwrap(), 50);
         assert_eq!(t.params().len(), 1050);

@@ -169,7 +169,11 @@ fn checkpoint_round_trip_is_bit_exact() {
     let dir = temp_dir("round-trip");
     for ctx in both_paths() {
         for (n, degree) in [(0, 3), (1, 0), (300, 3), (77, 2)] {
-            for moments in [MomentStorage::Bf16, MomentStorage::F32] {
+            for moments in [
+                MomentStorage::Packed,
+                MomentStorage::Bf16,
+                MomentStorage::F32,
+            ] {
                 check_round_trip(ctx, &dir, n, degree, moments);
             }
         }
@@ -181,15 +185,19 @@ fn checkpoint_round_trip_is_bit_exact() {
 fn checkpoint_round_trip_paged() {
     let dir = temp_dir("paged");
     for ctx in both_paths_small_pages() {
-        check_round_trip(ctx, &dir, 1000, 3, MomentStorage::Bf16);
+        check_round_trip(ctx, &dir, 1000, 3, MomentStorage::Packed);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Training after a reload continues exactly as without it, in both moment storages.
+/// Training after a reload continues exactly as without it, in every moment storage.
 #[test]
 fn checkpoint_resume_continues_identically() {
-    for moments in [MomentStorage::Bf16, MomentStorage::F32] {
+    for moments in [
+        MomentStorage::Packed,
+        MomentStorage::Bf16,
+        MomentStorage::F32,
+    ] {
         resume_continues_identically(moments);
     }
 }
@@ -382,17 +390,17 @@ fn version_1_checkpoints_still_load() {
     );
     let packed = loaded
         .optimizer
-        .converted(ctx, MomentStorage::Bf16)
+        .converted(ctx, MomentStorage::Packed)
         .unwrap();
-    assert_eq!(packed.moments().storage(), MomentStorage::Bf16);
+    assert_eq!(packed.moments().storage(), MomentStorage::Packed);
     // A version 1 header that names a storage is refused, as is a version from the future.
     header["moments"] = "bf16".into();
     std::fs::write(&old_path, version_1_file(&header, tensors)).unwrap();
     expect_format_error(ctx, &old_path, "version 1 header names a moment storage");
     let mut future = bytes.clone();
-    future[8] = 3;
+    future[8] = 4;
     std::fs::write(&old_path, &future).unwrap();
-    expect_format_error(ctx, &old_path, "reads versions 1 to 2");
+    expect_format_error(ctx, &old_path, "reads versions 1 to 3");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -421,8 +429,12 @@ fn hostile_version_2_headers_are_refused() {
     refused(&|h| h["moments"] = "f32".into(), "tensor list");
     // A packed tensor listed as f32 (the wrong type).
     refused(&|h| h["tensors"][6]["dtype"] = "f32".into(), "tensor list");
-    // A storage nobody knows.
+    // A storage nobody knows, and the packed state, which version 2 did not have.
     refused(&|h| h["moments"] = "f16".into(), "JSON header is invalid");
+    refused(
+        &|h| h["moments"] = "packed".into(),
+        "version 2 header names the packed state",
+    );
     // Counts past 32 bits, and counts whose tensors the file does not hold.
     refused(&|h| h["gaussians"] = (1u64 << 40).into(), "tensor list");
     let huge = 1u64 << 31;
@@ -439,5 +451,54 @@ fn hostile_version_2_headers_are_refused() {
         },
         "truncated",
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A version-2 checkpoint with bfloat16 moments (the 16-bit state before version 3) loads with the
+/// same bits, and converts to the packed state to within the packed state's rounding.
+#[test]
+fn version_2_bfloat16_checkpoints_load_and_convert() {
+    let dir = temp_dir("version-2-bf16");
+    let ctx = both_paths()[1];
+    let (params, opt) = trained_model_with(ctx, 200, 3, 33, MomentStorage::Bf16);
+    let path = dir.join("v3.ckpt");
+    save_checkpoint(ctx, &path, &params, &opt, 2, 7, &serde_json::Value::Null).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
+    assert_eq!(header["moments"], "bf16");
+    header["format_version"] = 2.into();
+    let old_path = dir.join("v2.ckpt");
+    std::fs::write(
+        &old_path,
+        file_of_version(2, &header, &bytes[16 + json_len..bytes.len() - 8]),
+    )
+    .unwrap();
+    let loaded = load_checkpoint(ctx, &old_path).unwrap();
+    assert_eq!(loaded.optimizer.moments().storage(), MomentStorage::Bf16);
+    assert_eq!(
+        all_bits(ctx, &loaded.params, &loaded.optimizer),
+        all_bits(ctx, &params, &opt)
+    );
+    let [m, v] = loaded.optimizer.read_moments(ctx).unwrap();
+    let packed = loaded
+        .optimizer
+        .converted(ctx, MomentStorage::Packed)
+        .unwrap();
+    let step = packed.config.ratio_step();
+    let [pm, pv] = packed.read_moments(ctx).unwrap();
+    for a in 0..m.len() {
+        for i in 0..m[a].len() {
+            // v: bfloat16 values are exact in 19 bits; m: within half a step of sqrt(v).
+            assert_eq!(pv[a][i], v[a][i], "v of attribute {a} element {i}");
+            let tolerance = 0.5 * step * v[a][i].sqrt() * 1.001 + 1e-30;
+            assert!(
+                (pm[a][i] - m[a][i]).abs() <= tolerance,
+                "m of attribute {a} element {i}: {} converted to {}",
+                m[a][i],
+                pm[a][i]
+            );
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -141,7 +141,8 @@ pub fn memory(ui: &mut egui::Ui, report: &MemoryReport, training: Option<Trained
             + report.live(MemoryCategory::Gradients)
             + report.live(MemoryCategory::OptimizerState);
         let moments = match model.optimizer_state {
-            wgsplat::optim::MomentStorage::Bf16 => "16-bit",
+            wgsplat::optim::MomentStorage::Packed => "16-bit",
+            wgsplat::optim::MomentStorage::Bf16 => "bfloat16",
             wgsplat::optim::MomentStorage::F32 => "f32",
         };
         ui.label(format!(
