@@ -323,6 +323,70 @@ fn new_buffers_are_poisoned_in_debug_builds() {
     );
 }
 
+/// Growing a paged row tensor keeps its full pages (the same buffers, not copied) and allocates
+/// only the pages past them; its rows survive. A tensor another handle shares is copied whole.
+#[test]
+fn growing_rows_allocates_only_the_pages_past_the_full_ones() {
+    let options = wgsplat::ContextOptions::from_env()
+        .unwrap()
+        .with_max_page_bytes(wgsplat::testing::SMALL_PAGE_BYTES);
+    let ctx = GpuContext::new(options).unwrap();
+    // 48 KiB pages of 4,096 rows of 3 floats: three full pages and 100 rows.
+    let (width, per_page, rows) = (3usize, 4096u64, 3 * 4096 + 100);
+    let data: Vec<f32> = (0..rows * width).map(|i| i as f32).collect();
+    let category = MemoryCategory::Parameters;
+    let mut enc = ctx.encoder("grow");
+    let mut t = Tensor::uninit_rows(
+        &mut enc,
+        DType::F32,
+        &[rows, width],
+        per_page,
+        category,
+        "t",
+    )
+    .unwrap();
+    t.write(&mut enc, &data).unwrap();
+    ctx.submit(enc).unwrap();
+    let full_pages: Vec<wgpu::Buffer> = (0..3).map(|p| t.page(p).raw().clone()).collect();
+    let before = ctx.memory_report().live(category);
+    let page_bytes = |rows: u64| size_class(rows * width as u64 * 4);
+    assert_eq!(before, 3 * page_bytes(per_page) + page_bytes(100));
+    ctx.allocator().reset_peaks();
+    let mut enc = ctx.encoder("grow");
+    t.grow_rows(&mut enc, rows as u64 + 5000, "t").unwrap();
+    ctx.submit(enc).unwrap();
+    // The old partial page and the two new ones are the only allocations.
+    let report = ctx.memory_report();
+    assert_eq!(
+        report.live(category),
+        4 * page_bytes(per_page) + page_bytes(1004)
+    );
+    assert_eq!(
+        report.peak(category),
+        before + page_bytes(per_page) + page_bytes(1004),
+        "growing allocated more than the pages past the full ones"
+    );
+    for (p, buffer) in full_pages.iter().enumerate() {
+        assert!(t.page(p).raw() == buffer, "full page {p} was replaced");
+    }
+    assert_eq!(t.shape(), &[rows + 5000, width]);
+    let got = t.read::<f32>(&ctx).unwrap();
+    assert_eq!(&got[..data.len()], &data[..], "the old rows moved");
+    // A shared tensor: both handles keep the old rows, and the grown one has its own pages.
+    let shared = t.clone();
+    let mut enc = ctx.encoder("grow shared");
+    t.grow_rows(&mut enc, rows as u64 + 6000, "t").unwrap();
+    ctx.submit(enc).unwrap();
+    assert!(t.page(0).raw() != shared.page(0).raw());
+    assert_eq!(&t.read::<f32>(&ctx).unwrap()[..data.len()], &data[..]);
+    assert_eq!(shared.read::<f32>(&ctx).unwrap()[..data.len()], data[..]);
+    let mut enc = ctx.encoder("shrink");
+    assert!(
+        t.grow_rows(&mut enc, 10, "t").is_err(),
+        "growing to fewer rows is refused"
+    );
+}
+
 /// The `--memory-budget` plan against the allocator.
 mod plan {
     // The `--memory-budget` plan (src/train/budget.rs) against the allocator: its persistent part is

@@ -5,7 +5,8 @@
 //! The in-place form ([`rebuild_in_place`]) replaces one attribute tensor at a time, widest first,
 //! and drops the old one at once, so the transient memory of a model-wide row change is one
 //! attribute tensor (SH rest at most: 180 of the 488 persistent bytes per Gaussian at SH degree 3),
-//! not a second copy of the model.
+//! not a second copy of the model; appending rows keeps the full pages and allocates only the pages
+//! past them ([`Tensor::grow_rows`]).
 
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
@@ -128,16 +129,20 @@ pub fn rebuild_in_place(
                 rows: new,
                 zero_rows,
             } => {
-                shape[0] += new.map_or(zero_rows, GaussianTensors::len) as usize;
-                let grown =
-                    Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
-                copy_range(enc, attr, 0, &grown, 0, attr.len())?;
-                let tail = grown.len() - attr.len();
+                // Full pages stay where they are: only the pages past them are allocated.
+                let old_len = attr.len();
+                attr.grow_rows(
+                    enc,
+                    (shape[0] as u64) + new.map_or(zero_rows, GaussianTensors::len),
+                    &name,
+                )?;
+                let tail = attr.len() - old_len;
                 match new {
-                    Some(src) => copy_range(enc, src.attributes()[a], 0, &grown, attr.len(), tail)?,
-                    None => zero_range(enc, &grown, attr.len(), tail),
+                    Some(src) => copy_range(enc, src.attributes()[a], 0, attr, old_len, tail)?,
+                    None => zero_range(enc, attr, old_len, tail),
                 }
-                grown
+                enc.flush_and_wait()?;
+                continue;
             }
         };
         **attr = rebuilt;
