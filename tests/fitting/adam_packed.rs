@@ -3,7 +3,9 @@
 //! reference (the same f32 arithmetic and the same stochastic rounding), and each storage's
 //! trajectory against f32 Adam within a stated bound, which the next-coarser storage breaks.
 
-use wgsplat::optim::bf16::{f32_to_bf16_nearest, rounding_seed};
+use wgsplat::optim::bf16::{
+    bf16_to_f32, f32_to_bf16_nearest, f32_to_bf16_stochastic, rounding_bits, rounding_seed,
+};
 use wgsplat::optim::{AdamConfig, GaussianOptimizer, LearningRates, MomentStorage, packed};
 use wgsplat::splat::GaussianTensors;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages, compare_close};
@@ -174,21 +176,44 @@ fn packed_adam_matches_its_cpu_reference() {
     }
 }
 
-/// f32 Adam in f64 arithmetic, and the same update with bfloat16 moments rounded to nearest.
+/// How the host Adam stores one moment between steps.
+#[derive(Clone, Copy, PartialEq)]
+enum Narrow {
+    /// f32.
+    F32,
+    /// bfloat16, rounded to nearest.
+    Nearest,
+    /// bfloat16, rounded stochastically (by the kernel's random bits).
+    Stochastic,
+}
+
+/// Adam in f64 arithmetic with each moment stored as `narrow_m` and `narrow_v` say.
 struct HostAdam {
     param: Vec<f32>,
     m: Vec<f32>,
     v: Vec<f32>,
-    nearest_bf16: bool,
+    narrow_m: Narrow,
+    narrow_v: Narrow,
 }
 
 impl HostAdam {
+    fn new(param: &[f32], narrow_m: Narrow, narrow_v: Narrow) -> Self {
+        HostAdam {
+            param: param.to_vec(),
+            m: vec![0.0; param.len()],
+            v: vec![0.0; param.len()],
+            narrow_m,
+            narrow_v,
+        }
+    }
+
     fn step(&mut self, grad: &[f32], lr: f32, step: u64, c: &AdamConfig) {
         let bc1 = 1.0 - c.beta1.powi(step as i32);
         let bc2 = 1.0 - c.beta2.powi(step as i32);
-        let narrow = |x: f64| match self.nearest_bf16 {
-            true => f32::from_bits(u32::from(f32_to_bf16_nearest(x as f32)) << 16),
-            false => x as f32,
+        let narrow = |x: f64, how: Narrow, r: u32| match how {
+            Narrow::F32 => x as f32,
+            Narrow::Nearest => bf16_to_f32(f32_to_bf16_nearest(x as f32)),
+            Narrow::Stochastic => bf16_to_f32(f32_to_bf16_stochastic(x as f32, r)),
         };
         for (i, &g) in grad.iter().enumerate() {
             let g = f64::from(g);
@@ -196,8 +221,9 @@ impl HostAdam {
             let v = c.beta2 * f64::from(self.v[i]) + (1.0 - c.beta2) * g * g;
             let update = f64::from(lr) * (m / bc1) / ((v / bc2).sqrt() + c.eps);
             self.param[i] = (f64::from(self.param[i]) - update) as f32;
-            self.m[i] = narrow(m);
-            self.v[i] = narrow(v);
+            let r = rounding_bits(i as u32, rounding_seed(step, 0));
+            self.m[i] = narrow(m, self.narrow_m, r >> 16);
+            self.v[i] = narrow(v, self.narrow_v, r);
         }
     }
 }
@@ -256,17 +282,16 @@ fn packed_moments_track_f32_adam_within_their_bounds() {
             .unwrap();
     ctx.submit(enc).unwrap();
     let config = AdamConfig::default();
-    let host = |nearest_bf16| -> Vec<HostAdam> {
+    let host = |narrow_m, narrow_v| -> Vec<HostAdam> {
         data.iter()
-            .map(|p| HostAdam {
-                param: p.clone(),
-                m: vec![0.0; p.len()],
-                v: vec![0.0; p.len()],
-                nearest_bf16,
-            })
+            .map(|p| HostAdam::new(p, narrow_m, narrow_v))
             .collect()
     };
-    let (mut exact, mut nearest) = (host(false), host(true));
+    let mut exact = host(Narrow::F32, Narrow::F32);
+    let mut nearest = host(Narrow::Nearest, Narrow::Nearest);
+    // Which moment the bfloat16 drift comes from: each one alone in bfloat16.
+    let mut m_only = host(Narrow::Stochastic, Narrow::F32);
+    let mut v_only = host(Narrow::F32, Narrow::Stochastic);
     let scales: Vec<Vec<f32>> = data
         .iter()
         .map(|p| {
@@ -290,9 +315,10 @@ fn packed_moments_track_f32_adam_within_their_bounds() {
             .collect();
         gpu_step(ctx, &mut bf16, &params, &grads, lr);
         gpu_step(ctx, &mut packed, &packed_params, &grads, lr);
-        for ((e, r), g) in exact.iter_mut().zip(nearest.iter_mut()).zip(&grads) {
-            e.step(g, lr, step, &config);
-            r.step(g, lr, step, &config);
+        for runs in [&mut exact, &mut nearest, &mut m_only, &mut v_only] {
+            for (run, g) in runs.iter_mut().zip(&grads) {
+                run.step(g, lr, step, &config);
+            }
         }
     }
     let read = |set: &GaussianTensors| -> Vec<Vec<f32>> {
@@ -306,9 +332,19 @@ fn packed_moments_track_f32_adam_within_their_bounds() {
     let packed_dev = deviation(&read(&packed_params), &want, scale);
     let bf16_dev = deviation(&read(&params), &want, scale);
     let frozen_dev = deviation(&frozen, &want, scale);
+    let params_of =
+        |runs: &[HostAdam]| -> Vec<Vec<f32>> { runs.iter().map(|r| r.param.clone()).collect() };
+    let m_only_dev = deviation(&params_of(&m_only), &want, scale);
+    let v_only_dev = deviation(&params_of(&v_only), &want, scale);
     println!(
         "deviation from f32 Adam over {steps} steps, in units of lr x steps (mean, max): \
-         16-bit state {packed_dev:.5?}; stochastic bf16 {bf16_dev:.5?}; nearest bf16 {frozen_dev:.5?}"
+         16-bit state {packed_dev:.5?}; stochastic bf16 {bf16_dev:.5?}; nearest bf16 {frozen_dev:.5?}; \
+         host, bf16 m only {m_only_dev:.5?}, bf16 v only {v_only_dev:.5?}"
+    );
+    assert!(
+        v_only_dev.0 > 5.0 * m_only_dev.0,
+        "the bfloat16 drift should come from v (the 16-bit state's layout rests on it): \
+         m alone {m_only_dev:?}, v alone {v_only_dev:?}"
     );
     let within = |(mean, max): (f64, f64), b: Bound| mean <= b.mean && max <= b.max;
     assert!(
