@@ -6,12 +6,17 @@
 # Needs the wasm32 target and the wasm-bindgen command of the same version as the wasm-bindgen
 # crate in Cargo.lock; set WASM_BINDGEN to use one that is not on PATH. PROFILE=dev, or
 # PROFILE=web-test (unoptimised, what CI's test uses), builds faster and runs slower (default:
-# release); any other cargo profile works too.
+# release); any other cargo profile works too. `web/build.sh --bindgen-version` prints the
+# wasm-bindgen version it needs and exits.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 profile="${PROFILE:-release}"
 wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)"
+if [ "${1:-}" = "--bindgen-version" ]; then
+  echo "$wanted"
+  exit 0
+fi
 bindgen="${WASM_BINDGEN:-wasm-bindgen}"
 if ! command -v "$bindgen" > /dev/null; then
   echo "error: no wasm-bindgen command; install it with: cargo install wasm-bindgen-cli --version $wanted" >&2
