@@ -4,16 +4,17 @@
 // computed on the CPU in f64 from the step count and arrive folded into `step_size` and
 // `inv_sqrt_bias_correction2`.
 //
-// Three storages of the moments:
+// Two kernels for three storages of the moments:
 // - `adam_step`: two f32 tensors;
-// - `adam_step_ratio` (the 16-bit state): one u32 per element, v in the high 19 bits (an f32
+// - `adam_step_packed` with `packing` PACKING_RATIO (the 16-bit state): one u32 per element, v in the high 19 bits (an f32
 //   without its sign and its 12 lowest mantissa bits: 11 explicit mantissa bits) and m in the low
 //   13 bits as a signed multiple of `ratio_step * sqrt(v)`. Adam bounds |m| / sqrt(v) by
 //   (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) (7.3 for the default betas; Cauchy-Schwarz over the
 //   two moving sums), so 13 bits cover it with a step of 2^-9 of the update's unit. The error of
 //   v persists for ~1/(1 - b2) steps and the error of m for ~1/(1 - b1), so v gets the bits.
-// - `adam_step_bf16`: one u32 per element holding both moments as bfloat16 (m in the high half,
-//   v in the low half); the earlier packing, kept for its checkpoints and for comparison.
+// - `adam_step_packed` with PACKING_BF16: one u32 per element holding both moments as bfloat16
+//   (m in the high half, v in the low half); the earlier packing, kept for its checkpoints and for
+//   comparison.
 // Packed moments are widened to f32, updated in f32 registers exactly as above, and narrowed with
 // stochastic rounding: counter-based random bits, keyed by the element's global index and `seed`
 // (the step and the attribute), decide between the two neighbours with probability proportional
@@ -48,7 +49,8 @@ struct AdamParams {
     seed: u32,
     // The unit of the packed m's 13-bit integer, in multiples of sqrt(v): a power of two.
     ratio_step: f32,
-    pad1: u32,
+    // How `adam_step_packed` packs the moments: PACKING_RATIO or PACKING_BF16.
+    packing: u32,
 }
 
 @group(0) @binding(0) var<uniform> params_uniform: AdamParams;
@@ -58,7 +60,7 @@ var<private> params: AdamParams;
 @group(0) @binding(2) var<storage, read> grad: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> moment1: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> moment2: array<vec4<f32>>;
-// Both moments of each element in one word (`adam_step_ratio` or `adam_step_bf16`'s packing).
+// Both moments of each element in one word, packed as `packing` says.
 @group(0) @binding(5) var<storage, read_write> moments_packed: array<vec4<u32>>;
 
 const WG: u32 = 256u;
@@ -93,6 +95,10 @@ fn bf16_to_f32(h: u32) -> f32 {
 
 // Largest magnitude of the packed m's integer (13-bit two's complement, symmetric).
 const RATIO_MAX: i32 = 4095;
+
+// The two packings of `adam_step_packed`.
+const PACKING_RATIO: u32 = 0u;
+const PACKING_BF16: u32 = 1u;
 
 // The 19-bit v of `x` >= 0 (f32 bits 30..12) rounded stochastically by the 12 random bits `r`.
 // Infinities and NaN are truncated, a finite value never rounds to infinity, and -0 becomes 0.
@@ -143,34 +149,29 @@ fn adam_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     param[i] = select(p_old, up.param, live);
 }
 
-@compute @workgroup_size(256)
-fn adam_step_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    if uniforms_visible(nwg) {
-        params = params_uniform;
+// Both moments of a packed word, widened to f32: (m, v).
+fn unpack_moments(word: u32) -> vec2<f32> {
+    if params.packing == PACKING_BF16 {
+        return vec2<f32>(bf16_to_f32(word >> 16u), bf16_to_f32(word & 0xffffu));
     }
-    let i = workgroup_index(wid, nwg) * WG + lid;
-    if i * 4u >= params.n {
-        return;
+    let v = v19_to_f32(word);
+    return vec2<f32>((f32(ratio_of(word)) * params.ratio_step) * sqrt(v), v);
+}
+
+// The packed word of (m, v), rounded by the 32 random bits `r`: bfloat16 takes the high 16 for m
+// and the low 16 for v; the 16-bit state rounds v first by the low 12, then m against the rounded
+// v's square root by the high 16.
+fn pack_moments(m: f32, v: f32, r: u32) -> u32 {
+    if params.packing == PACKING_BF16 {
+        return (bf16_stochastic(m, r >> 16u) << 16u) | bf16_stochastic(v, r);
     }
-    let lanes = vec4<u32>(i * 4u) + vec4<u32>(0u, 1u, 2u, 3u);
-    let live = lanes < vec4<u32>(params.n);
-    let packed_old = moments_packed[i];
-    let m_old = vec4<f32>(bf16_to_f32(packed_old.x >> 16u), bf16_to_f32(packed_old.y >> 16u), bf16_to_f32(packed_old.z >> 16u), bf16_to_f32(packed_old.w >> 16u));
-    let v_old = vec4<f32>(bf16_to_f32(packed_old.x & 0xffffu), bf16_to_f32(packed_old.y & 0xffffu), bf16_to_f32(packed_old.z & 0xffffu), bf16_to_f32(packed_old.w & 0xffffu));
-    let p_old = param[i];
-    let up = adam_update(grad[i], m_old, v_old, p_old);
-    var packed = packed_old;
-    for (var k = 0u; k < 4u; k++) {
-        // 32 random bits per element: the high 16 round m, the low 16 round v.
-        let r = pcg(pcg(params.element_offset + lanes[k]) ^ params.seed);
-        packed[k] = (bf16_stochastic(up.m[k], r >> 16u) << 16u) | bf16_stochastic(up.v[k], r);
-    }
-    moments_packed[i] = select(packed_old, packed, live);
-    param[i] = select(p_old, up.param, live);
+    let v_bits = v19_stochastic(v, r);
+    let s = sqrt(v19_to_f32(v_bits << 13u));
+    return (v_bits << 13u) | ratio_stochastic(m, s, r >> 16u);
 }
 
 @compute @workgroup_size(256)
-fn adam_step_ratio(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn adam_step_packed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
@@ -184,18 +185,16 @@ fn adam_step_ratio(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     var m_old: vec4<f32>;
     var v_old: vec4<f32>;
     for (var k = 0u; k < 4u; k++) {
-        v_old[k] = v19_to_f32(packed_old[k]);
-        m_old[k] = (f32(ratio_of(packed_old[k])) * params.ratio_step) * sqrt(v_old[k]);
+        let mv = unpack_moments(packed_old[k]);
+        m_old[k] = mv.x;
+        v_old[k] = mv.y;
     }
     let p_old = param[i];
     let up = adam_update(grad[i], m_old, v_old, p_old);
     var packed = packed_old;
     for (var k = 0u; k < 4u; k++) {
-        // 32 random bits per element: the high 16 round m, the low 12 round v.
         let r = pcg(pcg(params.element_offset + lanes[k]) ^ params.seed);
-        let v_bits = v19_stochastic(up.v[k], r);
-        let s = sqrt(v19_to_f32(v_bits << 13u));
-        packed[k] = (v_bits << 13u) | ratio_stochastic(up.m[k], s, r >> 16u);
+        packed[k] = pack_moments(up.m[k], up.v[k], r);
     }
     moments_packed[i] = select(packed_old, packed, live);
     param[i] = select(p_old, up.param, live);

@@ -172,7 +172,10 @@ impl AdamConfig {
             element_offset: 0,
             seed: 0,
             ratio_step: self.ratio_step(),
-            pad1: 0,
+            packing: match self.moments {
+                MomentStorage::Bf16 => adam::PACKING_BF16,
+                MomentStorage::F32 | MomentStorage::Packed => adam::PACKING_RATIO,
+            },
         })
     }
 }
@@ -231,10 +234,8 @@ pub fn adam_step(
 pub(crate) enum ChunkMoments<'a> {
     /// f32 first and second moments.
     F32(&'a Tensor, &'a Tensor),
-    /// The 16-bit state (u32 per element).
+    /// Both moments in one u32 per element, packed as the kernel's uniform says.
     Packed(&'a Tensor),
-    /// Packed bfloat16 moments (u32 per element).
-    Bf16(&'a Tensor),
 }
 
 /// Records the Adam update of rows `chunk` of one attribute: `param` and the moments at `chunk`,
@@ -284,17 +285,8 @@ pub(crate) fn adam_chunk(
             enc.run(&kernel, &params, bindings, grid)
         }
         ChunkMoments::Packed(mv) => {
-            let kernel = enc.ctx().typed::<adam::AdamStepRatio>()?;
-            let bindings = adam::AdamStepRatioBindings {
-                param: vec4_rows(param, chunk)?,
-                grad: vec4_rows(grad, grad_rows)?,
-                moments_packed: vec4_rows(mv, chunk)?,
-            };
-            enc.run(&kernel, &params, bindings, grid)
-        }
-        ChunkMoments::Bf16(mv) => {
-            let kernel = enc.ctx().typed::<adam::AdamStepBf16>()?;
-            let bindings = adam::AdamStepBf16Bindings {
+            let kernel = enc.ctx().typed::<adam::AdamStepPacked>()?;
+            let bindings = adam::AdamStepPackedBindings {
                 param: vec4_rows(param, chunk)?,
                 grad: vec4_rows(grad, grad_rows)?,
                 moments_packed: vec4_rows(mv, chunk)?,

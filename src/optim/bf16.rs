@@ -1,6 +1,6 @@
-//! bfloat16 moments on the host: the conversions a checkpoint needs between the two moment
-//! storages, and the CPU reference of `adam_step_packed` (shaders/adam.wgsl), which the tests hold
-//! the kernel to.
+//! bfloat16 moments on the host: the conversions a checkpoint needs between moment storages, and
+//! the CPU reference of `adam_step_packed` (shaders/adam.wgsl) with this packing, which the tests
+//! hold the kernel to.
 //!
 //! A bfloat16 is the upper half of an f32: the same exponent range, 8 significant bits. The GPU
 //! keeps both Adam moments of an element in one u32, m in the high half and v in the low half.
@@ -63,9 +63,9 @@ pub fn rounding_bits(element: u32, seed: u32) -> u32 {
     pcg(pcg(element) ^ seed)
 }
 
-/// CPU reference of one `adam_step_packed` update of `param` and the packed `moments` by `grad`,
-/// for elements `first_element..` of an attribute, in f32 arithmetic in the kernel's order.
-/// `step_size` and `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
+/// CPU reference of one `adam_step_packed` update with bfloat16 moments, for elements
+/// `first_element..` of an attribute ([`super::packed::reference_step_with`]). `step_size` and
+/// `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
 #[allow(clippy::too_many_arguments)]
 pub fn reference_step(
     param: &mut [f32],
@@ -77,26 +77,26 @@ pub fn reference_step(
     first_element: u64,
     seed: u32,
 ) {
-    let (b1, b2) = (config.beta1 as f32, config.beta2 as f32);
-    let (omb1, omb2) = ((1.0 - config.beta1) as f32, (1.0 - config.beta2) as f32);
-    let eps = config.eps as f32;
-    for (i, ((p, word), &g)) in param
-        .iter_mut()
-        .zip(moments.iter_mut())
-        .zip(grad)
-        .enumerate()
-    {
-        let (m_old, v_old) = unpack(*word);
-        let m = b1 * m_old + omb1 * g;
-        let v = b2 * v_old + omb2 * (g * g);
-        let denom = v.sqrt() * inv_sqrt_bc2 + eps;
-        *p -= step_size * (m / denom);
-        let r = rounding_bits((first_element + i as u64) as u32, seed);
-        *word = pack(
-            f32_to_bf16_stochastic(m, r >> 16),
-            f32_to_bf16_stochastic(v, r),
-        );
-    }
+    let packing = super::packed::Packing {
+        unpack: &unpack,
+        pack: &|m, v, r| {
+            pack(
+                f32_to_bf16_stochastic(m, r >> 16),
+                f32_to_bf16_stochastic(v, r),
+            )
+        },
+    };
+    let factors = (step_size, inv_sqrt_bc2);
+    super::packed::reference_step_with(
+        param,
+        moments,
+        grad,
+        config,
+        factors,
+        first_element,
+        seed,
+        packing,
+    );
 }
 
 #[cfg(test)]

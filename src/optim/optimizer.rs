@@ -199,8 +199,7 @@ impl GaussianOptimizer {
             let base = self.config.params(step, lrs.as_array()[a])?;
             let moments = match &self.moments {
                 Moments::F32 { m, v } => ChunkMoments::F32(m.attributes()[a], v.attributes()[a]),
-                Moments::Packed(mv) => ChunkMoments::Packed(mv.attributes()[a]),
-                Moments::Bf16(mv) => ChunkMoments::Bf16(mv.attributes()[a]),
+                Moments::Packed(mv) | Moments::Bf16(mv) => ChunkMoments::Packed(mv.attributes()[a]),
             };
             let grad = grads.attributes()[a];
             adam_chunk(enc, param, grad, grad_rows, moments, chunk, &base, a, step)?;

@@ -1,6 +1,6 @@
 //! The 16-bit optimizer state on the host: one u32 per parameter element holding both Adam
-//! moments, the conversions a checkpoint needs, and the CPU reference of `adam_step_ratio`
-//! (shaders/adam.wgsl), which the tests hold the kernel to.
+//! moments, the conversions a checkpoint needs, and the CPU reference of `adam_step_packed`
+//! (shaders/adam.wgsl), which the tests hold the kernel to (for both packings).
 //!
 //! A word holds v in its high 19 bits (the f32 bits 30..12: v is never negative, so the sign is
 //! dropped, and 11 explicit mantissa bits are kept) and m in its low 13 bits, as a signed integer
@@ -12,8 +12,8 @@
 use super::adam::AdamConfig;
 use super::bf16::rounding_bits;
 
-/// Largest magnitude of the 13-bit integer (two's complement, kept symmetric).
-pub const RATIO_MAX: i32 = 4095;
+/// Largest magnitude of the 13-bit integer (two's complement, kept symmetric): the kernel's.
+pub const RATIO_MAX: i32 = crate::gpu::kernels::adam::RATIO_MAX;
 
 /// The second moment of a word, widened to f32 (exact).
 pub fn v_of(word: u32) -> f32 {
@@ -76,8 +76,7 @@ pub fn pack_nearest(m: f32, v: f32, ratio_step: f32) -> u32 {
     pack_stochastic(m, v, ratio_step, 0x8000_0800)
 }
 
-/// CPU reference of one `adam_step_ratio` update of `param` and the packed `moments` by `grad`,
-/// for elements `first_element..` of an attribute, in f32 arithmetic in the kernel's order.
+/// CPU reference of one `adam_step_packed` update (shaders/adam.wgsl) of the 16-bit state.
 /// `step_size` and `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
 #[allow(clippy::too_many_arguments)]
 pub fn reference_step(
@@ -90,23 +89,62 @@ pub fn reference_step(
     first_element: u64,
     seed: u32,
 ) {
+    let ratio_step = config.ratio_step();
+    let packing = Packing {
+        unpack: &|word| unpack(word, ratio_step),
+        pack: &|m, v, r| pack_stochastic(m, v, ratio_step, r),
+    };
+    let factors = (step_size, inv_sqrt_bc2);
+    reference_step_with(
+        param,
+        moments,
+        grad,
+        config,
+        factors,
+        first_element,
+        seed,
+        packing,
+    );
+}
+
+/// How a packed word widens to (m, v) and narrows from them with 32 random bits.
+pub struct Packing<'a> {
+    /// Word to (m, v).
+    pub unpack: &'a dyn Fn(u32) -> (f32, f32),
+    /// (m, v) and the random bits to a word.
+    pub pack: &'a dyn Fn(f32, f32, u32) -> u32,
+}
+
+/// One `adam_step_packed` update of `param` and the packed `moments` by `grad`, for elements
+/// `first_element..` of an attribute, in f32 arithmetic in the kernel's order, with `packing`'s
+/// words; `factors` are the folded `(step_size, inv_sqrt_bc2)`.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_step_with(
+    param: &mut [f32],
+    moments: &mut [u32],
+    grad: &[f32],
+    config: &AdamConfig,
+    (step_size, inv_sqrt_bc2): (f32, f32),
+    first_element: u64,
+    seed: u32,
+    packing: Packing<'_>,
+) {
     let (b1, b2) = (config.beta1 as f32, config.beta2 as f32);
     let (omb1, omb2) = ((1.0 - config.beta1) as f32, (1.0 - config.beta2) as f32);
     let eps = config.eps as f32;
-    let ratio_step = config.ratio_step();
     for (i, ((p, word), &g)) in param
         .iter_mut()
         .zip(moments.iter_mut())
         .zip(grad)
         .enumerate()
     {
-        let (m_old, v_old) = unpack(*word, ratio_step);
+        let (m_old, v_old) = (packing.unpack)(*word);
         let m = b1 * m_old + omb1 * g;
         let v = b2 * v_old + omb2 * (g * g);
         let denom = v.sqrt() * inv_sqrt_bc2 + eps;
         *p -= step_size * (m / denom);
         let r = rounding_bits((first_element + i as u64) as u32, seed);
-        *word = pack_stochastic(m, v, ratio_step, r);
+        *word = (packing.pack)(m, v, r);
     }
 }
 

@@ -351,6 +351,20 @@ fn version_1_file(header: &serde_json::Value, tensors: &[u8]) -> Vec<u8> {
     file_of_version(1, header, tensors)
 }
 
+/// Saves `params` and `opt` to `path` and returns the file's JSON header and its tensor bytes.
+fn saved_parts(
+    ctx: &GpuContext,
+    path: &Path,
+    params: &GaussianTensors,
+    opt: &GaussianOptimizer,
+) -> (serde_json::Value, Vec<u8>) {
+    save_checkpoint(ctx, path, params, opt, 2, 7, &serde_json::Value::Null).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let header = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
+    (header, bytes[16 + json_len..bytes.len() - 8].to_vec())
+}
+
 /// A file of format `version`: the prefix, `header` and `tensors`, and a valid checksum.
 fn file_of_version(version: u32, header: &serde_json::Value, tensors: &[u8]) -> Vec<u8> {
     let json = serde_json::to_vec(header).unwrap();
@@ -370,16 +384,11 @@ fn version_1_checkpoints_still_load() {
     let dir = temp_dir("version-1");
     let ctx = both_paths()[1];
     let (params, opt) = trained_model_with(ctx, 300, 3, 21, MomentStorage::F32);
-    let path = dir.join("v2.ckpt");
-    save_checkpoint(ctx, &path, &params, &opt, 2, 7, &serde_json::Value::Null).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
+    let (mut header, tensors) = saved_parts(ctx, &dir.join("v2.ckpt"), &params, &opt);
     assert_eq!(header["moments"], "f32");
     header.as_object_mut().unwrap().remove("moments");
     header["format_version"] = 1.into();
-    let tensors = &bytes[16 + json_len..bytes.len() - 8];
-    let old = version_1_file(&header, tensors);
+    let old = version_1_file(&header, &tensors);
     let old_path = dir.join("v1.ckpt");
     std::fs::write(&old_path, &old).unwrap();
     let loaded = load_checkpoint(ctx, &old_path).unwrap();
@@ -395,9 +404,9 @@ fn version_1_checkpoints_still_load() {
     assert_eq!(packed.moments().storage(), MomentStorage::Packed);
     // A version 1 header that names a storage is refused, as is a version from the future.
     header["moments"] = "bf16".into();
-    std::fs::write(&old_path, version_1_file(&header, tensors)).unwrap();
+    std::fs::write(&old_path, version_1_file(&header, &tensors)).unwrap();
     expect_format_error(ctx, &old_path, "version 1 header names a moment storage");
-    let mut future = bytes.clone();
+    let mut future = std::fs::read(dir.join("v2.ckpt")).unwrap();
     future[8] = 4;
     std::fs::write(&old_path, &future).unwrap();
     expect_format_error(ctx, &old_path, "reads versions 1 to 3");
@@ -412,12 +421,8 @@ fn hostile_version_2_headers_are_refused() {
     let dir = temp_dir("hostile-v2");
     let ctx = both_paths()[1];
     let (params, opt) = trained_model_with(ctx, 50, 3, 31, MomentStorage::Bf16);
-    let path = dir.join("v2.ckpt");
-    save_checkpoint(ctx, &path, &params, &opt, 2, 7, &serde_json::Value::Null).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + json_len]).unwrap();
-    let tensors = &bytes[16 + json_len..bytes.len() - 8];
+    let (header, tensors) = saved_parts(ctx, &dir.join("v2.ckpt"), &params, &opt);
+    let tensors = &tensors[..];
     let bad = dir.join("bad.ckpt");
     let refused = |edit: &dyn Fn(&mut serde_json::Value), needle: &str| {
         let mut h = header.clone();
