@@ -1,11 +1,9 @@
 //! bfloat16 moments on the host: the conversions a checkpoint needs between moment storages, and
-//! the CPU reference of `adam_step_packed` (shaders/adam.wgsl) with this packing, which the tests
-//! hold the kernel to.
+//! the rounding of `adam_step_packed` (shaders/adam.wgsl) with this packing, for its CPU reference
+//! ([`super::packed::reference_step`]).
 //!
 //! A bfloat16 is the upper half of an f32: the same exponent range, 8 significant bits. The GPU
 //! keeps both Adam moments of an element in one u32, m in the high half and v in the low half.
-
-use super::adam::AdamConfig;
 
 /// The PCG hash of `shaders/shared/random.wgsl`.
 pub fn pcg(v: u32) -> u32 {
@@ -61,42 +59,6 @@ pub fn rounding_seed(step: u64, attribute: usize) -> u32 {
 /// round m, the low 16 round v.
 pub fn rounding_bits(element: u32, seed: u32) -> u32 {
     pcg(pcg(element) ^ seed)
-}
-
-/// CPU reference of one `adam_step_packed` update with bfloat16 moments, for elements
-/// `first_element..` of an attribute ([`super::packed::reference_step_with`]). `step_size` and
-/// `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
-#[allow(clippy::too_many_arguments)]
-pub fn reference_step(
-    param: &mut [f32],
-    moments: &mut [u32],
-    grad: &[f32],
-    config: &AdamConfig,
-    step_size: f32,
-    inv_sqrt_bc2: f32,
-    first_element: u64,
-    seed: u32,
-) {
-    let packing = super::packed::Packing {
-        unpack: &unpack,
-        pack: &|m, v, r| {
-            pack(
-                f32_to_bf16_stochastic(m, r >> 16),
-                f32_to_bf16_stochastic(v, r),
-            )
-        },
-    };
-    let factors = (step_size, inv_sqrt_bc2);
-    super::packed::reference_step_with(
-        param,
-        moments,
-        grad,
-        config,
-        factors,
-        first_element,
-        seed,
-        packing,
-    );
 }
 
 #[cfg(test)]

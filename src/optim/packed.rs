@@ -9,7 +9,7 @@
 //! update `m / sqrt(v)` is quantised uniformly in its own unit. The bits go where the error
 //! lasts: an error in v persists for about 1 / (1 - β2) = 1,000 steps, one in m for about 10.
 
-use super::adam::AdamConfig;
+use super::adam::{AdamConfig, MomentStorage};
 use super::bf16::rounding_bits;
 
 /// Largest magnitude of the 13-bit integer (two's complement, kept symmetric): the kernel's.
@@ -76,59 +76,47 @@ pub fn pack_nearest(m: f32, v: f32, ratio_step: f32) -> u32 {
     pack_stochastic(m, v, ratio_step, 0x8000_0800)
 }
 
-/// CPU reference of one `adam_step_packed` update (shaders/adam.wgsl) of the 16-bit state.
-/// `step_size` and `inv_sqrt_bc2` are what [`AdamConfig`] folds the bias corrections into.
-#[allow(clippy::too_many_arguments)]
+/// How a packed word widens to (m, v) and narrows from them with 32 random bits.
+struct Packing<'a> {
+    unpack: &'a dyn Fn(u32) -> (f32, f32),
+    pack: &'a dyn Fn(f32, f32, u32) -> u32,
+}
+
+/// CPU reference of one `adam_step_packed` update (shaders/adam.wgsl) of `param` and the packed
+/// `moments` by `grad`, for elements `first_element..` of an attribute, in f32 arithmetic in the
+/// kernel's order, with the words of `config.moments` (the 16-bit state or bfloat16 pairs; f32 is
+/// refused). `factors` are the folded `(step_size, inv_sqrt_bc2)` of [`AdamConfig::folded_factors`].
 pub fn reference_step(
     param: &mut [f32],
     moments: &mut [u32],
     grad: &[f32],
     config: &AdamConfig,
-    step_size: f32,
-    inv_sqrt_bc2: f32,
-    first_element: u64,
-    seed: u32,
-) {
-    let ratio_step = config.ratio_step();
-    let packing = Packing {
-        unpack: &|word| unpack(word, ratio_step),
-        pack: &|m, v, r| pack_stochastic(m, v, ratio_step, r),
-    };
-    let factors = (step_size, inv_sqrt_bc2);
-    reference_step_with(
-        param,
-        moments,
-        grad,
-        config,
-        factors,
-        first_element,
-        seed,
-        packing,
-    );
-}
-
-/// How a packed word widens to (m, v) and narrows from them with 32 random bits.
-pub struct Packing<'a> {
-    /// Word to (m, v).
-    pub unpack: &'a dyn Fn(u32) -> (f32, f32),
-    /// (m, v) and the random bits to a word.
-    pub pack: &'a dyn Fn(f32, f32, u32) -> u32,
-}
-
-/// One `adam_step_packed` update of `param` and the packed `moments` by `grad`, for elements
-/// `first_element..` of an attribute, in f32 arithmetic in the kernel's order, with `packing`'s
-/// words; `factors` are the folded `(step_size, inv_sqrt_bc2)`.
-#[allow(clippy::too_many_arguments)]
-pub fn reference_step_with(
-    param: &mut [f32],
-    moments: &mut [u32],
-    grad: &[f32],
-    config: &AdamConfig,
     (step_size, inv_sqrt_bc2): (f32, f32),
-    first_element: u64,
-    seed: u32,
-    packing: Packing<'_>,
-) {
+    (first_element, seed): (u64, u32),
+) -> crate::error::Result<()> {
+    use super::bf16;
+    let ratio_step = config.ratio_step();
+    let packing = match config.moments {
+        MomentStorage::Packed => Packing {
+            unpack: &|word| unpack(word, ratio_step),
+            pack: &|m, v, r| pack_stochastic(m, v, ratio_step, r),
+        },
+        MomentStorage::Bf16 => Packing {
+            unpack: &bf16::unpack,
+            pack: &|m, v, r| {
+                bf16::pack(
+                    bf16::f32_to_bf16_stochastic(m, r >> 16),
+                    bf16::f32_to_bf16_stochastic(v, r),
+                )
+            },
+        },
+        MomentStorage::F32 => {
+            return Err(crate::error::Error::InvalidArgument {
+                op: "packed::reference_step",
+                detail: "f32 moments are not packed".into(),
+            });
+        }
+    };
     let (b1, b2) = (config.beta1 as f32, config.beta2 as f32);
     let (omb1, omb2) = ((1.0 - config.beta1) as f32, (1.0 - config.beta2) as f32);
     let eps = config.eps as f32;
@@ -146,6 +134,7 @@ pub fn reference_step_with(
         let r = rounding_bits((first_element + i as u64) as u32, seed);
         *word = (packing.pack)(m, v, r);
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -103,11 +103,8 @@ fn check_against_reference(ctx: &GpuContext, n: usize, degree: u32, storage: Mom
             .enumerate()
         {
             let seed = rounding_seed(step, a);
-            let reference = match storage {
-                MomentStorage::Packed => packed::reference_step,
-                _ => wgsplat::optim::bf16::reference_step,
-            };
-            reference(p, w, g, &config, step_size, inv_sqrt_bc2, 0, seed);
+            let factors = (step_size, inv_sqrt_bc2);
+            packed::reference_step(p, w, g, &config, factors, (0, seed)).unwrap();
         }
     }
     for (a, name) in wgsplat::splat::gaussians::ATTRIBUTE_NAMES
