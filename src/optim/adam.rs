@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MomentStorage {
-    /// Two f32 tensors per parameter: 8 bytes per parameter element (the default).
-    #[default]
+    /// Two f32 tensors per parameter: 8 bytes per parameter element, for comparison.
     F32,
-    /// The 16-bit state: one u32 per parameter element, v in 19 bits (12 significant) and m in 13
-    /// bits as a fixed-point fraction of sqrt(v) ([`super::packed`]), updated in f32 and narrowed
-    /// with unbiased stochastic rounding: 4 bytes per element.
+    /// The 16-bit state (the default): one u32 per parameter element, v in 19 bits (12
+    /// significant) and m in 13 bits as a fixed-point fraction of sqrt(v) ([`super::packed`]),
+    /// updated in f32 and narrowed with unbiased stochastic rounding: 4 bytes per element. It
+    /// scores as f32 moments do (duck_colmap on its backdrop's grey, 16 seeds: docs/measurements.md).
+    #[default]
     Packed,
     /// One u32 per parameter element holding both moments as bfloat16, narrowed with stochastic
     /// rounding: 4 bytes per element. The earlier 16-bit packing, kept for its checkpoints and for
@@ -61,7 +62,7 @@ impl std::str::FromStr for MomentStorage {
             other => Err(Error::InvalidSetting {
                 name: "optimizer state".into(),
                 value: other.into(),
-                expected: "f32 (the default), 16bit (both moments in one 32-bit word) or bf16 \
+                expected: "16bit (the default: both moments in one 32-bit word), f32 or bf16 \
                            (the earlier bfloat16 packing)"
                     .into(),
             }),

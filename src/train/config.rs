@@ -72,8 +72,8 @@ pub struct TrainConfig {
     pub rotation_lr: f64,
     /// Adam epsilon.
     pub adam_eps: f64,
-    /// How Adam's moments are stored: f32 (8 B per parameter, the default) or packed into one word
-    /// (4 B), `--optimizer-state`.
+    /// How Adam's moments are stored: packed into one word (4 B per parameter, the default) or f32
+    /// (8 B), `--optimizer-state`.
     pub optimizer_state: crate::optim::MomentStorage,
     /// Largest SH degree.
     pub sh_degree: u32,

@@ -102,10 +102,10 @@ pub struct TrainOptions {
     /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
     #[arg(long)]
     pub strategy: Option<String>,
-    /// Storage of Adam's moments: f32 (8 B per parameter, full precision; the default), 16bit
-    /// (both moments in one 32-bit word per parameter: 488 B per Gaussian while training instead
-    /// of 724) or bf16 (the earlier 16-bit packing, for comparison and its checkpoints).
-    #[arg(long, value_name = "f32|16bit|bf16")]
+    /// Storage of Adam's moments: 16bit (the default: both moments in one 32-bit word per
+    /// parameter, 488 B per Gaussian while training at SH 3), f32 (8 B per parameter: 724 B per
+    /// Gaussian) or bf16 (the earlier 16-bit packing, for comparison and its checkpoints).
+    #[arg(long, value_name = "16bit|f32|bf16")]
     pub optimizer_state: Option<String>,
     /// Save a checkpoint every N iterations (0: never), N at most 10,000,000.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_ITERATIONS))]

@@ -32,8 +32,8 @@ pub struct MemoryArgs {
     /// split model would not fit in memory, e.g. 10M on a 24 GiB machine).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=100))]
     split_percent: u32,
-    /// Optimizer-state storages to measure: 16bit (both moments in one word) and f32 (the
-    /// default); bf16 (the earlier packing) on request.
+    /// Optimizer-state storages to measure: 16bit (the default: both moments in one word) and
+    /// f32; bf16 (the earlier packing) on request.
     #[arg(long, value_delimiter = ',', default_values = ["16bit", "f32"])]
     optimizer_state: Vec<String>,
     /// Output JSON path (default target/bench/memory.json).
