@@ -338,11 +338,7 @@ impl GaussianOptimizer {
                 v: template.with_rows(&mut enc, "adam.v", &v)?,
             },
             MomentStorage::Packed | MomentStorage::Bf16 => {
-                let ratio_step = AdamConfig {
-                    moments: storage,
-                    ..self.config
-                }
-                .ratio_step();
+                let ratio_step = self.config.ratio_step();
                 let nearest = |x: f32, y: f32| match storage {
                     MomentStorage::Packed => super::packed::pack_nearest(x, y, ratio_step),
                     _ => {

@@ -114,16 +114,16 @@ pub fn rebuild_in_place(
         let rows = set.rows_per_page;
         let attr = &mut set.attributes_mut()[a];
         let name = format!("{label}.{}", ATTRIBUTE_NAMES[a]);
-        let mut shape = attr.shape().to_vec();
-        let rebuilt = match *source {
+        match *source {
             RowSource::Gather(index) => {
+                let mut shape = attr.shape().to_vec();
                 shape[0] = index.len() as usize;
                 let kept =
                     Tensor::uninit_rows(enc, attr.dtype(), &shape, rows, attr.category(), &name)?;
                 if width > 0 && !kept.is_empty() {
                     gather_rows_into(enc, attr, index, width, &kept)?;
                 }
-                kept
+                **attr = kept;
             }
             RowSource::Append {
                 rows: new,
@@ -131,21 +131,16 @@ pub fn rebuild_in_place(
             } => {
                 // Full pages stay where they are: only the pages past them are allocated.
                 let old_len = attr.len();
-                attr.grow_rows(
-                    enc,
-                    (shape[0] as u64) + new.map_or(zero_rows, GaussianTensors::len),
-                    &name,
-                )?;
-                let tail = attr.len() - old_len;
+                let added = new.map_or(zero_rows, GaussianTensors::len);
+                attr.grow_rows(enc, attr.shape()[0] as u64 + added, &name)?;
                 match new {
-                    Some(src) => copy_range(enc, src.attributes()[a], 0, attr, old_len, tail)?,
-                    None => zero_range(enc, attr, old_len, tail),
+                    Some(src) => {
+                        copy_range(enc, src.attributes()[a], 0, attr, old_len, added * width)?
+                    }
+                    None => zero_range(enc, attr, old_len, added * width),
                 }
-                enc.flush_and_wait()?;
-                continue;
             }
-        };
-        **attr = rebuilt;
+        }
         enc.flush_and_wait()?;
     }
     Ok(())

@@ -424,11 +424,15 @@ fn hostile_version_2_headers_are_refused() {
     let (header, tensors) = saved_parts(ctx, &dir.join("v2.ckpt"), &params, &opt);
     let tensors = &tensors[..];
     let bad = dir.join("bad.ckpt");
+    // Each hostile header as version 2 and as version 3 (this build's).
     let refused = |edit: &dyn Fn(&mut serde_json::Value), needle: &str| {
         let mut h = header.clone();
         edit(&mut h);
-        std::fs::write(&bad, file_of_version(2, &h, tensors)).unwrap();
-        expect_format_error(ctx, &bad, needle);
+        for version in [2, 3] {
+            h["format_version"] = version.into();
+            std::fs::write(&bad, file_of_version(version, &h, tensors)).unwrap();
+            expect_format_error(ctx, &bad, needle);
+        }
     };
     // The storage says f32 but the tensors are packed words.
     refused(&|h| h["moments"] = "f32".into(), "tensor list");
@@ -436,10 +440,10 @@ fn hostile_version_2_headers_are_refused() {
     refused(&|h| h["tensors"][6]["dtype"] = "f32".into(), "tensor list");
     // A storage nobody knows, and the packed state, which version 2 did not have.
     refused(&|h| h["moments"] = "f16".into(), "JSON header is invalid");
-    refused(
-        &|h| h["moments"] = "packed".into(),
-        "version 2 header names the packed state",
-    );
+    let mut h = header.clone();
+    h["moments"] = "packed".into();
+    std::fs::write(&bad, file_of_version(2, &h, tensors)).unwrap();
+    expect_format_error(ctx, &bad, "version 2 header names the packed state");
     // Counts past 32 bits, and counts whose tensors the file does not hold.
     refused(&|h| h["gaussians"] = (1u64 << 40).into(), "tensor list");
     let huge = 1u64 << 31;
