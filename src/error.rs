@@ -223,6 +223,22 @@ pub enum Error {
         /// The value seen.
         value: f32,
     },
+    /// An external program wgsplat drives (COLMAP, GLOMAP, ffmpeg) is missing, or it failed.
+    #[error("{tool}: {message}")]
+    ExternalTool {
+        /// The program, e.g. `colmap`.
+        tool: String,
+        /// What went wrong and what to do about it (how to install it, where its log is).
+        message: String,
+    },
+    /// Structure from motion ran, but its inputs or its result cannot be used as they are.
+    #[error("structure from motion ({stage}): {message}")]
+    Sfm {
+        /// The stage, e.g. `inputs` or `mapper`.
+        stage: String,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
     /// A block of a scale-out plan is missing, unfinished or damaged.
     #[error("block {block} of the plan ({}): {message}", path.display())]
     PlanBlock {

@@ -9,7 +9,8 @@
 //!    row surgery for densification).
 //! 4. [`train`] (the trainer and densification), fed by [`data`] (datasets) and writing through
 //!    [`io`] (PLY models, checkpoints); [`plan`] splits a large scene into blocks trained as
-//!    cluster jobs and merges them.
+//!    cluster jobs and merges them; [`sfm`] turns photographs and videos into a dataset by
+//!    driving COLMAP.
 //! 5. The front ends: the `wgsplat` CLI (`src/cli/`) and the viewer crate (`viewer/`).
 
 pub mod data;
@@ -23,6 +24,8 @@ pub mod optim;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod plan;
 pub mod rng;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod sfm;
 pub mod splat;
 pub mod tensor;
 #[cfg(not(target_arch = "wasm32"))]

@@ -6,6 +6,7 @@ mod convert;
 mod guard;
 mod plan;
 mod render;
+mod sfm;
 mod train;
 
 use anyhow::Context as _;
@@ -31,6 +32,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Structure from motion: a folder of photographs or video files to a dataset folder
+    /// (images/ and a COLMAP model in sparse/0/), by running COLMAP; then `train` that folder.
+    Sfm(Box<sfm::SfmArgs>),
     /// Train Gaussians on a dataset (or, with no DATA, on the built-in scene).
     Train(Box<train::TrainArgs>),
     /// Split a large scene into blocks on its ground plane (PLAN/plan.json), to train them as
@@ -92,6 +96,7 @@ pub fn run() -> ExitCode {
         Command::Info { json } => info(cli.portable, json),
         Command::Builtin(args) => builtin::write_builtin(args),
         Command::Bench(command) => bench::run(command, cli.portable),
+        Command::Sfm(args) => sfm::sfm(*args),
         Command::Train(args) => with_leak_check(cli.portable, |ctx| train::train(ctx, *args)),
         Command::Partition(args) => {
             with_leak_check(cli.portable, |ctx| plan::partition(ctx, *args))

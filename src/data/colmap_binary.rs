@@ -226,12 +226,19 @@ pub fn read_images(path: &Path) -> Result<Vec<ColmapImage>> {
 
 /// Reads `points3D.bin` (positions and colours; errors and tracks are skipped).
 pub fn read_points(path: &Path) -> Result<PointCloud> {
+    read_points_with_errors(path).map(|(points, _)| points)
+}
+
+/// Reads `points3D.bin`: the points, and each point's mean reprojection error in pixels (tracks
+/// are skipped).
+pub fn read_points_with_errors(path: &Path) -> Result<(PointCloud, Vec<f64>)> {
     let mut r = Reader::open(path)?;
     let count = r.count("points", 8 + 24 + 3 + 8 + 8)?;
     let mut points = PointCloud {
         positions: Vec::with_capacity(count),
         colors: Vec::with_capacity(count),
     };
+    let mut errors = Vec::with_capacity(count);
     for i in 0..count {
         let what = |field: &'static str| move || format!("{field} of point record {i}");
         r.u64(&what("the point id"))?;
@@ -243,12 +250,12 @@ pub fn read_points(path: &Path) -> Result<PointCloud> {
         for value in &mut rgb {
             *value = r.u8(&what("the colour"))? as f32 / 255.0;
         }
-        r.f64(&what("the reprojection error"))?;
+        errors.push(r.f64(&what("the reprojection error"))?);
         let track = r.u64(&what("the track length"))?;
         r.skip_records(track, 8, &|| format!("the track of point record {i}"))?;
         points.positions.push(xyz);
         points.colors.push(rgb);
     }
     r.finish()?;
-    Ok(points)
+    Ok((points, errors))
 }

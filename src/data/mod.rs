@@ -216,6 +216,17 @@ impl Dataset {
         if root.join("transforms.json").is_file() || root.join("transforms_train.json").is_file() {
             return nerf::load(root, options);
         }
+        if let Some(photos) = photographs_without_poses(root) {
+            return Err(dataset_error(
+                root,
+                format!(
+                    "no dataset found: {photos} photographs, but no camera poses (no COLMAP model in sparse/0/ \
+                     and no transforms.json). Run structure from motion first: \
+                     `wgsplat sfm {} --out DATA`, then `wgsplat train DATA`",
+                    root.display()
+                ),
+            ));
+        }
         Err(dataset_error(
             root,
             "no dataset found: expected a COLMAP model (sparse/0/cameras.bin or cameras.txt, with images/) or \
@@ -227,6 +238,32 @@ impl Dataset {
     pub fn views(&self) -> impl Iterator<Item = &View> {
         self.train.iter().chain(self.test.iter())
     }
+}
+
+/// The number of photographs in `root` (or in `root/images/`) when there are any: a folder of
+/// plain photographs, which `wgsplat sfm` turns into a dataset.
+fn photographs_without_poses(root: &Path) -> Option<usize> {
+    let count = |dir: &Path| {
+        std::fs::read_dir(dir).ok().map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .and_then(|x| x.to_str())
+                        .is_some_and(|x| {
+                            ["jpg", "jpeg", "png", "webp"]
+                                .iter()
+                                .any(|k| k.eq_ignore_ascii_case(x))
+                        })
+                })
+                .count()
+        })
+    };
+    [root.to_path_buf(), root.join("images")]
+        .iter()
+        .filter_map(|dir| count(dir))
+        .find(|&n| n > 0)
 }
 
 /// `getNerfppNorm` of 3DGS: the mean camera centre, and 1.1 × the largest distance from it. With

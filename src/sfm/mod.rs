@@ -1,0 +1,367 @@
+//! Layer 4, data: structure from motion for photographs and videos, by driving COLMAP (and GLOMAP,
+//! ffmpeg) as programs. [`run`] takes folders of photographs or video files and writes a dataset
+//! folder the trainer reads: `images/` (upright, at most [`DEFAULT_MAX_SIZE`] px), optionally
+//! INRIA's `images_N/`, and `sparse/0/` (COLMAP binary), with COLMAP's output in `sfm.log` and
+//! its working files (`database.db`, every model the mapper made) under `sfm/`.
+//!
+//! Stages: [`gather`] (images), COLMAP feature extraction, matching and mapping
+//! ([`colmap`]), then the largest model is kept and checked ([`model`]). A finished stage is
+//! recorded with its settings ([`stages`]), so a rerun continues where the last one stopped.
+
+pub mod align;
+pub mod colmap;
+pub mod gather;
+pub mod inputs;
+pub mod model;
+pub mod photos;
+pub mod stages;
+pub mod tools;
+pub mod video;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::json;
+
+pub use colmap::{Mapper, Matcher};
+pub use model::Registration;
+
+use crate::error::{Error, Result};
+use tools::{Tool, ToolKind, ToolLog, locate};
+
+/// Long side images are brought to by default (INRIA's loader rescales wider images to 1600 px).
+pub const DEFAULT_MAX_SIZE: u32 = 1600;
+/// SIFT features per image by default (COLMAP's own default).
+pub const DEFAULT_MAX_FEATURES: u32 = 8192;
+
+/// Everything `wgsplat sfm` is asked to do.
+#[derive(Clone, Debug)]
+pub struct SfmOptions {
+    /// Folders of photographs and/or video files.
+    pub inputs: Vec<PathBuf>,
+    /// The dataset folder to write.
+    pub out: PathBuf,
+    /// Long side limit of the images, in pixels (0: full size).
+    pub max_size: u32,
+    /// Frames per second taken from videos (`None`: about 300 frames in all).
+    pub fps: Option<f64>,
+    /// The blurriest frame of each run of this many is dropped (0 or 1: none).
+    pub blur_run: usize,
+    /// COLMAP camera model.
+    pub camera_model: String,
+    /// One camera for every image.
+    pub single_camera: bool,
+    /// Pair selection (`None`: [`Matcher::automatic`]).
+    pub matcher: Option<Matcher>,
+    /// The mapper.
+    pub mapper: Mapper,
+    /// SIFT features per image at most.
+    pub max_features: u32,
+    /// INRIA's pre-scaled folders to write (2, 4, 8 → `images_2/`, …).
+    pub downscales: Vec<u32>,
+    /// Refuse the result when a smaller share of the images registered.
+    pub min_registered: f64,
+    /// COLMAP's executable (`None`: `colmap` on PATH).
+    pub colmap: Option<PathBuf>,
+    /// GLOMAP's executable (`None`: `glomap` on PATH).
+    pub glomap: Option<PathBuf>,
+    /// ffmpeg's executable (`None`: `ffmpeg` on PATH; ffprobe is looked for beside it).
+    pub ffmpeg: Option<PathBuf>,
+}
+
+impl SfmOptions {
+    /// The defaults for `inputs` written to `out`.
+    pub fn new(inputs: Vec<PathBuf>, out: PathBuf) -> SfmOptions {
+        SfmOptions {
+            inputs,
+            out,
+            max_size: DEFAULT_MAX_SIZE,
+            fps: None,
+            blur_run: video::DEFAULT_BLUR_RUN,
+            camera_model: "OPENCV".into(),
+            single_camera: true,
+            matcher: None,
+            mapper: Mapper::Colmap,
+            max_features: DEFAULT_MAX_FEATURES,
+            downscales: Vec::new(),
+            min_registered: model::DEFAULT_MIN_REGISTERED,
+            colmap: None,
+            glomap: None,
+            ffmpeg: None,
+        }
+    }
+}
+
+/// What a run did (also written to `DATA/sfm/report.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SfmReport {
+    /// The kept model's registration.
+    pub registration: Registration,
+    /// The pair selection used.
+    pub matcher: Matcher,
+    /// The mapper used.
+    pub mapper: Mapper,
+    /// True when COLMAP ran SIFT on the GPU.
+    pub used_gpu: bool,
+    /// Seconds per stage of this run (0 for a stage reused from an earlier run).
+    pub stage_seconds: Vec<(String, f64)>,
+    /// Things the user should know, one line each.
+    pub notes: Vec<String>,
+}
+
+/// The paths of a dataset folder written by [`run`].
+pub struct Layout {
+    /// `DATA/images`.
+    pub images: PathBuf,
+    /// `DATA/sparse/0`.
+    pub sparse: PathBuf,
+    /// `DATA/sfm` (database, models, state).
+    pub work: PathBuf,
+    /// `DATA/sfm.log`.
+    pub log: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `out`.
+    pub fn new(out: &Path) -> Layout {
+        Layout {
+            images: out.join("images"),
+            sparse: out.join("sparse").join("0"),
+            work: out.join("sfm"),
+            log: out.join("sfm.log"),
+        }
+    }
+}
+
+/// Runs structure from motion as `options` say, reporting one line per event through `line`.
+pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmReport> {
+    let inputs = inputs::classify(&options.inputs)?;
+    let layout = Layout::new(&options.out);
+    let state_path = layout.work.join("state.json");
+    inputs::check_output(&options.out, &options.inputs, &state_path)?;
+    if inputs.videos.is_empty() {
+        inputs::check_enough_images(inputs.images.len(), "the input folder")?;
+    }
+    let colmap = locate(
+        ToolKind::Colmap,
+        options.colmap.as_deref(),
+        "for structure from motion",
+    )?;
+    let glomap = match options.mapper {
+        Mapper::Glomap => Some(locate(
+            ToolKind::Glomap,
+            options.glomap.as_deref(),
+            "for --mapper glomap",
+        )?),
+        Mapper::Colmap => None,
+    };
+    let video_tools = if inputs.videos.is_empty() {
+        None
+    } else {
+        Some(video_tools(options.ffmpeg.as_deref())?)
+    };
+    std::fs::create_dir_all(&layout.work)
+        .map_err(|e| crate::io::io_error(&layout.work, "create", e))?;
+    let log = ToolLog::new(layout.log.clone());
+    let mut state = stages::StageState::load(&state_path);
+    let mut stage_seconds = Vec::new();
+    let mut stage = |name: &str,
+                     key: serde_json::Value,
+                     state: &mut stages::StageState,
+                     work: &mut dyn FnMut() -> Result<String>|
+     -> Result<()> {
+        if state.is_done(name, &key) {
+            line(&format!(
+                "{name}: reused (finished by an earlier run with the same settings)"
+            ));
+            stage_seconds.push((name.to_owned(), 0.0));
+            return Ok(());
+        }
+        state.invalidate_from(name)?;
+        line(&format!("{name}: running"));
+        let start = Instant::now();
+        let summary = work()?;
+        let seconds = start.elapsed().as_secs_f64();
+        state.mark_done(name, key)?;
+        line(&format!("{name}: {summary} ({seconds:.1} s)"));
+        stage_seconds.push((name.to_owned(), seconds));
+        Ok(())
+    };
+
+    let gather_settings = gather::GatherSettings {
+        max_size: options.max_size,
+        fps: options.fps,
+        blur_run: options.blur_run,
+        downscales: options.downscales.clone(),
+    };
+    let images_key = gather::stage_key(&inputs, &gather_settings);
+    let frames_dir = layout.work.join("frames");
+    let video_refs = video_tools.as_ref().map(|(a, b)| (a, b));
+    stage("images", images_key.clone(), &mut state, &mut || {
+        let names = gather::gather(
+            &inputs,
+            &gather_settings,
+            &layout.images,
+            &frames_dir,
+            video_refs,
+            &log,
+            line,
+        )?;
+        inputs::check_enough_images(names.len(), "the inputs")?;
+        Ok(format!(
+            "{} images in {}",
+            names.len(),
+            layout.images.display()
+        ))
+    })?;
+    let names: Vec<String> = inputs::images_in(&layout.images)?
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    inputs::check_enough_images(names.len(), "the inputs")?;
+
+    let settings = colmap::ColmapSettings {
+        camera_model: colmap::camera_model(&options.camera_model)?,
+        single_camera: options.single_camera,
+        max_features: options.max_features,
+        sift_size: if options.max_size > 0 {
+            options.max_size
+        } else {
+            3200
+        },
+        matcher: options
+            .matcher
+            .unwrap_or_else(|| Matcher::automatic(names.len(), !inputs.videos.is_empty())),
+        mapper: options.mapper,
+        use_gpu: tools::colmap_has_cuda(&colmap),
+    };
+    let database = layout.work.join("database.db");
+    let features_key = json!({"images": images_key, "camera_model": settings.camera_model,
+        "single_camera": settings.single_camera, "max_features": settings.max_features,
+        "sift_size": settings.sift_size});
+    stage("features", features_key, &mut state, &mut || {
+        if database.exists() {
+            std::fs::remove_file(&database)
+                .map_err(|e| crate::io::io_error(&database, "remove", e))?;
+        }
+        let device = if settings.use_gpu {
+            "GPU (CUDA)"
+        } else {
+            "CPU"
+        };
+        log.run(
+            &colmap,
+            &colmap::feature_extractor(&settings, &database, &layout.images),
+            "COLMAP feature extraction",
+        )?;
+        Ok(format!("SIFT on {} images, on the {device}", names.len()))
+    })?;
+    stage(
+        "matches",
+        json!({"matcher": settings.matcher}),
+        &mut state,
+        &mut || {
+            log.run(
+                &colmap,
+                &colmap::matcher(&settings, &database),
+                "COLMAP matching",
+            )?;
+            Ok(format!("{} matching", settings.matcher.name()))
+        },
+    )?;
+    let models_dir = layout.work.join("models");
+    stage(
+        "mapper",
+        json!({"mapper": settings.mapper}),
+        &mut state,
+        &mut || {
+            if models_dir.is_dir() {
+                std::fs::remove_dir_all(&models_dir)
+                    .map_err(|e| crate::io::io_error(&models_dir, "remove", e))?;
+            }
+            std::fs::create_dir_all(&models_dir)
+                .map_err(|e| crate::io::io_error(&models_dir, "create", e))?;
+            let (tool, name) = match &glomap {
+                Some(glomap) => (glomap, "GLOMAP's global mapper"),
+                None => (&colmap, "COLMAP's incremental mapper"),
+            };
+            log.run(
+                tool,
+                &colmap::mapper(settings.mapper, &database, &layout.images, &models_dir),
+                name,
+            )?;
+            Ok(format!("{name}"))
+        },
+    )?;
+
+    let (best, registration) = model::pick_largest(&models_dir, &names)?;
+    let mut notes = Vec::new();
+    if let Some(note) = model::several_models_note(&registration) {
+        line(&format!("note: {note}"));
+        notes.push(note);
+    }
+    let report = SfmReport {
+        registration,
+        matcher: settings.matcher,
+        mapper: settings.mapper,
+        used_gpu: settings.use_gpu,
+        stage_seconds,
+        notes,
+    };
+    write_report(&layout.work.join("report.json"), &report)?;
+    model::check_registration(&report.registration, options.min_registered)?;
+    export_model(&best, &layout.sparse)?;
+    Ok(report)
+}
+
+/// ffmpeg (at `explicit` or on PATH) and the ffprobe beside it (or on PATH).
+fn video_tools(explicit: Option<&Path>) -> Result<(Tool, Tool)> {
+    let ffmpeg = locate(ToolKind::Ffmpeg, explicit, "to take frames from videos")?;
+    let beside = ffmpeg
+        .path
+        .with_file_name(format!("ffprobe{}", std::env::consts::EXE_SUFFIX));
+    let ffprobe = if beside.is_file() {
+        Tool {
+            kind: ToolKind::Ffprobe,
+            path: beside,
+        }
+    } else {
+        locate(ToolKind::Ffprobe, None, "to read a video's duration")?
+    };
+    Ok((ffmpeg, ffprobe))
+}
+
+fn write_report(path: &Path, report: &SfmReport) -> Result<()> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        action: "encode".into(),
+        message: e.to_string(),
+    })?;
+    crate::io::write_atomically(path, |w| {
+        std::io::Write::write_all(w, text.as_bytes())
+            .map_err(|e| crate::io::io_error(path, "write", e))
+    })
+}
+
+/// Copies the kept model's files into `sparse` (`DATA/sparse/0`), replacing what was there as a
+/// whole: the files are written beside it and the folder renamed into place.
+fn export_model(model_dir: &Path, sparse: &Path) -> Result<()> {
+    let parent = sparse.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| crate::io::io_error(parent, "create", e))?;
+    let staging = parent.join(format!(".0.{}.tmp", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .map_err(|e| crate::io::io_error(&staging, "remove", e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| crate::io::io_error(&staging, "create", e))?;
+    for file in ["cameras.bin", "images.bin", "points3D.bin"] {
+        let (from, to) = (model_dir.join(file), staging.join(file));
+        std::fs::copy(&from, &to).map_err(|e| crate::io::io_error(&from, "copy", e))?;
+    }
+    if sparse.exists() {
+        std::fs::remove_dir_all(sparse).map_err(|e| crate::io::io_error(sparse, "remove", e))?;
+    }
+    std::fs::rename(&staging, sparse)
+        .map_err(|e| crate::io::io_error(sparse, "rename into place", e))
+}

@@ -1,0 +1,273 @@
+//! Photographs made ready for COLMAP and training: the EXIF orientation applied to the pixels
+//! (COLMAP reads pixels as stored), the long side brought down to the size limit, and INRIA's
+//! pre-scaled `images_N` folders when asked. The originals are only read.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
+use rayon::prelude::*;
+
+use crate::data::RgbaImage;
+use crate::data::image::MAX_DECODED_IMAGE_BYTES;
+use crate::error::{Error, Result};
+
+/// JPEG quality of re-encoded photographs (visually lossless for SfM and training).
+pub const JPEG_QUALITY: u8 = 95;
+
+/// What happened to one photograph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedPhoto {
+    /// The name it has in `images/` (and in the COLMAP model).
+    pub name: String,
+    /// Its size there.
+    pub size: (u32, u32),
+    /// True when the original file was copied byte for byte (upright and small enough).
+    pub copied: bool,
+}
+
+fn photo_error(path: &Path, message: String) -> Error {
+    crate::data::dataset_error(path, message)
+}
+
+/// The size a `width` × `height` image is brought to so that its long side is at most
+/// `max_size` (0: no limit). Never upscales; integer arithmetic, rounded to nearest.
+pub fn limited_size(width: u32, height: u32, max_size: u32) -> (u32, u32) {
+    let long = width.max(height);
+    if max_size == 0 || long <= max_size {
+        return (width, height);
+    }
+    let scale = |side: u32| {
+        let scaled =
+            (u64::from(side) * u64::from(max_size) + u64::from(long) / 2) / u64::from(long);
+        (scaled as u32).max(1)
+    };
+    (scale(width), scale(height))
+}
+
+/// The name `source` gets in `images/`: its own, except formats COLMAP may not read (WebP),
+/// which become PNG.
+pub fn output_name(source: &Path) -> String {
+    let name = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if super::inputs::is_image_file(source) && !is_webp(source) {
+        return name;
+    }
+    let stem = source
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or(name);
+    format!("{stem}.png")
+}
+
+fn is_webp(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("webp"))
+}
+
+fn is_jpeg(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"))
+}
+
+/// One decoded photograph, upright, with the metadata worth keeping.
+struct Decoded {
+    image: DynamicImage,
+    /// EXIF with the orientation reset to "upright" (the focal length stays: COLMAP reads it).
+    exif: Option<Vec<u8>>,
+    icc: Option<Vec<u8>>,
+    rotated: bool,
+}
+
+fn decode_upright(path: &Path) -> Result<Decoded> {
+    let fail =
+        |e: image::ImageError| photo_error(path, format!("could not decode the photograph: {e}"));
+    let mut reader = ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|e| photo_error(path, format!("could not open the photograph: {e}")))?;
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder().map_err(fail)?;
+    let icc = decoder.icc_profile().ok().flatten();
+    let mut exif = decoder.exif_metadata().ok().flatten();
+    let orientation = exif
+        .as_mut()
+        .and_then(|chunk| image::metadata::Orientation::remove_from_exif_chunk(chunk))
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut image = DynamicImage::from_decoder(decoder).map_err(fail)?;
+    let rotated = orientation != image::metadata::Orientation::NoTransforms;
+    image.apply_orientation(orientation);
+    Ok(Decoded {
+        image,
+        exif,
+        icc,
+        rotated,
+    })
+}
+
+fn to_rgba(image: &DynamicImage) -> RgbaImage {
+    let rgba = image.to_rgba8();
+    RgbaImage {
+        width: rgba.width(),
+        height: rgba.height(),
+        pixels: rgba.into_raw(),
+    }
+}
+
+/// Encodes `image` to `path` atomically: JPEG (quality [`JPEG_QUALITY`]) for `.jpg`/`.jpeg`
+/// names, PNG otherwise, with the EXIF and colour profile given.
+fn encode(image: &RgbaImage, path: &Path, exif: Option<&[u8]>, icc: Option<&[u8]>) -> Result<()> {
+    let (width, height) = (image.width, image.height);
+    crate::io::write_atomically(path, |w| {
+        let fail = |e: String| photo_error(path, format!("could not encode the photograph: {e}"));
+        if is_jpeg(path) {
+            let rgb: Vec<u8> = image
+                .pixels
+                .chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect();
+            let mut encoder =
+                image::codecs::jpeg::JpegEncoder::new_with_quality(&mut *w, JPEG_QUALITY);
+            if let Some(exif) = exif {
+                let _ = encoder.set_exif_metadata(exif.to_vec());
+            }
+            if let Some(icc) = icc {
+                let _ = encoder.set_icc_profile(icc.to_vec());
+            }
+            encoder
+                .write_image(&rgb, width, height, image::ExtendedColorType::Rgb8)
+                .map_err(|e| fail(e.to_string()))
+        } else {
+            let mut encoder = image::codecs::png::PngEncoder::new(&mut *w);
+            if let Some(icc) = icc {
+                let _ = encoder.set_icc_profile(icc.to_vec());
+            }
+            encoder
+                .write_image(
+                    &image.pixels,
+                    width,
+                    height,
+                    image::ExtendedColorType::Rgba8,
+                )
+                .map_err(|e| fail(e.to_string()))
+        }
+    })
+}
+
+/// Copies `source` to `target` byte for byte, atomically.
+fn copy_file(source: &Path, target: &Path) -> Result<()> {
+    let bytes = std::fs::read(source).map_err(|e| crate::io::io_error(source, "read", e))?;
+    crate::io::write_atomically(target, |w| {
+        w.write_all(&bytes)
+            .map_err(|e| crate::io::io_error(target, "write", e))
+    })
+}
+
+/// Writes each of `sources` into `images_dir` upright and at most `max_size` px on the long side
+/// (0: full size), and into `images_dir`'s `_N` siblings for each factor in `downscales`. Runs on
+/// every core; `on_done` is called once per photograph.
+pub fn prepare_photos(
+    sources: &[PathBuf],
+    images_dir: &Path,
+    max_size: u32,
+    downscales: &[u32],
+    on_done: &(dyn Fn() + Sync),
+) -> Result<Vec<PreparedPhoto>> {
+    let mut dirs = vec![images_dir.to_path_buf()];
+    for factor in downscales {
+        dirs.push(prescaled_dir(images_dir, *factor));
+    }
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).map_err(|e| crate::io::io_error(dir, "create", e))?;
+    }
+    sources
+        .par_iter()
+        .map(|source| {
+            let prepared = prepare_one(source, images_dir, max_size, downscales);
+            on_done();
+            prepared
+        })
+        .collect()
+}
+
+/// INRIA's name for the folder of images downscaled by `factor`: `images_N` beside `images`.
+pub fn prescaled_dir(images_dir: &Path, factor: u32) -> PathBuf {
+    let name = images_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "images".into());
+    images_dir.with_file_name(format!("{name}_{factor}"))
+}
+
+fn prepare_one(
+    source: &Path,
+    images_dir: &Path,
+    max_size: u32,
+    downscales: &[u32],
+) -> Result<PreparedPhoto> {
+    let name = output_name(source);
+    let target = images_dir.join(&name);
+    let decoded = decode_upright(source)?;
+    let (width, height) = (decoded.image.width(), decoded.image.height());
+    let size = limited_size(width, height, max_size);
+    let copied = !decoded.rotated && size == (width, height) && !is_webp(source);
+    let full = to_rgba(&decoded.image);
+    drop(decoded.image);
+    let image = if size == (width, height) {
+        full
+    } else {
+        full.resized_area(size.0, size.1)
+    };
+    if copied {
+        copy_file(source, &target)?;
+    } else {
+        encode(
+            &image,
+            &target,
+            decoded.exif.as_deref(),
+            decoded.icc.as_deref(),
+        )?;
+    }
+    for &factor in downscales {
+        // Rounded as `-r N` rounds ([`crate::data::Resolution::target_size`]).
+        let factor = factor.max(1);
+        let (w, h) = (
+            ((image.width + factor / 2) / factor).max(1),
+            ((image.height + factor / 2) / factor).max(1),
+        );
+        let small = image.resized_area(w, h);
+        let path = prescaled_dir(images_dir, factor).join(&name);
+        encode(
+            &small,
+            &path,
+            decoded.exif.as_deref(),
+            decoded.icc.as_deref(),
+        )?;
+    }
+    Ok(PreparedPhoto { name, size, copied })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_long_side_is_limited_and_never_upscaled() {
+        assert_eq!(limited_size(3200, 2400, 1600), (1600, 1200));
+        assert_eq!(limited_size(2128, 2832, 1600), (1202, 1600));
+        assert_eq!(limited_size(800, 600, 1600), (800, 600));
+        assert_eq!(limited_size(3200, 2400, 0), (3200, 2400));
+        assert_eq!(limited_size(100_000, 1, 1600), (1600, 1));
+    }
+
+    #[test]
+    fn webp_becomes_png_and_others_keep_their_name() {
+        assert_eq!(output_name(Path::new("a/IMG_1.JPG")), "IMG_1.JPG");
+        assert_eq!(output_name(Path::new("a/b.webp")), "b.png");
+    }
+}
