@@ -252,8 +252,16 @@ fn a_video_of_the_photos_registers_its_frames() {
         registered >= 10,
         "only {registered} of 11 frames registered: {r}"
     );
-    let frame = image::image_dimensions(data.join("images/walk_000001.jpg")).unwrap();
-    assert_eq!(frame.0, 640);
+    let frames = wgsplat::sfm::inputs::images_in(&data.join("images")).unwrap();
+    assert_eq!(frames.len(), 11, "{frames:?}");
+    for frame in &frames {
+        let name = frame.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("walk_") && name.ends_with(".jpg"),
+            "{name}"
+        );
+        assert_eq!(image::image_dimensions(frame).unwrap().0, 640);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

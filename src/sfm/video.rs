@@ -202,7 +202,7 @@ mod tests {
         let scores = [5.0, 1.0, 7.0, 9.0, 3.0, 8.0, 2.0, 6.0, 4.0];
         assert_eq!(
             keep_sharpest(&scores, 4),
-            [true, false, true, true, true, true, false, true, false]
+            [true, false, true, true, true, true, false, true, true]
         );
         assert!(keep_sharpest(&scores, 1).iter().all(|k| *k));
     }
