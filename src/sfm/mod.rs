@@ -250,12 +250,35 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
         } else {
             "CPU"
         };
-        log.run(
-            &colmap,
-            &colmap::feature_extractor(&settings, &database, &layout.images),
-            "COLMAP feature extraction",
-        )?;
-        Ok(format!("SIFT on {} images, on the {device}", names.len()))
+        // COLMAP skips images whose size differs from their shared camera's, so one shared
+        // camera is made per image size (portrait and landscape photographs of one phone).
+        let groups = if settings.single_camera {
+            photos::size_groups(&layout.images, &names)?
+        } else {
+            vec![names.clone()]
+        };
+        for (index, group) in groups.iter().enumerate() {
+            let mut args = colmap::feature_extractor(&settings, &database, &layout.images);
+            if groups.len() > 1 {
+                let list = layout.work.join(format!("images_{index}.txt"));
+                crate::io::write_atomically(&list, |w| {
+                    std::io::Write::write_all(w, (group.join("\n") + "\n").as_bytes())
+                        .map_err(|e| crate::io::io_error(&list, "write", e))
+                })?;
+                args.push("--image_list_path".into());
+                args.push(list.to_string_lossy().into_owned());
+            }
+            log.run(&colmap, &args, "COLMAP feature extraction")?;
+        }
+        let cameras = match groups.len() {
+            1 if settings.single_camera => "one shared camera".to_owned(),
+            1 => "one camera per image".to_owned(),
+            n => format!("one shared camera per image size ({n} sizes)"),
+        };
+        Ok(format!(
+            "SIFT on {} images, on the {device}, {cameras}",
+            names.len()
+        ))
     })?;
     stage(
         "matches",
@@ -311,7 +334,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
     };
     write_report(&layout.work.join("report.json"), &report)?;
     model::check_registration(&report.registration, options.min_registered)?;
-    export_model(&best, &layout.sparse)?;
+    model::export_model(&best, &layout.sparse)?;
     Ok(report)
 }
 
@@ -342,26 +365,4 @@ fn write_report(path: &Path, report: &SfmReport) -> Result<()> {
         std::io::Write::write_all(w, text.as_bytes())
             .map_err(|e| crate::io::io_error(path, "write", e))
     })
-}
-
-/// Copies the kept model's files into `sparse` (`DATA/sparse/0`), replacing what was there as a
-/// whole: the files are written beside it and the folder renamed into place.
-fn export_model(model_dir: &Path, sparse: &Path) -> Result<()> {
-    let parent = sparse.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| crate::io::io_error(parent, "create", e))?;
-    let staging = parent.join(format!(".0.{}.tmp", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .map_err(|e| crate::io::io_error(&staging, "remove", e))?;
-    }
-    std::fs::create_dir_all(&staging).map_err(|e| crate::io::io_error(&staging, "create", e))?;
-    for file in ["cameras.bin", "images.bin", "points3D.bin"] {
-        let (from, to) = (model_dir.join(file), staging.join(file));
-        std::fs::copy(&from, &to).map_err(|e| crate::io::io_error(&from, "copy", e))?;
-    }
-    if sparse.exists() {
-        std::fs::remove_dir_all(sparse).map_err(|e| crate::io::io_error(sparse, "remove", e))?;
-    }
-    std::fs::rename(&staging, sparse)
-        .map_err(|e| crate::io::io_error(sparse, "rename into place", e))
 }

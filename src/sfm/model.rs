@@ -178,6 +178,28 @@ pub fn camera_centre(image: &ColmapImage) -> [f64; 3] {
     c
 }
 
+/// Copies the kept model's files into `sparse` (`DATA/sparse/0`), replacing what was there as a
+/// whole: the files are written beside it and the folder renamed into place.
+pub fn export_model(model_dir: &Path, sparse: &Path) -> Result<()> {
+    let parent = sparse.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| crate::io::io_error(parent, "create", e))?;
+    let staging = parent.join(format!(".0.{}.tmp", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .map_err(|e| crate::io::io_error(&staging, "remove", e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| crate::io::io_error(&staging, "create", e))?;
+    for file in ["cameras.bin", "images.bin", "points3D.bin"] {
+        let (from, to) = (model_dir.join(file), staging.join(file));
+        std::fs::copy(&from, &to).map_err(|e| crate::io::io_error(&from, "copy", e))?;
+    }
+    if sparse.exists() {
+        std::fs::remove_dir_all(sparse).map_err(|e| crate::io::io_error(sparse, "remove", e))?;
+    }
+    std::fs::rename(&staging, sparse)
+        .map_err(|e| crate::io::io_error(sparse, "rename into place", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,6 +252,22 @@ fn prepare_one(
     Ok(PreparedPhoto { name, size, copied })
 }
 
+/// `names` (in `images`) grouped by image size, in name order within each group.
+pub fn size_groups(images: &Path, names: &[String]) -> Result<Vec<Vec<String>>> {
+    let mut groups: Vec<((u32, u32), Vec<String>)> = Vec::new();
+    for name in names {
+        let path = images.join(name);
+        let size = image::image_dimensions(&path).map_err(|e| {
+            crate::data::dataset_error(&path, format!("could not read the image's size: {e}"))
+        })?;
+        match groups.iter_mut().find(|(s, _)| *s == size) {
+            Some((_, group)) => group.push(name.clone()),
+            None => groups.push((size, vec![name.clone()])),
+        }
+    }
+    Ok(groups.into_iter().map(|(_, g)| g).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
