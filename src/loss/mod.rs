@@ -59,6 +59,7 @@
 //! workgroup-memory filtering, which subgroups would not shorten.
 
 mod bands;
+pub mod exposure;
 mod kernels;
 pub mod lpips;
 pub mod reference;

@@ -4,6 +4,7 @@
 
 mod adam;
 mod adam_packed;
+mod exposure;
 mod knn;
 mod loss;
 mod lpips;
