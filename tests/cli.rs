@@ -1,4 +1,5 @@
-//! The `wgsplat` binary end to end: a resumed training run equals an uninterrupted one bit for bit,
+//! The `wgsplat` binary end to end: a resumed training run equals an uninterrupted one bit for bit
+//! (also after SIGTERM stopped it with a checkpoint),
 //! bad inputs give errors that name the file and the fix while losing nothing already written,
 //! and `convert` writes every model format, saying what each dropped.
 //!
@@ -133,6 +134,129 @@ fn resumed_training_equals_uninterrupted_bit_for_bit() {
     let mut args = train_args(resumed, config, "30");
     args.push("--resume");
     expect_success(&wgsplat(&args));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Iterations of the runs [`a_train_sent_sigterm_checkpoints_and_resumes_bit_for_bit`] stops
+/// with a signal once it has printed the evaluation at iteration 10: enough that the signal
+/// arrives long before the end.
+const SIGNALLED_ITERATIONS: &str = "60";
+
+/// A `train` sent SIGTERM (twice, the second while it is stopping) finishes its step, writes a
+/// checkpoint and exits with status 143 (128 + 15), naming the signal and the command that
+/// continues it; that command ends with the model of an uninterrupted run, bit for bit. No
+/// `--save-every`: the only checkpoint is the one the signal asked for.
+#[cfg(unix)]
+#[test]
+fn a_train_sent_sigterm_checkpoints_and_resumes_bit_for_bit() {
+    use std::io::{BufRead as _, Read as _};
+    let dir = temp_dir("sigterm");
+    // An evaluation every 5 iterations: its lines show how far training has got.
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{ "densify_from": 3, "densify_every": 5, "densify_until": 19,
+             "opacity_reset_every": 100000, "sh_degree_interval": 6,
+             "loss_readback_every": 5, "eval_every": 5, "lpips": false }"#,
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let (straight, stopped) = (dir.join("straight"), dir.join("stopped"));
+    let args = |out: &Path| {
+        let mut args: Vec<String> = [
+            "train",
+            "--builtin-resolution",
+            "32",
+            "--config",
+            config,
+            "--iterations",
+            SIGNALLED_ITERATIONS,
+            "--out",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.push(out.to_str().unwrap().to_owned());
+        args
+    };
+    let run = |args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        wgsplat(&args)
+    };
+    expect_success(&run(&args(&straight)));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(args(&stopped))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let pid = child.id().to_string();
+    let mut signalled = false;
+    let mut line = String::new();
+    while stdout.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if !signalled && line.starts_with("it 10:") {
+            for _ in 0..2 {
+                let kill = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+                assert!(kill.success(), "kill -TERM {pid} failed");
+            }
+            signalled = true;
+        }
+        line.clear();
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(
+        signalled,
+        "no evaluation at iteration 10 was printed:\n{seen}\n{stderr}"
+    );
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "a train sent SIGTERM should exit with 143 after its checkpoint ({status}):\n{seen}\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let at = stderr
+        .split("stopped by SIGTERM after iteration ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no 'stopped by SIGTERM after iteration N' in:\n{stderr}"));
+    let total: u64 = SIGNALLED_ITERATIONS.parse().unwrap();
+    assert!((10..total).contains(&at), "stopped at {at}:\n{stderr}");
+    assert!(
+        stderr.contains("--resume"),
+        "no command to continue:\n{stderr}"
+    );
+    assert!(
+        stopped.join("checkpoint.bin").is_file(),
+        "no checkpoint:\n{stderr}"
+    );
+    assert!(!stopped.join("point_cloud.ply").exists());
+
+    let mut resume = args(&stopped);
+    resume.push("--resume".to_owned());
+    expect_success(&run(&resume));
+    let a = std::fs::read(straight.join("point_cloud.ply")).unwrap();
+    let b = std::fs::read(stopped.join("point_cloud.ply")).unwrap();
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "Gaussian counts differ after the resume from {at}"
+    );
+    if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {
+        panic!(
+            "the model resumed from iteration {at} differs from the uninterrupted one at byte {i}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

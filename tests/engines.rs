@@ -108,6 +108,8 @@ fn slurm_scripts_run_one_requeueable_task_per_block_with_absolute_paths() {
     for want in [
         "--array=0-3",
         "--requeue",
+        // SIGUSR1 to the batch shell two minutes before the time limit: wgsplat checkpoints.
+        "--signal=B:USR1@120",
         "--job-name=wgsplat-train-city",
         &format!("--output={}/logs/train-%A_%a.log", plan_dir.display()),
         &format!("--chdir={}", plan_dir.display()),
@@ -121,11 +123,17 @@ fn slurm_scripts_run_one_requeueable_task_per_block_with_absolute_paths() {
         train.contains("wgsplat='/opt/wgsplat/bin/wgsplat'"),
         "{train}"
     );
-    assert!(
-        train.contains(&format!(
-            "exec \"$wgsplat\" train --plan '{}/plan.json' --block \"$block\"",
-            plan_dir.display()
-        )),
+    // wgsplat replaces the batch shell (the last line, an exec), so the signals Slurm sends the
+    // shell reach wgsplat itself.
+    assert_eq!(
+        train.trim_end().lines().last(),
+        Some(
+            format!(
+                "exec \"$wgsplat\" train --plan '{}/plan.json' --block \"$block\"",
+                plan_dir.display()
+            )
+            .as_str()
+        ),
         "{train}"
     );
     assert!(train.contains("SLURM_ARRAY_TASK_ID"));
@@ -133,6 +141,7 @@ fn slurm_scripts_run_one_requeueable_task_per_block_with_absolute_paths() {
     let merge = read(&plan_dir.join("slurm/merge.sbatch"));
     let merge_options = directives(&merge);
     assert!(!has_prefix(&merge_options, "--array"), "{merge}");
+    assert!(!has_prefix(&merge_options, "--signal"), "{merge}");
     assert!(has_prefix(&merge_options, "--output="), "{merge}");
     assert!(
         merge.contains(&format!(
@@ -345,6 +354,8 @@ fn kubernetes_train_job_is_indexed_with_a_completion_per_block() {
     assert_eq!(spec["parallelism"], 5);
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
+    // Time to checkpoint between SIGTERM and SIGKILL (Kubernetes' default is 30 s).
+    assert_eq!(pod["terminationGracePeriodSeconds"], 120);
     let containers = pod["containers"].as_array().unwrap();
     assert_eq!(containers.len(), 1);
     let container = &containers[0];

@@ -1,7 +1,8 @@
 //! A plan trained on a real Slurm cluster (`.ci/slurm-cluster.sh` starts a single-node one; CI
 //! does so in `.ci/run`): a small built-in town partitioned into 2×2 blocks, submitted with the
-//! plan's own `submit.sh`, one array task requeued while it trains (it must resume from its
-//! block's checkpoint), the merge job's model evaluated, and a truncated block refused by `merge`.
+//! plan's own `submit.sh`, one array task requeued while it trains (Slurm sends it SIGTERM: it
+//! must write a checkpoint where the signal found it and resume from there, losing no
+//! iterations), the merge job's model evaluated, and a truncated block refused by `merge`.
 //!
 //! Without a cluster (no `sbatch`, no `SLURM_CONF` nor `/tmp/wgsplat-slurm/env`, or no answer
 //! from the controller) the test says why and passes, except under `CI`, where it fails.
@@ -300,14 +301,28 @@ fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
         started.elapsed().as_secs_f64()
     );
 
-    // The requeued block continued from its checkpoint; the others trained in one go.
+    // The requeue's SIGTERM stopped the task after its step with a checkpoint there, and the
+    // requeued task continued from it: from the iteration the signal arrived at, not from the
+    // last periodic checkpoint. The others trained in one go.
+    let log = std::fs::read_to_string(plan.join(format!("logs/train-{task}.log"))).unwrap();
+    let stopped_at = log
+        .split(&format!(
+            "block {REQUEUED} stopped by SIGTERM after iteration "
+        ))
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("the requeued task did not stop on SIGTERM:\n{log}"));
     let resumed = metrics(&plan, REQUEUED)["resumed_from"].as_u64();
     assert!(
-        resumed.is_some_and(|it| (SAVE_EVERY..ITERATIONS).contains(&it)),
-        "block {REQUEUED} should have resumed from a checkpoint, not {resumed:?}"
+        (SAVE_EVERY..ITERATIONS).contains(&stopped_at) && resumed == Some(stopped_at),
+        "block {REQUEUED} was stopped after iteration {stopped_at}, so it should have resumed \
+         from there, not from {resumed:?}:\n{log}"
     );
-    let log = std::fs::read_to_string(plan.join(format!("logs/train-{task}.log"))).unwrap();
     assert!(log.contains("resuming from its checkpoint"), "{log}");
+    eprintln!(
+        "block {REQUEUED} stopped by SIGTERM after iteration {stopped_at}, resumed from {resumed:?}"
+    );
     let block_psnr: Vec<f64> = (0..4)
         .map(|k| {
             let m = metrics(&plan, k);

@@ -3,10 +3,13 @@
 mod bench;
 mod builtin;
 mod convert;
+mod dataset;
 mod guard;
 mod plan;
 mod render;
 mod sfm;
+mod signals;
+mod status;
 mod train;
 
 use anyhow::Context as _;
@@ -122,10 +125,17 @@ pub fn run() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
+        // Stopped by a signal with a checkpoint written: not an error, but not done either.
+        Err(err) => match err.downcast_ref::<signals::Interrupted>() {
+            Some(stopped) => {
+                eprintln!("{err:#}");
+                ExitCode::from(stopped.exit_code())
+            }
+            None => {
+                eprintln!("error: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

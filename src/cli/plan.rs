@@ -1,6 +1,8 @@
 //! `wgsplat partition`, `wgsplat train --plan`, `wgsplat merge` and `wgsplat run-plan`.
 
-use super::train::{TrainProgress, load_dataset};
+use super::dataset::load_dataset;
+use super::signals::{Interrupted, Signal, StopSignals, this_command};
+use super::status::TrainProgress;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,7 +11,8 @@ use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::formats::ModelFormat;
 use wgsplat::plan::manifest::Cell;
 use wgsplat::plan::{
-    Balance, BlockOutcome, Grid, PartitionRequest, PartitionSettings, PlanData, PlanManifest,
+    Balance, BlockOutcome, BlockStop, Grid, PartitionRequest, PartitionSettings, PlanData,
+    PlanManifest,
 };
 use wgsplat::train::budget::{adapter_memory_bytes, parse_byte_budget, resolve_budget};
 use wgsplat::train::options::{DataArgs, TrainOptions};
@@ -210,7 +213,8 @@ fn say_already_done(index: usize, dir: &Path) {
     );
 }
 
-/// Trains one block with `train`'s progress display; returns what it did.
+/// Trains one block with `train`'s progress display, stopping after `stop_at` or on one of
+/// `signals` (then with an [`Interrupted`] error); returns what it did.
 fn train_one(
     ctx: &GpuContext,
     dir: &Path,
@@ -218,6 +222,7 @@ fn train_one(
     index: usize,
     dataset: &wgsplat::data::Dataset,
     stop_at: Option<u64>,
+    signals: &StopSignals,
 ) -> anyhow::Result<BlockOutcome> {
     let block = plan.block(index)?;
     println!(
@@ -231,10 +236,14 @@ fn train_one(
     );
     let mut progress = TrainProgress::new(plan.config.iterations, 0);
     let bar = progress.bar.clone();
-    let outcome =
-        wgsplat::plan::train_block(ctx, dir, plan, index, dataset, stop_at, &mut |event| {
-            progress.event(event);
-        });
+    let requested = || signals.requested();
+    let stop = BlockStop {
+        at: stop_at,
+        requested: Some(&requested),
+    };
+    let outcome = wgsplat::plan::train_block(ctx, dir, plan, index, dataset, stop, &mut |event| {
+        progress.event(event);
+    });
     bar.finish_and_clear();
     let outcome = outcome.with_context(|| format!("training block {index}"))?;
     let out = wgsplat::plan::outputs::block_dir(dir, index);
@@ -245,6 +254,26 @@ fn train_one(
              same command to continue)",
             out.display()
         ),
+        BlockOutcome::Interrupted { iteration } => {
+            let signal = signals.received().unwrap_or(Signal {
+                number: 15,
+                name: "SIGTERM",
+            });
+            let checkpoint = out.join(wgsplat::plan::outputs::CHECKPOINT_FILE);
+            return Err(Interrupted {
+                signal,
+                message: format!(
+                    "block {index} stopped by {} after iteration {iteration} of {}; its \
+                     checkpoint is {}. Continue with the same command (a requeued task does so \
+                     by itself):\n  {}",
+                    signal.name,
+                    plan.config.iterations,
+                    checkpoint.display(),
+                    this_command(false)
+                ),
+            }
+            .into());
+        }
         BlockOutcome::Finished {
             gaussians, metrics, ..
         } => println!(
@@ -275,7 +304,8 @@ pub fn train_planned_block(
         return Ok(());
     }
     let dataset = wgsplat::plan::load_plan_dataset(&plan).context("loading the plan's dataset")?;
-    train_one(ctx, &dir, &plan, index, &dataset, stop_at)?;
+    let signals = StopSignals::install()?;
+    train_one(ctx, &dir, &plan, index, &dataset, stop_at, &signals)?;
     Ok(())
 }
 
@@ -315,8 +345,9 @@ pub fn run_plan(ctx: &GpuContext, args: RunPlanArgs) -> anyhow::Result<()> {
     let dir = plan_dir(&args.plan);
     let dataset = wgsplat::plan::load_plan_dataset(&plan).context("loading the plan's dataset")?;
     let started = Instant::now();
+    let signals = StopSignals::install()?;
     for index in 0..plan.blocks.len() {
-        train_one(ctx, &dir, &plan, index, &dataset, None)?;
+        train_one(ctx, &dir, &plan, index, &dataset, None, &signals)?;
     }
     println!(
         "trained {} blocks in {:.1} s",

@@ -1,7 +1,8 @@
 //! `wgsplat render` and `wgsplat eval`: a saved model rendered from a dataset's cameras into PNG
 //! files, or scored on its test views; also the renders `train --save-renders` writes.
 
-use crate::cli::train::{StatusTo, load_dataset_reporting};
+use crate::cli::dataset::load_dataset_reporting;
+use crate::cli::status::StatusTo;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,15 @@
-//! `wgsplat train`, `wgsplat render` and `wgsplat eval`.
+//! `wgsplat train`: one scene, or one block of a plan (`--plan`). SIGTERM, SIGINT or SIGUSR1
+//! stop it after the current step with a checkpoint written (see [`super::signals`]).
 
+use super::dataset::load_dataset;
+use super::signals::{Interrupted, StopSignals, this_command};
+use super::status::TrainProgress;
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
-use wgsplat::gpu::memory::format_bytes;
 use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::save_gpu_model_as_ply;
 use wgsplat::train::init::initial_gaussians;
@@ -53,157 +54,6 @@ pub struct TrainArgs {
     export: Vec<String>,
     #[command(flatten)]
     spz: super::convert::SpzArgs,
-}
-
-/// Prints a line above the progress bar, or on stdout when the bar is hidden (not a terminal).
-fn print_line(bar: &ProgressBar, interactive: bool, line: String) {
-    if interactive {
-        bar.println(line);
-    } else {
-        println!("{line}");
-    }
-}
-
-/// `train`'s progress display: a bar on a terminal, a line every 5 s otherwise, and the
-/// evaluations and log lines above it. `run-plan` shows every block's training the same way.
-pub(crate) struct TrainProgress {
-    /// The bar (hidden when stdout is not a terminal).
-    pub(crate) bar: ProgressBar,
-    interactive: bool,
-    iterations: u64,
-    last_line: Instant,
-}
-
-impl TrainProgress {
-    /// A display for a run of `iterations`, starting at `start`.
-    pub(crate) fn new(iterations: u64, start: u64) -> Self {
-        let interactive = std::io::stdout().is_terminal();
-        let bar = if interactive {
-            ProgressBar::new(iterations)
-        } else {
-            ProgressBar::hidden()
-        };
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_position(start);
-        TrainProgress {
-            bar,
-            interactive,
-            iterations,
-            last_line: Instant::now(),
-        }
-    }
-
-    /// Shows one training event.
-    pub(crate) fn event(&mut self, event: TrainEvent) {
-        let (bar, interactive) = (&self.bar, self.interactive);
-        match event {
-            TrainEvent::Progress {
-                iteration,
-                loss,
-                train_psnr,
-                gaussians,
-                iterations_per_second,
-                gpu_bytes,
-            } => {
-                let msg = format!(
-                    "loss {loss:.4} psnr {train_psnr:.2} dB, {gaussians} Gaussians, GPU {}",
-                    format_bytes(gpu_bytes)
-                );
-                bar.set_position(iteration);
-                bar.set_message(msg.clone());
-                if !interactive
-                    && (self.last_line.elapsed().as_secs_f64() > 5.0
-                        || iteration == self.iterations)
-                {
-                    println!(
-                        "it {iteration}/{} ({iterations_per_second:.1} it/s): {msg}",
-                        self.iterations
-                    );
-                    self.last_line = Instant::now();
-                }
-            }
-            // A hidden bar (output not a terminal) prints nothing, so lines go to stdout directly.
-            TrainEvent::Evaluated { iteration, scores } => print_line(
-                bar,
-                interactive,
-                format!("it {iteration}: {}", scores.summary()),
-            ),
-            TrainEvent::Log { message } => print_line(bar, interactive, message),
-            _ => {}
-        }
-    }
-}
-
-/// Where a command's status lines go: stdout, or stderr when stdout carries the command's
-/// machine-readable result (`--json`), so that `wgsplat eval … --json | jq` reads JSON alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StatusTo {
-    Stdout,
-    Stderr,
-}
-
-impl StatusTo {
-    /// Status lines go to stderr when `json` is set.
-    pub(crate) fn for_json(json: bool) -> Self {
-        if json { Self::Stderr } else { Self::Stdout }
-    }
-
-    /// Prints one status line.
-    pub(crate) fn line(self, text: impl std::fmt::Display) {
-        match self {
-            Self::Stdout => println!("{text}"),
-            Self::Stderr => eprintln!("{text}"),
-        }
-    }
-}
-
-pub(crate) fn load_dataset(
-    data: Option<&Path>,
-    args: &DataArgs,
-    background: [f32; 3],
-) -> anyhow::Result<Dataset> {
-    load_dataset_reporting(data, args, background, StatusTo::Stdout)
-}
-
-/// [`load_dataset`], with its status lines (views loaded, notes) sent to `status`.
-pub(crate) fn load_dataset_reporting(
-    data: Option<&Path>,
-    args: &DataArgs,
-    background: [f32; 3],
-    status: StatusTo,
-) -> anyhow::Result<Dataset> {
-    let what = data.map_or_else(
-        || "the built-in scene".to_owned(),
-        |p| format!("the dataset at {}", p.display()),
-    );
-    let mut options = args.options(background);
-    let interactive = std::io::stdout().is_terminal() && status == StatusTo::Stdout;
-    if interactive && data.is_some() {
-        let bar = ProgressBar::new(0).with_style(
-            ProgressStyle::with_template("loading images {bar:30} {pos}/{len} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        options.progress = wgsplat::data::LoadProgress(Some(bar));
-    }
-    let started = Instant::now();
-    let dataset = setup::load_dataset(data, &options).with_context(|| format!("loading {what}"))?;
-    if let Some(bar) = &options.progress.0 {
-        bar.finish_and_clear();
-    }
-    if data.is_some() {
-        status.line(format_args!(
-            "loaded {} views in {:.1} s",
-            dataset.train.len() + dataset.test.len(),
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    for note in &dataset.notes {
-        status.line(note);
-    }
-    Ok(dataset)
 }
 
 /// Applies `--memory-budget` (when given) to `config` and prints the plan.
@@ -274,9 +124,12 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         .stop_at
         .unwrap_or(config.iterations)
         .min(config.iterations);
+    // From here on a signal stops training after the current step, with a checkpoint.
+    let signals = StopSignals::install()?;
+    let stop = || signals.requested();
     while trainer.iteration() < last {
         let pause = next_checkpoint_pause(trainer.iteration(), last, save_every);
-        if let Err(err) = trainer.run_until(pause, &mut sink, &|| false) {
+        if let Err(err) = trainer.run_until(pause, &mut sink, &stop) {
             bar.finish_and_clear();
             let kept = if checkpoint_path.exists() {
                 format!(
@@ -291,12 +144,29 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
                 trainer.iteration()
             )));
         }
-        if save_every > 0 && trainer.iteration() % save_every == 0 {
+        let interrupted = trainer.iteration() < last && signals.requested();
+        if interrupted || (save_every > 0 && trainer.iteration() % save_every == 0) {
             trainer
                 .save_checkpoint(&checkpoint_path, &json!({}))
                 .with_context(|| {
                     format!("saving the checkpoint at iteration {}", trainer.iteration())
                 })?;
+        }
+        if let Some(signal) = signals.received().filter(|_| interrupted) {
+            bar.finish_and_clear();
+            return Err(Interrupted {
+                signal,
+                message: format!(
+                    "stopped by {} after iteration {} of {}; wrote the checkpoint {}. Continue \
+                     with:\n  {}",
+                    signal.name,
+                    trainer.iteration(),
+                    config.iterations,
+                    checkpoint_path.display(),
+                    this_command(true)
+                ),
+            }
+            .into());
         }
     }
     bar.finish_and_clear();

@@ -29,29 +29,31 @@ pub mod init;
 pub mod lens;
 pub mod nerf;
 mod nerf_fields;
+mod options;
+mod parallel;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
 pub mod shape;
+mod split;
 pub mod texture;
 pub mod town;
 pub mod undistort;
+mod view;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::splat::Camera;
 
 pub use files::{check_regular_file, compact_number, read_regular_file, read_regular_text};
 pub use image::RgbaImage;
-
-/// Near plane given to every loaded camera unless [`LoadOptions::near`] says otherwise.
-pub const DEFAULT_NEAR: f32 = 0.01;
-/// Far plane given to every loaded camera unless [`LoadOptions::far`] says otherwise.
-pub const DEFAULT_FAR: f32 = 1e10;
-/// 3DGS's `llffhold`: with [`Split::Default`] on datasets without their own split, every 8th view
-/// (by sorted name, starting with the first) is a test view.
-pub const DEFAULT_HOLDOUT_EVERY: usize = 8;
+pub use options::{DEFAULT_FAR, DEFAULT_NEAR, LoadOptions, LoadProgress};
+pub(crate) use parallel::parallel_map;
+pub(crate) use split::split_views;
+pub use split::{DEFAULT_HOLDOUT_EVERY, Resolution, Split};
+pub(crate) use view::empty_mask_note;
+pub use view::{AlphaMeaning, View};
 
 /// Builds a [`Error::Dataset`] for `path`.
 pub(crate) fn dataset_error(path: impl AsRef<Path>, message: impl Into<String>) -> Error {
@@ -59,89 +61,6 @@ pub(crate) fn dataset_error(path: impl AsRef<Path>, message: impl Into<String>) 
         path: path.as_ref().to_path_buf(),
         message: message.into(),
     }
-}
-
-/// One posed image.
-#[derive(Clone, Debug, PartialEq)]
-pub struct View {
-    /// The image's name in its dataset (COLMAP image name, or the NeRF `file_path`).
-    pub name: String,
-    /// The file it was read from (`None` for generated views).
-    pub path: Option<PathBuf>,
-    /// The camera, with intrinsics scaled to the image's (possibly downscaled) size.
-    pub camera: Camera,
-    /// The image, straight (not premultiplied) 8-bit RGBA.
-    pub image: RgbaImage,
-    /// What the image's alpha channel means.
-    pub alpha: AlphaMeaning,
-}
-
-/// What the alpha channel of a [`View`]'s image means.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AlphaMeaning {
-    /// Coverage: transparent pixels show the background (NeRF-synthetic's RGBA images).
-    #[default]
-    Coverage,
-    /// A loss mask: the weight of each pixel in the loss and the evaluation (0 = ignored,
-    /// 255 = counts fully). The colour is opaque as it stands; under a 0 it may be anything.
-    Mask,
-}
-
-impl View {
-    /// RGB as f32 in [0, 1], `[height, width, 3]` row-major, composited on the camera's background
-    /// (masked views: the colour as it is).
-    pub fn rgb(&self) -> Vec<f32> {
-        self.rgb_on(self.camera.background)
-    }
-
-    /// RGB as f32 in [0, 1], `[height, width, 3]`, composited on `background` (masked views: the
-    /// colour as it is).
-    pub fn rgb_on(&self, background: [f32; 3]) -> Vec<f32> {
-        match self.alpha {
-            AlphaMeaning::Coverage => self.image.rgb_on(background),
-            AlphaMeaning::Mask => self
-                .image
-                .pixels
-                .chunks_exact(4)
-                .flat_map(|p| [0, 1, 2].map(|k| f32::from(p[k]) / 255.0))
-                .collect(),
-        }
-    }
-
-    /// True when some pixel of the view counts in the loss and the scores: always for unmasked
-    /// views; for masked ones, when the mask keeps at least one pixel.
-    pub fn has_valid_pixels(&self) -> bool {
-        !self.is_masked() || self.image.pixels.chunks_exact(4).any(|p| p[3] > 0)
-    }
-
-    /// True when the view carries a loss mask.
-    pub fn is_masked(&self) -> bool {
-        self.alpha == AlphaMeaning::Mask
-    }
-
-    /// Alpha as f32 in [0, 1], `[height, width]` (all ones for images without alpha).
-    pub fn alpha(&self) -> Vec<f32> {
-        self.image.alpha()
-    }
-}
-
-/// The note for views whose mask excludes every pixel (they add nothing to training and are left
-/// out of the scores), or `None` when there are none.
-pub(crate) fn empty_mask_note(views: &[View]) -> Option<String> {
-    let empty: Vec<&str> = views
-        .iter()
-        .filter(|v| !v.has_valid_pixels())
-        .map(|v| v.name.as_str())
-        .collect();
-    let first = empty.first()?;
-    let more = match empty.len() {
-        1 => String::new(),
-        n => format!(" and {} more", n - 1),
-    };
-    Some(format!(
-        "warning: the mask of view {first:?}{more} excludes every pixel: such views add nothing to training and \
-         are left out of the scores; check the masks (0 = ignore the pixel)"
-    ))
 }
 
 /// A sparse point cloud (structure-from-motion points, or sampled surface points).
@@ -291,203 +210,4 @@ pub fn scene_extent(cameras: &[&Camera]) -> ([f32; 3], f32) {
         .fold(0.0f64, f64::max);
     let radius = if radius > 0.0 { radius } else { 1.0 };
     (mean.map(|m| m as f32), (radius * 1.1) as f32)
-}
-
-/// Image resolution to load at.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Resolution {
-    /// The files' own size.
-    #[default]
-    Full,
-    /// Divide width and height by this factor (1, 2, 4, 8, ...; sizes are rounded).
-    Factor(u32),
-    /// Resize to this width, keeping the aspect ratio (never upscales past the file's size).
-    Width(u32),
-}
-
-impl Resolution {
-    /// The size an image of `width` × `height` is loaded at.
-    pub fn target_size(self, width: u32, height: u32) -> Result<(u32, u32)> {
-        let scaled = |factor: f64| {
-            let w = ((width as f64 / factor).round() as u32).max(1);
-            let h = ((height as f64 / factor).round() as u32).max(1);
-            (w, h)
-        };
-        match self {
-            Resolution::Full => Ok((width, height)),
-            Resolution::Factor(0) | Resolution::Width(0) => Err(Error::InvalidSetting {
-                name: "resolution".into(),
-                value: format!("{self:?}"),
-                expected: "a downscale factor >= 1 (1, 2, 4 or 8) or a target width >= 1".into(),
-            }),
-            Resolution::Factor(f) => Ok(scaled(f as f64)),
-            Resolution::Width(w) if w >= width => Ok((width, height)),
-            Resolution::Width(w) => Ok(scaled(width as f64 / w as f64)),
-        }
-    }
-}
-
-/// How views are split into train and test.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Split {
-    /// The dataset's own split (NeRF `transforms_test.json`, nerfstudio `test_filenames`); where it
-    /// has none (COLMAP), every 8th view is held out (COLMAP: by sorted name, as 3DGS does with
-    /// `--eval`).
-    #[default]
-    Default,
-    /// Every view is a training view (3DGS without `--eval`).
-    AllTrain,
-    /// View `i` (COLMAP: by sorted name; NeRF: in file order) is a test view when `i % n == 0`.
-    HoldoutEvery(usize),
-    /// These view names (as in [`View::name`]) are the test views; all others train. Every name
-    /// must exist.
-    TestNames(Vec<String>),
-}
-
-/// Options shared by every dataset reader.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LoadOptions {
-    /// Resolution to load the images at; intrinsics are scaled to match.
-    pub resolution: Resolution,
-    /// Train/test split.
-    pub split: Split,
-    /// Background colour given to every camera (RGBA images are composited on it by [`View::rgb`]).
-    pub background: [f32; 3],
-    /// Near plane of every camera.
-    pub near: f32,
-    /// Far plane of every camera.
-    pub far: f32,
-    /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of coverage.
-    pub alpha_as_mask: bool,
-    /// Reports images loaded (one tick per view) when set.
-    pub progress: LoadProgress,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            resolution: Resolution::Full,
-            split: Split::Default,
-            background: [0.0; 3],
-            near: DEFAULT_NEAR,
-            far: DEFAULT_FAR,
-            alpha_as_mask: false,
-            progress: LoadProgress::default(),
-        }
-    }
-}
-
-/// A progress bar the loaders tick once per loaded view (hidden by default). Two progress
-/// values always compare equal, so that [`LoadOptions`] compares by its settings.
-#[derive(Clone, Debug, Default)]
-pub struct LoadProgress(pub Option<indicatif::ProgressBar>);
-
-impl PartialEq for LoadProgress {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl LoadProgress {
-    /// Sets the number of views to load.
-    pub(crate) fn start(&self, total: usize) {
-        if let Some(bar) = &self.0 {
-            bar.set_length(total as u64);
-            bar.set_position(0);
-        }
-    }
-
-    /// Counts one loaded view.
-    pub(crate) fn tick(&self) {
-        if let Some(bar) = &self.0 {
-            bar.inc(1);
-        }
-    }
-}
-
-/// Splits `views` by `split`, first sorting them by name when `sort_by_name` (COLMAP, as 3DGS;
-/// NeRF datasets keep their file order). `own_test` is the dataset's own list of test names used
-/// by [`Split::Default`] (`None`: hold out every 8th). Errors name `source` when a requested test
-/// name does not exist.
-pub(crate) fn split_views(
-    mut views: Vec<View>,
-    split: &Split,
-    own_test: Option<&[String]>,
-    source: &Path,
-    sort_by_name: bool,
-) -> Result<(Vec<View>, Vec<View>)> {
-    if sort_by_name {
-        views.sort_by(|a, b| a.name.cmp(&b.name));
-    }
-    let names: Vec<String> = match (split, own_test) {
-        (Split::AllTrain, _) => return Ok((views, Vec::new())),
-        (Split::HoldoutEvery(0), _) => {
-            return Err(Error::InvalidSetting {
-                name: "split".into(),
-                value: "HoldoutEvery(0)".into(),
-                expected: "a hold-out period >= 1 (3DGS uses 8)".into(),
-            });
-        }
-        (Split::HoldoutEvery(n), _) => return Ok(holdout_every(views, *n)),
-        (Split::Default, None) => return Ok(holdout_every(views, DEFAULT_HOLDOUT_EVERY)),
-        (Split::Default, Some(names)) => names.to_vec(),
-        (Split::TestNames(names), _) => names.clone(),
-    };
-    for name in &names {
-        if !views.iter().any(|v| &v.name == name) {
-            return Err(dataset_error(
-                source,
-                format!(
-                    "test view {name:?} is not in the dataset; test names must match the image names exactly"
-                ),
-            ));
-        }
-    }
-    Ok(views.into_iter().partition(|v| !names.contains(&v.name)))
-}
-
-fn holdout_every(views: Vec<View>, n: usize) -> (Vec<View>, Vec<View>) {
-    let (mut train, mut test) = (Vec::new(), Vec::new());
-    for (i, view) in views.into_iter().enumerate() {
-        if i % n == 0 {
-            test.push(view)
-        } else {
-            train.push(view)
-        }
-    }
-    (train, test)
-}
-
-/// Runs `work` on every item of `items` on up to `available_parallelism` threads, keeping order
-/// and returning the first error.
-pub(crate) fn parallel_map<T: Sync, U: Send>(
-    items: &[T],
-    work: impl Fn(&T) -> Result<U> + Sync,
-) -> Result<Vec<U>> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16);
-    if threads == 1 || items.len() < 2 {
-        return items.iter().map(&work).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    let results: Vec<Result<Vec<U>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(|| part.iter().map(&work).collect::<Result<Vec<U>>>()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(dataset_error("", "a dataset worker thread panicked")))
-            })
-            .collect()
-    });
-    let mut out = Vec::with_capacity(items.len());
-    for part in results {
-        out.extend(part?);
-    }
-    Ok(out)
 }

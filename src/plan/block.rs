@@ -1,7 +1,7 @@
 //! Training one block of a plan: its views, the sparse points inside its bounds, the plan's
 //! settings, its Gaussians kept inside its bounds; a checkpoint every `save_every` iterations
-//! (a requeued task resumes from it, bit-exactly), and the outputs written atomically with
-//! `done.json` last. A block already done is left as it is.
+//! and whenever it is asked to stop (a requeued task resumes from it, bit-exactly), and the
+//! outputs written atomically with `done.json` last. A block already done is left as it is.
 
 use super::manifest::{BlockPlan, PlanManifest};
 use super::outputs::{
@@ -85,8 +85,14 @@ pub fn block_dataset(dataset: &Dataset, plan: &PlanManifest, block: &BlockPlan) 
 pub enum BlockOutcome {
     /// The block was already done (its outputs verified); nothing ran.
     AlreadyDone,
-    /// Training stopped at `iteration` (`stop_at`), with a checkpoint to resume from.
+    /// Training stopped at `iteration` ([`BlockStop::at`]), with a checkpoint to resume from.
     Stopped {
+        /// The last iteration taken.
+        iteration: u64,
+    },
+    /// Training was asked to stop ([`BlockStop::requested`], e.g. on a signal) and stopped after
+    /// `iteration`, with a checkpoint to resume from.
+    Interrupted {
         /// The last iteration taken.
         iteration: u64,
     },
@@ -101,16 +107,40 @@ pub enum BlockOutcome {
     },
 }
 
+/// When [`train_block`] stops before its block is done, leaving a checkpoint to resume from.
+#[derive(Clone, Copy, Default)]
+pub struct BlockStop<'a> {
+    /// Stop after this iteration (as a preempted task does).
+    pub at: Option<u64>,
+    /// Asked between steps: once it says `true`, training stops after the current step.
+    pub requested: Option<&'a dyn Fn() -> bool>,
+}
+
+impl<'a> BlockStop<'a> {
+    /// Runs to the end.
+    pub fn never() -> Self {
+        Self::default()
+    }
+
+    /// Stops after iteration `iteration`.
+    pub fn at(iteration: u64) -> Self {
+        Self {
+            at: Some(iteration),
+            requested: None,
+        }
+    }
+}
+
 /// Trains block `index` of the plan in `plan_dir` on `dataset` (the plan's dataset, see
-/// [`load_plan_dataset`]), reporting through `sink`. With `stop_at`, stops after that iteration
-/// leaving a checkpoint (as a preempted task does). Returns what it did.
+/// [`load_plan_dataset`]), reporting through `sink`. `stop` says when to stop early: then the
+/// block's checkpoint is written and training ends there. Returns what it did.
 pub fn train_block(
     ctx: &GpuContext,
     plan_dir: &Path,
     plan: &PlanManifest,
     index: usize,
     dataset: &Dataset,
-    stop_at: Option<u64>,
+    stop: BlockStop<'_>,
     sink: &mut dyn FnMut(TrainEvent),
 ) -> Result<BlockOutcome> {
     let block = plan.block(index)?;
@@ -150,14 +180,20 @@ pub fn train_block(
     }
     let started = std::time::Instant::now();
     let first = trainer.iteration();
-    let last = stop_at.unwrap_or(config.iterations).min(config.iterations);
+    let last = stop.at.unwrap_or(config.iterations).min(config.iterations);
     let save_every = config.save_every;
+    let requested = stop.requested.unwrap_or(&|| false);
     while trainer.iteration() < last {
         let pause = next_checkpoint_pause(trainer.iteration(), last, save_every);
-        trainer.run_until(pause, sink, &|| false)?;
-        // Chunks end at multiples of save_every, or at the stop.
+        trainer.run_until(pause, sink, requested)?;
+        // Chunks end at multiples of save_every, at the stop, or where a stop was requested.
         if trainer.iteration() < config.iterations {
             trainer.save_checkpoint(&checkpoint_path, &json!({ "block": index }))?;
+        }
+        if trainer.iteration() < last && requested() {
+            return Ok(BlockOutcome::Interrupted {
+                iteration: trainer.iteration(),
+            });
         }
     }
     if trainer.iteration() < config.iterations {

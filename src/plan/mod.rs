@@ -22,7 +22,7 @@ pub mod merge;
 pub mod outputs;
 pub mod partition;
 
-pub use block::{BlockOutcome, block_from_env, load_plan_dataset, train_block};
+pub use block::{BlockOutcome, BlockStop, block_from_env, load_plan_dataset, train_block};
 pub use create::{PartitionRequest, plan_partition};
 pub use engines::{EngineArgs, EngineOptions, KubernetesOptions, SlurmOptions, write_engine_files};
 pub use manifest::{BlockPlan, Cell, GroundFrame, PLAN_VERSION, PlanData, PlanManifest};

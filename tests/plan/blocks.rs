@@ -8,7 +8,9 @@ use std::process::Command;
 use wgsplat::data::Dataset;
 use wgsplat::plan::outputs::{CHECKPOINT_FILE, DONE_FILE, MODEL_FILE, block_dir};
 use wgsplat::plan::partition::{Balance, Grid, PartitionSettings};
-use wgsplat::plan::{BlockOutcome, PartitionRequest, PlanData, PlanManifest, train_block};
+use wgsplat::plan::{
+    BlockOutcome, BlockStop, PartitionRequest, PlanData, PlanManifest, train_block,
+};
 use wgsplat::train::TrainConfig;
 use wgsplat::train::setup::BuiltinScene;
 
@@ -83,7 +85,16 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
     let requeued = scratch("block_requeued");
     plan.save(&requeued).unwrap();
     let quiet = &mut |_| {};
-    let outcome = train_block(ctx(), &straight, &plan, 0, &dataset, None, quiet).unwrap();
+    let outcome = train_block(
+        ctx(),
+        &straight,
+        &plan,
+        0,
+        &dataset,
+        BlockStop::never(),
+        quiet,
+    )
+    .unwrap();
     assert!(matches!(
         outcome,
         BlockOutcome::Finished {
@@ -93,7 +104,16 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
     ));
 
     // Preempted at iteration 30: a checkpoint, no completion record.
-    let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, Some(30), quiet).unwrap();
+    let outcome = train_block(
+        ctx(),
+        &requeued,
+        &plan,
+        0,
+        &dataset,
+        BlockStop::at(30),
+        quiet,
+    )
+    .unwrap();
     assert_eq!(outcome, BlockOutcome::Stopped { iteration: 30 });
     let dir = block_dir(&requeued, 0);
     assert!(dir.join(CHECKPOINT_FILE).is_file());
@@ -102,7 +122,16 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
     assert!(err.unwrap_err().to_string().contains("block 0"));
 
     // Requeued: resumes from 30 and ends with the same model, byte for byte.
-    let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, None, quiet).unwrap();
+    let outcome = train_block(
+        ctx(),
+        &requeued,
+        &plan,
+        0,
+        &dataset,
+        BlockStop::never(),
+        quiet,
+    )
+    .unwrap();
     assert!(
         matches!(
             outcome,
@@ -126,7 +155,16 @@ fn a_requeued_block_resumes_bit_exactly_and_a_done_block_is_a_no_op() {
         .unwrap()
         .modified()
         .unwrap();
-    let outcome = train_block(ctx(), &requeued, &plan, 0, &dataset, None, quiet).unwrap();
+    let outcome = train_block(
+        ctx(),
+        &requeued,
+        &plan,
+        0,
+        &dataset,
+        BlockStop::never(),
+        quiet,
+    )
+    .unwrap();
     assert_eq!(outcome, BlockOutcome::AlreadyDone);
     let after = std::fs::metadata(dir.join(MODEL_FILE))
         .unwrap()

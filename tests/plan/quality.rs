@@ -8,7 +8,7 @@ use wgsplat::data::town::{TownOptions, generate};
 use wgsplat::data::{Dataset, Split, View};
 use wgsplat::io::PlyModel;
 use wgsplat::plan::partition::{Balance, Grid, PartitionSettings, visible_fraction};
-use wgsplat::plan::{PartitionRequest, PlanData, PlanManifest, train_block};
+use wgsplat::plan::{BlockStop, PartitionRequest, PlanData, PlanManifest, train_block};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
 
@@ -110,7 +110,16 @@ fn four_merged_blocks_match_one_process_without_seams() {
     let plan = wgsplat::plan::plan_partition(ctx(), &dataset, data, config(), &request).unwrap();
     plan.save(&dir).unwrap();
     for k in 0..plan.blocks.len() {
-        train_block(ctx(), &dir, &plan, k, &dataset, None, &mut |_| {}).unwrap();
+        train_block(
+            ctx(),
+            &dir,
+            &plan,
+            k,
+            &dataset,
+            BlockStop::never(),
+            &mut |_| {},
+        )
+        .unwrap();
     }
     let (merged, report) = wgsplat::plan::merge::merged_model(&dir, &plan).unwrap();
 

@@ -3,7 +3,7 @@
 //! against the PLY's render, both made here on the same adapter).
 
 use super::write_json_atomic;
-use crate::cli::train::load_dataset;
+use crate::cli::dataset::load_dataset;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! wgpu's objects, the driver and the heap, and it must not grow either (issue 12).
 
 use super::write_json_atomic;
-use crate::cli::train::load_dataset;
+use crate::cli::dataset::load_dataset;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! paths in the same run; the portable path is the baseline.
 
 use super::write_json_atomic;
-use crate::cli::train::load_dataset;
+use crate::cli::dataset::load_dataset;
 use anyhow::Context as _;
 use serde_json::json;
 use std::path::PathBuf;

@@ -14,6 +14,11 @@ use std::path::{Path, PathBuf};
 /// Retries of one block's pod before the block (and so the Job) counts as failed.
 const RETRIES_PER_BLOCK: i64 = 3;
 
+/// Seconds a training pod has between SIGTERM and SIGKILL (`terminationGracePeriodSeconds`,
+/// Kubernetes' default is 30): time for the step under way and one checkpoint of a large block,
+/// which wgsplat writes on SIGTERM before it exits.
+const TRAIN_GRACE_SECONDS: i64 = 120;
+
 /// A folder the pods mount at its own absolute path.
 struct Mount {
     name: &'static str,
@@ -75,6 +80,7 @@ pub(super) fn jobs(
         ],
         map(train_container),
         volumes.clone(),
+        Some(TRAIN_GRACE_SECONDS),
     );
     let merge_container = map(vec![
         ("name", s("merge")),
@@ -99,12 +105,14 @@ pub(super) fn jobs(
         ],
         merge_container,
         volumes,
+        None,
     );
     let train_comment = format!(
         "Trains the plan's {blocks} blocks as a Kubernetes Indexed Job: the pod of completion \
          index K\n(JOB_COMPLETION_INDEX) trains block K; a retried pod resumes from its block's \
-         last checkpoint\n(backoffLimitPerIndex: Kubernetes 1.29 or later). Run it, then \
-         the merge:\n  kubectl apply -f {dir}/k8s/train-job.yaml\n  kubectl wait \
+         last checkpoint\n(backoffLimitPerIndex: Kubernetes 1.29 or later), which a pod sent \
+         SIGTERM writes before it exits\n(terminationGracePeriodSeconds: \
+         {TRAIN_GRACE_SECONDS}). Run it, then the merge:\n  kubectl apply -f {dir}/k8s/train-job.yaml\n  kubectl wait \
          --for=condition=complete --timeout=24h job/{train_name}\n  kubectl apply -f \
          {dir}/k8s/merge-job.yaml",
         dir = paths.dir.display(),
@@ -128,12 +136,14 @@ pub(super) fn jobs(
     ])
 }
 
-/// A batch/v1 Job named `name` with these spec fields, running `container` once per completion.
+/// A batch/v1 Job named `name` with these spec fields, running `container` once per completion,
+/// its pods given `grace_seconds` between SIGTERM and SIGKILL (Kubernetes' default when `None`).
 fn job(
     name: &str,
     mut spec: Vec<(&'static str, Node)>,
     container: Node,
     volumes: Vec<Node>,
+    grace_seconds: Option<i64>,
 ) -> Node {
     let labels = || {
         map(vec![
@@ -147,11 +157,14 @@ fn job(
             ("metadata", map(vec![("labels", labels())])),
             (
                 "spec",
-                map(vec![
-                    ("restartPolicy", s("Never")),
-                    ("containers", Node::List(vec![container])),
-                    ("volumes", Node::List(volumes)),
-                ]),
+                map([("restartPolicy", s("Never"))]
+                    .into_iter()
+                    .chain(grace_seconds.map(|g| ("terminationGracePeriodSeconds", Node::Int(g))))
+                    .chain([
+                        ("containers", Node::List(vec![container])),
+                        ("volumes", Node::List(volumes)),
+                    ])
+                    .collect()),
             ),
         ]),
     ));

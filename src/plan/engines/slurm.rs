@@ -10,6 +10,10 @@ use crate::error::{Error, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// How long before its time limit a training task is sent SIGUSR1 to checkpoint and stop: time
+/// for the step under way and one checkpoint of a large block.
+const SIGNAL_AHEAD_SECONDS: u32 = 120;
+
 /// The three scripts of a plan of `blocks` blocks.
 pub(super) fn scripts(
     paths: &PlanPaths,
@@ -61,11 +65,15 @@ pub(super) fn scripts(
     let mut train = String::from("#!/bin/bash\n");
     train.push_str(
         "# Trains the plan's blocks as a Slurm job array: array task K trains block K. A requeued\n\
-         # task resumes from its block's last checkpoint; a block already done is a no-op.\n",
+         # task resumes from its block's last checkpoint; a block already done is a no-op.\n\
+         # SIGTERM (preemption, requeue, scancel) or SIGUSR1 (asked for below, ahead of the time\n\
+         # limit) makes wgsplat checkpoint after its current step and exit; `exec` makes wgsplat\n\
+         # the batch shell itself, so the signals Slurm sends the shell (B:) reach it.\n",
     );
     let _ = writeln!(train, "#SBATCH --job-name=wgsplat-train-{}", paths.name);
     let _ = writeln!(train, "#SBATCH --array=0-{}", blocks - 1);
     train.push_str("#SBATCH --requeue\n#SBATCH --open-mode=append\n");
+    let _ = writeln!(train, "#SBATCH --signal=B:USR1@{SIGNAL_AHEAD_SECONDS}");
     let _ = writeln!(train, "#SBATCH --output={logs}/train-%A_%a.log");
     let _ = writeln!(train, "#SBATCH --chdir={dir}");
     for line in train_requests.iter().chain(&common) {
