@@ -32,6 +32,7 @@ mod nerf_fields;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
+pub mod resolution;
 pub mod shape;
 pub mod texture;
 pub mod town;
@@ -266,6 +267,9 @@ pub enum Resolution {
     Factor(u32),
     /// Resize to this width, keeping the aspect ratio (never upscales past the file's size).
     Width(u32),
+    /// The files' own size, but images wider than this are resized to it, keeping the aspect
+    /// ratio, and the dataset's notes say so ([`resolution`]: the default for photographs).
+    MaxWidth(u32),
 }
 
 impl Resolution {
@@ -278,14 +282,14 @@ impl Resolution {
         };
         match self {
             Resolution::Full => Ok((width, height)),
-            Resolution::Factor(0) | Resolution::Width(0) => Err(Error::InvalidSetting {
+            Resolution::Factor(0) | Resolution::Width(0) | Resolution::MaxWidth(0) => Err(Error::InvalidSetting {
                 name: "resolution".into(),
                 value: format!("{self:?}"),
                 expected: "a downscale factor >= 1 (1, 2, 4 or 8) or a target width >= 1".into(),
             }),
             Resolution::Factor(f) => Ok(scaled(f as f64)),
-            Resolution::Width(w) if w >= width => Ok((width, height)),
-            Resolution::Width(w) => Ok(scaled(width as f64 / w as f64)),
+            Resolution::Width(w) | Resolution::MaxWidth(w) if w >= width => Ok((width, height)),
+            Resolution::Width(w) | Resolution::MaxWidth(w) => Ok(scaled(width as f64 / w as f64)),
         }
     }
 }
