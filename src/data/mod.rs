@@ -282,14 +282,15 @@ impl Resolution {
         };
         match self {
             Resolution::Full => Ok((width, height)),
-            Resolution::Factor(0) | Resolution::Width(0) | Resolution::MaxWidth(0) => Err(Error::InvalidSetting {
+            Resolution::Factor(0) | Resolution::Width(0) => Err(Error::InvalidSetting {
                 name: "resolution".into(),
                 value: format!("{self:?}"),
                 expected: "a downscale factor >= 1 (1, 2, 4 or 8) or a target width >= 1".into(),
             }),
             Resolution::Factor(f) => Ok(scaled(f as f64)),
-            Resolution::Width(w) | Resolution::MaxWidth(w) if w >= width => Ok((width, height)),
-            Resolution::Width(w) | Resolution::MaxWidth(w) => Ok(scaled(width as f64 / w as f64)),
+            Resolution::MaxWidth(cap) => resolution::capped_size(cap, width, height),
+            Resolution::Width(w) if w >= width => Ok((width, height)),
+            Resolution::Width(w) => Ok(scaled(width as f64 / w as f64)),
         }
     }
 }

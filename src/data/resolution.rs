@@ -1,12 +1,30 @@
 //! The default size of photographs: images wider than [`DEFAULT_MAX_WIDTH`] are loaded at that
 //! width unless a resolution is asked for (INRIA's rule for `-r` left unset; Brush caps at
-//! 1920), and the dataset's notes say so once. [`Resolution::MaxWidth`](super::Resolution) is
-//! the cap; [`CappedWidths`] gathers, across the loading threads, which widths it resized.
+//! 1920), and the dataset's notes say so once. [`Resolution::MaxWidth`] is the cap;
+//! [`CappedWidths`] gathers, across the loading threads, which widths it resized.
+//!
+//! [`Resolution::MaxWidth`]: super::Resolution::MaxWidth
 
+use crate::error::{Error, Result};
 use std::sync::Mutex;
 
 /// The width photographs are loaded at when none is asked for and they are wider (INRIA's 1600).
 pub const DEFAULT_MAX_WIDTH: u32 = 1600;
+
+/// The size an image of `width` × `height` is used at under a width cap of `cap` pixels: its own
+/// when it is no wider, else `cap` wide with the aspect ratio kept (as [`Resolution::Width`]).
+///
+/// [`Resolution::Width`]: super::Resolution::Width
+pub fn capped_size(cap: u32, width: u32, height: u32) -> Result<(u32, u32)> {
+    if cap == 0 {
+        return Err(Error::InvalidSetting {
+            name: "resolution".into(),
+            value: "a width cap of 0 px".into(),
+            expected: "a width cap of at least 1 px (the default is 1600)".into(),
+        });
+    }
+    super::Resolution::Width(cap).target_size(width, height)
+}
 
 /// The source widths a width cap resized while loading one dataset (shared by its loading
 /// threads), for the one note that says so.
@@ -22,7 +40,7 @@ impl CappedWidths {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         *seen = Some(match *seen {
             None => (width, width, cap),
-            Some((lo, hi, cap)) => (lo.min(width), hi.max(width), cap),
+            Some((lo, hi, _)) => (lo.min(width), hi.max(width), cap),
         });
     }
 
@@ -68,7 +86,10 @@ mod tests {
         widths.record(2000, 1600);
         widths.record(4000, 1600);
         assert!(
-            widths.note().unwrap().starts_with("images are 2000 to 4000 px wide"),
+            widths
+                .note()
+                .unwrap()
+                .starts_with("images are 2000 to 4000 px wide"),
             "{:?}",
             widths.note()
         );

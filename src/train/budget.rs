@@ -232,15 +232,16 @@ impl MemoryPlan {
     /// The planned bytes of training `n` Gaussians, images included: what the budget must hold.
     pub fn planned_bytes(&self, ctx: &GpuContext, n: u64) -> u64 {
         let (width, height) = self.view_size;
-        self.images
-            + planned_training_bytes(ctx, n, self.degree, self.moments, width, height)
+        self.images + planned_training_bytes(ctx, n, self.degree, self.moments, width, height)
     }
 
     /// Bytes per Gaussian averaged over `n` Gaussians: what `n` of them add to the images and
     /// one frame's buffers, divided by `n` (rounded up).
     pub fn per_gaussian_at(&self, ctx: &GpuContext, n: u64) -> u64 {
         let n = n.max(1);
-        let added = self.planned_bytes(ctx, n).saturating_sub(self.images + self.frame);
+        let added = self
+            .planned_bytes(ctx, n)
+            .saturating_sub(self.images + self.frame);
         added.div_ceil(n)
     }
 }

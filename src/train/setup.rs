@@ -3,8 +3,8 @@
 
 use super::config::{Background, TrainConfig};
 use crate::data::builtin::{BuiltinOptions, generate};
-use crate::data::town::{self, TownOptions};
 use crate::data::resolution::DEFAULT_MAX_WIDTH;
+use crate::data::town::{self, TownOptions};
 use crate::data::{Dataset, LoadOptions, LoadProgress, Resolution, Split};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};

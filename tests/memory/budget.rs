@@ -68,10 +68,7 @@ fn a_1024_frame_is_paid_once_in_the_budget_and_its_error() {
     // A budget with room: the cap's per-Gaussian figure is the same few hundred bytes, and the
     // images plus one frame plus the cap's Gaussians add up to the budget.
     let roomy = plan_for_images(&ctx, 2 << 30, 3, storage, images, (SIDE, SIDE));
-    assert!(
-        (488..4096).contains(&roomy.per_gaussian),
-        "{roomy:?}"
-    );
+    assert!((488..4096).contains(&roomy.per_gaussian), "{roomy:?}");
     let used = roomy.images + roomy.frame + roomy.max_gaussians * roomy.per_gaussian;
     assert!(
         used <= roomy.budget + roomy.max_gaussians && used > roomy.budget / 10 * 9,
@@ -167,7 +164,9 @@ fn the_plan_bounds_a_training_run_at_1024() {
     for points in [4_000, 40_000] {
         let (n, measured, planned) = measured_and_planned(points);
         let ratio = planned as f64 / measured as f64;
-        println!("1024²: {n} Gaussians: measured peak {measured} B, planned {planned} B ({ratio:.3}x)");
+        println!(
+            "1024²: {n} Gaussians: measured peak {measured} B, planned {planned} B ({ratio:.3}x)"
+        );
         assert!(
             planned >= measured,
             "{n} Gaussians: planned {planned} B below the measured peak {measured} B"
