@@ -27,7 +27,7 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             path: data,
             builtin: Default::default(),
             builtin_resolution: 64,
-            resolution: 1,
+            resolution: Some(1),
             eval: true,
             test_every: None,
             test_list: None,

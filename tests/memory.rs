@@ -2,6 +2,10 @@
 //! reuse through size classes, a bounded pool that can be trimmed (and is, automatically, when an
 //! allocation fails), leak reports, and poisoned new buffers.
 
+/// The budget's plan against a measured run at a photograph's size.
+#[path = "memory/budget.rs"]
+mod budget;
+
 use wgsplat::gpu::POISON_WORD;
 use wgsplat::gpu::memory::size_class;
 use wgsplat::testing::fresh_context;
@@ -511,11 +515,11 @@ mod plan {
         let storage = MomentStorage::default();
         let plan = plan_budget(&ctx, budget, 3, storage, &dataset);
         let total =
-            |n| plan.fixed + planned_training_bytes(&ctx, n, 3, storage, RESOLUTION, RESOLUTION);
+            |n| plan.images + planned_training_bytes(&ctx, n, 3, storage, RESOLUTION, RESOLUTION);
         assert!(plan.max_gaussians > 10_000, "{plan:?}");
         assert!(total(plan.max_gaussians) <= budget, "{plan:?}");
         assert!(total(plan.max_gaussians + 1) > budget, "{plan:?}");
         // 3 images of 64² packed RGBA8.
-        assert_eq!(plan.fixed, 3 * 64 * 64 * 4);
+        assert_eq!(plan.images, 3 * 64 * 64 * 4);
     }
 }

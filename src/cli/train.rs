@@ -75,8 +75,8 @@ fn apply_budget(
         })?;
     if let Some(plan) = plan {
         println!(
-            "memory budget {} bytes: {} fixed (images, per-pixel scratch) + {} per Gaussian; cap {} Gaussians",
-            plan.budget, plan.fixed, plan.per_gaussian, config.max_gaussians
+            "memory budget {} bytes: {} for the training images + {} for one frame's buffers + {} per Gaussian; cap {} Gaussians",
+            plan.budget, plan.images, plan.frame, plan.per_gaussian, config.max_gaussians
         );
     }
     Ok(())

@@ -34,6 +34,7 @@ mod parallel;
 pub mod ply;
 mod prepare;
 pub mod raytrace;
+pub mod resolution;
 pub mod shape;
 mod split;
 pub mod texture;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::image::{RgbaImage, read_image};
 use super::lens::Lens;
+use super::resolution::CappedWidths;
 use super::undistort::Undistortion;
 use super::{AlphaMeaning, LoadOptions, Resolution, View, dataset_error};
 use crate::error::Result;
@@ -41,10 +42,12 @@ type CacheSlot = (
 );
 
 /// Undistortions computed once per lens and image size (cameras with equal parameters share
-/// one), shared by the loading threads.
+/// one), and the widths the default width cap resized, shared by the loading threads.
 #[derive(Default)]
 pub(crate) struct UndistortCache {
     slots: Mutex<HashMap<(String, u32, u32), CacheSlot>>,
+    /// The widths the default width cap resized (for its note).
+    capped: CappedWidths,
 }
 
 impl UndistortCache {
@@ -68,7 +71,8 @@ impl UndistortCache {
             .clone()
     }
 
-    /// One note per undistorted lens (and a warning per cropped field of view), sorted.
+    /// One note per undistorted lens (and a warning per cropped field of view), and one for the
+    /// images the default width cap resized, sorted.
     pub fn notes(&self) -> Vec<String> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         let mut notes: Vec<String> = Vec::new();
@@ -94,6 +98,7 @@ impl UndistortCache {
                 ));
             }
         }
+        notes.extend(self.capped.note());
         notes.sort();
         notes
     }
@@ -179,6 +184,11 @@ pub(crate) fn load_view(
         None => options.resolution,
     };
     let (target_w, target_h) = resolution.target_size(image.width, image.height)?;
+    if let Resolution::MaxWidth(cap) = resolution
+        && target_w < image.width
+    {
+        cache.capped.record(image.width, cap);
+    }
     let sx = f64::from(target_w) / f64::from(image.width);
     let sy = f64::from(target_h) / f64::from(image.height);
     let scaled = lens.scaled(sx, sy);

@@ -19,6 +19,9 @@ pub enum Resolution {
     Factor(u32),
     /// Resize to this width, keeping the aspect ratio (never upscales past the file's size).
     Width(u32),
+    /// The files' own size, but images wider than this are resized to it, keeping the aspect
+    /// ratio, and the dataset's notes say so ([`super::resolution`]: the default for photographs).
+    MaxWidth(u32),
 }
 
 impl Resolution {
@@ -37,6 +40,7 @@ impl Resolution {
                 expected: "a downscale factor >= 1 (1, 2, 4 or 8) or a target width >= 1".into(),
             }),
             Resolution::Factor(f) => Ok(scaled(f as f64)),
+            Resolution::MaxWidth(cap) => super::resolution::capped_size(cap, width, height),
             Resolution::Width(w) if w >= width => Ok((width, height)),
             Resolution::Width(w) => Ok(scaled(width as f64 / w as f64)),
         }

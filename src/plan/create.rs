@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::tensor::{DType, Tensor};
 use crate::train::TrainConfig;
-use crate::train::budget::planned_training_bytes;
+use crate::train::budget::{largest_count_within, planned_training_bytes};
 
 /// A block fits a memory budget when its cap holds at least this many times its initial points
 /// (room to densify); an uncapped block's peak is estimated at this many times its points.
@@ -63,23 +63,7 @@ fn block_memory(
     let degree = config.sh_degree;
     let moments = config.optimizer_state;
     let total = |n: u64| images + planned_training_bytes(ctx, n, degree, moments, width, height);
-    let budget_cap = budget.map(|bytes| {
-        // Bisection: the total grows with n.
-        let (mut lo, mut hi) = (0u64, 1u64);
-        while total(hi) <= bytes && hi < (1 << 40) {
-            lo = hi;
-            hi *= 2;
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if total(mid) <= bytes {
-                lo = mid
-            } else {
-                hi = mid
-            }
-        }
-        if total(lo) <= bytes { lo } else { 0 }
-    });
+    let budget_cap = budget.map(|bytes| largest_count_within(bytes, total));
     let max_gaussians = match (budget_cap, config.max_gaussians) {
         (Some(b), 0) => b,
         (Some(b), c) => b.min(c),

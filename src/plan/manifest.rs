@@ -25,8 +25,10 @@ pub struct PlanData {
     pub builtin: BuiltinScene,
     /// The built-in scene's image side.
     pub builtin_resolution: u32,
-    /// Image downscale factor (`-r`).
-    pub resolution: u32,
+    /// Image downscale factor (`-r`); `None` (not given) for the default, which loads images
+    /// wider than 1600 px at 1600 px wide.
+    #[serde(default)]
+    pub resolution: Option<u32>,
     /// Whether test views are held out (`--eval`, or implied by the two below).
     pub eval: bool,
     /// `--test-every N`.

@@ -10,8 +10,12 @@
 //! - the dataset's training images on the GPU ([`Tensor::planned_bytes`] of each packed image).
 //!
 //! The cap is the largest count whose total fits (found by bisection, since paging and size
-//! classes make the total a step function). `tests/memory.rs` (module `plan`) holds the persistent part to
-//! the allocator's live bytes and the frame part to a measured training step.
+//! classes make the total a step function). The figures a user reads split the total the way it
+//! grows: the images and one frame's buffers at the largest view ([`MemoryPlan::frame`]: render
+//! target, loss gradient, per-pixel and per-tile buffers) are paid once, and each Gaussian adds
+//! [`MemoryPlan::per_gaussian`]. `tests/memory.rs` (module `plan`) holds the persistent part to
+//! the allocator's live bytes and the frame part to a measured training step; `tests/memory/
+//! budget.rs` holds the whole plan to a measured run at 1024².
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -111,7 +115,7 @@ pub fn apply_memory_budget(
         config.optimizer_state,
         dataset,
     );
-    check_plan(&plan, initial)?;
+    check_plan(ctx, &plan, initial)?;
     config.max_gaussians = match config.max_gaussians {
         0 => plan.max_gaussians,
         explicit => explicit.min(plan.max_gaussians),
@@ -195,17 +199,51 @@ pub fn frame_scratch_bytes(
     binning.max(raster_backward).max(project_backward) + STAGING_BYTES
 }
 
-/// How a budget splits, and the count it allows.
+/// How a budget splits, and the count it allows. The split is what a user reads: the training
+/// images and one frame's buffers are paid once, each Gaussian adds [`MemoryPlan::per_gaussian`];
+/// [`MemoryPlan::planned_bytes`] gives the exact total of any count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryPlan {
     /// The budget in bytes.
     pub budget: u64,
-    /// Bytes that do not scale with the count: the training images.
-    pub fixed: u64,
-    /// Bytes per Gaussian at the cap: persistent plus per-frame scratch, averaged.
+    /// The dataset's training images on the GPU.
+    pub images: u64,
+    /// One frame's buffers at the largest view, paid once whatever the count: the render target,
+    /// the loss gradient, the per-pixel and per-tile buffers of the rasterizer, and staging (the
+    /// planned training bytes of zero Gaussians).
+    pub frame: u64,
+    /// Bytes each Gaussian adds, persistent state and per-frame scratch together, averaged over
+    /// the cap (over [`REFERENCE_GAUSSIANS`] when none fit).
     pub per_gaussian: u64,
     /// The largest count that fits.
     pub max_gaussians: u64,
+    /// The SH degree planned for.
+    pub degree: u32,
+    /// The storage of Adam's moments planned for.
+    pub moments: MomentStorage,
+    /// The largest view's size, `(width, height)`, whose frame buffers are planned.
+    pub view_size: (u32, u32),
+}
+
+/// The count the per-Gaussian figure is averaged over when no Gaussian fits the budget.
+pub const REFERENCE_GAUSSIANS: u64 = 100_000;
+
+impl MemoryPlan {
+    /// The planned bytes of training `n` Gaussians, images included: what the budget must hold.
+    pub fn planned_bytes(&self, ctx: &GpuContext, n: u64) -> u64 {
+        let (width, height) = self.view_size;
+        self.images + planned_training_bytes(ctx, n, self.degree, self.moments, width, height)
+    }
+
+    /// Bytes per Gaussian averaged over `n` Gaussians: what `n` of them add to the images and
+    /// one frame's buffers, divided by `n` (rounded up).
+    pub fn per_gaussian_at(&self, ctx: &GpuContext, n: u64) -> u64 {
+        let n = n.max(1);
+        let added = self
+            .planned_bytes(ctx, n)
+            .saturating_sub(self.images + self.frame);
+        added.div_ceil(n)
+    }
 }
 
 /// Planned bytes of training `n` Gaussians at SH degree `degree`, images excluded, with the
@@ -223,32 +261,10 @@ pub fn planned_training_bytes(
         + frame_scratch_bytes(ctx, n, n, intersections, width, height, degree)
 }
 
-/// Plans `budget` bytes for training `dataset` at SH degree `degree` in `ctx`.
-pub fn plan_budget(
-    ctx: &GpuContext,
-    budget: u64,
-    degree: u32,
-    moments: MomentStorage,
-    dataset: &Dataset,
-) -> MemoryPlan {
-    let images: u64 = dataset
-        .train
-        .iter()
-        .map(|v| {
-            let pixels = u64::from(v.image.width) * u64::from(v.image.height);
-            Tensor::planned_bytes(ctx, DType::U32, pixels)
-        })
-        .sum();
-    let (width, height) = dataset
-        .train
-        .iter()
-        .chain(&dataset.test)
-        .map(|v| (v.image.width, v.image.height))
-        .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
-        .unwrap_or((0, 0));
-    let total = |n: u64| planned_training_bytes(ctx, n, degree, moments, width, height);
-    let fits = |n: u64| images + total(n) <= budget;
-    // Bisection over [0, hi): the total grows with n.
+/// The largest count whose `total` fits `budget` (0 when none does), found by bisection:
+/// `total` must grow with the count, which paging and size classes make a step function.
+pub fn largest_count_within(budget: u64, total: impl Fn(u64) -> u64) -> u64 {
+    let fits = |n: u64| total(n) <= budget;
     let (mut lo, mut hi) = (0u64, 1u64);
     while fits(hi) && hi < (1 << 40) {
         lo = hi;
@@ -258,30 +274,91 @@ pub fn plan_budget(
         let mid = lo + (hi - lo) / 2;
         if fits(mid) { lo = mid } else { hi = mid }
     }
-    let max_gaussians = if fits(lo) { lo } else { 0 };
-    let per_gaussian = total(max_gaussians.max(1)) / max_gaussians.max(1);
-    MemoryPlan {
-        budget,
-        fixed: images,
-        per_gaussian,
-        max_gaussians,
-    }
+    if fits(lo) { lo } else { 0 }
 }
 
-/// Checks that a plan holds `initial` Gaussians, with the numbers in the error when not.
-pub fn check_plan(plan: &MemoryPlan, initial: u64) -> Result<()> {
+/// Device bytes of the packed RGBA8 training images of `dataset`, and the size of its largest
+/// view (train or test), whose frame buffers training and evaluation allocate.
+pub fn dataset_image_bytes(ctx: &GpuContext, dataset: &Dataset) -> (u64, (u32, u32)) {
+    let images: u64 = dataset
+        .train
+        .iter()
+        .map(|v| {
+            let pixels = u64::from(v.image.width) * u64::from(v.image.height);
+            Tensor::planned_bytes(ctx, DType::U32, pixels)
+        })
+        .sum();
+    let size = dataset
+        .train
+        .iter()
+        .chain(&dataset.test)
+        .map(|v| (v.image.width, v.image.height))
+        .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
+        .unwrap_or((0, 0));
+    (images, size)
+}
+
+/// Plans `budget` bytes for training `dataset` at SH degree `degree` in `ctx`.
+pub fn plan_budget(
+    ctx: &GpuContext,
+    budget: u64,
+    degree: u32,
+    moments: MomentStorage,
+    dataset: &Dataset,
+) -> MemoryPlan {
+    let (images, view_size) = dataset_image_bytes(ctx, dataset);
+    plan_for_images(ctx, budget, degree, moments, images, view_size)
+}
+
+/// Plans `budget` bytes for training with `images` bytes of training images whose largest view
+/// is `view_size` (`(width, height)`).
+pub fn plan_for_images(
+    ctx: &GpuContext,
+    budget: u64,
+    degree: u32,
+    moments: MomentStorage,
+    images: u64,
+    view_size: (u32, u32),
+) -> MemoryPlan {
+    let (width, height) = view_size;
+    let total = |n: u64| images + planned_training_bytes(ctx, n, degree, moments, width, height);
+    let max_gaussians = largest_count_within(budget, total);
+    let mut plan = MemoryPlan {
+        budget,
+        images,
+        frame: total(0).saturating_sub(images),
+        per_gaussian: 0,
+        max_gaussians,
+        degree,
+        moments,
+        view_size,
+    };
+    let averaged_over = match max_gaussians {
+        0 => REFERENCE_GAUSSIANS,
+        n => n,
+    };
+    plan.per_gaussian = plan.per_gaussian_at(ctx, averaged_over);
+    plan
+}
+
+/// Checks that a plan holds `initial` Gaussians, with the numbers in the error when not: the
+/// images, one frame's buffers and the per-Gaussian bytes averaged over `initial`, and the
+/// smallest budget that holds them (the plan's exact total, so that budget is enough).
+pub fn check_plan(ctx: &GpuContext, plan: &MemoryPlan, initial: u64) -> Result<()> {
     if initial <= plan.max_gaussians {
         return Ok(());
     }
+    let (width, height) = plan.view_size;
     Err(Error::InvalidArgument {
         op: "memory budget",
         detail: format!(
-            "{} bytes cannot hold the initial {initial} Gaussians: the training images take {} bytes and each Gaussian about {} bytes, so at most {} fit; raise --memory-budget to at least {} bytes or start from fewer points",
+            "{} bytes cannot hold the initial {initial} Gaussians: the training images take {} bytes, one {width}x{height} frame's buffers {} bytes and each Gaussian about {} bytes, so at most {} fit; raise --memory-budget to at least {} bytes or start from fewer points",
             plan.budget,
-            plan.fixed,
-            plan.per_gaussian,
+            plan.images,
+            plan.frame,
+            plan.per_gaussian_at(ctx, initial),
             plan.max_gaussians,
-            plan.fixed + initial * plan.per_gaussian
+            plan.planned_bytes(ctx, initial)
         ),
     })
 }

@@ -31,9 +31,11 @@ pub const MAX_ITERATIONS: u64 = 10_000_000;
 /// Where the data comes from and how it is read.
 #[derive(clap::Args, Clone, Debug)]
 pub struct DataArgs {
-    /// Downscale images by 1, 2, 4 or 8.
-    #[arg(short = 'r', long, default_value_t = 1, value_parser = parse_downscale)]
-    pub resolution: u32,
+    /// Downscale images by 1, 2, 4 or 8. Without it images are used at full size, except those
+    /// wider than 1600 px, which are used at 1600 px wide (INRIA's default for photographs);
+    /// -r 1 keeps every image at full size.
+    #[arg(short = 'r', long, value_parser = parse_downscale)]
+    pub resolution: Option<u32>,
     /// Hold out test views (COLMAP: every 8th by name; NeRF: its test json). Without it, COLMAP
     /// scenes train on every view.
     #[arg(long)]
@@ -182,5 +184,29 @@ impl TrainOptions {
             .as_deref()
             .map(|text| apply_memory_budget(text, ctx, dataset, initial, config))
             .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        data: DataArgs,
+    }
+
+    #[test]
+    fn without_r_the_width_cap_applies_and_r_1_keeps_full_size() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("wgsplat").chain(args.iter().copied()))
+                .map(|cli| cli.data.options([0.0; 3]).resolution)
+        };
+        assert_eq!(parse(&[]).unwrap(), None);
+        assert_eq!(parse(&["-r", "1"]).unwrap(), Some(1));
+        assert_eq!(parse(&["--resolution", "4"]).unwrap(), Some(4));
+        assert!(parse(&["-r", "3"]).is_err());
     }
 }

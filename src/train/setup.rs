@@ -3,6 +3,7 @@
 
 use super::config::{Background, TrainConfig};
 use crate::data::builtin::{BuiltinOptions, generate};
+use crate::data::resolution::DEFAULT_MAX_WIDTH;
 use crate::data::town::{self, TownOptions};
 use crate::data::{Dataset, LoadOptions, LoadProgress, Resolution, Split};
 use crate::error::{Error, Result};
@@ -40,8 +41,9 @@ pub enum BuiltinScene {
 /// How to read the training data.
 #[derive(Clone, Debug)]
 pub struct DataOptions {
-    /// Downscale factor for dataset images (1, 2, 4 or 8).
-    pub resolution: u32,
+    /// Downscale factor for dataset images (1, 2, 4 or 8), or `None` for the default: full size,
+    /// but images wider than [`DEFAULT_MAX_WIDTH`] are loaded at that width (INRIA's rule).
+    pub resolution: Option<u32>,
     /// Hold out test views (COLMAP: every 8th; NeRF: its test json); otherwise train on all.
     pub eval: bool,
     /// Hold out every Nth view instead (COLMAP: by sorted name; NeRF: in file order). Implies
@@ -65,7 +67,7 @@ pub struct DataOptions {
 impl Default for DataOptions {
     fn default() -> Self {
         DataOptions {
-            resolution: 1,
+            resolution: None,
             eval: false,
             test_every: None,
             test_list: None,
@@ -134,10 +136,10 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
             ),
         },
         Some(path) => {
-            let resolution = if options.resolution == 1 {
-                Resolution::Full
-            } else {
-                Resolution::Factor(options.resolution)
+            let resolution = match options.resolution {
+                None => Resolution::MaxWidth(DEFAULT_MAX_WIDTH),
+                Some(1) => Resolution::Full,
+                Some(factor) => Resolution::Factor(factor),
             };
             let split = split_of(options)?;
             Dataset::load(
@@ -158,10 +160,12 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
 /// Refuses a downscale factor other than 1, 2, 4 or 8, and (for the built-in scene) an image side
 /// outside [`BUILTIN_RESOLUTIONS`], before anything is allocated.
 fn check_sizes(folder: Option<&Path>, options: &DataOptions) -> Result<()> {
-    if folder.is_some() && !DOWNSCALE_FACTORS.contains(&options.resolution) {
+    if let (Some(_), Some(factor)) = (folder, options.resolution)
+        && !DOWNSCALE_FACTORS.contains(&factor)
+    {
         return Err(Error::InvalidSetting {
             name: "resolution".into(),
-            value: options.resolution.to_string(),
+            value: factor.to_string(),
             expected: "a downscale factor of 1 (full size), 2, 4 or 8".into(),
         });
     }

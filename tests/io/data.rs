@@ -891,7 +891,7 @@ fn test_list_and_test_every_choose_the_split() {
         return;
     };
     let base = DataOptions {
-        resolution: 8,
+        resolution: Some(8),
         ..DataOptions::default()
     };
     let listed = load_dataset(

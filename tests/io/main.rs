@@ -1,10 +1,11 @@
 //! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
 //! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
-//! ([`real_captures`]), splat model formats against PlayCanvas's splat-transform ([`formats`],
-//! SOG in [`sog`], SPZ versions in [`spz`] and hostile SPZ files in [`spz_hostile`]), every other
-//! model reader against hostile files ([`hostile`]), datasets ([`data`]; careless and hostile ones
-//! in [`hostile_data`], seeded mutations of their files in [`mutation`]), the built-in town and the
-//! ray tracer's BVH ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! ([`real_captures`]) and the default size of photographs ([`resolution`]), splat model formats
+//! against PlayCanvas's splat-transform ([`formats`], SOG in [`sog`], SPZ versions in [`spz`] and
+//! hostile SPZ files in [`spz_hostile`]), every other model reader against hostile files
+//! ([`hostile`]), datasets ([`data`]; careless and hostile ones in [`hostile_data`], seeded
+//! mutations of their files in [`mutation`]), the built-in town and the ray tracer's BVH
+//! ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
 
 mod checkpoint;
 mod data;
@@ -15,6 +16,7 @@ mod lens;
 mod mutation;
 mod ply;
 mod real_captures;
+mod resolution;
 mod sog;
 mod spz;
 mod spz_hostile;

@@ -24,7 +24,7 @@ fn small_plan(dir: &Path) -> (PlanManifest, Dataset) {
         path: None,
         builtin: BuiltinScene::Objects,
         builtin_resolution: 24,
-        resolution: 1,
+        resolution: Some(1),
         eval: false,
         test_every: None,
         test_list: None,

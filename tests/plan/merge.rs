@@ -39,7 +39,7 @@ fn two_block_plan() -> PlanManifest {
             path: None,
             builtin: Default::default(),
             builtin_resolution: BuiltinOptions::default().resolution,
-            resolution: 1,
+            resolution: Some(1),
             eval: false,
             test_every: None,
             test_list: None,

@@ -91,7 +91,7 @@ fn four_merged_blocks_match_one_process_without_seams() {
         path: None,
         builtin: wgsplat::train::setup::BuiltinScene::Town,
         builtin_resolution: 40,
-        resolution: 1,
+        resolution: Some(1),
         eval: true,
         test_every: Some(4),
         test_list: None,

@@ -171,7 +171,7 @@ mod tests {
             "--absgrad",
         ])
         .expect("parses");
-        assert_eq!(args.data.resolution, 2);
+        assert_eq!(args.data.resolution, Some(2));
         assert_eq!(args.train.memory_budget.as_deref(), Some("1GiB"));
         let config = args.train.build_config(true).expect("config");
         assert_eq!(config.save_every, 50);

@@ -304,7 +304,7 @@ fn quadrant_plan(resolution: u32) -> (PlanManifest, u64) {
             path: None,
             builtin: BuiltinScene::Objects,
             builtin_resolution: resolution,
-            resolution: 1,
+            resolution: Some(1),
             eval: false,
             test_every: None,
             test_list: None,

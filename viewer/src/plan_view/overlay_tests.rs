@@ -81,7 +81,7 @@ pub(crate) fn quadrant_plan(dataset: &Dataset, resolution: u32, margin: f64) -> 
             path: None,
             builtin: BuiltinScene::Objects,
             builtin_resolution: resolution,
-            resolution: 1,
+            resolution: Some(1),
             eval: false,
             test_every: None,
             test_list: None,
