@@ -89,36 +89,52 @@ fn train_args<'a>(out: &'a str, config: &'a str, iterations: &'a str) -> Vec<&'a
     ]
 }
 
-#[test]
-fn resumed_training_equals_uninterrupted_bit_for_bit() {
-    let dir = temp_dir("resume");
-    let config = write_config(&dir);
-    let config = config.to_str().unwrap();
-    let straight = dir.join("straight");
-    let resumed = dir.join("resumed");
-    let (straight, resumed) = (straight.to_str().unwrap(), resumed.to_str().unwrap());
+/// Trains 20 iterations straight into `dir/straight{tag}`, and 10 + 10 with a resume into
+/// `dir/resumed{tag}`, with `extra` options; the models and the final checkpoints (optimizer and
+/// exposure state included) must be identical. Returns the resumed run's folder.
+fn assert_resume_is_bit_exact(dir: &Path, config: &str, tag: &str, extra: &[&str]) -> PathBuf {
+    let straight = dir.join(format!("straight{tag}"));
+    let resumed = dir.join(format!("resumed{tag}"));
+    let run = |out: &Path, more: &[&str]| {
+        let mut args = train_args(out.to_str().unwrap(), config, "20");
+        args.extend_from_slice(extra);
+        args.extend_from_slice(more);
+        expect_success(&wgsplat(&args));
+    };
+    run(&straight, &[]);
+    run(&resumed, &["--stop-at", "10"]);
+    let first_half = std::fs::read(resumed.join("point_cloud.ply")).unwrap();
+    run(&resumed, &["--resume"]);
 
-    expect_success(&wgsplat(&train_args(straight, config, "20")));
-    let mut args = train_args(resumed, config, "20");
-    args.extend(["--stop-at", "10"]);
-    expect_success(&wgsplat(&args));
-    let first_half = std::fs::read(Path::new(resumed).join("point_cloud.ply")).unwrap();
-    let mut args = train_args(resumed, config, "20");
-    args.push("--resume");
-    expect_success(&wgsplat(&args));
-
-    let a = std::fs::read(Path::new(straight).join("point_cloud.ply")).unwrap();
-    let b = std::fs::read(Path::new(resumed).join("point_cloud.ply")).unwrap();
+    let a = std::fs::read(straight.join("point_cloud.ply")).unwrap();
+    let b = std::fs::read(resumed.join("point_cloud.ply")).unwrap();
     assert_ne!(first_half, b, "the resumed run did not train");
     assert_eq!(a.len(), b.len(), "Gaussian counts differ after resume");
     if let Some(i) = a.iter().zip(&b).position(|(x, y)| x != y) {
         panic!("the resumed model differs from the uninterrupted one at byte {i}");
     }
-    let a = std::fs::read(Path::new(straight).join("checkpoint.bin")).unwrap();
-    let b = std::fs::read(Path::new(resumed).join("checkpoint.bin")).unwrap();
+    let a = std::fs::read(straight.join("checkpoint.bin")).unwrap();
+    let b = std::fs::read(resumed.join("checkpoint.bin")).unwrap();
     assert!(
         a == b,
         "the final checkpoints (optimizer state included) differ"
+    );
+    resumed
+}
+
+#[test]
+fn resumed_training_equals_uninterrupted_bit_for_bit() {
+    let dir = temp_dir("resume");
+    let config = write_config(&dir);
+    let config = config.to_str().unwrap();
+    let resumed = assert_resume_is_bit_exact(&dir, config, "", &[]);
+    let resumed = resumed.to_str().unwrap();
+    // The exposure transforms and their Adam state travel in the checkpoint too.
+    let exposure = assert_resume_is_bit_exact(&dir, config, "-exposure", &["--exposure"]);
+    let checkpoint = std::fs::read(exposure.join("checkpoint.bin")).unwrap();
+    assert!(
+        checkpoint.windows(12).any(|w| w == b"\"transforms\""),
+        "the checkpoint holds no exposure transforms"
     );
 
     // Issue 15: the checkpoint records its configuration; a resume that changes a setting

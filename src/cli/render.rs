@@ -111,6 +111,10 @@ pub struct RenderArgs {
     /// Skip LPIPS (eval only).
     #[arg(long)]
     no_lpips: bool,
+    /// Score as a model trained with --exposure is scored (INRIA's protocol): each view's colour
+    /// transform is fitted on its left half, and the right half is scored.
+    #[arg(long)]
+    exposure: bool,
     /// Render antialiased splats: for models trained with --antialiased.
     #[arg(long)]
     antialiased: bool,
@@ -195,6 +199,7 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             background,
             lpips: !args.no_lpips,
             raster_mode: args.raster_mode(),
+            exposure: args.exposure,
             ..TrainConfig::default()
         },
     )?;
@@ -206,7 +211,7 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views,
-                "masked_views": scores.masked
+                "masked_views": scores.masked, "exposure_fitted": scores.exposure_fitted
             }))?
         );
     } else {

@@ -134,6 +134,15 @@ pub struct TrainConfig {
     pub raster_mode: RasterMode,
     /// Save a checkpoint every this many iterations (0 = never).
     pub save_every: u64,
+    /// Exposure compensation: a learned affine colour transform per training image, applied to
+    /// the render before the loss; evaluation then fits each test view's transform on its left
+    /// half and scores the right half (INRIA's `--train_test_exp` protocol).
+    pub exposure: bool,
+    /// The transforms' learning rate at the start (decaying exponentially to
+    /// `exposure_lr_final` at the last iteration, as INRIA's).
+    pub exposure_lr_init: f64,
+    /// The transforms' learning rate at the last iteration.
+    pub exposure_lr_final: f64,
     /// Random points when the dataset has no point cloud.
     pub random_init_points: usize,
     /// Seed of every random choice.
@@ -179,6 +188,9 @@ impl Default for TrainConfig {
             lpips: true,
             raster_mode: RasterMode::Classic,
             save_every: 0,
+            exposure: false,
+            exposure_lr_init: 0.01,
+            exposure_lr_final: 0.001,
             random_init_points: 100_000,
             seed: 0,
         }

@@ -105,14 +105,19 @@ impl Trainer {
                 }
             };
             let options = view_loss_options(view, background);
-            let stats =
-                record_metrics(&mut enc, &fwd.image, &gt, &options)?.record_read(&mut enc)?;
+            // With exposure compensation, INRIA's protocol: the view's transform is fitted on
+            // its left half, and the right half is scored.
+            let (scored, gt) = match self.config.exposure {
+                true => exposure_scored(&mut enc, &fwd.image, view, background)?,
+                false => (fwd.image.clone(), gt),
+            };
+            let stats = record_metrics(&mut enc, &scored, &gt, &options)?.record_read(&mut enc)?;
             let distance = lpips
                 .map(|network| {
                     let mask = view.is_masked().then_some(&gt);
                     let rendered = LpipsImage {
                         mask,
-                        ..LpipsImage::new(&fwd.image)
+                        ..LpipsImage::new(&scored)
                     };
                     let gt = LpipsImage {
                         image: &gt,
@@ -140,15 +145,18 @@ impl Trainer {
             psnr: psnr / n,
             ssim: ssim / n,
             lpips: lpips.map(|_| lpips_sum / n),
+            exposure_fitted: self.config.exposure,
         })
     }
 
     /// The LPIPS network when this evaluation scores LPIPS: enabled, and every view at least
     /// [`MIN_IMAGE_SIDE`] on each side.
     fn lpips_network(&self, views: &[View]) -> Result<Option<&Lpips>> {
+        // Exposure compensation scores the right half of each view.
+        let scored_width = |w: u32| if self.config.exposure { w - w / 2 } else { w };
         let large_enough = views
             .iter()
-            .all(|v| v.image.width.min(v.image.height) >= MIN_IMAGE_SIDE);
+            .all(|v| scored_width(v.image.width).min(v.image.height) >= MIN_IMAGE_SIDE);
         if !self.config.lpips || views.is_empty() || !large_enough {
             return Ok(None);
         }
@@ -158,4 +166,46 @@ impl Trainer {
         let network = Lpips::alexnet(&self.ctx)?;
         Ok(Some(self.lpips.get_or_init(|| network)))
     }
+}
+
+/// The right halves of `render` and of `view`'s image, the render through the colour transform
+/// that best maps its left half onto the view's (least squares; [`crate::loss::exposure`]).
+fn exposure_scored(
+    enc: &mut crate::gpu::Encoder,
+    render: &Tensor,
+    view: &View,
+    background: [f32; 3],
+) -> Result<(Tensor, Tensor)> {
+    use crate::loss::exposure::reference::{apply, fit_left};
+    let (w, h) = (view.image.width as usize, view.image.height as usize);
+    let rendered: Vec<f32> = render.read(enc.ctx())?;
+    let target: Vec<f32> = view
+        .rgb_on(background)
+        .chunks_exact(3)
+        .flat_map(|p| [p[0], p[1], p[2], 1.0])
+        .collect();
+    let exposed = apply(&rendered, &fit_left(&rendered, &target, w, w / 2));
+    let (left, right) = (w / 2, w - w / 2);
+    let mut scored = Vec::with_capacity(right * h * 4);
+    let mut gt = Vec::with_capacity(right * h * 4);
+    for row in 0..h {
+        let span = (row * w + left) * 4..(row * w + w) * 4;
+        scored.extend_from_slice(&exposed[span.clone()]);
+        gt.extend_from_slice(&view.image.pixels[span]);
+    }
+    let scored = Tensor::from_slice(
+        enc,
+        &scored,
+        &[h, right, 4],
+        MemoryCategory::FrameScratch,
+        "eval/exposed_right_half",
+    )?;
+    let gt = Tensor::from_slice(
+        enc,
+        &pack_rgba8(&gt),
+        &[h, right],
+        MemoryCategory::FrameScratch,
+        "eval/gt_right_half",
+    )?;
+    Ok((scored, gt))
 }

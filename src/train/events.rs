@@ -107,6 +107,9 @@ pub struct Evaluation {
     /// How many of the scored views carry a loss mask; their masked pixels are left out of every
     /// score.
     pub masked: usize,
+    /// True when exposure compensation was on: each view's colour transform was fitted on its
+    /// left half and only its right half scored (INRIA's `--train_test_exp` protocol).
+    pub exposure_fitted: bool,
 }
 
 impl Evaluation {
@@ -120,8 +123,12 @@ impl Evaluation {
             0 => String::new(),
             n => format!(" (masked pixels of {n} views excluded)"),
         };
+        let exposure = match self.exposure_fitted {
+            true => " (exposure fitted on each view's left half, right half scored)",
+            false => "",
+        };
         format!(
-            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}{masked}",
+            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}{masked}{exposure}",
             self.views.name(),
             self.psnr,
             self.ssim

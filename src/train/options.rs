@@ -126,6 +126,11 @@ pub struct TrainOptions {
     /// training iterations per view on a software adapter).
     #[arg(long)]
     pub no_lpips: bool,
+    /// Exposure compensation for photographs: learn an affine colour transform per training
+    /// image (auto exposure, white balance); evaluation fits each test view's on its left half
+    /// and scores the right half.
+    #[arg(long)]
+    pub exposure: bool,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -154,6 +159,7 @@ impl TrainOptions {
         config.max_gaussians = self.max_gaussians.unwrap_or(config.max_gaussians);
         // Flags set a file's setting; they never clear it.
         config.absgrad |= self.absgrad;
+        config.exposure |= self.exposure;
         config.lpips &= !self.no_lpips;
         if self.antialiased {
             config.raster_mode = RasterMode::Antialiased;

@@ -19,6 +19,11 @@ pub const CONFIG_KEY: &str = "train_config";
 /// refined before saving, so its refinement has run through its own iteration.
 pub const REFINED_THROUGH_KEY: &str = "refined_through";
 
+/// The key under which a checkpoint's `extra` JSON holds the exposure transforms, their Adam
+/// moments and step counts (training with `exposure`). JSON numbers written from f32 read back
+/// to the same f32, so a resume continues bit for bit.
+pub const EXPOSURE_KEY: &str = "exposure";
+
 /// Settings a resume may change: the length of the run (its schedules stretch to the new
 /// `iterations`, as `--stop-at` relies on), and what is evaluated, saved or read back when,
 /// which changes no parameter.
@@ -68,6 +73,17 @@ impl Trainer {
         })?;
         fields.insert(CONFIG_KEY.to_owned(), config);
         fields.insert(REFINED_THROUGH_KEY.to_owned(), self.refined_through.into());
+        if let Some(exposure) = &self.exposure {
+            let (transforms, moments) = exposure.read(&self.ctx)?;
+            fields.insert(
+                EXPOSURE_KEY.to_owned(),
+                serde_json::json!({
+                    "transforms": transforms,
+                    "moments": moments,
+                    "steps": exposure.steps,
+                }),
+            );
+        }
         save_trainer_checkpoint(
             &self.ctx,
             path,
@@ -134,6 +150,7 @@ impl Trainer {
             iteration,
             rng_state,
             densify_stats,
+            extra,
             ..
         } = checkpoint;
         let storage = config.optimizer_state;
@@ -145,6 +162,54 @@ impl Trainer {
         trainer.iteration = iteration;
         trainer.rng_state = rng_state;
         trainer.refined_through = refined_through;
+        if trainer.exposure.is_some() {
+            trainer.exposure = Some(restore_exposure(ctx, &extra, trainer.dataset.train.len())?);
+        }
         Ok(trainer)
     }
+}
+
+/// The exposure state a checkpoint's `extra` holds under [`EXPOSURE_KEY`].
+fn restore_exposure(
+    ctx: &GpuContext,
+    extra: &serde_json::Value,
+    views: usize,
+) -> Result<crate::loss::exposure::ExposureState> {
+    let damaged = |what: &str| Error::InvalidArgument {
+        op: "resume",
+        detail: format!(
+            "the checkpoint was trained with exposure compensation but its {EXPOSURE_KEY}.{what} is missing or \
+             damaged; resume from another checkpoint or train afresh"
+        ),
+    };
+    let section = extra.get(EXPOSURE_KEY).ok_or_else(|| damaged("section"))?;
+    let floats = |name: &str| -> Result<Vec<f32>> {
+        section
+            .get(name)
+            .and_then(|v| serde_json::from_value::<Vec<f32>>(v.clone()).ok())
+            .ok_or_else(|| damaged(name))
+    };
+    let steps: Vec<u64> = section
+        .get("steps")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .ok_or_else(|| damaged("steps"))?;
+    if steps.len() != views {
+        return Err(Error::InvalidArgument {
+            op: "resume",
+            detail: format!(
+                "the checkpoint has exposure transforms for {} training views, the dataset has {views}; \
+                 resume with the dataset and split it was trained on",
+                steps.len()
+            ),
+        });
+    }
+    let mut enc = ctx.encoder("resume exposure");
+    let state = crate::loss::exposure::ExposureState::from_host(
+        &mut enc,
+        &floats("transforms")?,
+        &floats("moments")?,
+        steps,
+    )?;
+    ctx.submit(enc)?;
+    Ok(state)
 }

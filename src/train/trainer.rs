@@ -56,6 +56,8 @@ pub struct Trainer {
     pub(crate) lpips: std::cell::OnceCell<Lpips>,
     /// The region the Gaussians are kept in (see [`Trainer::keep_inside`]).
     keep_inside: Option<super::bounds::KeepInside>,
+    /// The training views' learned colour transforms (`config.exposure`).
+    pub(crate) exposure: Option<crate::loss::exposure::ExposureState>,
 }
 
 /// The training loss of one iteration, read back a few iterations later (see [`Trainer::step`]).
@@ -107,6 +109,13 @@ impl Trainer {
                 ..AdamConfig::default()
             },
         )?;
+        let exposure = match config.exposure {
+            true => Some(crate::loss::exposure::ExposureState::identity(
+                &mut enc,
+                dataset.train.len(),
+            )?),
+            false => None,
+        };
         ctx.submit(enc)?;
         let extent = f64::from(dataset.extent);
         let mut schedule = LearningRateSchedule::three_dgs(extent, config.iterations);
@@ -138,6 +147,7 @@ impl Trainer {
             due_evaluation: None,
             lpips: std::cell::OnceCell::new(),
             keep_inside: None,
+            exposure,
         })
     }
 

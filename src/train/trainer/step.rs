@@ -64,12 +64,54 @@ impl Trainer {
             ssim_weight: self.config.ssim_weight,
             ..view_loss_options(&self.dataset.train[view_index], background)
         };
+        // With exposure compensation the loss sees the render through the view's transform.
+        let exposed = match &self.exposure {
+            Some(exposure) => Some(crate::loss::exposure::record_apply(
+                &mut enc,
+                &fwd.image,
+                &exposure.transforms,
+                view_index,
+            )?),
+            None => None,
+        };
         let loss = loss_and_grad(
             &mut enc,
-            &fwd.image,
+            exposed.as_ref().unwrap_or(&fwd.image),
             &self.train_images[view_index],
             &loss_options,
         )?;
+        drop(exposed);
+        let image_grad = match &mut self.exposure {
+            Some(exposure) => {
+                let (d_image, d_transform) = crate::loss::exposure::record_backward(
+                    &mut enc,
+                    &fwd.image,
+                    &loss.grad,
+                    &exposure.transforms,
+                    view_index,
+                )?;
+                exposure.steps[view_index] += 1;
+                let lr = ExponentialDecay {
+                    lr_init: self.config.exposure_lr_init,
+                    lr_final: self.config.exposure_lr_final,
+                    delay_steps: 0,
+                    delay_mult: 1.0,
+                    max_steps: self.config.iterations,
+                }
+                .at(self.iteration);
+                crate::loss::exposure::record_adam(
+                    &mut enc,
+                    &exposure.transforms,
+                    &exposure.moments,
+                    &d_transform,
+                    view_index,
+                    exposure.steps[view_index],
+                    crate::loss::exposure::ExposureAdam::with_lr(lr as f32),
+                )?;
+                d_image
+            }
+            None => loss.grad.clone(),
+        };
         let mut enc = self.boundary(enc, Stage::Loss)?;
         let wants_statistics =
             self.with_step(|strategy, _, _, step| Ok(strategy.wants_statistics(step)))?;
@@ -80,7 +122,7 @@ impl Trainer {
                 state,
                 step,
                 fwd,
-                &loss.grad,
+                &image_grad,
                 wants_statistics,
             )
         })?;
