@@ -195,6 +195,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "test_psnr": test.then_some(scores.psnr), "test_ssim": test.then_some(scores.ssim), "test_lpips": scores.lpips.filter(|_| test),
         "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
         "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
+        "exposure_fitted": scores.exposure_fitted,
         "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
