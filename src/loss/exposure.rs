@@ -61,7 +61,7 @@ fn check_image(op: &'static str, image: &Tensor) -> Result<u64> {
             detail: format!("the image must be [H, W, 4] f32, got shape {shape:?}"),
         });
     }
-    if image.page_elems() % 4 != 0 {
+    if !image.page_elems().is_multiple_of(4) {
         return Err(Error::InvalidArgument {
             op,
             detail: "the image's pages must hold whole pixels (a multiple of 4 elements)".into(),

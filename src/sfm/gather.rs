@@ -133,7 +133,7 @@ pub fn gather(
     let total = sources.len();
     let tick = || {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if n == total || n % 25 == 0 {
+        if n == total || n.is_multiple_of(25) {
             line(&format!("images: {n}/{total} prepared"));
         }
     };

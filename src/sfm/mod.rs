@@ -314,7 +314,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
                 &colmap::mapper(settings.mapper, &database, &layout.images, &models_dir),
                 name,
             )?;
-            Ok(format!("{name}"))
+            Ok(name.to_owned())
         },
     )?;
 

@@ -309,9 +309,9 @@ fn expose_differently(dataset: &mut Dataset) {
         let gain = |c: usize| 0.5 + 0.1 * ((i * 7 + c * 3) % 11) as f32;
         let offset = 0.08 * ((i % 3) as f32 - 1.0);
         for p in view.image.pixels.chunks_exact_mut(4) {
-            for c in 0..3 {
-                let v = f32::from(p[c]) / 255.0 * gain(c) + offset;
-                p[c] = (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+            for (c, value) in p.iter_mut().take(3).enumerate() {
+                let v = f32::from(*value) / 255.0 * gain(c) + offset;
+                *value = (v.clamp(0.0, 1.0) * 255.0).round() as u8;
             }
         }
     }

@@ -122,8 +122,9 @@ fn solve4(mut m: [[f64; 4]; 4], mut rhs: [f64; 4]) -> Option<[f64; 4]> {
         rhs.swap(col, pivot);
         for row in col + 1..4 {
             let f = m[row][col] / m[col][col];
-            for k in col..4 {
-                m[row][k] -= f * m[col][k];
+            let pivot_row = m[col];
+            for (value, pivot_value) in m[row].iter_mut().zip(pivot_row).skip(col) {
+                *value -= f * pivot_value;
             }
             rhs[row] -= f * rhs[col];
         }
