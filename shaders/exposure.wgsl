@@ -1,7 +1,11 @@
 // Exposure compensation: a learned affine colour transform per training image, applied to the
-// render before the loss (INRIA's train_test_exp). The transform of view v is 12 floats at
-// transforms[12 v ..], row-major 3x4: out_c = sum_k T[c][k] rgb_k + T[c][3]. Images are [H, W, 4]
-// f32 pages (a page never splits a pixel: page sizes are multiples of 4 elements).
+// render before the loss (INRIA's train_test_exp). The transform of view v is three vec4 rows at
+// transforms[3 v ..] (row-major 3x4): out_c = dot(row_c, (rgb, 1)). Images are [H, W, 4] f32
+// pages of whole pixels, one vec4 each.
+//
+// On lavapipe every load at a varying address is a loop over the 8 lanes, so each invocation loads its view's three rows once
+// and then handles PIXELS_PER_LANE pixels with one vec4 load (and store) each, and the backward's
+// workgroup reduction sums three vec4 per invocation once per 2,048 pixels.
 //
 // exposure_apply:    out = T(image), alpha copied.
 // exposure_backward: d_image = T^T d_out (alpha: d_out's), and per workgroup the 12 partial sums
@@ -32,21 +36,25 @@ struct ExposureParams {
 @group(0) @binding(0) var<uniform> params_uniform: ExposureParams;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
 var<private> params: ExposureParams;
-@group(0) @binding(1) var<storage, read> image: array<f32>;
-@group(0) @binding(2) var<storage, read> d_out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<storage, read_write> transforms: array<f32>;
-@group(0) @binding(5) var<storage, read_write> records: array<f32>;
-@group(0) @binding(6) var<storage, read_write> gradient: array<f32>;
-@group(0) @binding(7) var<storage, read_write> moments: array<f32>;
+@group(0) @binding(1) var<storage, read> image: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> d_out: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> transforms: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> records: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> gradient: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> moments: array<vec4<f32>>;
 
 const WG: u32 = 256u;
-const TERMS: u32 = 12u;
+// Pixels each invocation handles in the per-pixel kernels; a workgroup covers WG * this.
+const PIXELS_PER_LANE: u32 = 8u;
+// vec4 rows per transform (and per record of dL/dT).
+const ROWS: u32 = 3u;
 
-var<workgroup> partial: array<f32, 3072>;
+var<workgroup> partial: array<vec4<f32>, 768>;
 
-fn transform_at(c: u32, k: u32) -> f32 {
-    return transforms[params.view * TERMS + c * 4u + k];
+// The pixel the `j`-th step of invocation `lid` of workgroup `group` handles.
+fn pixel_of(group: u32, j: u32, lid: u32) -> u32 {
+    return (group * PIXELS_PER_LANE + j) * WG + lid;
 }
 
 @compute @workgroup_size(256)
@@ -54,15 +62,34 @@ fn exposure_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    let i = workgroup_index(wid, nwg) * WG + lid;
-    if i >= params.pixels {
-        return;
+    let group = workgroup_index(wid, nwg);
+    let t0 = transforms[params.view * ROWS];
+    let t1 = transforms[params.view * ROWS + 1u];
+    let t2 = transforms[params.view * ROWS + 2u];
+    for (var j = 0u; j < PIXELS_PER_LANE; j++) {
+        let i = pixel_of(group, j, lid);
+        if i < params.pixels {
+            let p = image[i];
+            let x = vec4<f32>(p.xyz, 1.0);
+            out[i] = vec4<f32>(dot(t0, x), dot(t1, x), dot(t2, x), p.w);
+        }
     }
-    let rgb = vec3<f32>(image[4u * i], image[4u * i + 1u], image[4u * i + 2u]);
-    for (var c = 0u; c < 3u; c++) {
-        out[4u * i + c] = transform_at(c, 0u) * rgb.x + transform_at(c, 1u) * rgb.y + transform_at(c, 2u) * rgb.z + transform_at(c, 3u);
+}
+
+// Sums the three vec4 of every invocation into partial[0..3] (a tree, in a fixed order).
+fn reduce_rows(lid: u32, rows: array<vec4<f32>, 3>) {
+    for (var r = 0u; r < ROWS; r++) {
+        partial[r * WG + lid] = rows[r];
     }
-    out[4u * i + 3u] = image[4u * i + 3u];
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+        if lid < stride {
+            for (var r = 0u; r < ROWS; r++) {
+                partial[r * WG + lid] += partial[r * WG + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
 }
 
 @compute @workgroup_size(256)
@@ -71,39 +98,26 @@ fn exposure_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         params = params_uniform;
     }
     let group = workgroup_index(wid, nwg);
-    let i = group * WG + lid;
-    var terms: array<f32, 12>;
-    for (var t = 0u; t < TERMS; t++) {
-        terms[t] = 0.0;
-    }
-    if i < params.pixels {
-        let rgb = vec3<f32>(image[4u * i], image[4u * i + 1u], image[4u * i + 2u]);
-        let g = vec3<f32>(d_out[4u * i], d_out[4u * i + 1u], d_out[4u * i + 2u]);
-        for (var k = 0u; k < 3u; k++) {
-            out[4u * i + k] = transform_at(0u, k) * g.x + transform_at(1u, k) * g.y + transform_at(2u, k) * g.z;
-        }
-        out[4u * i + 3u] = d_out[4u * i + 3u];
-        for (var c = 0u; c < 3u; c++) {
-            terms[c * 4u] = g[c] * rgb.x;
-            terms[c * 4u + 1u] = g[c] * rgb.y;
-            terms[c * 4u + 2u] = g[c] * rgb.z;
-            terms[c * 4u + 3u] = g[c];
+    let t0 = transforms[params.view * ROWS];
+    let t1 = transforms[params.view * ROWS + 1u];
+    let t2 = transforms[params.view * ROWS + 2u];
+    var rows = array<vec4<f32>, 3>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    for (var j = 0u; j < PIXELS_PER_LANE; j++) {
+        let i = pixel_of(group, j, lid);
+        if i < params.pixels {
+            let g = d_out[i];
+            let x = vec4<f32>(image[i].xyz, 1.0);
+            // d_image = T^T g over the 3x3 part; the offsets take no gradient to the image.
+            let d = t0.xyz * g.x + t1.xyz * g.y + t2.xyz * g.z;
+            out[i] = vec4<f32>(d, g.w);
+            rows[0] += g.x * x;
+            rows[1] += g.y * x;
+            rows[2] += g.z * x;
         }
     }
-    for (var t = 0u; t < TERMS; t++) {
-        partial[t * WG + lid] = terms[t];
-    }
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-        if lid < stride {
-            for (var t = 0u; t < TERMS; t++) {
-                partial[t * WG + lid] += partial[t * WG + lid + stride];
-            }
-        }
-        workgroupBarrier();
-    }
-    if lid < TERMS && group * WG < params.pixels {
-        records[(params.record0 + group) * TERMS + lid] = partial[lid * WG];
+    reduce_rows(lid, rows);
+    if lid < ROWS {
+        records[(params.record0 + group) * ROWS + lid] = partial[lid * WG];
     }
 }
 
@@ -112,28 +126,14 @@ fn exposure_sum(@builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocati
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    var terms: array<f32, 12>;
-    for (var t = 0u; t < TERMS; t++) {
-        terms[t] = 0.0;
-    }
+    var rows = array<vec4<f32>, 3>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var r = lid; r < params.record0; r += WG) {
-        for (var t = 0u; t < TERMS; t++) {
-            terms[t] += records[r * TERMS + t];
-        }
+        rows[0] += records[r * ROWS];
+        rows[1] += records[r * ROWS + 1u];
+        rows[2] += records[r * ROWS + 2u];
     }
-    for (var t = 0u; t < TERMS; t++) {
-        partial[t * WG + lid] = terms[t];
-    }
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-        if lid < stride {
-            for (var t = 0u; t < TERMS; t++) {
-                partial[t * WG + lid] += partial[t * WG + lid + stride];
-            }
-        }
-        workgroupBarrier();
-    }
-    if lid < TERMS {
+    reduce_rows(lid, rows);
+    if lid < ROWS {
         gradient[lid] = partial[lid * WG];
     }
 }
@@ -143,16 +143,17 @@ fn exposure_adam(@builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocat
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    if lid >= TERMS {
+    if lid >= ROWS {
         return;
     }
     let g = gradient[lid];
-    let at = params.view * 2u * TERMS + lid;
+    // Moments: m in rows 0-2, v in rows 3-5 of the view's six.
+    let at = params.view * 2u * ROWS + lid;
     let m = params.beta1 * moments[at] + (1.0 - params.beta1) * g;
-    let v = params.beta2 * moments[at + TERMS] + (1.0 - params.beta2) * g * g;
+    let v = params.beta2 * moments[at + ROWS] + (1.0 - params.beta2) * g * g;
     moments[at] = m;
-    moments[at + TERMS] = v;
+    moments[at + ROWS] = v;
     let m_hat = m / params.bias1;
     let v_hat = v / params.bias2;
-    transforms[params.view * TERMS + lid] -= params.lr * m_hat / (sqrt(v_hat) + params.eps);
+    transforms[params.view * ROWS + lid] -= params.lr * m_hat / (sqrt(v_hat) + vec4<f32>(params.eps));
 }

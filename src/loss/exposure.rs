@@ -24,8 +24,8 @@ pub const IDENTITY: [f32; TERMS] = [
     0.0, 1.0, 0.0, 0.0, //
     0.0, 0.0, 1.0, 0.0,
 ];
-/// Invocations per workgroup of the per-pixel kernels (`WG` in the WGSL).
-const WORKGROUP: u64 = 256;
+/// Pixels per workgroup of the per-pixel kernels (`WG * PIXELS_PER_LANE` in the WGSL).
+const WORKGROUP: u64 = 256 * 8;
 
 /// Adam's settings for the transforms.
 #[derive(Clone, Copy, Debug, PartialEq)]
