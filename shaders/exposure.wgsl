@@ -57,21 +57,25 @@ fn pixel_of(group: u32, j: u32, lid: u32) -> u32 {
     return (group * PIXELS_PER_LANE + j) * WG + lid;
 }
 
+// The three rows of the view's transform.
+fn view_rows() -> array<vec4<f32>, 3> {
+    let first = params.view * ROWS;
+    return array<vec4<f32>, 3>(transforms[first], transforms[first + 1u], transforms[first + 2u]);
+}
+
 @compute @workgroup_size(256)
 fn exposure_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
     let group = workgroup_index(wid, nwg);
-    let t0 = transforms[params.view * ROWS];
-    let t1 = transforms[params.view * ROWS + 1u];
-    let t2 = transforms[params.view * ROWS + 2u];
+    let t = view_rows();
     for (var j = 0u; j < PIXELS_PER_LANE; j++) {
         let i = pixel_of(group, j, lid);
         if i < params.pixels {
             let p = image[i];
             let x = vec4<f32>(p.xyz, 1.0);
-            out[i] = vec4<f32>(dot(t0, x), dot(t1, x), dot(t2, x), p.w);
+            out[i] = vec4<f32>(dot(t[0], x), dot(t[1], x), dot(t[2], x), p.w);
         }
     }
 }
@@ -98,9 +102,7 @@ fn exposure_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         params = params_uniform;
     }
     let group = workgroup_index(wid, nwg);
-    let t0 = transforms[params.view * ROWS];
-    let t1 = transforms[params.view * ROWS + 1u];
-    let t2 = transforms[params.view * ROWS + 2u];
+    let t = view_rows();
     var rows = array<vec4<f32>, 3>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var j = 0u; j < PIXELS_PER_LANE; j++) {
         let i = pixel_of(group, j, lid);
@@ -108,7 +110,7 @@ fn exposure_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
             let g = d_out[i];
             let x = vec4<f32>(image[i].xyz, 1.0);
             // d_image = T^T g over the 3x3 part; the offsets take no gradient to the image.
-            let d = t0.xyz * g.x + t1.xyz * g.y + t2.xyz * g.z;
+            let d = t[0].xyz * g.x + t[1].xyz * g.y + t[2].xyz * g.z;
             out[i] = vec4<f32>(d, g.w);
             rows[0] += g.x * x;
             rows[1] += g.y * x;

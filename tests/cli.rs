@@ -9,19 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wgsplat-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wgsplat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wgsplat"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+#[path = "common/binary.rs"]
+mod binary;
+use binary::{expect_failure, temp_dir, wgsplat};
 
 fn expect_success(out: &Output) {
     assert!(
@@ -38,18 +28,6 @@ fn expect_success(out: &Output) {
             "no peak RSS at exit:\n{err}"
         );
     }
-}
-
-/// Runs a failing command and returns its stderr.
-fn expect_failure(args: &[&str]) -> String {
-    let out = wgsplat(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !out.status.success(),
-        "{args:?} should fail; stderr:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
-    err
 }
 
 /// A short schedule that densifies at iteration 10, where the resume tests stop; LPIPS

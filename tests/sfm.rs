@@ -7,7 +7,7 @@
 //! COLMAP and ffmpeg must be installed in CI (`.ci/run` installs Debian's packages); elsewhere the
 //! tests that run them say they are skipped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use wgsplat::data::colmap_binary::read_images;
@@ -15,19 +15,9 @@ use wgsplat::data::{Dataset, LoadOptions, Split};
 use wgsplat::sfm::align::{align, rms_residual};
 use wgsplat::sfm::model::camera_centre;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wgsplat-sfm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wgsplat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wgsplat"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+#[path = "common/binary.rs"]
+mod binary;
+use binary::{expect_failure, temp_dir, wgsplat};
 
 fn text(out: &Output) -> String {
     format!(
@@ -35,19 +25,6 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-/// Runs a failing command and returns its stderr.
-fn expect_failure(args: &[&str]) -> String {
-    let out = wgsplat(args);
-    assert!(
-        !out.status.success(),
-        "{args:?} should fail; {}",
-        text(&out)
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
-    err
 }
 
 /// True when `program` runs; in CI a missing one fails the test.

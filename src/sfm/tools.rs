@@ -64,6 +64,31 @@ pub struct Tool {
     pub path: PathBuf,
 }
 
+impl Tool {
+    /// The program with `args`, no standard input, and Qt told there is no display (COLMAP's Qt
+    /// build needs none for what is run here).
+    fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut command = Command::new(&self.path);
+        command
+            .args(args)
+            .env("QT_QPA_PLATFORM", "offscreen")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// The error for a program that could not be started.
+    fn start_error(&self, error: std::io::Error) -> Error {
+        Error::ExternalTool {
+            tool: self.kind.program().into(),
+            message: format!(
+                "could not start {}: {error}. To fix: {}",
+                self.path.display(),
+                self.kind.install_hint()
+            ),
+        }
+    }
+}
+
 /// Finds `kind` at `explicit` when given, else on `PATH`. The error says why it is needed and
 /// how to install it.
 pub fn locate(kind: ToolKind, explicit: Option<&Path>, needed_for: &str) -> Result<Tool> {
@@ -150,22 +175,12 @@ impl ToolLog {
             .try_clone()
             .map_err(|e| crate::io::io_error(&self.path, "open the log", e))?;
         let start = Instant::now();
-        let status = Command::new(&tool.path)
-            .args(args)
-            // COLMAP's Qt build needs no display for what is run here.
-            .env("QT_QPA_PLATFORM", "offscreen")
-            .stdin(Stdio::null())
+        let status = tool
+            .command(args)
             .stdout(out)
             .stderr(err)
             .status()
-            .map_err(|e| Error::ExternalTool {
-                tool: tool.kind.program().into(),
-                message: format!(
-                    "could not start {}: {e}. To fix: {}",
-                    tool.path.display(),
-                    tool.kind.install_hint()
-                ),
-            })?;
+            .map_err(|e| tool.start_error(e))?;
         self.note(&format!(
             "{} exited with {status} after {:.1} s",
             tool.kind.program(),
@@ -198,19 +213,10 @@ impl ToolLog {
 
 /// Runs `tool` and returns its standard output (for short queries: `colmap -h`, `ffprobe`).
 pub fn query(tool: &Tool, args: &[&str]) -> Result<String> {
-    let output = Command::new(&tool.path)
-        .args(args)
-        .env("QT_QPA_PLATFORM", "offscreen")
-        .stdin(Stdio::null())
+    let output = tool
+        .command(args)
         .output()
-        .map_err(|e| Error::ExternalTool {
-            tool: tool.kind.program().into(),
-            message: format!(
-                "could not start {}: {e}. To fix: {}",
-                tool.path.display(),
-                tool.kind.install_hint()
-            ),
-        })?;
+        .map_err(|e| tool.start_error(e))?;
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
     Ok(text)

@@ -1,0 +1,37 @@
+//! Running the `wgsplat` binary from the test binaries that drive it end to end (`tests/cli.rs`,
+//! `tests/sfm.rs`): a fresh temporary folder per test, a run, and a run that must fail.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A fresh, empty folder for test `name` of this test binary, unique to this process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "wgsplat-{}-{name}-{}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `wgsplat` with `args`.
+pub fn wgsplat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs a command that must fail without panicking, and returns its stderr.
+pub fn expect_failure(args: &[&str]) -> String {
+    let out = wgsplat(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail; stderr:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    err
+}
