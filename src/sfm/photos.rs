@@ -282,6 +282,25 @@ mod tests {
     }
 
     #[test]
+    fn images_are_grouped_by_size_for_one_camera_each() {
+        let dir = std::env::temp_dir().join(format!("wgsplat-size-groups-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sizes = [
+            ("a.png", 8, 6),
+            ("b.png", 6, 8),
+            ("c.png", 8, 6),
+            ("d.png", 6, 8),
+        ];
+        for (name, w, h) in sizes {
+            image::RgbImage::new(w, h).save(dir.join(name)).unwrap();
+        }
+        let names: Vec<String> = sizes.iter().map(|s| s.0.to_owned()).collect();
+        let groups = size_groups(&dir, &names).unwrap();
+        assert_eq!(groups, [vec!["a.png", "c.png"], vec!["b.png", "d.png"]]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn webp_becomes_png_and_others_keep_their_name() {
         assert_eq!(output_name(Path::new("a/IMG_1.JPG")), "IMG_1.JPG");
         assert_eq!(output_name(Path::new("a/b.webp")), "b.png");
