@@ -118,7 +118,8 @@ fn exposure_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         }
     }
     reduce_rows(lid, rows);
-    if lid < ROWS {
+    // Workgroups past the page's pixels (a 2D grid's padding) write nothing.
+    if lid < ROWS && pixel_of(group, 0u, 0u) < params.pixels {
         records[(params.record0 + group) * ROWS + lid] = partial[lid * WG];
     }
 }

@@ -155,7 +155,8 @@ pub fn record_backward(
         MemoryCategory::FrameScratch,
         "exposure/d_image",
     )?;
-    let records = Tensor::zeros(
+    // Every record is written: one per workgroup of each page.
+    let records = Tensor::uninit(
         enc,
         DType::F32,
         &[records_count.max(1) as usize, TERMS],
