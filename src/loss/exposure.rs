@@ -305,6 +305,39 @@ impl ExposureState {
         })
     }
 
+    /// Records the backward pass of view `view`'s transform and one Adam step of it at learning
+    /// rate `lr`; returns the render's gradient (see [`record_backward`]).
+    pub fn record_step(
+        &mut self,
+        enc: &mut Encoder,
+        image: &Tensor,
+        d_out: &Tensor,
+        view: usize,
+        lr: f32,
+    ) -> Result<Tensor> {
+        let (d_image, d_transform) = record_backward(enc, image, d_out, &self.transforms, view)?;
+        let views = self.steps.len();
+        let step = self
+            .steps
+            .get_mut(view)
+            .ok_or_else(|| Error::InvalidArgument {
+                op: "exposure step",
+                detail: format!("view {view} is outside the {views} transforms"),
+            })?;
+        *step += 1;
+        let settings = ExposureAdam::with_lr(lr);
+        record_adam(
+            enc,
+            &self.transforms,
+            &self.moments,
+            &d_transform,
+            view,
+            *step,
+            settings,
+        )?;
+        Ok(d_image)
+    }
+
     /// Reads the transforms and moments back.
     pub fn read(&self, ctx: &GpuContext) -> Result<(Vec<f32>, Vec<f32>)> {
         Ok((self.transforms.read(ctx)?, self.moments.read(ctx)?))

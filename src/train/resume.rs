@@ -213,3 +213,47 @@ fn restore_exposure(
     ctx.submit(enc)?;
     Ok(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_damaged_exposure_section_is_refused_with_what_is_wrong() {
+        let ctx = crate::testing::both_paths()[1];
+        let ok = |views: usize| {
+            json!({"exposure": {
+                "transforms": vec![0.5f32; 12 * views],
+                "moments": vec![0.0f32; 24 * views],
+                "steps": vec![3u64; views],
+            }})
+        };
+        let cases = [
+            (json!({}), "exposure.section"),
+            (
+                json!({"exposure": {"transforms": "NaN", "moments": [], "steps": [1, 2]}}),
+                "exposure.transforms",
+            ),
+            (
+                json!({"exposure": {"transforms": [1.0], "moments": [0.0], "steps": [-1]}}),
+                "exposure.steps",
+            ),
+            (ok(3), "3 training views, the dataset has 2"),
+            (
+                json!({"exposure": {"transforms": [1.0], "moments": [0.0], "steps": [1, 2]}}),
+                "2 views need 24",
+            ),
+        ];
+        for (extra, expected) in cases {
+            let err = restore_exposure(ctx, &extra, 2)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(expected), "{extra}: {err}");
+        }
+        let state = restore_exposure(ctx, &ok(2), 2).unwrap();
+        assert_eq!(state.steps, [3, 3]);
+        assert_eq!(state.read(ctx).unwrap().0, vec![0.5f32; 24]);
+    }
+}

@@ -81,34 +81,10 @@ impl Trainer {
             &loss_options,
         )?;
         drop(exposed);
+        let lr = self.exposure_lr() as f32;
         let image_grad = match &mut self.exposure {
             Some(exposure) => {
-                let (d_image, d_transform) = crate::loss::exposure::record_backward(
-                    &mut enc,
-                    &fwd.image,
-                    &loss.grad,
-                    &exposure.transforms,
-                    view_index,
-                )?;
-                exposure.steps[view_index] += 1;
-                let lr = ExponentialDecay {
-                    lr_init: self.config.exposure_lr_init,
-                    lr_final: self.config.exposure_lr_final,
-                    delay_steps: 0,
-                    delay_mult: 1.0,
-                    max_steps: self.config.iterations,
-                }
-                .at(self.iteration);
-                crate::loss::exposure::record_adam(
-                    &mut enc,
-                    &exposure.transforms,
-                    &exposure.moments,
-                    &d_transform,
-                    view_index,
-                    exposure.steps[view_index],
-                    crate::loss::exposure::ExposureAdam::with_lr(lr as f32),
-                )?;
-                d_image
+                exposure.record_step(&mut enc, &fwd.image, &loss.grad, view_index, lr)?
             }
             None => loss.grad.clone(),
         };
@@ -196,6 +172,19 @@ impl Trainer {
             self.due_evaluation = Some(self.evaluate()?);
         }
         Ok(report)
+    }
+
+    /// The exposure transforms' learning rate at the current iteration: INRIA's exponential decay
+    /// from `exposure_lr_init` to `exposure_lr_final` over the run.
+    fn exposure_lr(&self) -> f64 {
+        ExponentialDecay {
+            lr_init: self.config.exposure_lr_init,
+            lr_final: self.config.exposure_lr_final,
+            delay_steps: 0,
+            delay_mult: 1.0,
+            max_steps: self.config.iterations,
+        }
+        .at(self.iteration)
     }
 
     /// Runs the refinement (densification, opacity reset, MCMC relocation and growth) due after
