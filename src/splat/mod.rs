@@ -14,4 +14,5 @@ pub use uniform::{AlphaMode, RasterMode, RenderUniform};
 
 pub mod backward;
 pub mod forward;
+pub mod pose;
 pub mod raster;

@@ -143,6 +143,17 @@ pub struct TrainConfig {
     pub exposure_lr_init: f64,
     /// The transforms' learning rate at the last iteration.
     pub exposure_lr_final: f64,
+    /// Camera pose refinement: a learned rigid correction per training view (a shift and a
+    /// rotation in camera coordinates), stepped by Adam from the projection's gradients, as
+    /// gsplat's `pose_opt`. Test views keep their given poses.
+    pub pose_opt: bool,
+    /// The corrections' learning rate at the start (radians for the rotation; the shift's is
+    /// this times the scene extent), decaying exponentially to `pose_lr_final`.
+    pub pose_lr_init: f64,
+    /// The corrections' learning rate at the last iteration.
+    pub pose_lr_final: f64,
+    /// The first iteration whose gradients step the corrections (the model takes shape first).
+    pub pose_opt_from: u64,
     /// Random points when the dataset has no point cloud.
     pub random_init_points: usize,
     /// Seed of every random choice.
@@ -191,6 +202,10 @@ impl Default for TrainConfig {
             exposure: false,
             exposure_lr_init: 0.01,
             exposure_lr_final: 0.001,
+            pose_opt: false,
+            pose_lr_init: 1e-3,
+            pose_lr_final: 1e-5,
+            pose_opt_from: 100,
             random_init_points: 100_000,
             seed: 0,
         }
@@ -267,6 +282,12 @@ impl TrainConfig {
                 "loss_readback_every, densify_every and sh_degree_interval must be at least 1"
                     .into(),
             );
+        }
+        if !(self.pose_lr_init >= 0.0 && self.pose_lr_final >= 0.0) {
+            return bad(format!(
+                "pose learning rates {} and {} must be zero or above",
+                self.pose_lr_init, self.pose_lr_final
+            ));
         }
         if !(0.0..=1.0).contains(&self.mcmc_growth) {
             return bad(format!(

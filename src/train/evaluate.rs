@@ -76,7 +76,11 @@ impl Trainer {
         let lpips = self.lpips_network(all_views)?;
         let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
         for &(index, view) in &views {
-            let mut camera = view.camera.clone();
+            // Training views render with their learned pose corrections, test views as given.
+            let mut camera = match self.scored_views() {
+                ScoredViews::Train => self.training_camera(index),
+                ScoredViews::Test => view.camera.clone(),
+            };
             camera.background = background;
             let fwd = render(
                 &self.ctx,

@@ -13,6 +13,7 @@ use crate::gpu::{Encoder, MemoryCategory};
 use crate::splat::GaussianTensors;
 use crate::splat::backward::{BackwardOptions, prepare_backward};
 use crate::splat::forward::ForwardOutput;
+use crate::splat::pose::PoseGradientPass;
 use crate::tensor::Tensor;
 
 /// Records the backward pass of `fwd` with image gradient `v_image`, the strategy's gradient
@@ -27,7 +28,9 @@ pub(crate) fn record_gradient_step(
     fwd: ForwardOutput,
     v_image: &Tensor,
     statistics: bool,
-) -> Result<()> {
+    pose: bool,
+) -> Result<Option<Tensor>> {
+    let mut pose_gradient = None;
     {
         let params = &state.params;
         let n = params.len();
@@ -49,12 +52,21 @@ pub(crate) fn record_gradient_step(
             MemoryCategory::Gradients,
             "grads.chunk",
         )?;
+        if pose {
+            pose_gradient = Some(PoseGradientPass::new(
+                enc,
+                row_chunks(n, params.rows_per_page, chunk_rows),
+            )?);
+        }
         for model in row_chunks(n, params.rows_per_page, chunk_rows) {
             let chunks = ChunkRows {
                 model,
                 grads: model.at_start(),
             };
             pass.record_chunk(enc, &model, &scratch, &chunks.grads)?;
+            if let Some(pose) = &mut pose_gradient {
+                pose.record_chunk(enc, params, &model, &scratch, &chunks.grads)?;
+            }
             strategy.before_optimizer(enc, params, &scratch, chunks, step)?;
             state.optimizer.record_chunk(
                 enc,
@@ -67,5 +79,5 @@ pub(crate) fn record_gradient_step(
         }
     }
     state.optimizer.complete_step();
-    Ok(())
+    pose_gradient.map(|pose| pose.finish(enc)).transpose()
 }

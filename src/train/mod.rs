@@ -12,6 +12,7 @@ pub mod init;
 pub mod mcmc;
 mod mcmc_step;
 pub mod options;
+pub mod pose;
 pub mod profile;
 pub mod resume;
 #[cfg(not(target_arch = "wasm32"))]

@@ -131,6 +131,10 @@ pub struct TrainOptions {
     /// and scores the right half.
     #[arg(long)]
     pub exposure: bool,
+    /// Camera pose refinement for captures whose poses are not exact: learn a rigid correction
+    /// of each training view's camera from the projection's gradients (gsplat's pose_opt).
+    #[arg(long)]
+    pub pose_opt: bool,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -160,6 +164,7 @@ impl TrainOptions {
         // Flags set a file's setting; they never clear it.
         config.absgrad |= self.absgrad;
         config.exposure |= self.exposure;
+        config.pose_opt |= self.pose_opt;
         config.lpips &= !self.no_lpips;
         if self.antialiased {
             config.raster_mode = RasterMode::Antialiased;

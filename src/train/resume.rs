@@ -84,6 +84,9 @@ impl Trainer {
                 }),
             );
         }
+        if let Some(poses) = &self.poses {
+            fields.insert(super::pose::POSE_KEY.to_owned(), poses.to_json());
+        }
         save_trainer_checkpoint(
             &self.ctx,
             path,
@@ -164,6 +167,10 @@ impl Trainer {
         trainer.refined_through = refined_through;
         if trainer.exposure.is_some() {
             trainer.exposure = Some(restore_exposure(ctx, &extra, trainer.dataset.train.len())?);
+        }
+        if trainer.poses.is_some() {
+            let views = trainer.dataset.train.len();
+            trainer.poses = Some(super::pose::PoseState::from_checkpoint(&extra, views)?);
         }
         Ok(trainer)
     }

@@ -58,6 +58,8 @@ pub struct Trainer {
     keep_inside: Option<super::bounds::KeepInside>,
     /// The training views' learned colour transforms (`config.exposure`).
     pub(crate) exposure: Option<crate::loss::exposure::ExposureState>,
+    /// The training views' learned pose corrections (`config.pose_opt`).
+    pub(crate) poses: Option<super::pose::PoseState>,
 }
 
 /// The training loss of one iteration, read back a few iterations later (see [`Trainer::step`]).
@@ -117,6 +119,7 @@ impl Trainer {
             false => None,
         };
         ctx.submit(enc)?;
+        let (config_pose, views) = (config.pose_opt, dataset.train.len());
         let extent = f64::from(dataset.extent);
         let mut schedule = LearningRateSchedule::three_dgs(extent, config.iterations);
         schedule.means = ExponentialDecay {
@@ -148,6 +151,7 @@ impl Trainer {
             lpips: std::cell::OnceCell::new(),
             keep_inside: None,
             exposure,
+            poses: config_pose.then(|| super::pose::PoseState::identity(views)),
         })
     }
 
@@ -156,6 +160,21 @@ impl Trainer {
     /// bounds). Deterministic, so a resumed run drops exactly what the uninterrupted one does.
     pub fn keep_inside(&mut self, inside: super::bounds::KeepInside) {
         self.keep_inside = Some(inside);
+    }
+
+    /// The camera training view `view` renders with: the dataset's, moved by its learned
+    /// correction when pose refinement is on.
+    pub fn training_camera(&self, view: usize) -> Camera {
+        let base = &self.dataset.train[view].camera;
+        match &self.poses {
+            Some(poses) => poses.camera(view, base),
+            None => base.clone(),
+        }
+    }
+
+    /// The learned pose corrections (`None` without pose refinement).
+    pub fn poses(&self) -> Option<&super::pose::PoseState> {
+        self.poses.as_ref()
     }
 
     /// The current parameters.

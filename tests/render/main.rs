@@ -10,3 +10,4 @@ mod backward;
 mod forward;
 mod paged;
 mod peer_reference;
+mod pose;

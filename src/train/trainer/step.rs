@@ -36,7 +36,7 @@ impl Trainer {
         let mut rng = self.iteration_rng(self.iteration);
         let background = self.background(&mut rng);
         self.rng_state = rng.next_u64();
-        let mut camera: Camera = self.dataset.train[view_index].camera.clone();
+        let mut camera: Camera = self.training_camera(view_index);
         camera.background = background;
         let mut enc = self.ctx.encoder("train: projection");
         let projection = record_projection(
@@ -91,7 +91,8 @@ impl Trainer {
         let mut enc = self.boundary(enc, Stage::Loss)?;
         let wants_statistics =
             self.with_step(|strategy, _, _, step| Ok(strategy.wants_statistics(step)))?;
-        self.with_step(|strategy, _, state, step| {
+        let pose = self.poses.is_some() && self.iteration >= self.config.pose_opt_from;
+        let pose_gradient = self.with_step(|strategy, _, state, step| {
             crate::train::gradient_step::record_gradient_step(
                 &mut enc,
                 strategy,
@@ -100,8 +101,13 @@ impl Trainer {
                 fwd,
                 &image_grad,
                 wants_statistics,
+                pose,
             )
         })?;
+        let pose_pending = pose_gradient
+            .map(|g| g.record_read(&mut enc))
+            .transpose()?
+            .map(|readback| (readback, self.pose_lr()));
         let mut enc = self.boundary(enc, Stage::Backward)?;
         self.with_step(|strategy, _, state, step| strategy.after_optimizer(&mut enc, state, step))?;
         self.iteration += 1;
@@ -135,6 +141,12 @@ impl Trainer {
         }
         self.ctx.submit(enc)?;
         self.lap(Stage::Adam)?;
+        // The correction of this step's view, before the next step renders (see `train::pose`).
+        if let (Some((readback, lr)), Some(poses)) = (pose_pending, &mut self.poses) {
+            let world = readback.fetch::<f32>(&self.ctx).await?;
+            let base = &self.dataset.train[view_index].camera;
+            poses.step(view_index, base, &world, lr, f64::from(self.dataset.extent))?;
+        }
         if let Some(pending) = check {
             let iteration = pending.iteration;
             let values = pending.loss.fetch::<f32>(&self.ctx).await?;
@@ -180,6 +192,19 @@ impl Trainer {
         ExponentialDecay {
             lr_init: self.config.exposure_lr_init,
             lr_final: self.config.exposure_lr_final,
+            delay_steps: 0,
+            delay_mult: 1.0,
+            max_steps: self.config.iterations,
+        }
+        .at(self.iteration)
+    }
+
+    /// The pose corrections' learning rate at the current iteration: an exponential decay from
+    /// `pose_lr_init` to `pose_lr_final` over the run.
+    fn pose_lr(&self) -> f64 {
+        ExponentialDecay {
+            lr_init: self.config.pose_lr_init,
+            lr_final: self.config.pose_lr_final,
             delay_steps: 0,
             delay_mult: 1.0,
             max_steps: self.config.iterations,
