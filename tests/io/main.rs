@@ -15,6 +15,7 @@ mod hostile_data;
 mod lens;
 mod mutation;
 mod ply;
+mod pose_refinement;
 mod real_captures;
 mod resolution;
 mod sog;
