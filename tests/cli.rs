@@ -33,7 +33,7 @@ fn expect_success(out: &Output) {
 /// A short schedule that densifies at iteration 10, where the resume tests stop; LPIPS
 /// is off (only one test checks it, with [`write_config_with`]).
 fn write_config(dir: &Path) -> PathBuf {
-    write_config_with(dir, r#", "lpips": false"#)
+    write_config_with(dir, r#", "lpips": false, "pose_opt_from": 3"#)
 }
 
 /// The short recipe with `extra` fields (`, "name": value` pairs) appended.
@@ -107,13 +107,20 @@ fn resumed_training_equals_uninterrupted_bit_for_bit() {
     let config = config.to_str().unwrap();
     let resumed = assert_resume_is_bit_exact(&dir, config, "", &[]);
     let resumed = resumed.to_str().unwrap();
-    // The exposure transforms and their Adam state travel in the checkpoint too.
-    let exposure = assert_resume_is_bit_exact(&dir, config, "-exposure", &["--exposure"]);
+    // The exposure transforms, the pose corrections and their Adam states travel in the
+    // checkpoint too.
+    let options = ["--exposure", "--pose-opt"];
+    let exposure = assert_resume_is_bit_exact(&dir, config, "-exposure-pose", &options);
     let checkpoint = std::fs::read(exposure.join("checkpoint.bin")).unwrap();
-    assert!(
-        checkpoint.windows(12).any(|w| w == b"\"transforms\""),
-        "the checkpoint holds no exposure transforms"
-    );
+    for (key, what) in [
+        (&b"\"transforms\""[..], "exposure transforms"),
+        (&b"\"corrections\""[..], "pose corrections"),
+    ] {
+        assert!(
+            checkpoint.windows(key.len()).any(|w| w == key),
+            "the checkpoint holds no {what}"
+        );
+    }
 
     // Issue 15: the checkpoint records its configuration; a resume that changes a setting
     // outside the documented few is refused and names it, and a longer run is allowed.
