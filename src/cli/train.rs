@@ -187,6 +187,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
             &args.out.join("test_renders"),
         )?;
     }
+    let pose_summary = write_refined_cameras(&trainer, &args.out)?;
     let report = ctx.memory_report();
     let iterations = trainer.iteration() - start_iteration;
     let summary = json!({
@@ -196,6 +197,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
         "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
         "exposure_fitted": scores.exposure_fitted,
+        "pose_refinement": pose_summary,
         "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
@@ -216,6 +218,51 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         args.out.join("metrics.json").display()
     );
     Ok(())
+}
+
+/// With pose refinement: writes `refined_cameras.json` (each training view's corrected
+/// world-to-camera pose and its correction) into `out`, prints the corrections' sizes and returns
+/// them for `metrics.json`.
+fn write_refined_cameras(
+    trainer: &Trainer,
+    out: &Path,
+) -> anyhow::Result<Option<wgsplat::train::pose::PoseSummary>> {
+    let Some(poses) = trainer.poses() else {
+        return Ok(None);
+    };
+    let extent = f64::from(trainer.dataset().extent);
+    let views: Vec<_> = trainer
+        .dataset()
+        .train
+        .iter()
+        .enumerate()
+        .map(|(i, view)| {
+            let camera = trainer.training_camera(i);
+            let correction = poses.corrections[i];
+            json!({
+                "name": view.name,
+                "rotation": camera.rotation,
+                "translation": camera.translation,
+                "correction_degrees": correction.angle_degrees(),
+                "correction_shift": correction.shift(),
+            })
+        })
+        .collect();
+    let path = out.join("refined_cameras.json");
+    super::bench::write_json_atomic(
+        &path,
+        &json!({ "world_to_camera": "row-major rotation, camera = R * world + t", "views": views }),
+    )?;
+    let summary = poses.summary(extent);
+    println!(
+        "pose refinement: corrections of {:.3}° on average (at most {:.3}°) and {:.3}% of the scene (at most {:.3}%); wrote {}",
+        summary.mean_rotation_degrees,
+        summary.max_rotation_degrees,
+        100.0 * summary.mean_shift_extent,
+        100.0 * summary.max_shift_extent,
+        path.display()
+    );
+    Ok(Some(summary))
 }
 
 /// Writes the model saved at `ply` in each of `formats` beside it (`point_cloud.spz`, ...), SPZ
