@@ -123,17 +123,13 @@ fn slurm_scripts_run_one_requeueable_task_per_block_with_absolute_paths() {
         train.contains("wgsplat='/opt/wgsplat/bin/wgsplat'"),
         "{train}"
     );
-    // wgsplat replaces the batch shell (the last line, an exec), so the signals Slurm sends the
-    // shell reach wgsplat itself.
-    assert_eq!(
-        train.trim_end().lines().last(),
-        Some(
-            format!(
-                "exec \"$wgsplat\" train --plan '{}/plan.json' --block \"$block\"",
-                plan_dir.display()
-            )
-            .as_str()
-        ),
+    // wgsplat runs under the batch shell, which passes Slurm's signals on (see
+    // `train_script_forwards_signals_and_requeues_ahead_of_the_time_limit`).
+    assert!(
+        train.contains(&format!(
+            "\"$wgsplat\" train --plan '{}/plan.json' --block \"$block\" &",
+            plan_dir.display()
+        )),
         "{train}"
     );
     assert!(train.contains("SLURM_ARRAY_TASK_ID"));
@@ -311,6 +307,84 @@ fn submit_chains_the_merge_after_the_array_and_prints_both_ids() {
             ),
         ]
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes an executable script.
+fn write_executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The train script under bash with a stand-in wgsplat (which, like the real one, stops with
+/// 128 + the signal's number once signalled) and a stand-in scontrol: a signal to the batch
+/// shell reaches wgsplat, and after SIGUSR1 (ahead of the time limit) the task requeues itself;
+/// after SIGTERM (Slurm requeues or preempts it itself) it does not.
+#[test]
+fn train_script_forwards_signals_and_requeues_ahead_of_the_time_limit() {
+    let dir = temp_dir("signals");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (log, calls) = (dir.join("wgsplat.log"), dir.join("scontrol.log"));
+    let fake_wgsplat = bin.join("wgsplat");
+    write_executable(
+        &fake_wgsplat,
+        &format!(
+            "#!/bin/bash\nlog='{}'\necho \"started $*\" >> \"$log\"\n\
+             trap 'echo stopped USR1 >> \"$log\"; exit 138' USR1\n\
+             trap 'echo stopped TERM >> \"$log\"; exit 143' TERM\n\
+             for i in $(seq 600); do sleep 0.1; done\nexit 0\n",
+            log.display()
+        ),
+    );
+    write_executable(
+        &bin.join("scontrol"),
+        &format!("#!/bin/bash\necho \"$*\" >> '{}'\n", calls.display()),
+    );
+    let plan_dir = dir.join("plan");
+    let wgsplat = fake_wgsplat.to_str().unwrap();
+    write_engine_files(&plan_dir, &plan(2, None), &options(&["--wgsplat", wgsplat])).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    for (signal, status, requeued) in [("USR1", 138, true), ("TERM", 143, false)] {
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&calls);
+        let mut child = Command::new("bash")
+            .arg(plan_dir.join("slurm/train.sbatch"))
+            .env("PATH", &path)
+            .env("SLURM_ARRAY_JOB_ID", "77")
+            .env("SLURM_ARRAY_TASK_ID", "1")
+            .spawn()
+            .unwrap();
+        // Once wgsplat runs, signal the batch shell as Slurm's `B:` does.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "wgsplat never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let sent = Command::new("kill")
+            .args(["-s", signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let exit = child.wait().unwrap();
+        let wgsplat_log = read(&log);
+        assert!(wgsplat_log.contains("--block 1"), "{wgsplat_log}");
+        assert!(
+            wgsplat_log.contains(&format!("stopped {signal}")),
+            "SIG{signal} did not reach wgsplat: {wgsplat_log}"
+        );
+        assert_eq!(exit.code(), Some(status), "after SIG{signal}");
+        let scontrol = std::fs::read_to_string(&calls).unwrap_or_default();
+        match requeued {
+            true => assert_eq!(scontrol, "requeue 77_1\n"),
+            false => assert_eq!(scontrol, "", "requeued after SIG{signal}"),
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -14,6 +14,10 @@ use std::path::Path;
 /// for the step under way and one checkpoint of a large block.
 const SIGNAL_AHEAD_SECONDS: u32 = 120;
 
+/// wgsplat's exit status after SIGUSR1 (128 + 10, as a shell reports a process the signal ended):
+/// the train script requeues the task on it.
+const USR1_STATUS: i32 = 128 + 10;
+
 /// The three scripts of a plan of `blocks` blocks.
 pub(super) fn scripts(
     paths: &PlanPaths,
@@ -67,8 +71,9 @@ pub(super) fn scripts(
         "# Trains the plan's blocks as a Slurm job array: array task K trains block K. A requeued\n\
          # task resumes from its block's last checkpoint; a block already done is a no-op.\n\
          # SIGTERM (preemption, requeue, scancel) or SIGUSR1 (asked for below, ahead of the time\n\
-         # limit) makes wgsplat checkpoint after its current step and exit; `exec` makes wgsplat\n\
-         # the batch shell itself, so the signals Slurm sends the shell (B:) reach it.\n",
+         # limit) makes wgsplat checkpoint after its current step and exit. The shell passes the\n\
+         # signals Slurm sends it (B:) on to wgsplat, and after SIGUSR1 puts the task back in the\n\
+         # queue, to continue from that checkpoint instead of being killed at the limit.\n",
     );
     let _ = writeln!(train, "#SBATCH --job-name=wgsplat-train-{}", paths.name);
     let _ = writeln!(train, "#SBATCH --array=0-{}", blocks - 1);
@@ -86,8 +91,27 @@ pub(super) fn scripts(
     );
     let _ = writeln!(
         train,
-        "exec \"$wgsplat\" train --plan {} --block \"$block\"",
+        "\"$wgsplat\" train --plan {} --block \"$block\" &",
         quote(&paths.manifest)
+    );
+    train.push_str(
+        "child=$!\n\
+         for signal in TERM INT USR1; do\n    \
+         trap \"kill -s $signal $child 2>/dev/null || true\" \"$signal\"\n\
+         done\n\
+         # A trapped signal interrupts `wait`: wait again until wgsplat has ended.\n\
+         while kill -0 \"$child\" 2>/dev/null; do wait \"$child\" || true; done\n\
+         status=0\n\
+         wait \"$child\" || status=$?\n",
+    );
+    let _ = writeln!(
+        train,
+        "if [ \"$status\" -eq {USR1_STATUS} ]; then\n    \
+         task=\"${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}\"\n    \
+         echo \"wgsplat: block $block checkpointed ahead of the time limit; requeueing task $task to continue from there\" >&2\n    \
+         scontrol requeue \"$task\" || echo \"wgsplat: scontrol requeue $task failed; submit the task again to continue\" >&2\n\
+         fi\n\
+         exit \"$status\""
     );
 
     let mut merge = String::from("#!/bin/bash\n");
