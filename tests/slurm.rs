@@ -2,7 +2,9 @@
 //! does so in `.ci/run`): a small built-in town partitioned into 2×2 blocks, submitted with the
 //! plan's own `submit.sh`, one array task requeued while it trains (Slurm sends it SIGTERM: it
 //! must write a checkpoint where the signal found it and resume from there, losing no
-//! iterations), the merge job's model evaluated, and a truncated block refused by `merge`.
+//! iterations), another sent SIGUSR1 as ahead of its time limit (it checkpoints, requeues itself
+//! and resumes likewise), the merge job's model evaluated, and a truncated block refused by
+//! `merge`.
 //!
 //! Without a cluster (no `sbatch`, no `SLURM_CONF` nor `/tmp/wgsplat-slurm/env`, or no answer
 //! from the controller) the test says why and passes, except under `CI`, where it fails.
@@ -25,6 +27,27 @@ const ITERATIONS: u64 = 300;
 const SAVE_EVERY: u64 = 50;
 /// The block whose task is requeued while it trains.
 const REQUEUED: usize = 0;
+/// The block whose task is sent SIGUSR1 (the time limit's warning) while it trains.
+const WARNED: usize = 1;
+
+/// How a task is interrupted while it trains.
+#[derive(Clone, Copy, Debug)]
+enum Interruption {
+    /// `scontrol requeue`: Slurm sends SIGTERM and puts the task back in the queue.
+    Requeue,
+    /// SIGUSR1 to the batch shell, as `--signal=B:USR1@120` sends it ahead of the time limit:
+    /// the task checkpoints and requeues itself.
+    TimeLimitWarning,
+}
+
+impl Interruption {
+    fn signal(self) -> &'static str {
+        match self {
+            Interruption::Requeue => "SIGTERM",
+            Interruption::TimeLimitWarning => "SIGUSR1",
+        }
+    }
+}
 
 /// The cluster's configuration file, or why there is none to use.
 fn find_cluster() -> Result<PathBuf, String> {
@@ -177,6 +200,65 @@ fn metrics(plan: &Path, block: usize) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Interrupts `block`'s task once it has written its first checkpoint, while it still trains,
+/// and once it is pending again (its process stopped), lets it start at once: Slurm holds a
+/// requeued job for two minutes (BeginTime).
+fn interrupt(jobs: &Jobs, block: usize, how: Interruption, deadline: Instant) {
+    let checkpoint = jobs.plan.join(format!("blocks/{block}/checkpoint.bin"));
+    let task = format!("{}_{block}", jobs.array);
+    loop {
+        let (tasks, _) = jobs.states();
+        let state = tasks.get(&block).map_or("", String::as_str);
+        if state == "RUNNING" && checkpoint.is_file() {
+            break;
+        }
+        if finished(state) {
+            jobs.fail(&format!("task {task} is {state} before it was interrupted"));
+        }
+        if Instant::now() > deadline {
+            jobs.fail(&format!("no checkpoint from task {task} in time"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    match how {
+        Interruption::Requeue => {
+            jobs.scontrol(&["requeue", &task]);
+        }
+        Interruption::TimeLimitWarning => {
+            run(Command::new("scancel")
+                .args(["--batch", "--signal=USR1", &task])
+                .env("SLURM_CONF", &jobs.conf));
+        }
+    }
+    loop {
+        let (tasks, _) = jobs.states();
+        if tasks.get(&block).is_some_and(|s| s == "PENDING") {
+            let lifted = Command::new("scontrol")
+                .args(["update", &format!("JobId={task}"), "StartTime=now"])
+                .env("SLURM_CONF", &jobs.conf)
+                .output()
+                .is_ok_and(|out| out.status.success());
+            if lifted {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            jobs.fail(&format!(
+                "task {task} did not return to pending after {how:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether a job state is final.
+fn finished(state: &str) -> bool {
+    matches!(
+        state,
+        "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "OUT_OF_MEMORY" | "NODE_FAIL"
+    )
+}
+
 #[test]
 fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
     let conf = match find_cluster() {
@@ -228,51 +310,12 @@ fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
         merge: ids[1].clone(),
     };
 
-    // Requeue one task once it has written its first checkpoint, while it still trains. Slurm
-    // holds a requeued job for two minutes (BeginTime); let it start again at once.
-    let checkpoint = plan.join(format!("blocks/{REQUEUED}/checkpoint.bin"));
-    let task = format!("{}_{REQUEUED}", jobs.array);
     let deadline = started + JOBS_DEADLINE;
-    let finished = |s: &str| {
-        matches!(
-            s,
-            "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "OUT_OF_MEMORY" | "NODE_FAIL"
-        )
-    };
-    loop {
-        let (tasks, _) = jobs.states();
-        let state = tasks.get(&REQUEUED).map_or("", String::as_str);
-        if state == "RUNNING" && checkpoint.is_file() {
-            break;
-        }
-        if finished(state) {
-            jobs.fail(&format!("task {task} is {state} before it was requeued"));
-        }
-        if Instant::now() > deadline {
-            jobs.fail(&format!("no checkpoint from task {task} in time"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    jobs.scontrol(&["requeue", &task]);
-    // Once the task is pending again (its process killed), lift the hold.
-    loop {
-        let (tasks, _) = jobs.states();
-        if tasks.get(&REQUEUED).is_some_and(|s| s == "PENDING") {
-            let lifted = Command::new("scontrol")
-                .args(["update", &format!("JobId={task}"), "StartTime=now"])
-                .env("SLURM_CONF", &conf)
-                .output()
-                .is_ok_and(|out| out.status.success());
-            if lifted {
-                break;
-            }
-        }
-        if Instant::now() > deadline {
-            jobs.fail(&format!(
-                "task {task} did not return to pending after its requeue"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    for (block, how) in [
+        (REQUEUED, Interruption::Requeue),
+        (WARNED, Interruption::TimeLimitWarning),
+    ] {
+        interrupt(&jobs, block, how, deadline);
     }
 
     // Wait for the merge (which starts only when every task succeeded).
@@ -301,33 +344,40 @@ fn a_plan_trains_on_slurm_survives_a_requeue_and_merges() {
         started.elapsed().as_secs_f64()
     );
 
-    // The requeue's SIGTERM stopped the task after its step with a checkpoint there, and the
+    // The signal stopped each interrupted task after its step with a checkpoint there, and the
     // requeued task continued from it: from the iteration the signal arrived at, not from the
     // last periodic checkpoint. The others trained in one go.
-    let log = std::fs::read_to_string(plan.join(format!("logs/train-{task}.log"))).unwrap();
-    let stopped_at = log
-        .split(&format!(
-            "block {REQUEUED} stopped by SIGTERM after iteration "
-        ))
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("the requeued task did not stop on SIGTERM:\n{log}"));
-    let resumed = metrics(&plan, REQUEUED)["resumed_from"].as_u64();
-    assert!(
-        (SAVE_EVERY..ITERATIONS).contains(&stopped_at) && resumed == Some(stopped_at),
-        "block {REQUEUED} was stopped after iteration {stopped_at}, so it should have resumed \
-         from there, not from {resumed:?}:\n{log}"
-    );
-    assert!(log.contains("resuming from its checkpoint"), "{log}");
-    eprintln!(
-        "block {REQUEUED} stopped by SIGTERM after iteration {stopped_at}, resumed from {resumed:?}"
-    );
+    for (block, how) in [
+        (REQUEUED, Interruption::Requeue),
+        (WARNED, Interruption::TimeLimitWarning),
+    ] {
+        let task = format!("{}_{block}", jobs.array);
+        let log = std::fs::read_to_string(plan.join(format!("logs/train-{task}.log"))).unwrap();
+        let signal = how.signal();
+        let stopped_at = log
+            .split(&format!(
+                "block {block} stopped by {signal} after iteration "
+            ))
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("task {task} did not stop on {signal}:\n{log}"));
+        let resumed = metrics(&plan, block)["resumed_from"].as_u64();
+        assert!(
+            (SAVE_EVERY..ITERATIONS).contains(&stopped_at) && resumed == Some(stopped_at),
+            "block {block} was stopped after iteration {stopped_at}, so it should have resumed \
+             from there, not from {resumed:?}:\n{log}"
+        );
+        assert!(log.contains("resuming from its checkpoint"), "{log}");
+        eprintln!(
+            "block {block} stopped by {signal} after iteration {stopped_at}, resumed from {resumed:?}"
+        );
+    }
     let block_psnr: Vec<f64> = (0..4)
         .map(|k| {
             let m = metrics(&plan, k);
             assert_eq!(m["iterations"], ITERATIONS);
-            if k != REQUEUED {
+            if k != REQUEUED && k != WARNED {
                 assert!(m["resumed_from"].is_null(), "block {k}: {m}");
             }
             m["test_psnr"].as_f64().unwrap()
