@@ -143,6 +143,13 @@ pub struct TrainConfig {
     pub exposure_lr_init: f64,
     /// The transforms' learning rate at the last iteration.
     pub exposure_lr_final: f64,
+    /// Bytes of the GPU cache of training images (`--image-cache`; see
+    /// [`crate::train::budget::image_cache_slots`]): `None` takes all images up to 2 GiB, at least
+    /// one. `--memory-budget` sets it to its share (a quarter) when not given, so the trainer's
+    /// cache is the one the budget planned. The cache never changes results, so a resume may
+    /// change it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_cache: Option<u64>,
     /// Random points when the dataset has no point cloud.
     pub random_init_points: usize,
     /// Seed of every random choice.
@@ -191,6 +198,7 @@ impl Default for TrainConfig {
             exposure: false,
             exposure_lr_init: 0.01,
             exposure_lr_final: 0.001,
+            image_cache: None,
             random_init_points: 100_000,
             seed: 0,
         }
