@@ -244,7 +244,8 @@ impl ImageCache {
     /// One line for the start of training: the views, their host bytes and the GPU cache.
     pub fn summary(&self) -> String {
         let p = &self.plan;
-        let slots = format!("{} slots ({})", p.slots, format_bytes(p.bytes()));
+        let plural = if p.slots == 1 { "" } else { "s" };
+        let slots = format!("{} slot{plural} ({})", p.slots, format_bytes(p.bytes()));
         let gpu = match p.all_resident() {
             true => format!("all resident on the GPU in {slots} (uploaded on first use)"),
             false => format!("GPU cache of {slots}, the rest streamed from host memory"),
