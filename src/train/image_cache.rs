@@ -245,10 +245,12 @@ impl ImageCache {
     pub fn summary(&self) -> String {
         let p = &self.plan;
         let plural = if p.slots == 1 { "" } else { "s" };
-        let slots = format!("{} slot{plural} ({})", p.slots, format_bytes(p.bytes()));
+        let (slots, bytes) = (p.slots, format_bytes(p.bytes()));
         let gpu = match p.all_resident() {
-            true => format!("all resident on the GPU in {slots} (uploaded on first use)"),
-            false => format!("GPU cache of {slots}, the rest streamed from host memory"),
+            true => format!("all resident on the GPU, uploaded on first use ({bytes})"),
+            false => format!(
+                "GPU cache of {slots} slot{plural} ({bytes}), the rest streamed from host memory"
+            ),
         };
         format!(
             "training images: {} views, {} as RGBA8; {gpu}",
