@@ -132,9 +132,29 @@ fn resumed_training_equals_uninterrupted_bit_for_bit() {
         "{err}"
     );
     assert!(err.contains("only iterations"), "{err}");
+    // A longer run is allowed, and so is another GPU image cache (it never changes results): one
+    // slot of a 32² view here, which the start line and metrics.json report.
     let mut args = train_args(resumed, config, "30");
-    args.push("--resume");
-    expect_success(&wgsplat(&args));
+    args.extend(["--resume", "--image-cache", "4KiB"]);
+    let run = wgsplat(&args);
+    expect_success(&run);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("as RGBA8; GPU cache of 1 slot (4.00 KiB), the rest streamed from host"),
+        "{stdout}"
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("resumed/metrics.json")).unwrap()).unwrap();
+    let cache = &metrics["image_cache"];
+    let count = |name: &str| {
+        cache[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: {cache}"))
+    };
+    assert_eq!((count("slots"), count("bytes")), (1, 4096), "{cache}");
+    // Ten iterations through one slot: every view but a repeat of the last is uploaded.
+    assert_eq!(count("uploads") + count("hits"), 10, "{cache}");
+    assert_eq!(count("evictions"), count("uploads") - 1, "{cache}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

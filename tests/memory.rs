@@ -5,6 +5,9 @@
 /// The budget's plan against a measured run at a photograph's size.
 #[path = "memory/budget.rs"]
 mod budget;
+/// The GPU cache of training images: its policy, its bound and results independent of its size.
+#[path = "memory/image_cache.rs"]
+mod image_cache;
 
 use wgsplat::gpu::POISON_WORD;
 use wgsplat::gpu::memory::size_class;
@@ -399,6 +402,7 @@ mod plan {
     // much.
 
     use wgsplat::data::builtin::{BuiltinOptions, generate};
+    use wgsplat::gpu::encoder::upload_staging_bytes;
     use wgsplat::optim::MomentStorage;
     use wgsplat::testing::fresh_context;
     use wgsplat::train::budget::{frame_scratch_bytes, plan_budget, planned_training_bytes};
@@ -513,13 +517,22 @@ mod plan {
         .unwrap();
         let budget = 64 << 20;
         let storage = MomentStorage::default();
-        let plan = plan_budget(&ctx, budget, 3, storage, &dataset);
-        let total =
-            |n| plan.images + planned_training_bytes(&ctx, n, 3, storage, RESOLUTION, RESOLUTION);
+        let plan = plan_budget(&ctx, budget, 3, storage, &dataset, None);
+        // The image cache, one image's upload staging, the model and one frame.
+        let total = |n| {
+            plan.images
+                + upload_staging_bytes(64 * 64 * 4)
+                + planned_training_bytes(&ctx, n, 3, storage, RESOLUTION, RESOLUTION)
+        };
         assert!(plan.max_gaussians > 10_000, "{plan:?}");
+        assert_eq!(
+            total(plan.max_gaussians),
+            plan.planned_bytes(&ctx, plan.max_gaussians)
+        );
         assert!(total(plan.max_gaussians) <= budget, "{plan:?}");
         assert!(total(plan.max_gaussians + 1) > budget, "{plan:?}");
-        // 3 images of 64² packed RGBA8.
+        // The 3 images of 64² packed RGBA8 fit a quarter of the budget: a slot for each.
+        assert_eq!((plan.cache.slots, plan.cache.slot_bytes), (3, 64 * 64 * 4));
         assert_eq!(plan.images, 3 * 64 * 64 * 4);
     }
 }

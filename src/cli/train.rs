@@ -75,8 +75,13 @@ fn apply_budget(
         })?;
     if let Some(plan) = plan {
         println!(
-            "memory budget {} bytes: {} for the training images + {} for one frame's buffers + {} per Gaussian; cap {} Gaussians",
-            plan.budget, plan.images, plan.frame, plan.per_gaussian, config.max_gaussians
+            "memory budget {} bytes: {} for the training images' GPU cache ({} slots) + {} for one frame's buffers + {} per Gaussian; cap {} Gaussians",
+            plan.budget,
+            plan.images,
+            plan.cache.slots,
+            plan.frame,
+            plan.per_gaussian,
+            config.max_gaussians
         );
     }
     Ok(())
@@ -114,6 +119,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         config.iterations,
         ctx.info().name
     );
+    println!("{}", trainer.image_cache().summary());
     let started = Instant::now();
     let start_iteration = trainer.iteration();
     let mut progress = TrainProgress::new(config.iterations, trainer.iteration());
@@ -202,6 +208,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),
         "peak_gpu_bytes": report.by_category.iter().map(|(k, v)| (k.name().to_owned(), v.peak_bytes)).collect::<std::collections::BTreeMap<_, _>>(),
+        "image_cache": trainer.image_cache().metrics(),
         "config": config,
     });
     super::bench::write_json_atomic(&args.out.join("metrics.json"), &summary)?;

@@ -21,6 +21,18 @@ const ARENA_CHUNK_BYTES: u64 = 64 << 10;
 /// Uploads are split into pieces of at most this many bytes.
 const MAX_UPLOAD_PIECE: u64 = 16 << 20;
 
+/// Device bytes of the upload-arena chunks that an upload of `bytes` can add to an encoder
+/// ([`Encoder::upload`]): one chunk per piece, each at least an ordinary chunk, rounded to the
+/// allocator's size class. They are live until the encoder is submitted.
+pub fn upload_staging_bytes(bytes: u64) -> u64 {
+    let full = bytes / MAX_UPLOAD_PIECE;
+    let rest = bytes % MAX_UPLOAD_PIECE;
+    let chunk = |piece: u64| {
+        crate::gpu::memory::size_class_in(piece.max(ARENA_CHUNK_BYTES), MemoryCategory::Staging)
+    };
+    full * chunk(MAX_UPLOAD_PIECE) + if rest > 0 { chunk(rest) } else { 0 }
+}
+
 struct ArenaChunk {
     buffer: GpuBuffer,
     shadow: Vec<u8>,

@@ -13,6 +13,7 @@ use crate::gpu::GpuContext;
 use crate::io::checkpoint::load_checkpoint;
 use crate::io::model::save_gpu_model_as_ply;
 use crate::train::events::TrainEvent;
+use crate::train::image_cache::ImageCachePlan;
 use crate::train::init::initial_gaussians;
 use crate::train::run::next_checkpoint_pause;
 use crate::train::setup::{self, DataOptions, background_color};
@@ -159,6 +160,12 @@ pub fn train_block(
         config.max_gaussians = block.max_gaussians;
     }
     let data = block_dataset(dataset, plan, block)?;
+    // The image cache `partition` planned for the block: the budget's share (or --image-cache).
+    if let Some(budget) = plan.partition.memory_budget_bytes {
+        let sizes = data.train.iter().map(|v| (v.image.width, v.image.height));
+        let cache = ImageCachePlan::for_views(ctx, sizes, Some(budget), config.image_cache);
+        config.image_cache = Some(cache.bytes());
+    }
     let checkpoint_path = dir.join(CHECKPOINT_FILE);
     let (mut trainer, resumed_from) = if checkpoint_path.is_file() {
         let checkpoint = load_checkpoint(ctx, &checkpoint_path)?;
@@ -173,6 +180,9 @@ pub fn train_block(
     };
     let (ground, bounds) = (plan.ground, block.bounds);
     trainer.keep_inside(Arc::new(move |p| bounds.contains(ground.ground(p))));
+    sink(TrainEvent::Log {
+        message: trainer.image_cache().summary(),
+    });
     if let Some(from) = resumed_from {
         sink(TrainEvent::Log {
             message: format!("block {index}: resuming from its checkpoint at iteration {from}"),
@@ -221,6 +231,7 @@ pub fn train_block(
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "estimated_peak_bytes": block.estimated_peak_bytes,
         "max_gaussians": config.max_gaussians,
+        "image_cache": trainer.image_cache().metrics(),
     });
     let metrics_path = dir.join(METRICS_FILE);
     let text = serde_json::to_vec_pretty(&metrics).map_err(|e| Error::InvalidArgument {

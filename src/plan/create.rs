@@ -10,9 +10,9 @@ use super::partition::{
 use crate::data::{Dataset, View};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::tensor::{DType, Tensor};
 use crate::train::TrainConfig;
-use crate::train::budget::{largest_count_within, planned_training_bytes};
+use crate::train::budget::{largest_count_within, planned_total_bytes};
+use crate::train::image_cache::ImageCachePlan;
 
 /// A block fits a memory budget when its cap holds at least this many times its initial points
 /// (room to densify); an uncapped block's peak is estimated at this many times its points.
@@ -38,8 +38,9 @@ struct BlockMemory {
     peak: u64,
 }
 
-/// Plans one block's memory: the training images of its views, plus the trainer's planned bytes
-/// at its cap (the budget's largest count, or the configured cap) or, uncapped, at
+/// Plans one block's memory: the GPU cache of its training images (sized by the rule the trainer
+/// uses, [`crate::train::budget::image_cache_slots`], under `budget`), plus the trainer's planned
+/// bytes at its cap (the budget's largest count, or the configured cap) or, uncapped, at
 /// [`DENSIFY_HEADROOM`] × its points.
 fn block_memory(
     ctx: &GpuContext,
@@ -48,21 +49,12 @@ fn block_memory(
     config: &TrainConfig,
     budget: Option<u64>,
 ) -> BlockMemory {
-    let images: u64 = views
-        .iter()
-        .map(|v| {
-            let pixels = u64::from(v.image.width) * u64::from(v.image.height);
-            Tensor::planned_bytes(ctx, DType::U32, pixels)
-        })
-        .sum();
-    let (width, height) = views
-        .iter()
-        .map(|v| (v.image.width, v.image.height))
-        .max_by_key(|&(w, h)| u64::from(w) * u64::from(h))
-        .unwrap_or((0, 0));
+    let sizes = views.iter().map(|v| (v.image.width, v.image.height));
+    let cache = ImageCachePlan::for_views(ctx, sizes, budget, config.image_cache);
+    let view_size = cache.slot_size;
     let degree = config.sh_degree;
     let moments = config.optimizer_state;
-    let total = |n: u64| images + planned_training_bytes(ctx, n, degree, moments, width, height);
+    let total = |n: u64| planned_total_bytes(ctx, n, degree, moments, &cache, view_size);
     let budget_cap = budget.map(|bytes| largest_count_within(bytes, total));
     let max_gaussians = match (budget_cap, config.max_gaussians) {
         (Some(b), 0) => b,

@@ -240,24 +240,29 @@ impl Tensor {
     /// Records an upload of `data` over the whole tensor (ordered with other work in `enc`).
     pub fn write<T: Element>(&self, enc: &mut Encoder, data: &[T]) -> Result<()> {
         self.expect_dtype("write", T::DTYPE)?;
-        if data.len() as u64 != self.len {
+        self.write_bytes(enc, bytemuck::cast_slice(data))
+    }
+
+    /// Records an upload of raw bytes over the whole tensor, 4 bytes to an element (ordered with
+    /// other work in `enc`): the GPU reads each element's bytes little-endian, so RGBA8 pixels
+    /// written here read as [`crate::data::image::pack_rgba8`]'s words, without a packed copy.
+    pub fn write_bytes(&self, enc: &mut Encoder, bytes: &[u8]) -> Result<()> {
+        let element = self.dtype.size() as usize;
+        if bytes.len() as u64 != self.len * self.dtype.size() {
             return Err(Error::Shape {
                 op: "write",
                 detail: format!(
-                    "tensor holds {} elements but {} were given",
+                    "tensor holds {} elements ({} bytes) but {} bytes were given",
                     self.len,
-                    data.len()
+                    self.len * self.dtype.size(),
+                    bytes.len()
                 ),
             });
         }
         for page in 0..self.num_pages() {
-            let start = self.page_start(page) as usize;
-            let end = start + self.page_len(page) as usize;
-            enc.upload(
-                self.page(page).raw(),
-                0,
-                bytemuck::cast_slice(&data[start..end]),
-            )?;
+            let start = self.page_start(page) as usize * element;
+            let end = start + self.page_len(page) as usize * element;
+            enc.upload(self.page(page).raw(), 0, &bytes[start..end])?;
         }
         Ok(())
     }

@@ -154,6 +154,13 @@ pub struct TrainConfig {
     pub pose_lr_final: f64,
     /// The first iteration whose gradients step the corrections (the model takes shape first).
     pub pose_opt_from: u64,
+    /// Bytes of the GPU cache of training images (`--image-cache`; see
+    /// [`crate::train::budget::image_cache_slots`]): `None` takes all images up to 2 GiB, at least
+    /// one. `--memory-budget` sets it to its share (a quarter) when not given, so the trainer's
+    /// cache is the one the budget planned. The cache never changes results, so a resume may
+    /// change it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_cache: Option<u64>,
     /// Random points when the dataset has no point cloud.
     pub random_init_points: usize,
     /// Seed of every random choice.
@@ -206,6 +213,7 @@ impl Default for TrainConfig {
             pose_lr_init: 1e-3,
             pose_lr_final: 1e-5,
             pose_opt_from: 100,
+            image_cache: None,
             random_init_points: 100_000,
             seed: 0,
         }

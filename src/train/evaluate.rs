@@ -92,12 +92,17 @@ impl Trainer {
                     ..Default::default()
                 },
             )?;
-            // One submission scores the view: metrics and LPIPS, read back together. The
-            // training images are on the GPU already; held-out views are uploaded.
+            // One submission scores the view: metrics and LPIPS, read back together. A training
+            // view resident in the image cache is used from there (without changing what the
+            // cache keeps); other views are uploaded.
             let mut enc = self.ctx.encoder("evaluation");
-            let gt = match self.scored_views() {
-                ScoredViews::Train => self.train_images[index].clone(),
-                ScoredViews::Test => {
+            let resident = match self.scored_views() {
+                ScoredViews::Train => self.image_cache.peek(index, view)?,
+                ScoredViews::Test => None,
+            };
+            let gt = match resident {
+                Some(gt) => gt,
+                None => {
                     let (w, h) = (view.image.width as usize, view.image.height as usize);
                     Tensor::from_slice(
                         &mut enc,

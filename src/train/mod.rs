@@ -3,11 +3,13 @@
 
 pub mod bounds;
 pub mod budget;
+pub mod byte_size;
 pub mod config;
 pub mod densify;
 pub mod evaluate;
 pub mod events;
 mod gradient_step;
+pub mod image_cache;
 pub mod init;
 pub mod mcmc;
 mod mcmc_step;

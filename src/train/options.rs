@@ -2,7 +2,7 @@
 //! `wgsplat-viewer` flatten the same two clap structs, so a flag that one accepts the other does
 //! too, with the same meaning and help text.
 
-use super::budget::{MemoryPlan, apply_memory_budget};
+use super::budget::{MemoryPlan, apply_memory_budget, parse_image_cache_size};
 use super::config::TrainConfig;
 use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
@@ -101,6 +101,12 @@ pub struct TrainOptions {
     /// as 0.5): the largest Gaussian count that fits becomes the cap.
     #[arg(long)]
     pub memory_budget: Option<String>,
+    /// Most GPU memory the training images may take (e.g. 256MiB, 2GiB): they stay in host
+    /// memory and this many bytes of the largest image's slots hold the most recently used ones
+    /// (at least one). Default: all of them up to a quarter of --memory-budget, or up to 2 GiB
+    /// without one. Results are the same whatever the size; a smaller cache uploads more often.
+    #[arg(long, value_name = "SIZE")]
+    pub image_cache: Option<String>,
     /// Densification strategy: default (3DGS) or mcmc (needs --max-gaussians or --memory-budget).
     #[arg(long)]
     pub strategy: Option<String>,
@@ -178,6 +184,9 @@ impl TrainOptions {
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);
         config.seed = self.seed.unwrap_or(config.seed);
+        if let Some(text) = &self.image_cache {
+            config.image_cache = Some(parse_image_cache_size(text)?);
+        }
         config.validate()?;
         Ok(config)
     }

@@ -25,14 +25,15 @@ pub const REFINED_THROUGH_KEY: &str = "refined_through";
 pub const EXPOSURE_KEY: &str = "exposure";
 
 /// Settings a resume may change: the length of the run (its schedules stretch to the new
-/// `iterations`, as `--stop-at` relies on), and what is evaluated, saved or read back when,
-/// which changes no parameter.
-pub const RESUME_MAY_CHANGE: [&str; 6] = [
+/// `iterations`, as `--stop-at` relies on), what is evaluated, saved or read back when, and how
+/// many training images stay on the GPU, none of which changes a parameter.
+pub const RESUME_MAY_CHANGE: [&str; 7] = [
     "iterations",
     "eval_every",
     "save_every",
     "lpips",
     "loss_readback_every",
+    "image_cache",
     // The moments are converted (a packed state to f32 exactly, f32 to a packed state rounding to
     // nearest).
     "optimizer_state",

@@ -1,5 +1,6 @@
 //! The trainer: one object holding the model, its gradients, the optimizer and the dataset's
-//! images on the GPU, advancing one iteration at a time.
+//! training images (in host memory, streamed to the GPU through a bounded [`ImageCache`]),
+//! advancing one iteration at a time.
 //!
 //! Per iteration: pick a training view (a fresh shuffled order each epoch), render, compute the
 //! fused L1 + D-SSIM loss and its image gradient, run the rasterizer's backward pass (which also
@@ -12,6 +13,7 @@ mod step;
 use super::config::{Background, TrainConfig};
 use super::densify;
 use super::events::Evaluation;
+use super::image_cache::{ImageCache, ImageCachePlan};
 use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use super::state::ModelState;
@@ -34,7 +36,8 @@ pub struct Trainer {
     pub(crate) ctx: GpuContext,
     pub(crate) config: TrainConfig,
     pub(crate) dataset: Dataset,
-    pub(crate) train_images: Vec<Tensor>,
+    /// The training images on the GPU: a bounded cache, filled on first use.
+    pub(crate) image_cache: ImageCache,
     /// Parameters, gradients, moments and statistics.
     pub(crate) state: ModelState,
     /// How the Gaussian set changes (from `config.strategy`).
@@ -89,19 +92,17 @@ impl Trainer {
                 detail: "the dataset has no training views".into(),
             });
         }
+        let sizes = dataset
+            .train
+            .iter()
+            .map(|v| (v.image.width, v.image.height));
+        let image_cache = ImageCache::new(ImageCachePlan::for_views(
+            ctx,
+            sizes,
+            None,
+            config.image_cache,
+        ));
         let mut enc = ctx.encoder("trainer setup");
-        let mut train_images = Vec::with_capacity(dataset.train.len());
-        for view in &dataset.train {
-            let (w, h) = (view.image.width as usize, view.image.height as usize);
-            let packed = crate::data::image::pack_rgba8(&view.image.pixels);
-            train_images.push(Tensor::from_slice(
-                &mut enc,
-                &packed,
-                &[h, w],
-                MemoryCategory::Other,
-                "dataset/train_images",
-            )?);
-        }
         let state = ModelState::new(
             &mut enc,
             params,
@@ -142,7 +143,7 @@ impl Trainer {
             refined_through: 0,
             config,
             dataset,
-            train_images,
+            image_cache,
             state,
             schedule,
             iteration: 0,
@@ -209,6 +210,11 @@ impl Trainer {
         &self.dataset
     }
 
+    /// The GPU cache of training images: its size and what it did.
+    pub fn image_cache(&self) -> &ImageCache {
+        &self.image_cache
+    }
+
     /// The GPU context.
     pub fn ctx(&self) -> &GpuContext {
         &self.ctx
@@ -229,7 +235,7 @@ impl Trainer {
 
     /// The training view of an iteration: epoch `e` visits every view once, in an order shuffled
     /// from the seed and `e`.
-    fn view_for(&self, iteration: u64) -> usize {
+    pub fn view_for(&self, iteration: u64) -> usize {
         let n = self.dataset.train.len();
         let epoch = iteration / n as u64;
         let mut order: Vec<usize> = (0..n).collect();
@@ -243,6 +249,13 @@ impl Trainer {
             order.swap(i, j);
         }
         order[(iteration % n as u64) as usize]
+    }
+
+    /// Training view `view_index`'s image on the GPU, from the cache (a miss records its upload
+    /// into `enc`; see [`ImageCache::resident`]).
+    fn training_image(&mut self, enc: &mut Encoder, view_index: usize) -> Result<Tensor> {
+        let view = &self.dataset.train[view_index];
+        self.image_cache.resident(enc, view_index, view)
     }
 
     fn background(&self, rng: &mut SplitMix64) -> [f32; 3] {

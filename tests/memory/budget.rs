@@ -1,12 +1,14 @@
 // `--memory-budget` at a photograph's size (1024²), where one frame's buffers (render target,
 // loss gradient, per-pixel and per-tile buffers: about 60 MB) outweigh thousands of Gaussians:
-// they are paid once, never per Gaussian, and the plan's total bounds a measured training run.
+// they are paid once, never per Gaussian; the training images take a bounded GPU cache; and the
+// plan's total, that cache included, bounds a measured training run.
 
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::data::{Dataset, RgbaImage, View};
 use wgsplat::optim::MomentStorage;
 use wgsplat::testing::fresh_context;
-use wgsplat::train::budget::{check_plan, plan_budget, plan_for_images};
+use wgsplat::train::budget::{check_plan, plan_budget, plan_for_cache};
+use wgsplat::train::image_cache::ImageCachePlan;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{DType, Tensor};
@@ -26,27 +28,44 @@ fn number_after(text: &str, label: &str) -> u64 {
         .unwrap_or_else(|| panic!("no number after {label:?} in {text}"))
 }
 
-/// The 160-view town at 1024² with a 384 MiB budget and 16,000 initial points: the budget is too
-/// small (the images alone take 640 MiB), and the error's figures are the plan's, not one
-/// frame's buffers charged to every Gaussian (which read 58,824,448 B per Gaussian and asked for
-/// 942 GB).
+/// The 160-view town at 1024² (640 MiB of images as RGBA8) with a 384 MiB budget and 16,000
+/// initial points. The images no longer need to fit whole: the GPU image cache takes a quarter of
+/// the budget (24 slots of 4 MiB), and the 16,000 fit beside it. A tighter budget is refused with
+/// the plan's figures, one frame's buffers charged once (not to every Gaussian, which read
+/// 58,824,448 B per Gaussian and asked for 942 GB), and the smallest budget that works, exactly.
 #[test]
 fn a_1024_frame_is_paid_once_in_the_budget_and_its_error() {
     let ctx = fresh_context(false);
     let storage = MomentStorage::default();
-    let image = Tensor::planned_bytes(&ctx, DType::U32, u64::from(SIDE * SIDE));
-    let images = 160 * image;
-    let plan = plan_for_images(&ctx, 384 << 20, 3, storage, images, (SIDE, SIDE));
-    assert_eq!(plan.max_gaussians, 0, "{plan:?}");
-    // One frame: three 1024² RGBA f32 maps (render, loss gradient, raster carry) and more, but not
-    // a gigabyte.
+    let cache = ImageCachePlan::for_views(&ctx, vec![(SIDE, SIDE); 160], None, None);
+    let slot = Tensor::planned_bytes(&ctx, DType::U32, u64::from(SIDE * SIDE));
+    assert_eq!(cache.slot_bytes, slot);
+    let plan = plan_for_cache(&ctx, 384 << 20, 3, storage, cache, (SIDE, SIDE));
+    assert_eq!(plan.cache.slots, 24, "{plan:?}");
+    assert_eq!(plan.images, 24 * slot);
+    assert!(plan.max_gaussians >= 16_000, "{plan:?}");
+    assert!(check_plan(&ctx, &plan, 16_000).is_ok());
+    // One frame: three 1024² RGBA f32 maps (render, loss gradient, raster carry), an image's
+    // upload and more, but not a gigabyte.
     assert!(
         (48 << 20..256 << 20).contains(&plan.frame),
         "one frame's buffers planned at {} B",
         plan.frame
     );
-    let error = check_plan(&ctx, &plan, 16_000).unwrap_err().to_string();
+    // Room for the frame and a few slots (a quarter of it: 5), not for 16,000 Gaussians beside
+    // them.
+    let tight = plan_for_cache(&ctx, plan.frame + 6 * slot, 3, storage, cache, (SIDE, SIDE));
+    assert_eq!(tight.cache.slots, 5, "{tight:?}");
+    assert!(tight.max_gaussians < 16_000, "{tight:?}");
+    let error = check_plan(&ctx, &tight, 16_000).unwrap_err().to_string();
     println!("{error}");
+    assert!(
+        error.contains(&format!(
+            "the GPU image cache takes {} bytes ({} slots of {slot} bytes for 1024x1024 views)",
+            tight.images, tight.cache.slots
+        )),
+        "{error}"
+    );
     let per_gaussian = number_after(&error, "each Gaussian about");
     let minimum = number_after(&error, "at least");
     // `bench memory`: 488 B persistent at SH 3; the frame scratch of a Gaussian (its projected
@@ -55,19 +74,22 @@ fn a_1024_frame_is_paid_once_in_the_budget_and_its_error() {
         (488..4096).contains(&per_gaussian),
         "{per_gaussian} B per Gaussian"
     );
+    let at_minimum = plan_for_cache(&ctx, minimum, 3, storage, cache, (SIDE, SIDE));
     assert!(
-        minimum < images + plan.frame + 16_000 * 4096,
+        minimum < at_minimum.images + plan.frame + 16_000 * 4096,
         "minimum budget {minimum} B"
     );
-    // The minimum it suggests is exact: it holds the 16,000, one byte less does not.
-    let enough = plan_for_images(&ctx, minimum, 3, storage, images, (SIDE, SIDE));
-    assert!(enough.max_gaussians >= 16_000, "{enough:?}");
-    assert!(check_plan(&ctx, &enough, 16_000).is_ok());
-    let short = plan_for_images(&ctx, minimum - 1, 3, storage, images, (SIDE, SIDE));
+    // The minimum it suggests is exact: it holds the 16,000 with the cache that budget buys, one
+    // byte less does not.
+    assert!(at_minimum.max_gaussians >= 16_000, "{at_minimum:?}");
+    assert!(check_plan(&ctx, &at_minimum, 16_000).is_ok());
+    let short = plan_for_cache(&ctx, minimum - 1, 3, storage, cache, (SIDE, SIDE));
     assert!(short.max_gaussians < 16_000, "{short:?}");
-    // A budget with room: the cap's per-Gaussian figure is the same few hundred bytes, and the
-    // images plus one frame plus the cap's Gaussians add up to the budget.
-    let roomy = plan_for_images(&ctx, 2 << 30, 3, storage, images, (SIDE, SIDE));
+    // A budget with room: the cache takes its quarter (128 of the 160 views), the cap's
+    // per-Gaussian figure is the same few hundred bytes, and the cache plus one frame plus the
+    // cap's Gaussians add up to the budget.
+    let roomy = plan_for_cache(&ctx, 2 << 30, 3, storage, cache, (SIDE, SIDE));
+    assert_eq!(roomy.cache.slots, 128, "{roomy:?}");
     assert!((488..4096).contains(&roomy.per_gaussian), "{roomy:?}");
     let used = roomy.images + roomy.frame + roomy.max_gaussians * roomy.per_gaussian;
     assert!(
@@ -82,7 +104,7 @@ fn a_1024_frame_is_paid_once_in_the_budget_and_its_error() {
 fn dataset_at_1024(points: usize) -> Dataset {
     let small = generate(&BuiltinOptions {
         resolution: 64,
-        train_views: 1,
+        train_views: 4,
         test_views: 1,
         points,
         ..BuiltinOptions::default()
@@ -119,19 +141,24 @@ fn dataset_at_1024(points: usize) -> Dataset {
     )
 }
 
-/// Trains a few steps at 1024² from `points` Gaussians and returns (N, the allocator's peak above
-/// the empty context, the plan's total for N).
-fn measured_and_planned(points: usize) -> (u64, u64, u64) {
+/// Trains a few steps at 1024² over 4 views through an image cache of 2 slots from `points`
+/// Gaussians and returns (N, the allocator's peak above the empty context, the plan's total for
+/// N, the cache's evictions).
+fn measured_and_planned(points: usize) -> (u64, u64, u64, u64) {
     let ctx = fresh_context(false);
     let dataset = dataset_at_1024(points);
+    let slot = Tensor::planned_bytes(&ctx, DType::U32, u64::from(SIDE * SIDE));
     let config = TrainConfig {
         iterations: 100,
         densify_until: 0,
         lpips: false,
         sh_degree_interval: 1,
+        image_cache: Some(2 * slot),
         ..TrainConfig::default()
     };
-    let plan = plan_budget(&ctx, u64::MAX / 4, 3, config.optimizer_state, &dataset);
+    let moments = config.optimizer_state;
+    let plan = plan_budget(&ctx, u64::MAX / 4, 3, moments, &dataset, config.image_cache);
+    assert_eq!(plan.cache.slots, 2, "{plan:?}");
     let baseline = ctx.memory_report().total.live_bytes;
     ctx.allocator().reset_peaks();
     let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
@@ -143,14 +170,19 @@ fn measured_and_planned(points: usize) -> (u64, u64, u64) {
     ctx.wait_idle().unwrap();
     let n = trainer.params().len();
     let peak = ctx.memory_report().total.peak_bytes - baseline;
-    (n, peak, plan.planned_bytes(&ctx, n))
+    assert_eq!(trainer.image_cache().slots_in_use(), 2);
+    let evictions = trainer.image_cache().stats().evictions;
+    (n, peak, plan.planned_bytes(&ctx, n), evictions)
 }
 
-/// The plan's total for N Gaussians at 1024² against the allocator's peak over five steps (the
-/// upload of the image and the model included).
+/// The plan's total for N Gaussians at 1024² against the allocator's peak over five steps: the
+/// model, and the training images through a GPU cache of 2 slots for 4 views, so the steps evict
+/// and upload (an upload's staging is live while its step records).
 ///
-/// Measured on lavapipe (fast path): 4,000 Gaussians, 52,954,112 B measured, 67,321,856 B
-/// planned (1.27×); 40,000 Gaussians, 80,118,784 B against 103,219,200 B (1.29×). The margin is
+/// Measured on lavapipe (fast path): 4,000 Gaussians, 63,308,800 B measured, 75,710,464 B
+/// planned (1.20×); 40,000 Gaussians, 91,063,296 B against 111,607,808 B (1.23×). (With the one
+/// view uploaded whole at the start, before the cache: 52,954,112 B against 67,321,856 B, 1.27×;
+/// 80,118,784 B against 103,219,200 B, 1.29×.) The margin is
 /// the backward's per-pixel carry (16 B a pixel: 16 MiB at 1024²), which the plan reserves and
 /// which a frame allocates only past 262,144 intersections or one page of splats (these had
 /// 80,774 and 184,281). The reserve also covers the frames that have more intersections than
@@ -162,11 +194,13 @@ fn measured_and_planned(points: usize) -> (u64, u64, u64) {
 #[test]
 fn the_plan_bounds_a_training_run_at_1024() {
     for points in [4_000, 40_000] {
-        let (n, measured, planned) = measured_and_planned(points);
+        let (n, measured, planned, evictions) = measured_and_planned(points);
         let ratio = planned as f64 / measured as f64;
         println!(
-            "1024²: {n} Gaussians: measured peak {measured} B, planned {planned} B ({ratio:.3}x)"
+            "1024²: {n} Gaussians: measured peak {measured} B, planned {planned} B ({ratio:.3}x), {evictions} evictions"
         );
+        // Five steps over four views in two slots: the cache evicted, and uploaded mid-run.
+        assert!(evictions >= 2, "{evictions} evictions");
         assert!(
             planned >= measured,
             "{n} Gaussians: planned {planned} B below the measured peak {measured} B"

@@ -258,6 +258,18 @@ fn partition_run_plan_and_merge_from_the_command_line() {
         "peak {peak}, planned {planned}"
     );
     assert!(manifest.blocks[1].max_gaussians > 0);
+    // Its images fit a quarter of the budget, so its image cache held them all, each uploaded
+    // once at most.
+    let (cache, views) = (
+        &metrics["image_cache"],
+        manifest.blocks[1].views.len() as u64,
+    );
+    assert_eq!(cache["slots"].as_u64(), Some(views), "{cache}");
+    assert_eq!(cache["evictions"].as_u64(), Some(0), "{cache}");
+    assert!(
+        cache["uploads"].as_u64().is_some_and(|n| n <= views),
+        "{cache}"
+    );
     assert!(!block_dir(&plan, 0).exists());
 
     let (ok, text) = wgsplat(&["run-plan", p]);

@@ -74,10 +74,11 @@ impl Trainer {
             )?),
             None => None,
         };
+        let gt = self.training_image(&mut enc, view_index)?;
         let loss = loss_and_grad(
             &mut enc,
             exposed.as_ref().unwrap_or(&fwd.image),
-            &self.train_images[view_index],
+            &gt,
             &loss_options,
         )?;
         drop(exposed);
