@@ -274,6 +274,7 @@ pub fn generate(options: &BuiltinOptions) -> Result<Dataset> {
             camera: (*camera).clone(),
             image: scene.render(camera),
             alpha: super::AlphaMeaning::Coverage,
+            source: None,
         })
     })?;
     let test = views.split_off(train_cameras.len());

@@ -308,7 +308,7 @@ pub fn load_parts(
     let prescaled = prescaled_dir(images_dir, options.resolution);
     let masks_dir = images_dir.with_file_name("masks");
     let masks_dir = masks_dir.is_dir().then_some(masks_dir);
-    let cache = UndistortCache::default();
+    let cache = std::sync::Arc::new(UndistortCache::default());
     options.progress.start(posed.len());
     let views = parallel_map(&posed, |(image, camera)| {
         let full_path = images_dir.join(&image.name);

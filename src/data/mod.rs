@@ -54,7 +54,7 @@ pub(crate) use parallel::parallel_map;
 pub(crate) use split::split_views;
 pub use split::{DEFAULT_HOLDOUT_EVERY, Resolution, Split};
 pub(crate) use view::empty_mask_note;
-pub use view::{AlphaMeaning, View};
+pub use view::{AlphaMeaning, ImageSource, View};
 
 /// Builds a [`Error::Dataset`] for `path`.
 pub(crate) fn dataset_error(path: impl AsRef<Path>, message: impl Into<String>) -> Error {

@@ -93,7 +93,7 @@ pub fn load(root: &Path, options: &LoadOptions) -> Result<Dataset> {
             ),
         ));
     }
-    let cache = UndistortCache::default();
+    let cache = std::sync::Arc::new(UndistortCache::default());
     options.progress.start(frames.len());
     let views = parallel_map(&frames, |frame| frame.view(options, &cache))?;
     let ply = ply.or_else(|| Some(root.join("points3d.ply")).filter(|p| p.is_file()));
@@ -151,7 +151,7 @@ struct Intrinsics {
 const DISTORTION_KEYS: [&str; 6] = ["k1", "k2", "k3", "k4", "p1", "p2"];
 
 impl Frame {
-    fn view(&self, options: &LoadOptions, cache: &UndistortCache) -> Result<View> {
+    fn view(&self, options: &LoadOptions, cache: &std::sync::Arc<UndistortCache>) -> Result<View> {
         let i = self.intrinsics;
         let expected = i.w.zip(i.h);
         // The image size is needed when the JSON does not give it; read_view_image checks `expected`.

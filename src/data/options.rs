@@ -23,6 +23,10 @@ pub struct LoadOptions {
     pub far: f32,
     /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of coverage.
     pub alpha_as_mask: bool,
+    /// Bytes of decoded images (RGBA8) kept in host memory; the views loaded past it keep no
+    /// pixels and read them from disk at each use ([`View::resident`](super::View::resident)).
+    /// `None` keeps every image.
+    pub host_image_budget: Option<u64>,
     /// Reports images loaded (one tick per view) when set.
     pub progress: LoadProgress,
 }
@@ -36,6 +40,7 @@ impl Default for LoadOptions {
             near: DEFAULT_NEAR,
             far: DEFAULT_FAR,
             alpha_as_mask: false,
+            host_image_budget: None,
             progress: LoadProgress::default(),
         }
     }

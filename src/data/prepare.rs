@@ -10,11 +10,12 @@ use super::image::{RgbaImage, read_image};
 use super::lens::Lens;
 use super::resolution::CappedWidths;
 use super::undistort::Undistortion;
-use super::{AlphaMeaning, LoadOptions, Resolution, View, dataset_error};
+use super::{AlphaMeaning, ImageSource, LoadOptions, Resolution, View, dataset_error};
 use crate::error::Result;
 use crate::splat::Camera;
 
 /// Everything needed to load one view.
+#[derive(Clone)]
 pub(crate) struct ViewRequest {
     /// The view's name in its dataset.
     pub name: String,
@@ -48,6 +49,11 @@ pub(crate) struct UndistortCache {
     slots: Mutex<HashMap<(String, u32, u32), CacheSlot>>,
     /// The widths the default width cap resized (for its note).
     capped: CappedWidths,
+    /// Bytes of decoded pixels kept in host memory so far, against
+    /// [`LoadOptions::host_image_budget`].
+    kept_bytes: std::sync::atomic::AtomicU64,
+    /// Views whose pixels did not fit the budget, and their bytes: read at each use instead.
+    streamed: Mutex<(usize, u64)>,
 }
 
 impl UndistortCache {
@@ -99,13 +105,67 @@ impl UndistortCache {
             }
         }
         notes.extend(self.capped.note());
+        let (streamed, bytes) = *self.streamed.lock().unwrap_or_else(|e| e.into_inner());
+        if streamed > 0 {
+            notes.push(format!(
+                "{streamed} images ({}) do not fit the host memory kept for decoded images ({}): they are read \
+                 from disk at each use (--host-image-memory sets that share)",
+                crate::gpu::memory::format_bytes(bytes),
+                crate::gpu::memory::format_bytes(self.kept_bytes.load(std::sync::atomic::Ordering::Relaxed))
+            ));
+        }
         notes.sort();
         notes
     }
 }
 
-/// Loads the view `request` describes (module docs give the order of the steps).
+impl UndistortCache {
+    /// Whether `bytes` more decoded pixels fit `budget` with those kept so far (and if so, they
+    /// are counted as kept); otherwise the view is counted as streamed.
+    fn keep(&self, bytes: u64, budget: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        let kept = self
+            .kept_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| {
+                (kept + bytes <= budget).then_some(kept + bytes)
+            })
+            .is_ok();
+        if !kept {
+            let mut streamed = self.streamed.lock().unwrap_or_else(|e| e.into_inner());
+            streamed.0 += 1;
+            streamed.1 += bytes;
+        }
+        kept
+    }
+}
+
+/// Loads the view `request` describes (module docs give the order of the steps). Past
+/// [`LoadOptions::host_image_budget`], the view keeps no pixels but an [`ImageSource`] that
+/// loads it again the same way.
 pub(crate) fn load_view(
+    request: &ViewRequest,
+    options: &LoadOptions,
+    cache: &Arc<UndistortCache>,
+) -> Result<View> {
+    let mut view = load_view_pixels(request, options, cache)?;
+    if let Some(budget) = options.host_image_budget
+        && !cache.keep(view.image.pixels.len() as u64, budget)
+    {
+        let (request, cache) = (request.clone(), Arc::clone(cache));
+        let options = LoadOptions {
+            progress: Default::default(),
+            host_image_budget: None,
+            ..options.clone()
+        };
+        view.stream_from(ImageSource::new(move || {
+            Ok(load_view_pixels(&request, &options, &cache)?.image)
+        }));
+    }
+    Ok(view)
+}
+
+/// [`load_view`] with the pixels, whatever the budget.
+fn load_view_pixels(
     request: &ViewRequest,
     options: &LoadOptions,
     cache: &UndistortCache,
@@ -208,6 +268,7 @@ pub(crate) fn load_view(
         camera,
         image,
         alpha,
+        source: None,
     })
 }
 

@@ -76,6 +76,9 @@ impl Trainer {
         let lpips = self.lpips_network(all_views)?;
         let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
         for &(index, view) in &views {
+            // A view not kept in host memory is read for its scores.
+            let view_with_pixels = view.resident()?;
+            let view: &View = &view_with_pixels;
             // Training views render with their learned pose corrections, test views as given.
             let mut camera = match self.scored_views() {
                 ScoredViews::Train => self.training_camera(index),

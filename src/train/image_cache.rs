@@ -100,6 +100,9 @@ pub struct ImageCacheStats {
     pub hits: u64,
     /// Views evicted to make room for another.
     pub evictions: u64,
+    /// Uploads whose pixels were read from disk first (views not kept in host memory:
+    /// [`View::is_streamed`]).
+    pub disk_reads: u64,
 }
 
 /// One slot and the view it holds.
@@ -151,6 +154,9 @@ impl ImageCache {
             self.slots[slot].last_used = self.clock;
             return shaped(&self.slots[slot].tensor, view);
         }
+        // A view not kept in host memory is read before any slot changes hands.
+        let streamed = view.is_streamed();
+        let with_pixels = view.resident()?;
         let slot = if self.slots.len() < self.plan.slots {
             let len = pixels(self.plan.slot_size) as usize;
             let tensor = Tensor::uninit(
@@ -180,8 +186,9 @@ impl ImageCache {
             lru
         };
         let tensor = shaped(&self.slots[slot].tensor, view)?;
-        tensor.write_bytes(enc, &view.image.pixels)?;
+        tensor.write_bytes(enc, &with_pixels.image.pixels)?;
         self.stats.uploads += 1;
+        self.stats.disk_reads += u64::from(streamed);
         self.slot_of[view_index] = Some(slot);
         self.slots[slot].view = view_index;
         self.slots[slot].last_used = self.clock;
@@ -238,6 +245,7 @@ impl ImageCache {
             "uploads": self.stats.uploads,
             "hits": self.stats.hits,
             "evictions": self.stats.evictions,
+            "disk_reads": self.stats.disk_reads,
         })
     }
 

@@ -59,6 +59,20 @@ pub struct DataArgs {
     /// transparency. A masks/ folder beside images/ is used without this flag.
     #[arg(long)]
     pub alpha_as_mask: bool,
+    /// Host memory kept for decoded training images (bytes with a unit, such as 8GiB, or a
+    /// fraction of the machine's memory, such as 0.25); images past it are read from disk at each
+    /// use. Default: half of the memory available at start.
+    #[arg(long, value_name = "SIZE", value_parser = parse_host_image_memory)]
+    pub host_image_memory: Option<u64>,
+}
+
+/// `--host-image-memory`: bytes, or a fraction of the machine's memory.
+fn parse_host_image_memory(text: &str) -> std::result::Result<u64, String> {
+    use crate::train::budget::{parse_byte_budget, resolve_budget};
+    let total = super::setup::host_memory_bytes("MemTotal");
+    parse_byte_budget(text)
+        .and_then(|budget| resolve_budget(budget, total))
+        .map_err(|e| e.to_string())
 }
 
 impl DataArgs {
@@ -73,6 +87,9 @@ impl DataArgs {
             builtin_resolution: self.builtin_resolution,
             background,
             alpha_as_mask: self.alpha_as_mask,
+            host_image_budget: self
+                .host_image_memory
+                .or_else(super::setup::default_host_image_budget),
             progress: crate::data::LoadProgress::default(),
         }
     }

@@ -60,8 +60,31 @@ pub struct DataOptions {
     pub background: [f32; 3],
     /// Read the images' alpha channel as a loss mask.
     pub alpha_as_mask: bool,
+    /// Bytes of decoded images kept in host memory; the rest are read from disk at each use
+    /// ([`LoadOptions::host_image_budget`]). `None` keeps every image.
+    pub host_image_budget: Option<u64>,
     /// Ticked once per loaded image.
     pub progress: LoadProgress,
+}
+
+/// The share of the machine's available memory the front ends keep for decoded images by
+/// default (`--host-image-memory` sets it).
+pub const DEFAULT_HOST_IMAGE_SHARE: f64 = 0.5;
+
+/// A `/proc/meminfo` field in bytes (`MemTotal`, `MemAvailable`), where there is one (Linux).
+pub fn host_memory_bytes(field: &str) -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo
+        .lines()
+        .find(|l| l.split(':').next() == Some(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The default budget for decoded images: [`DEFAULT_HOST_IMAGE_SHARE`] of the memory available
+/// now, or `None` (keep every image) where it cannot be known.
+pub fn default_host_image_budget() -> Option<u64> {
+    host_memory_bytes("MemAvailable").map(|bytes| (bytes as f64 * DEFAULT_HOST_IMAGE_SHARE) as u64)
 }
 
 impl Default for DataOptions {
@@ -75,6 +98,7 @@ impl Default for DataOptions {
             builtin_resolution: BuiltinOptions::default().resolution,
             background: [0.0; 3],
             alpha_as_mask: false,
+            host_image_budget: None,
             progress: LoadProgress::default(),
         }
     }
@@ -149,6 +173,7 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
                     split,
                     background: options.background,
                     alpha_as_mask: options.alpha_as_mask,
+                    host_image_budget: options.host_image_budget,
                     progress: options.progress.clone(),
                     ..LoadOptions::default()
                 },

@@ -196,6 +196,7 @@ fn when_all_fit_each_view_is_uploaded_once() {
         uploads: 3,
         hits: 6,
         evictions: 0,
+        disk_reads: 0,
     };
     assert_eq!(stats, expected);
     assert!(trainer.image_cache().summary().contains("all resident"));
@@ -284,6 +285,7 @@ fn views_of_two_shapes_share_a_slot_and_read_back_packed() {
         uploads: 3,
         hits: 0,
         evictions: 2,
+        disk_reads: 0,
     };
     assert_eq!(cache.stats(), expected);
     // The 3×7 view through the slot (21 of its 24 words) against the same view on its own.

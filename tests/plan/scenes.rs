@@ -62,6 +62,7 @@ pub fn survey(nx: usize, ny: usize, points: usize, world: [[f32; 3]; 3], seed: u
                 camera: down_camera(eye, world, 60.0),
                 image: RgbaImage::new(SIDE, SIDE),
                 alpha: Default::default(),
+                source: None,
             });
         }
     }

@@ -191,6 +191,7 @@ fn render_views(scene: &Scene, cameras: &[Camera]) -> Result<Vec<View>> {
             camera: camera.clone(),
             image: scene.render(camera),
             alpha: AlphaMeaning::Coverage,
+            source: None,
         })
     })
 }
