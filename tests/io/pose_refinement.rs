@@ -68,17 +68,18 @@ fn mean_error(cameras: &[Camera], truth: &[Camera], extent: f64, points: &[[f32;
 
 fn config(pose_opt: bool) -> TrainConfig {
     TrainConfig {
-        iterations: 800,
+        iterations: 600,
         densify_from: 100,
         densify_every: 100,
-        densify_until: 600,
+        densify_until: 450,
         opacity_reset_every: 100_000,
         sh_degree_interval: 200,
         loss_readback_every: 50,
         lpips: false,
         pose_opt,
-        pose_lr_init: 1e-2,
+        pose_lr_init: 1.5e-2,
         pose_lr_final: 1e-4,
+        pose_opt_from: 50,
         ..TrainConfig::default()
     }
 }
