@@ -16,8 +16,17 @@ use crate::splat::forward::ForwardOutput;
 use crate::splat::pose::PoseGradientPass;
 use crate::tensor::Tensor;
 
+/// What a gradient step computes besides the gradients Adam consumes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GradientWants {
+    /// Accumulate the densification statistics.
+    pub statistics: bool,
+    /// Sum the step's world-space pose gradient (pose refinement).
+    pub pose: bool,
+}
+
 /// Records the backward pass of `fwd` with image gradient `v_image`, the strategy's gradient
-/// terms and one Adam step of every chunk of `state`, then counts the step. With `statistics`,
+/// terms and one Adam step of every chunk of `state`, then counts the step. With `wants.statistics`,
 /// the densification statistics accumulate too. `fwd` is released once the rasterizer's backward
 /// is recorded: only its splat rows are needed after it.
 pub(crate) fn record_gradient_step(
@@ -27,9 +36,9 @@ pub(crate) fn record_gradient_step(
     step: &StepInfo,
     fwd: ForwardOutput,
     v_image: &Tensor,
-    statistics: bool,
-    pose: bool,
+    wants: GradientWants,
 ) -> Result<Option<Tensor>> {
+    let GradientWants { statistics, pose } = wants;
     let mut pose_gradient = None;
     {
         let params = &state.params;

@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use wgsplat::splat::Camera;
+use wgsplat::splat::backward::{BackwardOptions, BackwardOutput, record_backward};
+use wgsplat::splat::forward::ForwardOutput;
 use wgsplat::splat::reference::CpuGaussians;
+use wgsplat::splat::{Camera, GaussianTensors};
 use wgsplat::testing::TestRng;
+use wgsplat::{GpuContext, MemoryCategory, Tensor};
 
 /// gsplat's reference renders, committed under `tests/fixtures/gsplat/` (with attribution).
 pub struct PeerCase {
@@ -129,4 +132,29 @@ pub fn random_gaussians(seed: u64, n: usize, extent: f32, scale: f32) -> CpuGaus
         g.sh.push(sh);
     }
     g
+}
+
+/// The backward pass of `fwd` (rendered from `params`) with image gradient `v_image`, run to
+/// completion: the per-Gaussian gradients and the pass's output.
+pub fn run_backward(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    fwd: &ForwardOutput,
+    v_image: &[f32],
+    options: BackwardOptions,
+) -> (GaussianTensors, BackwardOutput) {
+    let mut enc = ctx.encoder("backward");
+    let grads =
+        GaussianTensors::zeros_like(&mut enc, params, MemoryCategory::Gradients, "g").unwrap();
+    let v = Tensor::from_slice(
+        &mut enc,
+        v_image,
+        fwd.image.shape(),
+        MemoryCategory::Other,
+        "v_image",
+    )
+    .unwrap();
+    let out = record_backward(&mut enc, params, fwd, &v, &grads, None, options).unwrap();
+    ctx.submit(enc).unwrap();
+    (grads, out)
 }

@@ -4,12 +4,12 @@
 use crate::common;
 
 use common::{PeerCase, camera, random_gaussians};
-use wgsplat::splat::backward::{BackwardOptions, record_backward};
+use wgsplat::splat::backward::BackwardOptions;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::splat::{AlphaMode, Camera, GaussianTensors, RasterMode};
 use wgsplat::testing::{TestRng, both_paths, both_paths_both_layouts, compare_close};
-use wgsplat::{GpuContext, MemoryCategory, Tensor};
+use wgsplat::{GpuContext, MemoryCategory};
 
 struct Gradients {
     params: CpuGaussians,
@@ -44,30 +44,10 @@ fn gradients(
         },
     )
     .unwrap();
-    let mut enc = ctx.encoder("backward");
-    let grads =
-        GaussianTensors::zeros_like(&mut enc, &params, MemoryCategory::Gradients, "g").unwrap();
-    let v = Tensor::from_slice(
-        &mut enc,
-        v_image,
-        fwd.image.shape(),
-        MemoryCategory::Other,
-        "v_image",
-    )
-    .unwrap();
-    let out = record_backward(
-        &mut enc,
-        &params,
-        &fwd,
-        &v,
-        &grads,
-        None,
-        BackwardOptions {
-            detach_view_dir: detach,
-        },
-    )
-    .unwrap();
-    ctx.submit(enc).unwrap();
+    let options = BackwardOptions {
+        detach_view_dir: detach,
+    };
+    let (grads, out) = common::run_backward(ctx, &params, &fwd, v_image, options);
     Gradients {
         params: grads.download(ctx).unwrap(),
         v_projected: out.v_projected.read::<f32>(ctx).unwrap(),

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::camera;
-use wgsplat::splat::backward::{BackwardOptions, record_backward};
+use wgsplat::splat::backward::BackwardOptions;
 use wgsplat::splat::forward::{ForwardOutput, RenderOptions, render};
 use wgsplat::splat::raster::splat_rows_per_page;
 use wgsplat::splat::reference::{self, CpuGaussians};
@@ -15,7 +15,7 @@ use wgsplat::testing::{
     TestRng, both_paths_both_layouts, both_paths_small_pages, compare_close, compare_exact,
     max_abs_diff,
 };
-use wgsplat::{Error, GpuContext, MemoryCategory, Tensor};
+use wgsplat::{Error, GpuContext, MemoryCategory};
 
 /// `n` small splats filling the view of `camera(64, 64, ..)`. With `depth_follows_x`, depth grows
 /// with x, so the chunks (ranges of depth) cover different tiles and many tiles have chunks with
@@ -88,28 +88,7 @@ fn backward(
     fwd: &ForwardOutput,
     v_image: &[f32],
 ) -> (Vec<f32>, Vec<f32>) {
-    let mut enc = ctx.encoder("backward");
-    let grads =
-        GaussianTensors::zeros_like(&mut enc, params, MemoryCategory::Gradients, "g").unwrap();
-    let v = Tensor::from_slice(
-        &mut enc,
-        v_image,
-        fwd.image.shape(),
-        MemoryCategory::Other,
-        "v_image",
-    )
-    .unwrap();
-    let out = record_backward(
-        &mut enc,
-        params,
-        fwd,
-        &v,
-        &grads,
-        None,
-        BackwardOptions::default(),
-    )
-    .unwrap();
-    ctx.submit(enc).unwrap();
+    let (grads, out) = common::run_backward(ctx, params, fwd, v_image, BackwardOptions::default());
     (
         flat(&grads.download(ctx).unwrap()),
         out.v_projected.read::<f32>(ctx).unwrap(),

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{camera, random_gaussians};
 use wgsplat::gpu::kernels::row_chunks;
-use wgsplat::splat::backward::{BackwardOptions, record_backward};
+use wgsplat::splat::backward::BackwardOptions;
 use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::pose::reference::world_pose_gradient;
 use wgsplat::splat::pose::{
@@ -15,7 +15,7 @@ use wgsplat::splat::pose::{
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::splat::{AlphaMode, Camera, GaussianTensors};
 use wgsplat::testing::{TestRng, both_paths, both_paths_both_layouts, compare_close};
-use wgsplat::{GpuContext, MemoryCategory, Tensor};
+use wgsplat::{GpuContext, MemoryCategory};
 
 fn upload(ctx: &GpuContext, g: &CpuGaussians, category: MemoryCategory) -> GaussianTensors {
     let mut enc = ctx.encoder("upload");
@@ -128,28 +128,7 @@ fn analytic(
     weights: &[f32],
 ) -> [f64; 6] {
     let fwd = render(ctx, params, &correction.apply(base), options()).unwrap();
-    let mut enc = ctx.encoder("backward");
-    let grads =
-        GaussianTensors::zeros_like(&mut enc, params, MemoryCategory::Gradients, "g").unwrap();
-    let v = Tensor::from_slice(
-        &mut enc,
-        weights,
-        fwd.image.shape(),
-        MemoryCategory::Other,
-        "v_image",
-    )
-    .unwrap();
-    record_backward(
-        &mut enc,
-        params,
-        &fwd,
-        &v,
-        &grads,
-        None,
-        BackwardOptions::default(),
-    )
-    .unwrap();
-    ctx.submit(enc).unwrap();
+    let (grads, _) = common::run_backward(ctx, params, &fwd, weights, BackwardOptions::default());
     let sums = kernel_sums(ctx, params, &grads, params.len());
     let world = WorldPoseGradient::from_floats(&sums).unwrap();
     correction_gradient(base, correction, &world)

@@ -60,7 +60,12 @@ impl DatasetViews {
                 .map(|(k, v)| DatasetView {
                     label: format!("{name}:{k}"),
                     camera: v.camera.clone(),
-                    image: v.image.clone(),
+                    // A view the loader streams from disk is read here; one that cannot be read
+                    // shows no picture (an empty image) rather than stopping the viewer.
+                    image: match v.resident() {
+                        Ok(view) => view.image.clone(),
+                        Err(_) => wgsplat::data::RgbaImage::new(0, 0),
+                    },
                 })
                 .collect()
         };
@@ -165,7 +170,11 @@ impl ViewPanel {
         let exact = camera.exact.as_ref()?;
         let same =
             exact.rotation == view.camera.rotation && exact.translation == view.camera.translation;
-        (same && self.exact == Some((view.camera.width, view.camera.height))).then_some(view)
+        let (w, h) = (view.camera.width as usize, view.camera.height as usize);
+        // A view whose image could not be read has no pixels to compare with.
+        let readable = view.image.pixels.len() == w * h * 4;
+        (same && readable && self.exact == Some((view.camera.width, view.camera.height)))
+            .then_some(view)
     }
 
     /// The egui texture of a dataset image (uploaded once per view).
@@ -176,6 +185,9 @@ impl ViewPanel {
             .is_none_or(|(k, _)| *k != view.label)
         {
             let size = [view.image.width as usize, view.image.height as usize];
+            if view.image.pixels.len() != size[0] * size[1] * 4 {
+                return egui::TextureId::default();
+            }
             let image = egui::ColorImage::from_rgba_unmultiplied(size, &view.image.pixels);
             let handle = ctx.load_texture(&view.label, image, egui::TextureOptions::NEAREST);
             self.truth_texture = Some((view.label.clone(), handle));

@@ -101,8 +101,10 @@ impl Trainer {
                 step,
                 fwd,
                 &image_grad,
-                wants_statistics,
-                pose,
+                crate::train::gradient_step::GradientWants {
+                    statistics: wants_statistics,
+                    pose,
+                },
             )
         })?;
         let pose_pending = pose_gradient
