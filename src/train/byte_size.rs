@@ -89,10 +89,7 @@ pub fn adapter_memory_bytes(info: &crate::gpu::ContextInfo) -> Option<u64> {
     if !info.adapter.device_type.eq_ignore_ascii_case("cpu") {
         return None;
     }
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    crate::train::setup::host_memory_bytes("MemTotal")
 }
 
 #[cfg(test)]

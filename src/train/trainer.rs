@@ -120,7 +120,9 @@ impl Trainer {
             false => None,
         };
         ctx.submit(enc)?;
-        let (config_pose, views) = (config.pose_opt, dataset.train.len());
+        let poses = config
+            .pose_opt
+            .then(|| super::pose::PoseState::identity(dataset.train.len()));
         let extent = f64::from(dataset.extent);
         let mut schedule = LearningRateSchedule::three_dgs(extent, config.iterations);
         schedule.means = ExponentialDecay {
@@ -152,7 +154,7 @@ impl Trainer {
             lpips: std::cell::OnceCell::new(),
             keep_inside: None,
             exposure,
-            poses: config_pose.then(|| super::pose::PoseState::identity(views)),
+            poses,
         })
     }
 

@@ -158,3 +158,13 @@ pub fn run_backward(
     ctx.submit(enc).unwrap();
     (grads, out)
 }
+
+/// `Σ image · weights` in f64: the scalar loss whose gradient is `weights` (finite differences).
+pub fn weighted_sum(image: &Tensor, weights: &[f32], ctx: &GpuContext) -> f64 {
+    let image = image.read::<f32>(ctx).unwrap();
+    image
+        .iter()
+        .zip(weights)
+        .map(|(a, b)| f64::from(*a) * f64::from(*b))
+        .sum()
+}

@@ -73,12 +73,7 @@ fn loss(
         },
     )
     .unwrap();
-    let image = fwd.image.read::<f32>(ctx).unwrap();
-    image
-        .iter()
-        .zip(weights)
-        .map(|(a, b)| f64::from(*a) * f64::from(*b))
-        .sum()
+    common::weighted_sum(&fwd.image, weights, ctx)
 }
 
 fn flat(g: &CpuGaussians) -> Vec<f32> {

@@ -103,12 +103,7 @@ fn pose_gradient_kernel_matches_its_reference() {
 /// A weighted sum of the image rendered by `camera` (SH degree 0, smooth alpha).
 fn loss(ctx: &GpuContext, params: &GaussianTensors, camera: &Camera, weights: &[f32]) -> f64 {
     let fwd = render(ctx, params, camera, options()).unwrap();
-    let image = fwd.image.read::<f32>(ctx).unwrap();
-    image
-        .iter()
-        .zip(weights)
-        .map(|(a, b)| f64::from(*a) * f64::from(*b))
-        .sum()
+    common::weighted_sum(&fwd.image, weights, ctx)
 }
 
 fn options() -> RenderOptions {

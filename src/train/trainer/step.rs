@@ -192,22 +192,21 @@ impl Trainer {
     /// The exposure transforms' learning rate at the current iteration: INRIA's exponential decay
     /// from `exposure_lr_init` to `exposure_lr_final` over the run.
     fn exposure_lr(&self) -> f64 {
-        ExponentialDecay {
-            lr_init: self.config.exposure_lr_init,
-            lr_final: self.config.exposure_lr_final,
-            delay_steps: 0,
-            delay_mult: 1.0,
-            max_steps: self.config.iterations,
-        }
-        .at(self.iteration)
+        self.decayed_over_run(self.config.exposure_lr_init, self.config.exposure_lr_final)
     }
 
     /// The pose corrections' learning rate at the current iteration: an exponential decay from
     /// `pose_lr_init` to `pose_lr_final` over the run.
     fn pose_lr(&self) -> f64 {
+        self.decayed_over_run(self.config.pose_lr_init, self.config.pose_lr_final)
+    }
+
+    /// A rate decaying exponentially from `init` at the first iteration to `last` at the last,
+    /// at the current iteration.
+    fn decayed_over_run(&self, init: f64, last: f64) -> f64 {
         ExponentialDecay {
-            lr_init: self.config.pose_lr_init,
-            lr_final: self.config.pose_lr_final,
+            lr_init: init,
+            lr_final: last,
             delay_steps: 0,
             delay_mult: 1.0,
             max_steps: self.config.iterations,
