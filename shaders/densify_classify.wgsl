@@ -1,6 +1,11 @@
 // 3DGS densification decisions for one page of Gaussians: clone (large gradient, small),
-// split (large gradient, large), prune (transparent; after the first opacity reset, too big in
-// the world or, when enabled, on screen). As in INRIA's and gsplat's code the prune applies to
+// split (large gradient, large), prune (transparent; too big in the world; after the first opacity
+// reset, when enabled, too big on screen). "Too big in the world" is relative to the Gaussian's
+// reach, the larger of the scene extent and its distance from the scene centre (so far-field
+// Gaussians may be as large as their distance makes them look): a largest scale above
+// `world_scale_fraction` of it, 0.1 after the first opacity reset as in 3DGS, and before it a
+// looser bound that only catches a Gaussian grown to envelop the scene (it would veil any view
+// from inside it). As in INRIA's and gsplat's code the prune applies to
 // the grown model: a clone or split child inherits its parent's opacity, so the children of a
 // parent pruned for its opacity die with it; split children (scales / split_scale_divisor) die
 // when still too big in the world; the screen test applies to parents only (a new Gaussian has no
@@ -14,10 +19,14 @@ struct DensifyParams {
     scale_threshold: f32,
     prune_opacity: f32,
     max_screen_radius: f32,
-    max_world_scale: f32,
+    world_scale_fraction: f32,
     split_scale_divisor: f32,
     // Statistics column of the gradient-norm sums: 0 = summed gradient, 1 = absgrad.
     grad_column: u32,
+    extent: f32,
+    center_x: f32,
+    center_y: f32,
+    center_z: f32,
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
@@ -32,6 +41,7 @@ var<private> p: DensifyParams;
 @group(0) @binding(4) var<storage, read_write> keep_flags: array<u32>;
 @group(0) @binding(5) var<storage, read_write> clone_flags: array<u32>;
 @group(0) @binding(6) var<storage, read_write> split_flags: array<u32>;
+@group(0) @binding(7) var<storage, read> means: array<f32>;
 
 @compute @workgroup_size(256)
 fn classify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -52,12 +62,13 @@ fn classify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     // NaN opacity or scale compares false everywhere: prune it.
     let finite = opacity == opacity && largest == largest;
     let transparent = !(opacity >= p.prune_opacity) || !finite;
-    var world_big = false;
-    var child_world_big = false;
+    let offset = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]) - vec3<f32>(p.center_x, p.center_y, p.center_z);
+    let max_world_scale = p.world_scale_fraction * max(p.extent, length(offset));
+    // A NaN mean makes the bound NaN; the opacity test above already prunes non-finite scales.
+    let world_big = largest > max_world_scale;
+    let child_world_big = largest / p.split_scale_divisor > max_world_scale;
     var screen_big = false;
     if p.prune_big != 0u {
-        world_big = largest > p.max_world_scale;
-        child_world_big = largest / p.split_scale_divisor > p.max_world_scale;
         screen_big = p.max_screen_radius > 0.0 && stats[4u * i + 3u] > p.max_screen_radius;
     }
     let prune = transparent || world_big || screen_big;

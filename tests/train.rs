@@ -233,10 +233,27 @@ fn training_twice_writes_byte_identical_models() {
     }
 }
 
+/// The defaults, with the step past the first opacity "reset" after one step, so the post-reset
+/// world-size and screen-size tests are on.
+fn past_the_first_reset() -> TrainConfig {
+    TrainConfig {
+        opacity_reset_every: 0,
+        ..TrainConfig::default()
+    }
+}
+
 /// Uploads one Gaussian per row of `rows` ((opacity, scale / extent) each), takes one training
 /// step, writes the densification statistics `stats` (4 floats per row), runs one densification
 /// step and returns the model's opacities, sorted.
 fn densify_once(rows: &[(f32, f32)], stats: &[f32], config: TrainConfig) -> Vec<f32> {
+    let placed: Vec<(f32, f32, f32)> = rows.iter().map(|&(o, s)| (o, s, -1.0)).collect();
+    densify_placed(&placed, stats, config)
+}
+
+/// [`densify_once`] with each row's centre given as a distance from the scene centre along x, in
+/// extents (a negative distance: `0.1 × row` world units along x from the origin, as
+/// [`densify_once`] places them).
+fn densify_placed(rows: &[(f32, f32, f32)], stats: &[f32], config: TrainConfig) -> Vec<f32> {
     use wgsplat::MemoryCategory;
     use wgsplat::splat::GaussianTensors;
     use wgsplat::splat::reference::CpuGaussians;
@@ -247,10 +264,14 @@ fn densify_once(rows: &[(f32, f32)], stats: &[f32], config: TrainConfig) -> Vec<
         ..BuiltinOptions::default()
     })
     .unwrap();
-    let extent = dataset.extent;
+    let (extent, center) = (dataset.extent, dataset.center);
     let mut cpu = CpuGaussians::default();
-    for (i, &(opacity, scale)) in rows.iter().enumerate() {
-        cpu.means.push([0.1 * i as f32, 0.0, 0.0]);
+    for (i, &(opacity, scale, distance)) in rows.iter().enumerate() {
+        cpu.means.push(if distance < 0.0 {
+            [0.1 * i as f32, 0.0, 0.0]
+        } else {
+            [center[0] + distance * extent, center[1], center[2]]
+        });
         cpu.log_scales.push([(scale * extent).ln(); 3]);
         cpu.quats.push([1.0, 0.0, 0.0, 0.0]);
         cpu.opacity_logits.push((opacity / (1.0 - opacity)).ln());
@@ -265,8 +286,6 @@ fn densify_once(rows: &[(f32, f32)], stats: &[f32], config: TrainConfig) -> Vec<
         iterations: 10,
         sh_degree: 0,
         densify_until: 0,
-        // Past the first "reset" after one step, so the world-size test is on.
-        opacity_reset_every: 0,
         ..config
     };
     let mut trainer = Trainer::new(&ctx, dataset, params, config).unwrap();
@@ -308,7 +327,7 @@ fn densification_prunes_after_growth_and_not_by_screen_size() {
         0.0, 0.0, 1.0, 5.0, //
         1.0, 0.0, 1.0, 5.0,
     ];
-    let opacities = densify_once(&rows, &stats, TrainConfig::default());
+    let opacities = densify_once(&rows, &stats, past_the_first_reset());
     // Kept: the wide one and the ordinary one. Nothing transparent survives (the old order split
     // the first row into two transparent children), and nothing was pruned for its screen size.
     assert_eq!(
@@ -320,9 +339,37 @@ fn densification_prunes_after_growth_and_not_by_screen_size() {
     // With the screen test enabled, the wide one goes.
     let screen = TrainConfig {
         prune_screen_radius: 20.0,
-        ..TrainConfig::default()
+        ..past_the_first_reset()
     };
     assert_eq!(densify_once(&rows, &stats, screen).len(), 1);
+}
+
+/// A Gaussian's world-size bound is relative to its reach (the larger of the extent and its
+/// distance from the scene centre): after the first opacity reset 3DGS's 0.1 of it, so a far-field
+/// Gaussian may be as large as its distance makes it look; before it, a third of it, which only a
+/// Gaussian grown to envelop the scene exceeds (a sky Gaussian that veils views from inside it).
+#[test]
+fn the_world_size_bound_follows_a_gaussians_distance() {
+    // Opaque, no gradient: only the size bound can prune. (scale / extent, distance / extent)
+    let rows = [
+        (0.5, 0.05, 0.0), // near, small: kept always
+        (0.5, 0.2, 0.0),  // near, 0.2 extent: pruned after the reset only
+        (0.5, 1.5, 20.0), // far (20 extents), 1.5 extents: kept always (0.1 × 20 = 2)
+        (0.5, 2.5, 20.0), // far, 2.5 extents: pruned after the reset only
+        (0.5, 8.0, 20.0), // far, 8 extents (a third of 20 is 6.7): pruned always
+        (0.5, 0.5, 1.2),  // within its reach's third (0.4 of 1.2 < 0.5): pruned always
+    ];
+    let stats = [0.0, 0.0, 1.0, 5.0].repeat(rows.len());
+    let after_reset = TrainConfig {
+        opacity_reset_every: 0,
+        ..TrainConfig::default()
+    };
+    let before_reset = TrainConfig {
+        opacity_reset_every: 1_000,
+        ..TrainConfig::default()
+    };
+    assert_eq!(densify_placed(&rows, &stats, after_reset).len(), 2);
+    assert_eq!(densify_placed(&rows, &stats, before_reset).len(), 4);
 }
 
 /// Issue 14: with `absgrad`, the per-pixel absolute gradient (statistics column 1) against

@@ -12,7 +12,7 @@ use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
 use wgsplat::io::checkpoint::load_checkpoint;
 use wgsplat::io::model::save_gpu_model_as_ply;
-use wgsplat::train::init::initial_gaussians;
+use wgsplat::train::init::initial_model;
 use wgsplat::train::options::{DataArgs, TrainOptions};
 use wgsplat::train::run::next_checkpoint_pause;
 use wgsplat::train::setup;
@@ -107,9 +107,12 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         apply_budget(ctx, &args, &dataset, checkpoint.params.len(), &mut config)?;
         Trainer::resume(ctx, dataset, checkpoint, config.clone())?
     } else {
-        let params = initial_gaussians(ctx, &dataset, &config)?;
-        apply_budget(ctx, &args, &dataset, params.len(), &mut config)?;
-        Trainer::new(ctx, dataset, params, config.clone())?
+        let initial = initial_model(ctx, &dataset, &config)?;
+        if let Some(sky) = &initial.sky {
+            println!("{}", sky.summary());
+        }
+        apply_budget(ctx, &args, &dataset, initial.params.len(), &mut config)?;
+        Trainer::new(ctx, dataset, initial.params, config.clone())?
     };
     println!(
         "training {} train / {} test views, {} Gaussians, {} iterations on {}",

@@ -13,7 +13,8 @@
 //! `images/`, nerfstudio's `mask_path`, or the alpha channel with
 //! [`LoadOptions::alpha_as_mask`]) travel in the image's alpha channel ([`AlphaMeaning::Mask`]).
 //!
-//! [`init`] builds initial Gaussians from the points (or random points in a box).
+//! [`init`] builds initial Gaussians from the points (or random points in a box); [`sky`] adds
+//! far-field points coloured from the photographs.
 
 pub mod builtin;
 pub mod bvh;
@@ -36,6 +37,7 @@ mod prepare;
 pub mod raytrace;
 pub mod resolution;
 pub mod shape;
+pub mod sky;
 mod split;
 pub mod texture;
 pub mod town;

@@ -161,6 +161,9 @@ pub fn train_block(
         config.max_gaussians = block.max_gaussians;
     }
     let data = block_dataset(dataset, plan, block)?;
+    // A block keeps only the Gaussians over its own ground (`keep_inside` below), so far-field
+    // points would be dropped at its first refinement: it starts without them.
+    config.sky_points = 0;
     // The image cache `partition` planned for the block: the budget's share (or --image-cache).
     if let Some(budget) = plan.partition.memory_budget_bytes {
         let sizes = data.train.iter().map(|v| (v.image.width, v.image.height));

@@ -5,6 +5,12 @@ use crate::splat::RasterMode;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Far-field directions on the sky sphere (about 2 degrees apart) that `wgsplat train` and the
+/// viewer ask for on a dataset read from disk ([`TrainConfig::sky_points`] itself defaults to 0).
+pub const DEFAULT_SKY_POINTS: usize = 10_000;
+/// Most far-field directions a configuration may ask for.
+pub const MAX_SKY_POINTS: usize = 1_000_000;
+
 /// Background behind the splats (and behind RGBA ground truth).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -163,6 +169,15 @@ pub struct TrainConfig {
     pub image_cache: Option<u64>,
     /// Random points when the dataset has no point cloud.
     pub random_init_points: usize,
+    /// Far-field points for the sky and distant background (see [`crate::data::sky`]): this many
+    /// directions on a sphere around the scene, kept where a training view sees something other
+    /// than the background; 0 adds none (the default here; `wgsplat train` and the viewer use
+    /// [`DEFAULT_SKY_POINTS`] for a dataset read from disk). Only for datasets with a sparse point
+    /// cloud (captures reconstructed by structure from motion).
+    pub sky_points: usize,
+    /// The far-field sphere's radius, times the scene extent (at least twice the sparse points'
+    /// 99th-percentile distance from the centre).
+    pub sky_radius: f32,
     /// Seed of every random choice.
     pub seed: u64,
 }
@@ -215,6 +230,8 @@ impl Default for TrainConfig {
             pose_opt_from: 100,
             image_cache: None,
             random_init_points: 100_000,
+            sky_points: 0,
+            sky_radius: 10.0,
             seed: 0,
         }
     }
@@ -295,6 +312,18 @@ impl TrainConfig {
             return bad(format!(
                 "pose learning rates {} and {} must be zero or above",
                 self.pose_lr_init, self.pose_lr_final
+            ));
+        }
+        if !(self.sky_radius.is_finite() && self.sky_radius >= 1.0) {
+            return bad(format!(
+                "sky_radius {} must be at least 1 (times the scene extent)",
+                self.sky_radius
+            ));
+        }
+        if self.sky_points > MAX_SKY_POINTS {
+            return bad(format!(
+                "sky_points {} is above {MAX_SKY_POINTS}",
+                self.sky_points
             ));
         }
         if !(0.0..=1.0).contains(&self.mcmc_growth) {

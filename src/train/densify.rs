@@ -4,7 +4,9 @@
 //! `absgrad_threshold`) are cloned (if small) or split into two sampled children with scales / 1.6 (if
 //! large). Then, as INRIA and gsplat do, the pruning applies to the grown model: transparent
 //! Gaussians are pruned, and after the first opacity reset so are ones too big in the world
-//! (0.1 × extent); clones and split children of a parent that is pruned for its opacity die in
+//! (0.1 × their reach: the larger of the extent and their distance from the scene centre, so a
+//! far-field Gaussian may look as large as a near one); before that reset only Gaussians grown to
+//! envelop the scene (a third of their reach) are; clones and split children of a parent that is pruned for its opacity die in
 //! the same step (they inherit it), as do children still too big in the world. Pruning by screen
 //! size (`prune_screen_radius`) is off by default, as in gsplat; when enabled it applies to the
 //! parents only (new Gaussians have not been seen yet). Opacities are reset every
@@ -32,6 +34,14 @@ use crate::tensor::{DType, Tensor};
 const RESET_LOGIT: f32 = -4.595_12;
 /// 3DGS's split scale divisor.
 const SPLIT_SCALE_DIVISOR: f32 = 1.6;
+/// After the first opacity reset, Gaussians whose largest scale exceeds this fraction of their
+/// reach (the larger of the extent and their distance from the scene centre) are pruned: 3DGS's
+/// 0.1 × extent for Gaussians among the cameras, and the same angular size for far ones.
+const BIG_FRACTION: f32 = 0.1;
+/// Before it, only Gaussians whose largest scale exceeds a third of their reach, grown to envelop
+/// the scene's centre within three standard deviations (a sky Gaussian grown this large veils
+/// every view from inside it).
+const ENVELOPING_FRACTION: f32 = 1.0 / 3.0;
 
 /// 3DGS's adaptive density control (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
@@ -142,9 +152,17 @@ pub(crate) async fn densify(
         scale_threshold: config.percent_dense * extent,
         prune_opacity: config.prune_opacity,
         max_screen_radius: config.prune_screen_radius,
-        max_world_scale: 0.1 * extent,
+        world_scale_fraction: if prune_big {
+            BIG_FRACTION
+        } else {
+            ENVELOPING_FRACTION
+        },
         split_scale_divisor: SPLIT_SCALE_DIVISOR,
         grad_column: u32::from(config.absgrad),
+        extent,
+        center_x: step.center[0],
+        center_y: step.center[1],
+        center_z: step.center[2],
         ..Default::default()
     };
     enc.run_pages(&classify, n as u64, rows, |page| {
@@ -161,6 +179,7 @@ pub(crate) async fn densify(
                 keep_flags: keep.page_arg(p),
                 clone_flags: clone.page_arg(p),
                 split_flags: split.page_arg(p),
+                means: state.params.means.page_arg(p),
             },
         )
     })?;

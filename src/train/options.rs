@@ -3,7 +3,7 @@
 //! too, with the same meaning and help text.
 
 use super::budget::{MemoryPlan, apply_memory_budget, parse_image_cache_size};
-use super::config::TrainConfig;
+use super::config::{DEFAULT_SKY_POINTS, TrainConfig};
 use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
     parse_background,
@@ -158,6 +158,14 @@ pub struct TrainOptions {
     /// of each training view's camera from the projection's gradients (gsplat's pose_opt).
     #[arg(long)]
     pub pose_opt: bool,
+    /// Far-field Gaussians for the sky and distant background of a reconstructed capture: this
+    /// many directions on a sphere far outside the scene (default 10000 for a dataset read from
+    /// disk, about 2 degrees apart; 0 for the built-in scenes and in a --config file that does not
+    /// set sky_points), coloured from the photographs; directions no training view sees, or that
+    /// show the background colour, are dropped. 0 adds none. Datasets without sparse points get
+    /// none.
+    #[arg(long, value_name = "N")]
+    pub sky_points: Option<usize>,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -201,6 +209,12 @@ impl TrainOptions {
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);
         config.seed = self.seed.unwrap_or(config.seed);
+        // Far-field points: on for a dataset read from disk (a capture), off for the generated
+        // scenes and in the library's defaults (and so in a --config file that leaves them out).
+        if !builtin && self.config.is_none() {
+            config.sky_points = DEFAULT_SKY_POINTS;
+        }
+        config.sky_points = self.sky_points.unwrap_or(config.sky_points);
         if let Some(text) = &self.image_cache {
             config.image_cache = Some(parse_image_cache_size(text)?);
         }

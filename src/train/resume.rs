@@ -26,14 +26,17 @@ pub const EXPOSURE_KEY: &str = "exposure";
 
 /// Settings a resume may change: the length of the run (its schedules stretch to the new
 /// `iterations`, as `--stop-at` relies on), what is evaluated, saved or read back when, and how
-/// many training images stay on the GPU, none of which changes a parameter.
-pub const RESUME_MAY_CHANGE: [&str; 7] = [
+/// many training images stay on the GPU, none of which changes a parameter, and the far-field
+/// points, which only the start adds.
+pub const RESUME_MAY_CHANGE: [&str; 9] = [
     "iterations",
     "eval_every",
     "save_every",
     "lpips",
     "loss_readback_every",
     "image_cache",
+    "sky_points",
+    "sky_radius",
     // The moments are converted (a packed state to f32 exactly, f32 to a packed state rounding to
     // nearest).
     "optimizer_state",

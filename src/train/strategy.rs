@@ -21,6 +21,9 @@ pub struct StepInfo<'a> {
     pub iteration: u64,
     /// The scene's extent (world units), which scales the thresholds in world space.
     pub extent: f32,
+    /// The scene's centre (the mean training camera centre), from which a Gaussian's reach is
+    /// measured.
+    pub center: [f32; 3],
     /// The iteration's RNG state (seeds any sampling a hook does).
     pub rng_state: u64,
     /// The learning rates at `iteration`.

@@ -377,6 +377,7 @@ pub(super) fn step_info<'a>(
         config,
         iteration,
         extent: dataset.extent,
+        center: dataset.center,
         rng_state,
         learning_rates,
     }

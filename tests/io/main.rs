@@ -5,7 +5,8 @@
 //! hostile SPZ files in [`spz_hostile`]), every other model reader against hostile files
 //! ([`hostile`]), datasets ([`data`]; careless and hostile ones in [`hostile_data`], seeded
 //! mutations of their files in [`mutation`]), the built-in town and the ray tracer's BVH
-//! ([`town`]), PLY files ([`ply`]) and checkpoints ([`checkpoint`]).
+//! ([`town`]), PLY files ([`ply`]), checkpoints ([`checkpoint`]) and the far-field points
+//! coloured from a capture's images ([`sky`]).
 
 mod checkpoint;
 mod data;
@@ -18,6 +19,7 @@ mod ply;
 mod pose_refinement;
 mod real_captures;
 mod resolution;
+mod sky;
 mod sog;
 mod spz;
 mod spz_hostile;
