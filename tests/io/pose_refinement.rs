@@ -68,10 +68,10 @@ fn mean_error(cameras: &[Camera], truth: &[Camera], extent: f64, points: &[[f32;
 
 fn config(pose_opt: bool) -> TrainConfig {
     TrainConfig {
-        iterations: 600,
+        iterations: 400,
         densify_from: 100,
         densify_every: 100,
-        densify_until: 450,
+        densify_until: 300,
         opacity_reset_every: 100_000,
         sh_degree_interval: 200,
         loss_readback_every: 50,
