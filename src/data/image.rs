@@ -17,6 +17,13 @@ pub struct RgbaImage {
     pub pixels: Vec<u8>,
 }
 
+/// One straight-alpha RGBA pixel composited on `background`, RGB in [0, 1]:
+/// `rgb * a + bg * (1 - a)`.
+pub fn composite(pixel: [u8; 4], background: [f32; 3]) -> [f32; 3] {
+    let a = f32::from(pixel[3]) / 255.0;
+    [0, 1, 2].map(|k| f32::from(pixel[k]) / 255.0 * a + background[k] * (1.0 - a))
+}
+
 impl RgbaImage {
     /// A `width` × `height` image, all transparent black.
     pub fn new(width: u32, height: u32) -> RgbaImage {
@@ -52,10 +59,7 @@ impl RgbaImage {
     pub fn rgb_on(&self, background: [f32; 3]) -> Vec<f32> {
         let mut out = Vec::with_capacity(self.pixel_count() * 3);
         for p in self.pixels.chunks_exact(4) {
-            let a = p[3] as f32 / 255.0;
-            for k in 0..3 {
-                out.push(p[k] as f32 / 255.0 * a + background[k] * (1.0 - a));
-            }
+            out.extend(composite([p[0], p[1], p[2], p[3]], background));
         }
         out
     }

@@ -13,6 +13,7 @@
 //! views that see it takes the scene's colour and sits hidden behind it (below the horizon, such
 //! points lie behind the ground).
 
+use super::image::composite;
 use super::{AlphaMeaning, Dataset, PointCloud};
 use crate::error::Result;
 
@@ -20,6 +21,7 @@ use crate::error::Result;
 pub const MAX_SAMPLED_VIEWS: usize = 64;
 /// A point whose median colour is within this of the background on every channel is dropped.
 pub const BACKGROUND_TOLERANCE: f32 = 10.0 / 255.0;
+
 /// What [`sky_points`] builds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SkyPoints {
@@ -124,15 +126,12 @@ pub fn sky_points(
             if !(u >= 0.0 && v >= 0.0 && u < image.width as f32 && v < image.height as f32) {
                 continue;
             }
-            let [r, g, b, a] = image.pixel(u as u32, v as u32);
-            let rgb = [r, g, b].map(|c| f32::from(c) / 255.0);
+            let pixel = image.pixel(u as u32, v as u32);
             let colour = match view.alpha {
-                AlphaMeaning::Mask if a == 0 => continue,
-                AlphaMeaning::Mask => rgb,
-                AlphaMeaning::Coverage => {
-                    let alpha = f32::from(a) / 255.0;
-                    [0, 1, 2].map(|c| rgb[c] * alpha + camera.background[c] * (1.0 - alpha))
-                }
+                AlphaMeaning::Mask if pixel[3] == 0 => continue,
+                // The mask weighs the pixel; its colour counts as it stands.
+                AlphaMeaning::Mask => composite([pixel[0], pixel[1], pixel[2], 255], [0.0; 3]),
+                AlphaMeaning::Coverage => composite(pixel, camera.background),
             };
             seen.push(colour);
         }
