@@ -1,9 +1,9 @@
 //! Real-capture inputs end to end, on the built-in scene written as COLMAP folders
 //! (`wgsplat::data::capture`): train views photographed through OPENCV and OPENCV_FISHEYE lenses
 //! train as well as pinhole ones (scored on the same pinhole test views); half of every train
-//! image replaced by garbage under a mask is invisible (bit-identical models) and trains as well
-//! as clean data; INRIA's `images_N`
-//! folders and mask sizes are honoured.
+//! image replaced by garbage under a mask is invisible (bit-identical models) and scores near
+//! clean data and far above the same garbage unmasked; INRIA's `images_N` folders and mask sizes
+//! are honoured.
 
 use std::path::{Path, PathBuf};
 
@@ -51,12 +51,20 @@ fn load(dir: &Path, test: &[String]) -> Dataset {
     Dataset::load(dir, &options).unwrap()
 }
 
-/// Iterations of the lens and mask comparisons (twice as many for the masked run, which
-/// supervises half of every image).
-const ITERATIONS: u64 = 200;
+/// Iterations of the lens comparison.
+const ITERATIONS: u64 = 120;
 /// Iterations of the exposure comparison: at 200 the varied exposure costs the plain run only
 /// 0.45 dB, too little for the comparison to show anything.
 const EXPOSURE_ITERATIONS: u64 = 300;
+
+/// Iterations of each run of the mask comparison, on the deterministic portable path.
+const MASK_ITERATIONS: u64 = 60;
+/// How far below the clean capture the masked one may score after [`MASK_ITERATIONS`]: it
+/// supervises half as many pixels per step (measured: 0.53 dB below).
+const MASKED_BELOW_CLEAN_DB: f64 = 1.0;
+/// How far above the unmasked garbage the masked capture must score (measured: 2.04 dB above;
+/// masks that were ignored would score the same).
+const MASKED_ABOVE_UNMASKED_DB: f64 = 1.0;
 
 /// Test PSNR after a short training run.
 fn trained_psnr(dataset: Dataset) -> f64 {
@@ -164,29 +172,36 @@ fn garbage_under_masks_trains_like_clean_data() {
         }
         view.alpha = wgsplat::data::AlphaMeaning::Mask;
     }
-    let (_, with_garbage) = trained(masked.clone(), 60, true);
-    let (_, without_garbage) = trained(clean_under_masks, 60, true);
+    let (masked_psnr, with_garbage) = trained(masked, MASK_ITERATIONS, true);
+    let (_, without_garbage) = trained(clean_under_masks, MASK_ITERATIONS, true);
     assert!(
         with_garbage == without_garbage,
         "the colours under the masks changed the trained model"
     );
-    // 2. Given as many supervised pixels as the clean run (twice the iterations, each seeing
-    //    half of its image), it scores as well as the clean data.
-    let (clean, _) = clean_psnr();
-    let (masked_psnr, _) = trained(masked, 2 * ITERATIONS, false);
-    eprintln!("clean {clean:.2} dB, half garbage under masks {masked_psnr:.2} dB");
-    assert!(
-        masked_psnr > clean - 1.0,
-        "masked garbage trained to {masked_psnr:.2} dB against {clean:.2} dB clean"
-    );
-    // 3. Without the masks the same two captures train to different models: the comparison in
+    // 2. Without the masks the same two captures train to different models: the comparison in
     //    1 can tell garbage from clean data, so its equality means the masks held.
     std::fs::remove_dir_all(masked_dir.0.join("masks")).unwrap();
-    let (_, garbage_unmasked) = trained(load(&masked_dir.0, &test), 60, true);
-    let (_, clean_unmasked) = trained(load(&clean_dir.0, &test), 60, true);
+    let (garbage_psnr, garbage_unmasked) =
+        trained(load(&masked_dir.0, &test), MASK_ITERATIONS, true);
+    let (clean_psnr, clean_unmasked) = trained(load(&clean_dir.0, &test), MASK_ITERATIONS, true);
     assert!(
         garbage_unmasked != clean_unmasked,
         "without masks the garbage should change the model"
+    );
+    // 3. The masked run learns the scene from the half it sees: on the clean test views it
+    //    scores near the clean capture trained on whole images, and well above the same
+    //    garbage trained without its masks.
+    eprintln!(
+        "test PSNR after {MASK_ITERATIONS} iterations: clean {clean_psnr:.2} dB, half garbage under \
+         masks {masked_psnr:.2} dB, the garbage unmasked {garbage_psnr:.2} dB"
+    );
+    assert!(
+        masked_psnr > clean_psnr - MASKED_BELOW_CLEAN_DB,
+        "masked garbage trained to {masked_psnr:.2} dB against {clean_psnr:.2} dB clean"
+    );
+    assert!(
+        masked_psnr > garbage_psnr + MASKED_ABOVE_UNMASKED_DB,
+        "masked garbage trained to {masked_psnr:.2} dB, the garbage unmasked to {garbage_psnr:.2} dB"
     );
 }
 
