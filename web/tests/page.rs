@@ -5,8 +5,7 @@
 //! training the built-in scene in the page (40 iterations at 32²) lowers the loss it reports.
 //!
 //! It needs the built page (`bash web/build.sh`), Node.js and Debian's `chromium`; `.ci/run`
-//! installs them, builds the page (in the background, while the other tests run; the test waits
-//! for that build) and sets `WGSPLAT_WEB_TEST=1`. Without that variable the test
+//! installs them, builds the page and sets `WGSPLAT_WEB_TEST=1`. Without that variable the test
 //! says it was skipped and passes.
 
 use std::io::{BufRead, BufReader, Write};
@@ -29,43 +28,6 @@ fn workspace() -> PathBuf {
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.spz")
-}
-
-/// Where `.ci/run` builds the page in the background while the other tests run, it names in
-/// `WGSPLAT_WEB_BUILD_STATUS` the file that build writes its exit status to when it ends: wait for
-/// it (up to 30 minutes), and fail with the build's log if the build failed.
-fn wait_for_the_page_build() {
-    let Some(status_file) = std::env::var_os("WGSPLAT_WEB_BUILD_STATUS").map(PathBuf::from) else {
-        return;
-    };
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file)
-            && text.ends_with('\n')
-        {
-            break text.trim().to_owned();
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(30 * 60),
-            "the page's build wrote no status to {} in 30 minutes",
-            status_file.display()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
-    if start.elapsed().as_secs() > 0 {
-        eprintln!(
-            "waited {:.0} s for the page's build",
-            start.elapsed().as_secs_f64()
-        );
-    }
-    let log = status_file.with_extension("log");
-    assert_eq!(
-        status,
-        "0",
-        "the page's build failed (exit status {status}); its output, {}:\n{}",
-        log.display(),
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
 }
 
 /// Serves `root` (and `extra` files under their own names) on a loopback port, one thread per
@@ -217,7 +179,6 @@ fn the_page_compiles_every_kernel_and_draws_as_the_native_renderer() {
         );
         return;
     }
-    wait_for_the_page_build();
     let site = workspace().join("target/web");
     assert!(
         site.join("index.html").is_file() && site.join("wgsplat_web_bg.wasm").is_file(),
