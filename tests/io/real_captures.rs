@@ -73,19 +73,6 @@ fn trained_psnr(dataset: Dataset) -> f64 {
     trained(dataset, ITERATIONS, false).0
 }
 
-/// The pinhole (clean) capture's test PSNR, trained once for both comparisons. Returns it with
-/// the capture's test view names.
-fn clean_psnr() -> (f64, Vec<String>) {
-    static CLEAN: std::sync::OnceLock<(f64, Vec<String>)> = std::sync::OnceLock::new();
-    CLEAN
-        .get_or_init(|| {
-            let dir = TempDir::new("pinhole");
-            let test = write_builtin_capture(&dir.0, &scene_options(), PINHOLE, false).unwrap();
-            (trained_psnr(load(&dir.0, &test)), test)
-        })
-        .clone()
-}
-
 /// Test PSNR and the trained parameters (read back) after `iterations` iterations on the fast
 /// or the deterministic portable path.
 fn trained(dataset: Dataset, iterations: u64, portable: bool) -> (f64, Vec<f32>) {
@@ -110,7 +97,9 @@ fn trained(dataset: Dataset, iterations: u64, portable: bool) -> (f64, Vec<f32>)
 
 #[test]
 fn distorted_cameras_train_like_pinhole_ones() {
-    let (pinhole, _) = clean_psnr();
+    let pinhole_dir = TempDir::new("pinhole");
+    let test = write_builtin_capture(&pinhole_dir.0, &scene_options(), PINHOLE, false).unwrap();
+    let pinhole = trained_psnr(load(&pinhole_dir.0, &test));
     eprintln!("pinhole: test PSNR {pinhole:.2} dB");
     for (label, lens) in [("opencv", OPENCV), ("fisheye", FISHEYE)] {
         let dir = TempDir::new(label);
