@@ -22,9 +22,17 @@ pub struct BuiltinArgs {
     /// The folder to write (must not exist yet, or be empty).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Side of the images in pixels.
+    /// Side of the images in pixels (their width, with --height).
     #[arg(long, default_value_t = 128)]
     builtin_resolution: u32,
+    /// Town: image height in pixels, for images that are not square (e.g. 1600 wide by 1200,
+    /// a photograph's shape) [default: --builtin-resolution].
+    #[arg(long)]
+    height: Option<u32>,
+    /// Town: rays per pixel, 4 (antialiased edges) or 1 (through each pixel's centre: four
+    /// times faster, for captures of many large images) [default: 4].
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["1", "4"]))]
+    rays_per_pixel: Option<String>,
     /// Number of views (town: all views, every 8th a test view under --eval; objects: training
     /// views). Default: 256 for the town, 48 for the objects.
     #[arg(long)]
@@ -50,6 +58,8 @@ pub fn write_builtin(args: BuiltinArgs) -> anyhow::Result<()> {
                 blocks_per_side: args.blocks.unwrap_or(defaults.blocks_per_side),
                 views: args.views.unwrap_or(defaults.views),
                 resolution: args.builtin_resolution,
+                height: args.height,
+                supersampled: args.rays_per_pixel.as_deref() != Some("1"),
                 points: args.points.unwrap_or(defaults.points),
                 seed: args.seed.unwrap_or(defaults.seed),
                 background: defaults.background,
@@ -57,9 +67,14 @@ pub fn write_builtin(args: BuiltinArgs) -> anyhow::Result<()> {
             town::generate(&options, &Split::AllTrain).context("generating the town")?
         }
         BuiltinScene::Objects => {
-            if args.blocks.is_some() || args.seed.is_some() {
+            if args.blocks.is_some()
+                || args.seed.is_some()
+                || args.height.is_some()
+                || args.rays_per_pixel.is_some()
+            {
                 anyhow::bail!(
-                    "--blocks and --seed apply to the town only; the objects scene has neither"
+                    "--blocks, --seed, --height and --rays-per-pixel apply to the town only; \
+                     the objects scene has none of them"
                 );
             }
             let defaults = BuiltinOptions::default();
@@ -79,11 +94,13 @@ pub fn write_builtin(args: BuiltinArgs) -> anyhow::Result<()> {
     };
     write.with_context(|| format!("writing {}", args.out.display()))?;
     let points = dataset.points.as_ref().map_or(0, |p| p.len());
+    let (width, height) = dataset
+        .views()
+        .next()
+        .map_or((0, 0), |v| (v.camera.width, v.camera.height));
     eprintln!(
-        "wrote {} views ({}x{}) and {points} points to {} (generated in {generated:.1} s, written in {:.1} s)",
+        "wrote {} views ({width}x{height}) and {points} points to {} (generated in {generated:.1} s, written in {:.1} s)",
         dataset.train.len() + dataset.test.len(),
-        args.builtin_resolution,
-        args.builtin_resolution,
         args.out.display(),
         start.elapsed().as_secs_f64() - generated,
     );

@@ -90,6 +90,9 @@ pub fn write_colmap_text(
             image.camera_id,
             image.name
         );
+    }
+    // PNG encoding dominates the write of a large capture: one image per core.
+    parallel_map(images, |image| {
         image
             .image
             .write_png(&dir.join("images").join(&image.name))?;
@@ -102,7 +105,8 @@ pub fn write_colmap_text(
             };
             png.write_png(&dir.join("masks").join(&image.name))?;
         }
-    }
+        Ok(())
+    })?;
     write_text(&sparse.join("images.txt"), &text)?;
     let mut text = String::from("# POINT3D_ID X Y Z R G B ERROR TRACK[]\n");
     for (i, (p, c)) in points

@@ -404,6 +404,10 @@ fn builtin_command_writes_the_town_as_colmap() {
     let small = [
         "--builtin-resolution",
         "16",
+        "--height",
+        "12",
+        "--rays-per-pixel",
+        "1",
         "--views",
         "12",
         "--blocks",
@@ -426,6 +430,8 @@ fn builtin_command_writes_the_town_as_colmap() {
     )
     .unwrap();
     assert_eq!(loaded.train.len(), 12);
+    let camera = &loaded.train[0].camera;
+    assert_eq!((camera.width, camera.height), (16, 12));
     assert_eq!(loaded.points.unwrap().len(), 100);
     // A second write into the same folder, and town-only options on the objects scene, fail.
     let again = run(&[&["town", "--out", out_arg], &small[..]].concat());
@@ -433,4 +439,55 @@ fn builtin_command_writes_the_town_as_colmap() {
     let objects = run(&["objects", "--out", out_arg, "--seed", "3"]);
     assert!(!objects.status.success());
     assert!(String::from_utf8_lossy(&objects.stderr).contains("--seed"));
+    let objects = run(&["objects", "--out", out_arg, "--height", "12"]);
+    assert!(!objects.status.success());
+}
+
+#[test]
+fn town_takes_a_photograph_shape_and_one_ray_per_pixel() {
+    let square = TownOptions {
+        views: 4,
+        resolution: 32,
+        points: 100,
+        ..TownOptions::small()
+    };
+    let shaped = TownOptions {
+        height: Some(24),
+        ..square.clone()
+    };
+    let one_ray = TownOptions {
+        supersampled: false,
+        ..shaped.clone()
+    };
+    let [square, shaped, one_ray] = [square, shaped, one_ray]
+        .map(|options| town::generate(&options, &Split::AllTrain).unwrap());
+    for (a, b) in square.train.iter().zip(&shaped.train) {
+        let (ca, cb) = (&a.camera, &b.camera);
+        assert_eq!((cb.width, cb.height), (32, 24));
+        assert_eq!((cb.cx, cb.cy), (16.0, 12.0));
+        // The same camera, focal length and pose: only the image's height differs.
+        assert_eq!((ca.fx, ca.fy, ca.rotation), (cb.fx, cb.fy, cb.rotation));
+        assert_eq!(ca.translation, cb.translation);
+        // The shaped image is the square one's middle 24 rows.
+        let row = 32 * 4;
+        assert_eq!(b.image.pixels[..], a.image.pixels[4 * row..28 * row]);
+    }
+    for (four, one) in shaped.train.iter().zip(&one_ray.train) {
+        assert_ne!(
+            four.image, one.image,
+            "one ray per pixel rendered like four"
+        );
+        let (a, b) = (four.rgb(), one.rgb());
+        // Both estimate each pixel's mean radiance: the images' means agree closely, and
+        // pixel by pixel they differ by the texture's detail within a pixel.
+        let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+        let bias = (mean(&a) - mean(&b)).abs();
+        let spread = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).sum::<f32>() / a.len() as f32;
+        eprintln!(
+            "{}: bias {bias:.4}, mean absolute difference {spread:.4}",
+            one.name
+        );
+        assert!(bias < 0.01 && spread < 0.1, "{}: {bias} {spread}", one.name);
+        assert!(one.image.pixels.chunks_exact(4).all(|p| p[3] == 255));
+    }
 }

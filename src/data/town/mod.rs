@@ -18,7 +18,7 @@ use std::path::Path;
 pub use layout::scene;
 
 use super::builtin::{look_at, sample_points};
-use super::raytrace::Scene;
+use super::raytrace::{CENTRE_SAMPLE, PIXEL_SAMPLES, Scene};
 use super::{AlphaMeaning, Dataset, Split, View, parallel_map, split_views};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -32,7 +32,7 @@ pub const ROAD_WIDTH: f32 = 0.2;
 pub const ALTITUDE: f32 = 1.4;
 /// Angle of the cameras' optical axis below the horizon, in degrees.
 pub const PITCH_DEGREES: f32 = 55.0;
-/// Horizontal (and, the images being square, vertical) field of view, in degrees.
+/// Horizontal field of view, in degrees (vertical too for square images).
 pub const FIELD_OF_VIEW_DEGREES: f32 = 60.0;
 
 /// Parameters of the town.
@@ -42,8 +42,13 @@ pub struct TownOptions {
     pub blocks_per_side: u32,
     /// Number of views (train and test together).
     pub views: usize,
-    /// Image width and height in pixels.
+    /// Image width in pixels (and height, unless `height` is given).
     pub resolution: u32,
+    /// Image height in pixels; `None` for square images.
+    pub height: Option<u32>,
+    /// Four rays per pixel (antialiased edges), or one through each pixel's centre when
+    /// false: four times faster to generate, for captures of many large images.
+    pub supersampled: bool,
     /// Number of points in the sparse cloud.
     pub points: usize,
     /// Seed of the layout, the flight jitter and the point sampling.
@@ -60,6 +65,8 @@ impl Default for TownOptions {
             blocks_per_side: 8,
             views: 256,
             resolution: 128,
+            height: None,
+            supersampled: true,
             points: 16_000,
             seed: 1,
             background: [0.0; 3],
@@ -80,16 +87,22 @@ impl TownOptions {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.blocks_per_side == 0 || self.views == 0 || self.resolution == 0 {
+        let height = self.height();
+        if self.blocks_per_side == 0 || self.views == 0 || self.resolution == 0 || height == 0 {
             return Err(Error::InvalidArgument {
                 op: "town::generate",
                 detail: format!(
-                    "blocks per side {}, views {} and resolution {} must all be at least 1",
+                    "blocks per side {}, views {}, width {} and height {height} must all be at least 1",
                     self.blocks_per_side, self.views, self.resolution
                 ),
             });
         }
         Ok(())
+    }
+
+    /// Image height in pixels.
+    pub fn height(&self) -> u32 {
+        self.height.unwrap_or(self.resolution)
     }
 }
 
@@ -121,8 +134,8 @@ pub fn cameras(options: &TownOptions) -> Vec<Camera> {
     let mut rng = SplitMix64::new(options.seed ^ 0xF11E);
     let half = town_half_size(options.blocks_per_side);
     let side = 2.0 * half;
-    let size = options.resolution;
-    let fx = focal_length(size);
+    let (width, height) = (options.resolution, options.height());
+    let fx = focal_length(width);
     let along_x = options.views.div_ceil(2);
     let mut cameras = Vec::with_capacity(options.views);
     for (pass, count) in [(0, along_x), (1, options.views - along_x)] {
@@ -159,8 +172,8 @@ pub fn cameras(options: &TownOptions) -> Vec<Camera> {
                 [eye[0], eye[1], altitude],
                 [ground_target[0], ground_target[1], 0.0],
                 [0.0, 0.0, 1.0],
-                size,
-                size,
+                width,
+                height,
                 fx,
                 options.background,
             ));
@@ -175,21 +188,26 @@ pub fn generate(options: &TownOptions, split: &Split) -> Result<Dataset> {
     options.validate()?;
     let scene = scene(options);
     let cameras = cameras(options);
-    let views = render_views(&scene, &cameras)?;
+    let samples: &[[f32; 2]] = if options.supersampled {
+        &PIXEL_SAMPLES
+    } else {
+        &CENTRE_SAMPLE
+    };
+    let views = render_views(&scene, &cameras, samples)?;
     let points = sample_points(&scene, &cameras, options.points, options.seed ^ 0x5EED);
     let (train, test) = split_views(views, split, None, Path::new("built-in town"), true)?;
     Ok(Dataset::new(train, test, Some(points)))
 }
 
 /// The views of `cameras` in `scene`, named by [`view_name`].
-fn render_views(scene: &Scene, cameras: &[Camera]) -> Result<Vec<View>> {
+fn render_views(scene: &Scene, cameras: &[Camera], samples: &[[f32; 2]]) -> Result<Vec<View>> {
     let jobs: Vec<(usize, &Camera)> = cameras.iter().enumerate().collect();
     parallel_map(&jobs, |&(i, camera)| {
         Ok(View {
             name: view_name(i),
             path: None,
             camera: camera.clone(),
-            image: scene.render(camera),
+            image: scene.render_sampled(camera, samples),
             alpha: AlphaMeaning::Coverage,
             source: None,
         })
