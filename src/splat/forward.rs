@@ -233,7 +233,7 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
             what: format!("{what} in one binding"),
             needed: bytes,
             max: ctx.page_bytes(),
-            hint: "render at a lower resolution or with fewer Gaussians; this adapter's storage binding limit is the cap".into(),
+            hint: "render at a lower resolution (a larger -r) or with fewer Gaussians; this adapter's storage binding limit is the cap".into(),
         });
     }
     Ok(())

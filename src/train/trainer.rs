@@ -92,6 +92,7 @@ impl Trainer {
                 detail: "the dataset has no training views".into(),
             });
         }
+        check_views_fit_one_binding(ctx, &dataset)?;
         let sizes = dataset
             .train
             .iter()
@@ -381,6 +382,49 @@ pub(super) fn step_info<'a>(
         rng_state,
         learning_rates,
     }
+}
+
+/// Bytes per pixel of a render target: four f32 channels, in one storage binding (the
+/// rasterizer's image; see `fits_one_page` in [`crate::splat::forward`]).
+const RENDER_TARGET_BYTES_PER_PIXEL: u64 = 16;
+
+/// Refuses, before any image is uploaded, a dataset whose largest view (train or test) renders
+/// into more than one storage binding of this adapter, naming the view and how much smaller it
+/// must be: a photograph trained at full size (`-r 1`) can pass a mobile or browser adapter's
+/// 128 MiB binding limit, where the 1,600-px default would not.
+fn check_views_fit_one_binding(ctx: &GpuContext, dataset: &Dataset) -> Result<()> {
+    let pixels = |v: &crate::data::View| u64::from(v.camera.width) * u64::from(v.camera.height);
+    let Some(view) = dataset.views().max_by_key(|v| pixels(v)) else {
+        return Ok(());
+    };
+    let max = ctx.page_bytes();
+    let needed = pixels(view) * RENDER_TARGET_BYTES_PER_PIXEL;
+    if needed <= max {
+        return Ok(());
+    }
+    let (width, height) = (view.camera.width, view.camera.height);
+    let shrink = (2u32..)
+        .find(|k| {
+            u64::from(width.div_ceil(*k))
+                * u64::from(height.div_ceil(*k))
+                * RENDER_TARGET_BYTES_PER_PIXEL
+                <= max
+        })
+        .unwrap_or(u32::MAX);
+    Err(Error::Overflow {
+        what: format!(
+            "view {} ({width}×{height}): the bytes of its render target ({RENDER_TARGET_BYTES_PER_PIXEL} per pixel) in one GPU binding",
+            view.name
+        ),
+        needed,
+        max,
+        hint: format!(
+            "this adapter binds at most {} pixels per image; train at a lower resolution, {shrink}× \
+             smaller on each side or more (a larger -r, or no -r for photographs: they are \
+             then capped at 1,600 px wide)",
+            max / RENDER_TARGET_BYTES_PER_PIXEL
+        ),
+    })
 }
 
 /// How a view's ground truth enters the loss and the metrics: composited on `background` by its

@@ -319,3 +319,47 @@ fn views_of_two_shapes_share_a_slot_and_read_back_packed() {
     };
     assert_eq!(bits(&via_slot), bits(&on_its_own));
 }
+
+/// (f) A view whose render target passes the adapter's binding limit (a photograph trained at
+/// full size) is refused when the trainer is made, before anything is uploaded, naming the view,
+/// its size and how much smaller it must be; the same view at half the side trains.
+#[test]
+fn a_view_past_the_binding_limit_is_refused_naming_it() {
+    let ctx = fresh_context(false);
+    let max_pixels = ctx.page_bytes() / 16;
+    let side = (max_pixels as f64).sqrt().floor() as u32 + 1;
+    let with_large_view = |side: u32| {
+        let mut dataset = mixed_sizes(2);
+        let view = &mut dataset.train[1];
+        view.name = "large.jpg".into();
+        view.camera.width = side;
+        view.camera.height = side;
+        view.camera.cx = side as f32 / 2.0;
+        view.camera.cy = side as f32 / 2.0;
+        view.image = RgbaImage {
+            width: side,
+            height: side,
+            pixels: vec![128; side as usize * side as usize * 4],
+        };
+        dataset
+    };
+    let config = config(None);
+    let dataset = with_large_view(side);
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    let error = match Trainer::new(&ctx, dataset, params, config.clone()) {
+        Ok(_) => panic!("a {side}² view past the binding limit was accepted"),
+        Err(error) => error.to_string(),
+    };
+    println!("{error}");
+    for part in [
+        format!("view large.jpg ({side}×{side})"),
+        format!("needs {}", u64::from(side) * u64::from(side) * 16),
+        format!("at most {max_pixels} pixels per image"),
+        "2× smaller on each side".to_string(),
+    ] {
+        assert!(error.contains(&part), "{part:?} missing from: {error}");
+    }
+    let dataset = with_large_view(side / 2);
+    let params = initial_gaussians(&ctx, &dataset, &config).unwrap();
+    assert!(Trainer::new(&ctx, dataset, params, config).is_ok());
+}
