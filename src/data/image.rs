@@ -172,8 +172,19 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
         ));
     }
     super::check_regular_file(path, "the image")?;
-    let mut reader = ::image::ImageReader::open(path)
-        .and_then(|r| r.with_guessed_format())
+    let bytes = std::fs::read(path)
+        .map_err(|e| dataset_error(path, format!("could not read the image: {e}")))?;
+    // A truncated JPEG decodes without an error (its missing rows grey): refuse it here.
+    if super::jpeg_check::is_jpeg(&bytes) {
+        super::jpeg_check::check_jpeg_complete(&bytes).map_err(|e| {
+            dataset_error(
+                path,
+                format!("{e}; copy the photograph again from where it came from"),
+            )
+        })?;
+    }
+    let mut reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
         .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
     let mut limits = ::image::Limits::default();
     limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);

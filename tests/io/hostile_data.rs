@@ -358,6 +358,43 @@ fn an_image_over_the_decoding_limit_names_its_size_and_the_limit() {
     );
 }
 
+/// A JPEG cut short (an interrupted copy) decodes without an error, its missing rows grey: it is
+/// refused, naming the file, at every cut, while the whole file reads.
+#[test]
+fn a_truncated_jpeg_is_refused_naming_the_file() {
+    let dir = TempDir::new("hostile-jpeg");
+    let (w, h) = (64u32, 48u32);
+    let pixels: Vec<u8> = (0..w * h)
+        .flat_map(|i| [(i % w * 4) as u8, (i / w * 5) as u8, (i * 13 % 251) as u8])
+        .collect();
+    let mut jpeg = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90),
+        &pixels,
+        w,
+        h,
+        image::ExtendedColorType::Rgb8,
+    )
+    .unwrap();
+    let path = dir.0.join("photo.jpg");
+    std::fs::write(&path, &jpeg).unwrap();
+    let whole = wgsplat::data::image::read_image(&path).unwrap();
+    assert_eq!((whole.width, whole.height), (w, h));
+    for cut in [
+        jpeg.len() / 3,
+        jpeg.len() / 2,
+        jpeg.len() - 2,
+        jpeg.len() - 1,
+    ] {
+        std::fs::write(&path, &jpeg[..cut]).unwrap();
+        let text = error_text(wgsplat::data::image::read_image(&path));
+        assert!(
+            text.contains("photo.jpg") && text.contains("truncated"),
+            "{cut}: {text}"
+        );
+    }
+}
+
 #[test]
 fn atomic_writes_never_follow_a_planted_link_nor_share_a_temporary_file() {
     use std::io::Write as _;
