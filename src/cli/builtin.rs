@@ -10,7 +10,7 @@ use wgsplat::data::Split;
 use wgsplat::data::builtin::{BuiltinOptions, generate, write_nerf_synthetic};
 use wgsplat::data::colmap_write::write_colmap_dataset;
 use wgsplat::data::town::{self, TownOptions};
-use wgsplat::train::setup::BuiltinScene;
+use wgsplat::train::setup::{BUILTIN_RESOLUTIONS, BuiltinScene};
 
 /// Arguments of `wgsplat builtin`.
 #[derive(clap::Args)]
@@ -22,12 +22,12 @@ pub struct BuiltinArgs {
     /// The folder to write (must not exist yet, or be empty).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Side of the images in pixels (their width, with --height).
-    #[arg(long, default_value_t = 128)]
+    /// Side of the images in pixels (their width, with --height), 16 to 4096.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(BUILTIN_RESOLUTIONS))]
     builtin_resolution: u32,
-    /// Town: image height in pixels, for images that are not square (e.g. 1600 wide by 1200,
-    /// a photograph's shape) [default: --builtin-resolution].
-    #[arg(long)]
+    /// Town: image height in pixels, 16 to 4096, for images that are not square (e.g. 1600 wide
+    /// by 1200, a photograph's shape) [default: --builtin-resolution].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(BUILTIN_RESOLUTIONS))]
     height: Option<u32>,
     /// Town: rays per pixel, 4 (antialiased edges) or 1 (through each pixel's centre: four
     /// times faster, for captures of many large images) [default: 4].

@@ -403,9 +403,9 @@ fn builtin_command_writes_the_town_as_colmap() {
     let out_arg = out.to_str().unwrap();
     let small = [
         "--builtin-resolution",
-        "16",
+        "20",
         "--height",
-        "12",
+        "16",
         "--rays-per-pixel",
         "1",
         "--views",
@@ -431,7 +431,7 @@ fn builtin_command_writes_the_town_as_colmap() {
     .unwrap();
     assert_eq!(loaded.train.len(), 12);
     let camera = &loaded.train[0].camera;
-    assert_eq!((camera.width, camera.height), (16, 12));
+    assert_eq!((camera.width, camera.height), (20, 16));
     assert_eq!(loaded.points.unwrap().len(), 100);
     // A second write into the same folder, and town-only options on the objects scene, fail.
     let again = run(&[&["town", "--out", out_arg], &small[..]].concat());
@@ -439,8 +439,17 @@ fn builtin_command_writes_the_town_as_colmap() {
     let objects = run(&["objects", "--out", out_arg, "--seed", "3"]);
     assert!(!objects.status.success());
     assert!(String::from_utf8_lossy(&objects.stderr).contains("--seed"));
-    let objects = run(&["objects", "--out", out_arg, "--height", "12"]);
+    let objects = run(&["objects", "--out", out_arg, "--height", "16"]);
     assert!(!objects.status.success());
+    // Sizes past the range are refused before anything is allocated.
+    for size in [["--height", "5000"], ["--builtin-resolution", "8"]] {
+        let refused = run(&[&["town", "--out", out_arg], &size[..]].concat());
+        let text = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            !refused.status.success() && text.contains("16..=4096"),
+            "{text}"
+        );
+    }
 }
 
 #[test]
