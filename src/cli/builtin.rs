@@ -31,8 +31,8 @@ pub struct BuiltinArgs {
     height: Option<u32>,
     /// Town: rays per pixel, 4 (antialiased edges) or 1 (through each pixel's centre: four
     /// times faster, for captures of many large images) [default: 4].
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["1", "4"]))]
-    rays_per_pixel: Option<String>,
+    #[arg(long, value_enum)]
+    rays_per_pixel: Option<RaysPerPixel>,
     /// Number of views (town: all views, every 8th a test view under --eval; objects: training
     /// views). Default: 256 for the town, 48 for the objects.
     #[arg(long)]
@@ -48,6 +48,17 @@ pub struct BuiltinArgs {
     seed: Option<u64>,
 }
 
+/// Rays traced through each pixel of the town's views.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RaysPerPixel {
+    /// One, through the pixel's centre.
+    #[value(name = "1")]
+    One,
+    /// Four, spread over the pixel: antialiased edges.
+    #[value(name = "4")]
+    Four,
+}
+
 /// Generates the scene and writes it.
 pub fn write_builtin(args: BuiltinArgs) -> anyhow::Result<()> {
     let start = Instant::now();
@@ -59,7 +70,7 @@ pub fn write_builtin(args: BuiltinArgs) -> anyhow::Result<()> {
                 views: args.views.unwrap_or(defaults.views),
                 resolution: args.builtin_resolution,
                 height: args.height,
-                supersampled: args.rays_per_pixel.as_deref() != Some("1"),
+                supersampled: args.rays_per_pixel != Some(RaysPerPixel::One),
                 points: args.points.unwrap_or(defaults.points),
                 seed: args.seed.unwrap_or(defaults.seed),
                 background: defaults.background,

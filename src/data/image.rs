@@ -161,7 +161,8 @@ pub const MAX_DECODED_IMAGE_BYTES: u64 = 1 << 30;
 
 /// Reads a PNG or JPEG (format guessed from the content) as 8-bit RGBA; grey and RGB images get
 /// alpha 255, 16-bit images are reduced to 8 bits. The file type is checked before it is opened
-/// (a FIFO never blocks), the size in the header is checked against
+/// (a FIFO never blocks), the file's size and a JPEG's completeness before it is decoded
+/// ([`read_image_bytes`]), the size in the header is checked against
 /// [`MAX_DECODED_IMAGE_BYTES`] before decoding, and the pixels are reserved fallibly: a failure
 /// names the file, its size and the limit.
 pub fn read_image(path: &Path) -> Result<RgbaImage> {
@@ -172,17 +173,7 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
         ));
     }
     super::check_regular_file(path, "the image")?;
-    let bytes = std::fs::read(path)
-        .map_err(|e| dataset_error(path, format!("could not read the image: {e}")))?;
-    // A truncated JPEG decodes without an error (its missing rows grey): refuse it here.
-    if super::jpeg_check::is_jpeg(&bytes) {
-        super::jpeg_check::check_jpeg_complete(&bytes).map_err(|e| {
-            dataset_error(
-                path,
-                format!("{e}; copy the photograph again from where it came from"),
-            )
-        })?;
-    }
+    let bytes = read_image_bytes(path).map_err(|e| dataset_error(path, e))?;
     let mut reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
@@ -229,6 +220,29 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
         height,
         pixels,
     })
+}
+
+/// The bytes of the image file at `path`, checked before decoding: a file larger than
+/// [`MAX_DECODED_IMAGE_BYTES`] is refused unread (no photograph compresses to more than it
+/// decodes to), and a truncated JPEG, which decodes without an error (its missing rows grey), is
+/// refused ([`super::jpeg_check`]). The error is a message for the caller to wrap with the path.
+pub(crate) fn read_image_bytes(path: &Path) -> std::result::Result<Vec<u8>, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("could not read the file: {e}"))?
+        .len();
+    if size > MAX_DECODED_IMAGE_BYTES {
+        return Err(format!(
+            "the file is {}, above the limit of {} for one image: is it an image?",
+            crate::gpu::memory::format_bytes(size),
+            crate::gpu::memory::format_bytes(MAX_DECODED_IMAGE_BYTES)
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("could not read the file: {e}"))?;
+    if super::jpeg_check::is_jpeg(&bytes) {
+        super::jpeg_check::check_jpeg_complete(&bytes)
+            .map_err(|e| format!("{e}; copy the photograph again from where it came from"))?;
+    }
+    Ok(bytes)
 }
 
 /// A vector of `len` zeroed values, reserved fallibly: an error names `path` and the bytes needed

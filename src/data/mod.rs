@@ -27,7 +27,7 @@ pub mod colmap_write;
 mod files;
 pub mod image;
 pub mod init;
-pub(crate) mod jpeg_check;
+mod jpeg_check;
 pub mod lens;
 pub mod nerf;
 mod nerf_fields;

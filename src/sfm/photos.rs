@@ -86,17 +86,7 @@ struct Decoded {
 fn decode_upright(path: &Path) -> Result<Decoded> {
     let fail =
         |e: image::ImageError| photo_error(path, format!("could not decode the photograph: {e}"));
-    let bytes = std::fs::read(path)
-        .map_err(|e| photo_error(path, format!("could not read the photograph: {e}")))?;
-    // A truncated JPEG decodes without an error (its missing rows grey): refuse it here.
-    if crate::data::jpeg_check::is_jpeg(&bytes) {
-        crate::data::jpeg_check::check_jpeg_complete(&bytes).map_err(|e| {
-            photo_error(
-                path,
-                format!("{e}; copy it again from where it came from, or move it out of the folder"),
-            )
-        })?;
-    }
+    let bytes = crate::data::image::read_image_bytes(path).map_err(|e| photo_error(path, e))?;
     let mut reader = ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| photo_error(path, format!("could not open the photograph: {e}")))?;

@@ -395,6 +395,21 @@ fn a_truncated_jpeg_is_refused_naming_the_file() {
     }
 }
 
+/// A file larger than the decoding limit is refused unread (a sparse file: no disk is used).
+#[test]
+fn an_image_file_over_the_limit_is_refused_unread() {
+    let dir = TempDir::new("hostile-huge");
+    let path = dir.0.join("huge.jpg");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(wgsplat::data::image::MAX_DECODED_IMAGE_BYTES + 1)
+        .unwrap();
+    let text = error_text(wgsplat::data::image::read_image(&path));
+    assert!(
+        text.contains("huge.jpg") && text.contains("above the limit of 1.00 GiB"),
+        "{text}"
+    );
+}
+
 #[test]
 fn atomic_writes_never_follow_a_planted_link_nor_share_a_temporary_file() {
     use std::io::Write as _;
