@@ -81,13 +81,15 @@ struct Decoded {
     exif: Option<Vec<u8>>,
     icc: Option<Vec<u8>>,
     rotated: bool,
+    /// The file as read, written out unchanged when the photograph needs no change.
+    file: Vec<u8>,
 }
 
 fn decode_upright(path: &Path) -> Result<Decoded> {
     let fail =
         |e: image::ImageError| photo_error(path, format!("could not decode the photograph: {e}"));
     let bytes = crate::data::image::read_image_bytes(path).map_err(|e| photo_error(path, e))?;
-    let mut reader = ImageReader::new(std::io::Cursor::new(bytes))
+    let mut reader = ImageReader::new(std::io::Cursor::new(bytes.as_slice()))
         .with_guessed_format()
         .map_err(|e| photo_error(path, format!("could not open the photograph: {e}")))?;
     let mut limits = Limits::default();
@@ -108,6 +110,7 @@ fn decode_upright(path: &Path) -> Result<Decoded> {
         exif,
         icc,
         rotated,
+        file: bytes,
     })
 }
 
@@ -160,11 +163,10 @@ fn encode(image: &RgbaImage, path: &Path, exif: Option<&[u8]>, icc: Option<&[u8]
     })
 }
 
-/// Copies `source` to `target` byte for byte, atomically.
-fn copy_file(source: &Path, target: &Path) -> Result<()> {
-    let bytes = std::fs::read(source).map_err(|e| crate::io::io_error(source, "read", e))?;
+/// Writes a photograph's file `bytes`, as read, to `target`, atomically.
+fn copy_file(bytes: &[u8], target: &Path) -> Result<()> {
     crate::io::write_atomically(target, |w| {
-        w.write_all(&bytes)
+        w.write_all(bytes)
             .map_err(|e| crate::io::io_error(target, "write", e))
     })
 }
@@ -225,7 +227,7 @@ fn prepare_one(
         full.resized_area(size.0, size.1)
     };
     if copied {
-        copy_file(source, &target)?;
+        copy_file(&decoded.file, &target)?;
     } else {
         encode(
             &image,

@@ -226,6 +226,12 @@ impl Projection {
     }
 }
 
+/// Bytes of a rendered `width` × `height` image (four f32 channels a pixel), which the
+/// rasterizer and its backward pass bind whole.
+pub(crate) fn image_bytes(width: u32, height: u32) -> u64 {
+    u64::from(width) * u64::from(height) * 16
+}
+
 pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<()> {
     let bytes = elems * 4;
     if bytes > ctx.page_bytes() {
@@ -276,10 +282,13 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         num_intersections: isects,
     } = counted;
     let ctx = enc.ctx().clone();
-    let (w, h) = (p.camera.width as u64, p.camera.height as u64);
     fits_one_page(&ctx, "visible splat indices", v)?;
     fits_one_page(&ctx, "tile intersections", isects)?;
-    fits_one_page(&ctx, "the image", w * h * 4)?;
+    fits_one_page(
+        &ctx,
+        "the image",
+        image_bytes(p.camera.width, p.camera.height) / 4,
+    )?;
     let u = p.uniform;
     let num_tiles = u64::from(u.tile_counts()[0]) * u64::from(u.tile_counts()[1]);
 

@@ -27,7 +27,9 @@ use crate::loss::{LossOptions, loss_and_grad};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
 use crate::optim::{AdamConfig, GaussianOptimizer, LearningRates};
 use crate::rng::SplitMix64;
-use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
+use crate::splat::forward::{
+    RenderOptions, image_bytes, record_binning, record_projection, record_raster,
+};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
 
@@ -384,37 +386,30 @@ pub(super) fn step_info<'a>(
     }
 }
 
-/// Bytes per pixel of a render target: four f32 channels, in one storage binding (the
-/// rasterizer's image; see `fits_one_page` in [`crate::splat::forward`]).
-const RENDER_TARGET_BYTES_PER_PIXEL: u64 = 16;
-
 /// Refuses, before any image is uploaded, a dataset whose largest view (train or test) renders
-/// into more than one storage binding of this adapter, naming the view and how much smaller it
-/// must be: a photograph trained at full size (`-r 1`) can pass a mobile or browser adapter's
-/// 128 MiB binding limit, where the 1,600-px default would not.
+/// into more than one storage binding of this adapter (the rasterizer's rule, `image_bytes` in
+/// [`crate::splat::forward`]), naming the view and how much smaller it must be: a photograph
+/// trained at full size (`-r 1`) can pass a mobile or browser adapter's 128 MiB binding limit,
+/// where the 1,600-px default would not.
 fn check_views_fit_one_binding(ctx: &GpuContext, dataset: &Dataset) -> Result<()> {
-    let pixels = |v: &crate::data::View| u64::from(v.camera.width) * u64::from(v.camera.height);
-    let Some(view) = dataset.views().max_by_key(|v| pixels(v)) else {
+    let bytes = |v: &crate::data::View| image_bytes(v.camera.width, v.camera.height);
+    let Some(view) = dataset.views().max_by_key(|v| bytes(v)) else {
         return Ok(());
     };
     let max = ctx.page_bytes();
-    let needed = pixels(view) * RENDER_TARGET_BYTES_PER_PIXEL;
+    let needed = bytes(view);
     if needed <= max {
         return Ok(());
     }
     let (width, height) = (view.camera.width, view.camera.height);
     let shrink = (2u32..)
-        .find(|k| {
-            u64::from(width.div_ceil(*k))
-                * u64::from(height.div_ceil(*k))
-                * RENDER_TARGET_BYTES_PER_PIXEL
-                <= max
-        })
+        .find(|k| image_bytes(width.div_ceil(*k), height.div_ceil(*k)) <= max)
         .unwrap_or(u32::MAX);
     Err(Error::Overflow {
         what: format!(
-            "view {} ({width}×{height}): the bytes of its render target ({RENDER_TARGET_BYTES_PER_PIXEL} per pixel) in one GPU binding",
-            view.name
+            "view {} ({width}×{height}): the bytes of its render target ({} per pixel) in one GPU binding",
+            view.name,
+            image_bytes(1, 1)
         ),
         needed,
         max,
@@ -422,7 +417,7 @@ fn check_views_fit_one_binding(ctx: &GpuContext, dataset: &Dataset) -> Result<()
             "this adapter binds at most {} pixels per image; train at a lower resolution, {shrink}× \
              smaller on each side or more (a larger -r, or no -r for photographs: they are \
              then capped at 1,600 px wide)",
-            max / RENDER_TARGET_BYTES_PER_PIXEL
+            max / image_bytes(1, 1)
         ),
     })
 }
