@@ -160,6 +160,29 @@ mod tests {
         );
     }
 
+    /// Segment lengths that cannot be (below the two bytes of the length itself) or that run
+    /// past the file are refused, never read past.
+    #[test]
+    fn impossible_segment_lengths_are_refused() {
+        let bytes = jpeg();
+        for length in [0u16, 1] {
+            let mut broken = bytes[..2].to_vec();
+            broken.extend_from_slice(&[0xFF, 0xE1]);
+            broken.extend_from_slice(&length.to_be_bytes());
+            broken.extend_from_slice(&bytes[2..]);
+            let error = check_jpeg_complete(&broken).unwrap_err();
+            assert!(error.contains(&format!("has length {length}")), "{error}");
+        }
+        let mut past_the_end = bytes[..2].to_vec();
+        past_the_end.extend_from_slice(&[0xFF, 0xE1, 0xFF, 0xFF]);
+        past_the_end.extend_from_slice(&bytes[2..]);
+        assert!(
+            check_jpeg_complete(&past_the_end)
+                .unwrap_err()
+                .contains("truncated")
+        );
+    }
+
     #[test]
     fn a_broken_marker_is_named() {
         let mut bytes = jpeg();
