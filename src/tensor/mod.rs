@@ -96,18 +96,23 @@ fn element_count(shape: &[usize]) -> Result<u64> {
 }
 
 /// Elements of each page of a tensor of `len` elements paged `page_elems` to a page: what
-/// [`Tensor::uninit`] and [`Tensor::uninit_rows`] allocate, and what the memory plan counts (the
-/// same split as the kernels' page loop, [`crate::gpu::kernels::page_rows`]).
+/// [`Tensor::uninit`] and [`Tensor::uninit_rows`] allocate, and what the memory plan counts in
+/// closed form (the same split as the kernels' page loop, [`crate::gpu::kernels::page_rows`]).
 fn page_lengths(len: u64, page_elems: u64) -> impl Iterator<Item = u64> {
     crate::gpu::kernels::page_rows(len, page_elems).map(|page| page.rows)
 }
 
 /// Device bytes of the pages of `len` elements of `dtype`, `page_elems` to a page, each rounded
 /// to the allocator's size class for `category`.
+/// Counted in closed form (the full pages share one size; the last may be shorter), not page by
+/// page: the memory plan bisects over counts up to 2^40, whose tensors have tens of thousands of
+/// pages each.
 fn planned_page_bytes(category: MemoryCategory, dtype: DType, len: u64, page_elems: u64) -> u64 {
-    page_lengths(len, page_elems)
-        .map(|elems| crate::gpu::memory::size_class_in(elems * dtype.size(), category))
-        .sum()
+    let per_page = page_elems.max(1);
+    let class = |elems: u64| crate::gpu::memory::size_class_in(elems * dtype.size(), category);
+    let (full, rest) = (len / per_page, len % per_page);
+    let full_bytes = if full > 0 { full * class(per_page) } else { 0 };
+    full_bytes + if rest > 0 { class(rest) } else { 0 }
 }
 
 impl Tensor {
@@ -431,5 +436,47 @@ impl Tensor {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod planned_page_bytes_tests {
+    use super::*;
+
+    /// The closed form counts what allocating page by page takes, at every remainder.
+    #[test]
+    fn closed_form_equals_the_sum_over_pages() {
+        let categories = [MemoryCategory::FrameScratch, MemoryCategory::Parameters];
+        for category in categories {
+            for page_elems in [0u64, 1, 7, 1024, 1 << 20, 1 << 25] {
+                let lens = [
+                    0u64,
+                    1,
+                    6,
+                    7,
+                    8,
+                    1023,
+                    1024,
+                    1025,
+                    5 << 20,
+                    (1 << 25) + 3,
+                    3 << 26,
+                ];
+                // Up to 2^16 pages, so that the page-by-page sum stays quick.
+                for len in lens
+                    .into_iter()
+                    .filter(|l| l / page_elems.max(1) <= 1 << 16)
+                {
+                    let by_page: u64 = page_lengths(len, page_elems)
+                        .map(|e| crate::gpu::memory::size_class_in(e * 4, category))
+                        .sum();
+                    assert_eq!(
+                        planned_page_bytes(category, DType::F32, len, page_elems),
+                        by_page,
+                        "{category:?}: {len} elements, {page_elems} to a page"
+                    );
+                }
+            }
+        }
     }
 }
