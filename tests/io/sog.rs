@@ -54,11 +54,32 @@ fn align_by_position(reference: &PlyModel, decoded: &PlyModel) -> PlyModel {
     assert_eq!(r.means.len(), d.means.len(), "Gaussian counts differ");
     let mut out = decoded.clone();
     let mut used = vec![false; d.means.len()];
+    // The decoded Gaussians sorted by x: the search walks out from x in both directions and stops
+    // where x alone is farther than the nearest found (exact, without comparing every pair).
+    let mut by_x: Vec<usize> = (0..d.means.len()).collect();
+    by_x.sort_by(|&a, &b| d.means[a][0].total_cmp(&d.means[b][0]));
+    let xs: Vec<f32> = by_x.iter().map(|&j| d.means[j][0]).collect();
     for (i, m) in r.means.iter().enumerate() {
         let distance = |j: usize| (0..3).map(|a| (m[a] - d.means[j][a]).powi(2)).sum::<f32>();
-        let j = (0..d.means.len())
-            .min_by(|&a, &b| distance(a).total_cmp(&distance(b)))
-            .unwrap();
+        let start = xs.partition_point(|&x| x < m[0]);
+        let mut best = (f32::INFINITY, usize::MAX);
+        let below = (0..start).rev();
+        for side in [
+            Box::new(start..xs.len()) as Box<dyn Iterator<Item = usize>>,
+            Box::new(below),
+        ] {
+            for k in side {
+                if (xs[k] - m[0]).powi(2) > best.0 {
+                    break;
+                }
+                let candidate = (distance(by_x[k]), by_x[k]);
+                if candidate.0 < best.0 || (candidate.0 == best.0 && candidate.1 < best.1) {
+                    best = candidate;
+                }
+            }
+        }
+        let j = best.1;
+        assert!(j < d.means.len(), "no decoded Gaussian near Gaussian {i}");
         assert!(
             !used[j],
             "Gaussians {i} and another both match decoded Gaussian {j}"
