@@ -87,16 +87,21 @@ struct Visit {
     report: serde_json::Value,
 }
 
+/// The browser window of the visits that draw the model.
+const WINDOW: (u32, u32) = (480, 360);
+
 fn visit(url: &str, screenshot: Option<&Path>) -> Visit {
-    visit_until(url, screenshot, "wgsplat: ready")
+    visit_until(url, screenshot, "wgsplat: ready", WINDOW)
 }
 
-fn visit_until(url: &str, screenshot: Option<&Path>, until: &str) -> Visit {
+/// Opens `url` in a `window`-sized browser window until the page's title starts with `until`.
+fn visit_until(url: &str, screenshot: Option<&Path>, until: &str, window: (u32, u32)) -> Visit {
+    let (width, height) = (window.0.to_string(), window.1.to_string());
     let mut command = Command::new("node");
     command
         .arg(workspace().join("web/drive.mjs"))
         .args(["--url", url, "--timeout-ms", "300000", "--until", until])
-        .args(["--width", "480", "--height", "360"]);
+        .args(["--width", &width, "--height", &height]);
     if let Some(file) = screenshot {
         command.arg("--screenshot").arg(file);
     }
@@ -226,13 +231,15 @@ fn the_page_compiles_every_kernel_and_draws_as_the_native_renderer() {
         );
     }
 
-    // Training the built-in scene in the page lowers the loss it reports. SwiftShader takes
-    // about a second per iteration (most of it waiting on readbacks), so the run is short.
+    // Training the built-in scene in the page lowers the loss it reports. The page draws the
+    // model as it trains, and on SwiftShader a 480x360 drawing costs more than a step at 32²
+    // (40 iterations took 38 s in that window, 17 s in a 120x90 one), so the window is small.
     let iterations = 40;
     let trained = visit_until(
         &format!("{base}/index.html?train={iterations}&resolution=32&bare=1"),
         None,
         "wgsplat: trained",
+        (120, 90),
     );
     println!("training: {}", trained.report);
     assert_eq!(
