@@ -182,7 +182,8 @@ fn a_train_sent_sigterm_checkpoints_and_resumes_bit_for_bit() {
     )
     .unwrap();
     let config = config.to_str().unwrap();
-    let (straight, stopped) = (dir.join("straight"), dir.join("stopped"));
+    // The stopped run's folder needs quoting in the command printed to continue it.
+    let (straight, stopped) = (dir.join("straight"), dir.join("stopped run's"));
     let args = |out: &Path| {
         let mut args: Vec<String> = [
             "train",
@@ -257,6 +258,13 @@ fn a_train_sent_sigterm_checkpoints_and_resumes_bit_for_bit() {
         stderr.contains("--resume"),
         "no command to continue:\n{stderr}"
     );
+    // The folder as one shell word: single-quoted, its apostrophe closed, escaped and reopened;
+    // the plain words as they are.
+    let quoted = format!("'{}'", stopped.display().to_string().replace('\'', r"'\''"));
+    assert!(
+        stderr.contains(&format!("--out {quoted}")) && stderr.contains(" --iterations 60 "),
+        "the command to continue does not quote the folder as {quoted}:\n{stderr}"
+    );
     assert!(
         stopped.join("checkpoint.bin").is_file(),
         "no checkpoint:\n{stderr}"
@@ -279,6 +287,23 @@ fn a_train_sent_sigterm_checkpoints_and_resumes_bit_for_bit() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Benchmark sizes are read as `1M`, `64k`, `65537` or `2^24`; anything else is refused, naming
+/// the forms it takes, before any work starts.
+#[test]
+fn bench_sizes_parse_or_are_refused_by_name() {
+    for (size, expected) in [
+        ("lots", "expected a size like 1M, 65536 or 2^24"),
+        ("2^99", "\"2^99\" is too large"),
+        ("2^x", "bad exponent"),
+        ("99999999999999999G", "is too large"),
+    ] {
+        let out = wgsplat(&["bench", "runtime", "--sizes", size]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{size}: {err}");
+        assert!(err.contains(expected), "{size}: {err}");
+    }
 }
 
 #[test]
