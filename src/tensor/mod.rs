@@ -104,6 +104,7 @@ fn page_lengths(len: u64, page_elems: u64) -> impl Iterator<Item = u64> {
 
 /// Device bytes of the pages of `len` elements of `dtype`, `page_elems` to a page, each rounded
 /// to the allocator's size class for `category`.
+///
 /// Counted in closed form (the full pages share one size; the last may be shorter), not page by
 /// page: the memory plan bisects over counts up to 2^40, whose tensors have tens of thousands of
 /// pages each.

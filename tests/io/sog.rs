@@ -63,19 +63,31 @@ fn align_by_position(reference: &PlyModel, decoded: &PlyModel) -> PlyModel {
         let distance = |j: usize| (0..3).map(|a| (m[a] - d.means[j][a]).powi(2)).sum::<f32>();
         let start = xs.partition_point(|&x| x < m[0]);
         let mut best = (f32::INFINITY, usize::MAX);
-        let below = (0..start).rev();
-        for side in [
-            Box::new(start..xs.len()) as Box<dyn Iterator<Item = usize>>,
-            Box::new(below),
-        ] {
-            for k in side {
-                if (xs[k] - m[0]).powi(2) > best.0 {
-                    break;
-                }
-                let candidate = (distance(by_x[k]), by_x[k]);
-                if candidate.0 < best.0 || (candidate.0 == best.0 && candidate.1 < best.1) {
-                    best = candidate;
-                }
+        // Takes position k of the sorted list; false once x alone is farther than the best.
+        let mut visit = |k: usize| {
+            if (xs[k] - m[0]).powi(2) > best.0 {
+                return false;
+            }
+            // Ties to the lower index, as comparing every pair in order did.
+            let candidate = (distance(by_x[k]), by_x[k]);
+            if candidate
+                .0
+                .total_cmp(&best.0)
+                .then(candidate.1.cmp(&best.1))
+                .is_lt()
+            {
+                best = candidate;
+            }
+            true
+        };
+        for k in start..xs.len() {
+            if !visit(k) {
+                break;
+            }
+        }
+        for k in (0..start).rev() {
+            if !visit(k) {
+                break;
             }
         }
         let j = best.1;
