@@ -106,6 +106,9 @@ fn pose_refinement_recovers_perturbed_poses_and_scores_higher() {
         resolution: 48,
         train_views: 12,
         test_views: 4,
+        // A quarter of the default cloud: a step costs about a third as much, and the recovery
+        // keeps its margins (measured: 2.00° / 2.10 px -> 0.95° / 0.77 px, +2.17 dB).
+        points: 1000,
         ..BuiltinOptions::default()
     })
     .unwrap();
