@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A single-node Slurm cluster on this machine, for tests/slurm.rs: MUNGE, slurmctld and slurmd on
+# A single-node Slurm cluster on this machine, for tests/suite/slurm.rs: MUNGE, slurmctld and slurmd on
 # a configuration generated under one folder (default /tmp/wgsplat-slurm, or $WGSPLAT_SLURM_DIR),
 # run as root without systemd.
 #

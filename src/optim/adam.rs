@@ -23,7 +23,7 @@ pub enum MomentStorage {
     /// One u32 per parameter element holding both moments as bfloat16, narrowed with stochastic
     /// rounding: 4 bytes per element. The earlier 16-bit packing, kept for its checkpoints and for
     /// comparison; its 8-bit v drifts about ten times further from f32 Adam than
-    /// [`MomentStorage::Packed`] (tests/fitting/adam_packed.rs).
+    /// [`MomentStorage::Packed`] (tests/suite/fitting/adam_packed.rs).
     Bf16,
 }
 

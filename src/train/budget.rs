@@ -16,9 +16,9 @@
 //! classes make the total a step function). The figures a user reads split the total the way it
 //! grows: the image cache and one frame's buffers at the largest view ([`MemoryPlan::frame`]:
 //! render target, loss gradient, per-pixel and per-tile buffers, an image's upload) are paid
-//! once, and each Gaussian adds [`MemoryPlan::per_gaussian`]. `tests/memory.rs` (module `plan`)
+//! once, and each Gaussian adds [`MemoryPlan::per_gaussian`]. `tests/suite/memory/mod.rs` (module `plan`)
 //! holds the persistent part to the allocator's live bytes and the frame part to a measured
-//! training step; `tests/memory/budget.rs` holds the whole plan to a measured run at 1024².
+//! training step; `tests/suite/memory/budget.rs` holds the whole plan to a measured run at 1024².
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -86,7 +86,7 @@ const STAGING_BYTES: u64 = 64 << 10;
 /// - the projection's backward: the forward's outputs, the loss gradient, the per-splat rows and
 ///   the per-Gaussian rows they are scattered into.
 ///
-/// `tests/memory.rs` (module `plan`) holds it to a measured training step.
+/// `tests/suite/memory/mod.rs` (module `plan`) holds it to a measured training step.
 pub fn frame_scratch_bytes(
     ctx: &GpuContext,
     n: u64,

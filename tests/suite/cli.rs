@@ -9,9 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-#[path = "common/binary.rs"]
-mod binary;
-use binary::{expect_failure, temp_dir, wgsplat};
+use crate::common::binary::{expect_failure, temp_dir, wgsplat};
 
 fn expect_success(out: &Output) {
     assert!(

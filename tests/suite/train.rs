@@ -18,7 +18,7 @@ fn short_config(iterations: u64) -> TrainConfig {
         sh_degree_interval: 100,
         loss_readback_every: 25,
         random_init_points: 2_000,
-        // These tests compare PSNR; LPIPS (tests/fitting/lpips.rs) would only add time.
+        // These tests compare PSNR; LPIPS (tests/suite/fitting/lpips.rs) would only add time.
         lpips: false,
         ..TrainConfig::default()
     }

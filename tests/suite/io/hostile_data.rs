@@ -1,13 +1,13 @@
 //! Careless and hostile dataset files: every one gives an error naming the file, the item and the
 //! value (never a silently wrong dataset, a hang or a panic), and atomic writes never follow a
 //! planted symbolic link or share a temporary file. The seeded mutation tests of the same readers
-//! are in [`crate::mutation`]; they build on this file's small datasets.
+//! are in [`super::mutation`]; they build on this file's small datasets.
 
 use std::path::{Path, PathBuf};
 
 use wgsplat::data::{Dataset, LoadOptions, Split};
 
-use crate::TempDir;
+use super::TempDir;
 
 fn error_text<T: std::fmt::Debug>(result: wgsplat::Result<T>) -> String {
     let text = result.expect_err("expected an error").to_string();

@@ -15,9 +15,7 @@ use wgsplat::data::{Dataset, LoadOptions, Split};
 use wgsplat::sfm::align::{align, rms_residual};
 use wgsplat::sfm::model::camera_centre;
 
-#[path = "common/binary.rs"]
-mod binary;
-use binary::{expect_failure, temp_dir, wgsplat};
+use crate::common::binary::{expect_failure, temp_dir, wgsplat};
 
 fn text(out: &Output) -> String {
     format!(

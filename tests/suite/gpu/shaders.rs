@@ -159,7 +159,7 @@ fn errors_point_at_the_original_file_and_line() {
         + 1;
     let (file, line) = pre.locate(line_of_fn);
     assert_eq!(file, "fill.wgsl");
-    let original = include_str!("../../shaders/fill.wgsl")
+    let original = include_str!("../../../shaders/fill.wgsl")
         .lines()
         .nth(line as usize - 1)
         .unwrap_or("");

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use wgsplat::data::Dataset;
 
-use crate::TempDir;
-use crate::hostile_data::{
+use super::TempDir;
+use super::hostile_data::{
     CAMERAS_TXT, IDENTITY, IDENTITY_POSE, IMAGES_TXT, all_train, cameras_bin,
     colmap_binary_dataset, colmap_text_dataset, nerfstudio_dataset, nerfstudio_json,
 };

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::TempDir;
+use super::TempDir;
 use wgsplat::train::setup::{DataOptions, load_dataset};
 
 /// A COLMAP text capture of two views: `wide.png` (2000×1000) and `narrow.png` (1200×600).

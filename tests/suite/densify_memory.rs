@@ -3,7 +3,7 @@
 //! allocator's own accounting. An MCMC growth keeps every full page and allocates only the pages
 //! past them, so on a model of many pages it peaks within 5% (one partial page per tensor).
 
-mod common;
+use crate::common;
 
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::splat::GaussianTensors;

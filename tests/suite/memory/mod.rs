@@ -3,13 +3,10 @@
 //! allocation fails), leak reports, and poisoned new buffers.
 
 /// The budget's plan against a measured run at a photograph's size.
-#[path = "memory/budget.rs"]
 mod budget;
 /// Training images past the host memory kept for them, read from disk at each upload.
-#[path = "memory/host_images.rs"]
 mod host_images;
 /// The GPU cache of training images: its policy, its bound and results independent of its size.
-#[path = "memory/image_cache.rs"]
 mod image_cache;
 
 use wgsplat::gpu::POISON_WORD;

@@ -1,16 +1,19 @@
-//! Running the `wgsplat` binary from the test binaries that drive it end to end (`tests/cli.rs`,
-//! `tests/sfm.rs`): a fresh temporary folder per test, a run, and a run that must fail.
+//! Running the `wgsplat` binary from the modules that drive it end to end (`cli`, `sfm`): a fresh
+//! temporary folder per test, a run, and a run that must fail.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// A fresh, empty folder for test `name` of this test binary, unique to this process.
+/// A fresh, empty folder for test `name` of the calling file (`cli`, `sfm`), unique to this
+/// process.
+#[track_caller]
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "wgsplat-{}-{name}-{}",
-        env!("CARGO_CRATE_NAME"),
-        std::process::id()
-    ));
+    let caller = std::path::Path::new(std::panic::Location::caller().file());
+    let module = caller
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("test");
+    let dir = std::env::temp_dir().join(format!("wgsplat-{module}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -1,5 +1,8 @@
-//! Scenes and peer data shared by the splatting tests.
+//! Helpers shared by the suite's modules: scenes and peer data for the splatting tests, and
+//! running the `wgsplat` binary ([`binary`]).
 #![allow(dead_code)]
+
+pub mod binary;
 
 use std::path::PathBuf;
 use wgsplat::splat::backward::{BackwardOptions, BackwardOutput, record_backward};

@@ -37,7 +37,7 @@ fn rerun_with_memory_cap(name: &str) -> bool {
         .arg("--")
         .arg(&exe)
         .args([
-            &format!("spz_hostile::{name}"),
+            &super::test_path(&format!("spz_hostile::{name}")),
             "--exact",
             "--nocapture",
             "--test-threads=1",

@@ -1,5 +1,4 @@
-//! Files in and out, as one test binary (each binary links the whole runtime, so CI builds fewer
-//! of them): camera lens models against OpenCV ([`lens`]), real captures end to end
+//! Files in and out: camera lens models against OpenCV ([`lens`]), real captures end to end
 //! ([`real_captures`]) and the default size of photographs ([`resolution`]), splat model formats
 //! against PlayCanvas's splat-transform ([`formats`], SOG in [`sog`], SPZ versions in [`spz`] and
 //! hostile SPZ files in [`spz_hostile`]), every other model reader against hostile files
@@ -28,6 +27,15 @@ mod town;
 use std::path::PathBuf;
 
 /// A fresh folder under the system's temporary directory, removed when dropped.
+/// The path that `--exact` filters give test `name` (named from this module down, e.g.
+/// `hostile::cases::x`) in the test binary: the tests that run themselves again in a
+/// memory-capped child select themselves with it.
+pub fn test_path(name: &str) -> String {
+    let module = module_path!();
+    let in_binary = module.split_once("::").map_or(module, |(_, rest)| rest);
+    format!("{in_binary}::{name}")
+}
+
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {

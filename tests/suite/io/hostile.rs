@@ -23,7 +23,8 @@ const CHILD_ENV: &str = "WGSPLAT_HOSTILE_CHILD";
 /// Peak memory growth a mutation run may cause (the files are a few KB).
 const MAX_PEAK_GROWTH_KIB: u64 = 100 << 10;
 
-/// Runs the test `name` (its path in this binary, e.g. `hostile::cases::x`) again in a child process whose address space is capped at
+/// Runs the test `name` (its path from the io module down, e.g. `hostile::cases::x`; see
+/// [`super::test_path`]) again in a child process whose address space is capped at
 /// `limit_mib` MiB (`ulimit -v`), so that an allocation past it fails there instead of taking the
 /// machine's memory, and an abort fails this test only. Returns `false` in the child, which then
 /// runs the test's body (and everywhere `sh` cannot cap memory).
@@ -39,7 +40,12 @@ pub(super) fn run_in_limited_child(name: &str, limit_mib: u64) -> bool {
             limit_mib << 10
         ))
         .arg(&exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &super::test_path(name),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, name)
         .output()
         .unwrap();

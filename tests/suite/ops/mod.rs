@@ -1,5 +1,4 @@
-//! The generic GPU operations against CPU references, as one test binary (each binary links the
-//! whole runtime, so CI builds fewer of them): compaction, counts, element-wise ops, fill,
+//! The generic GPU operations against CPU references: compaction, counts, element-wise ops, fill,
 //! gather and scatter, reductions, scans, the radix sort and tensor handles.
 
 mod compact;
