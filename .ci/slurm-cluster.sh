@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A single-node Slurm cluster on this machine, for tests/suite/slurm.rs: MUNGE, slurmctld and slurmd on
-# a configuration generated under one folder (default /tmp/wgsplat-slurm, or $WGSPLAT_SLURM_DIR),
+# A single-node Slurm cluster on this machine, for tests/suite/slurm.rs: MUNGE, slurmctld and slurmd
+# on a configuration generated under one folder (default /tmp/wgsplat-slurm, or $WGSPLAT_SLURM_DIR),
 # run as root without systemd.
 #
 #   .ci/slurm-cluster.sh [start]   start it (or find it running) and wait until the node is idle;

@@ -52,8 +52,8 @@ const CHUNKS_PER_MODEL: u64 = 32;
 impl ModelState {
     /// Device bytes a state of `n` Gaussians at SH degree `max_sh_degree` holds in `ctx` with
     /// moments stored as `moments`: parameters, moments and the statistics, each rounded as the
-    /// allocator rounds it. The memory plan's persistent part; `tests/suite/memory/mod.rs` (module `plan`)
-    /// holds it to the allocator's live bytes.
+    /// allocator rounds it. The memory plan's persistent part; `tests/suite/memory/mod.rs`
+    /// (module `plan`) holds it to the allocator's live bytes.
     pub fn planned_bytes(
         ctx: &GpuContext,
         n: u64,

@@ -1,5 +1,5 @@
 //! The engine files beside a plan: the Slurm scripts' directives and commands, and the Kubernetes
-//! manifests parsed as YAML. No cluster is needed here (tests/suite/slurm.rs submits to a real one).
+//! manifests parsed as YAML. No cluster is needed here (`slurm` submits to a real one).
 
 use clap::Parser;
 use serde_json::Value;

@@ -1,5 +1,6 @@
-//! Layer 3: Adam ([`adam`]), k-NN scales ([`knn`]), the L1 + SSIM loss and metrics ([`loss`]), LPIPS
-//! ([`lpips`]) and MCMC densification ([`mcmc`]), each against CPU references on both kernel paths.
+//! Layer 3: Adam ([`adam`]), k-NN scales ([`knn`]), the L1 + SSIM loss and metrics ([`loss`]),
+//! LPIPS ([`lpips`]) and MCMC densification ([`mcmc`]), each against CPU references on both kernel
+//! paths.
 
 mod adam;
 mod adam_packed;

@@ -26,7 +26,6 @@ mod town;
 
 use std::path::PathBuf;
 
-/// A fresh folder under the system's temporary directory, removed when dropped.
 /// The path that `--exact` filters give test `name` (named from this module down, e.g.
 /// `hostile::cases::x`) in the test binary: the tests that run themselves again in a
 /// memory-capped child select themselves with it.
@@ -36,6 +35,7 @@ pub fn test_path(name: &str) -> String {
     format!("{in_binary}::{name}")
 }
 
+/// A fresh folder under the system's temporary directory, removed when dropped.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {

@@ -73,36 +73,27 @@ fn forward_matches_gsplat_peer_cases() {
 #[test]
 fn forward_matches_cpu_reference_on_random_scenes() {
     // The CPU reference once per scene and degree, for every path and layout.
-    let cases: Vec<_> = [
+    let scenes: Vec<_> = [
         (1u64, 300usize, 123u32, 82u32),
         (2, 3000, 257, 255),
         (3, 50, 16, 16),
         (4, 2000, 64, 200),
     ]
     .into_iter()
-    .flat_map(|(seed, n, w, h)| {
+    .map(|(seed, n, w, h)| {
         let g = random_gaussians(seed, n, 1.5, 0.05);
         let cam = camera(w, h, [0.1, 0.2, 0.3]);
-        [0, 3].map(|degree| {
-            let want = cpu_render(&g, &cam, degree);
-            (seed, n, w, h, g.clone(), cam.clone(), degree, want)
-        })
+        let wants = [0, 3].map(|degree| (degree, cpu_render(&g, &cam, degree)));
+        (format!("seed {seed} n {n} {w}x{h}"), g, cam, wants)
     })
     .collect();
     for ctx in both_paths_both_layouts(false) {
-        for (seed, n, w, h, g, cam, degree, want) in &cases {
-            let got = gpu_render(ctx, g, cam, *degree);
-            compare_close(
-                &format!(
-                    "seed {seed} n {n} {w}x{h} deg {degree} {}",
-                    ctx.info().kernel_path()
-                ),
-                &got,
-                want,
-                1e-4,
-                1e-3,
-            )
-            .unwrap();
+        for (label, g, cam, wants) in &scenes {
+            for (degree, want) in wants {
+                let got = gpu_render(ctx, g, cam, *degree);
+                let what = format!("{label} deg {degree} {}", ctx.info().kernel_path());
+                compare_close(&what, &got, want, 1e-4, 1e-3).unwrap();
+            }
         }
     }
 }

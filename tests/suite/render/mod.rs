@@ -1,6 +1,6 @@
-//! The rasterizer: the forward pass ([`forward`]) and the gradients ([`backward`]) against gsplat's peer
-//! cases, the CPU reference and finite differences, in chunks of small pages ([`paged`]), and the
-//! CPU reference itself against gsplat ([`peer_reference`]).
+//! The rasterizer: the forward pass ([`forward`]) and the gradients ([`backward`]) against
+//! gsplat's peer cases, the CPU reference and finite differences, in chunks of small pages
+//! ([`paged`]), and the CPU reference itself against gsplat ([`peer_reference`]).
 
 mod backward;
 mod forward;
