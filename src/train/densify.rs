@@ -9,8 +9,9 @@
 //! envelop the scene (a third of their reach) are; clones and split children of a parent that is pruned for its opacity die in
 //! the same step (they inherit it), as do children still too big in the world. Pruning by screen
 //! size (`prune_screen_radius`) is off by default, as in gsplat; when enabled it applies to the
-//! parents only (new Gaussians have not been seen yet). Opacities are reset every
-//! `opacity_reset_every`, and once at `densify_from` when the background is white (INRIA).
+//! parents only (new Gaussians have not been seen yet). Opacities are reset (clamped to twice
+//! `prune_opacity`, gsplat's rule) every `opacity_reset_every`, and once at `densify_from` when the
+//! background is white (INRIA).
 //!
 //! The decisions are flags from `densify_classify.wgsl`; the kept, cloned and split rows are
 //! compacted index lists; the optimizer moves its moments with the rows (kept rows keep theirs,
@@ -30,8 +31,6 @@ use crate::splat::GaussianTensors;
 use crate::splat::gaussians::Attribute;
 use crate::tensor::{DType, Tensor};
 
-/// The logit of opacity 0.01, which an opacity reset clamps to.
-const RESET_LOGIT: f32 = -4.595_12;
 /// 3DGS's split scale divisor.
 const SPLIT_SCALE_DIVISOR: f32 = 1.6;
 /// After the first opacity reset, Gaussians whose largest scale exceeds this fraction of their
@@ -104,7 +103,7 @@ async fn refine(
             &mut enc,
             &state.params.opacity_logits,
             f32::NEG_INFINITY,
-            RESET_LOGIT,
+            c.reset_opacity_logit(),
         )?;
         state
             .optimizer

@@ -3,7 +3,7 @@
 //! too, with the same meaning and help text.
 
 use super::budget::{MemoryPlan, apply_memory_budget, parse_image_cache_size};
-use super::config::{DEFAULT_SKY_POINTS, TrainConfig};
+use super::config::{CAPTURE_PRUNE_OPACITY, DEFAULT_SKY_POINTS, StrategyKind, TrainConfig};
 use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
     parse_background,
@@ -166,6 +166,12 @@ pub struct TrainOptions {
     /// none.
     #[arg(long, value_name = "N")]
     pub sky_points: Option<usize>,
+    /// Prune Gaussians whose opacity falls below this at each densification (an opacity reset
+    /// clamps to twice it): default 0.1 for a dataset read from disk with the default strategy
+    /// (splatfacto's and OpenSplat's; fewer floaters on photographs), 0.005 otherwise (3DGS's;
+    /// with --strategy mcmc, the opacity at or below which a Gaussian is relocated).
+    #[arg(long, value_name = "P")]
+    pub prune_opacity: Option<f32>,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -209,12 +215,18 @@ impl TrainOptions {
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);
         config.seed = self.seed.unwrap_or(config.seed);
-        // Far-field points: on for a dataset read from disk (a capture), off for the generated
-        // scenes and in the library's defaults (and so in a --config file that leaves them out).
+        // The recipe of a dataset read from disk (a capture): far-field points and splatfacto's
+        // opacity pruning (the latter with the default strategy only: MCMC's relocation has its
+        // own threshold). The generated scenes, the library's defaults and a --config file that
+        // leaves them out keep 3DGS's.
         if !builtin && self.config.is_none() {
             config.sky_points = DEFAULT_SKY_POINTS;
+            if config.strategy == StrategyKind::Default {
+                config.prune_opacity = CAPTURE_PRUNE_OPACITY;
+            }
         }
         config.sky_points = self.sky_points.unwrap_or(config.sky_points);
+        config.prune_opacity = self.prune_opacity.unwrap_or(config.prune_opacity);
         if let Some(text) = &self.image_cache {
             config.image_cache = Some(parse_image_cache_size(text)?);
         }
@@ -247,6 +259,71 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         data: DataArgs,
+    }
+
+    #[derive(Parser)]
+    struct TrainCli {
+        #[command(flatten)]
+        train: TrainOptions,
+    }
+
+    /// `wgsplat train ARGS`' configuration, for a built-in scene or a dataset read from disk.
+    fn config_of(args: &[&str], builtin: bool) -> Result<TrainConfig> {
+        let cli = TrainCli::try_parse_from(std::iter::once("wgsplat").chain(args.iter().copied()))
+            .expect("the arguments parse");
+        cli.train.build_config(builtin)
+    }
+
+    #[test]
+    fn captures_prune_at_splatfactos_opacity_with_the_default_strategy_only() {
+        let library = TrainConfig::default().prune_opacity;
+        assert_eq!(library, 0.005);
+        let capture = config_of(&[], false).unwrap();
+        assert_eq!(capture.prune_opacity, CAPTURE_PRUNE_OPACITY);
+        assert_eq!(capture.sky_points, DEFAULT_SKY_POINTS);
+        assert_eq!(config_of(&[], true).unwrap().prune_opacity, library);
+        let mcmc = config_of(&["--strategy", "mcmc"], false).unwrap();
+        assert_eq!(mcmc.prune_opacity, library);
+        let chosen = config_of(&["--prune-opacity", "0.02"], false).unwrap();
+        assert_eq!(chosen.prune_opacity, 0.02);
+        assert_eq!(
+            config_of(&["--prune-opacity", "0.02"], true)
+                .unwrap()
+                .prune_opacity,
+            0.02
+        );
+        for outside in ["0", "0.5", "NaN"] {
+            let err = config_of(&["--prune-opacity", outside], false).unwrap_err();
+            assert!(
+                err.to_string().contains("prune_opacity"),
+                "{outside}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_opacity_reset_clamps_to_twice_the_pruning_opacity() {
+        let logit = |p: f32| {
+            TrainConfig {
+                prune_opacity: p,
+                ..TrainConfig::default()
+            }
+            .reset_opacity_logit()
+        };
+        let opacity = |l: f32| 1.0 / (1.0 + (-l).exp());
+        // 3DGS's 0.01 at its 0.005.
+        assert!(
+            (logit(0.005) - (-4.595_12)).abs() < 1e-5,
+            "{}",
+            logit(0.005)
+        );
+        for p in [0.005, 0.05, 0.1, 0.3] {
+            assert!(
+                (opacity(logit(p)) - 2.0 * p).abs() < 1e-6,
+                "{p}: {}",
+                opacity(logit(p))
+            );
+        }
     }
 
     #[test]

@@ -450,15 +450,17 @@ fn run_collecting_psnr(trainer: &mut Trainer, target: u64) -> Vec<f64> {
 
 /// Issue 14: on a white background INRIA also resets the opacities once at `densify_from`, so the
 /// initial Gaussians' colour over white becomes transparent before densification; on black it
-/// does not. The reset due after iteration 10 runs at the start of step 11.
+/// does not. The reset due after iteration 10 runs at the start of step 11, and clamps to twice
+/// `prune_opacity` (gsplat's rule: 3DGS's 0.01 at its 0.005).
 #[test]
 fn white_background_resets_opacity_at_densify_from() {
     use wgsplat::train::Background;
-    let largest_opacity = |background: Background| {
+    let largest_opacity = |background: Background, prune_opacity: f32| {
         let (ctx, mut trainer) = white_scene_trainer(TrainConfig {
             iterations: 12,
             densify_from: 10,
             background,
+            prune_opacity,
             ..TrainConfig::default()
         });
         trainer.run_until(11, &mut |_| {}, &|| false).unwrap();
@@ -471,8 +473,11 @@ fn white_background_resets_opacity_at_densify_from() {
     };
     // The reset clamps every logit to logit(0.01) = -4.595; one Adam step at the opacity
     // learning rate (0.05) moves it by at most about that much.
-    assert!(largest_opacity(Background::White) <= -4.5);
-    assert!(largest_opacity(Background::Black) > -4.0);
+    assert!(largest_opacity(Background::White, 0.005) <= -4.5);
+    assert!(largest_opacity(Background::Black, 0.005) > -4.0);
+    // At prune_opacity 0.02 it clamps to logit(0.04) = -3.178, below the initial opacity 0.1.
+    let clamped = largest_opacity(Background::White, 0.02);
+    assert!((-3.3..=-3.1).contains(&clamped), "{clamped}");
 }
 
 /// Issue 14: an evaluation due at an iteration that also resets the opacities scores the model
