@@ -41,8 +41,8 @@ pub(crate) struct GpuObjects {
 
 /// Serialises opening and closing contexts across the process. On an NVIDIA H100 (driver
 /// 580.159.04) contexts closed on several threads at once (`tests/suite/memory/mod.rs`, one
-/// context per test, tests in parallel) deadlocked in the Vulkan loader and driver (`vkDestroyInstance`,
-/// `vkDestroyDevice`) in 3 of 12 runs.
+/// context per test, tests in parallel) deadlocked in the Vulkan loader and driver
+/// (`vkDestroyInstance`, `vkDestroyDevice`) in 3 of 12 runs.
 static TEARDOWN: Mutex<()> = Mutex::new(());
 
 impl ContextInner {

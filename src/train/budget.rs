@@ -17,8 +17,9 @@
 //! grows: the image cache and one frame's buffers at the largest view ([`MemoryPlan::frame`]:
 //! render target, loss gradient, per-pixel and per-tile buffers, an image's upload) are paid
 //! once, and each Gaussian adds [`MemoryPlan::per_gaussian`]. `tests/suite/memory/mod.rs`
-//! (module `plan`) holds the persistent part to the allocator's live bytes and the frame part to a measured
-//! training step; `tests/suite/memory/budget.rs` holds the whole plan to a measured run at 1024².
+//! (module `plan`) holds the persistent part to the allocator's live bytes and the frame part to
+//! a measured training step; `tests/suite/memory/budget.rs` holds the whole plan to a measured
+//! run at 1024².
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};

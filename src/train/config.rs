@@ -249,8 +249,7 @@ impl TrainConfig {
     /// The opacity logit an opacity reset clamps to: that of twice `prune_opacity` (gsplat's
     /// rule; 3DGS's logit(0.01) at the default).
     pub fn reset_opacity_logit(&self) -> f32 {
-        let opacity = 2.0 * f64::from(self.prune_opacity);
-        (opacity / (1.0 - opacity)).ln() as f32
+        crate::data::init::logit(2.0 * self.prune_opacity)
     }
 
     /// Whether the refinement due after iteration `it` is on the schedule's cadence (past

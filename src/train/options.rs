@@ -259,17 +259,13 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         data: DataArgs,
-    }
-
-    #[derive(Parser)]
-    struct TrainCli {
         #[command(flatten)]
         train: TrainOptions,
     }
 
     /// `wgsplat train ARGS`' configuration, for a built-in scene or a dataset read from disk.
     fn config_of(args: &[&str], builtin: bool) -> Result<TrainConfig> {
-        let cli = TrainCli::try_parse_from(std::iter::once("wgsplat").chain(args.iter().copied()))
+        let cli = Cli::try_parse_from(std::iter::once("wgsplat").chain(args.iter().copied()))
             .expect("the arguments parse");
         cli.train.build_config(builtin)
     }

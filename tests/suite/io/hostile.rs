@@ -6,61 +6,19 @@
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use wgsplat::error::Error;
 use wgsplat::io::formats::{ModelFormat, read_model, write_model};
 use wgsplat::io::{read_ply, write_ply};
 use wgsplat::testing::TestRng;
 
-use super::TempDir;
 use super::formats::random_model;
+use super::{MemoryCap, TempDir, run_in_capped_child};
 
 mod cases;
 
-/// Set in a child process to the name of the test it runs.
-const CHILD_ENV: &str = "WGSPLAT_HOSTILE_CHILD";
 /// Peak memory growth a mutation run may cause (the files are a few KB).
 const MAX_PEAK_GROWTH_KIB: u64 = 100 << 10;
-
-/// Runs the test `name` (its path from the io module down, e.g. `hostile::cases::x`; see
-/// [`super::test_path`]) again in a child process whose address space is capped at
-/// `limit_mib` MiB (`ulimit -v`), so that an allocation past it fails there instead of taking the
-/// machine's memory, and an abort fails this test only. Returns `false` in the child, which then
-/// runs the test's body (and everywhere `sh` cannot cap memory).
-pub(super) fn run_in_limited_child(name: &str, limit_mib: u64) -> bool {
-    if !cfg!(target_os = "linux") || std::env::var(CHILD_ENV).is_ok_and(|v| v == name) {
-        return false;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let output = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v {} && exec \"$0\" \"$@\"",
-            limit_mib << 10
-        ))
-        .arg(&exe)
-        .args([
-            &super::test_path(name),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, name)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "the child running {name} under a {limit_mib} MiB cap failed ({}):\n{text}",
-        output.status
-    );
-    true
-}
 
 /// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`), where there is one.
 fn status_kib(field: &str) -> Option<u64> {
@@ -220,10 +178,13 @@ fn mutation_run(
     std::fs::write(&path, original).unwrap();
 }
 
-/// Runs `body` in a memory-capped child (see [`run_in_limited_child`]) and checks there that
+/// The address space a child running one of these tests may use.
+pub(super) const CHILD_CAP: MemoryCap = MemoryCap::AddressSpaceMib(3 << 10);
+
+/// Runs `body` in a memory-capped child (see [`run_in_capped_child`]) and checks there that
 /// the peak memory grew by less than [`MAX_PEAK_GROWTH_KIB`].
 fn in_capped_child(name: &str, body: impl FnOnce()) {
-    if run_in_limited_child(name, 3 << 10) {
+    if run_in_capped_child(name, CHILD_CAP) {
         return;
     }
     let before = status_kib("VmRSS:");

@@ -4,60 +4,24 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wgsplat::io::formats::{ModelFormat, read_model};
 use wgsplat::io::spz::SpzAxes;
 use wgsplat::testing::TestRng;
 
-use super::TempDir;
 use super::formats::random_model;
 use super::spz::{spz_version_2_bytes, write_with};
+use super::{MemoryCap, TempDir, run_in_capped_child};
 
 /// The memory a child test may use: the data segment and private writable mappings, far below
 /// the gigabytes that the hostile files below claim, far above what their honest contents need.
-const CHILD_MEMORY_LIMIT: u64 = 160 << 20;
-const CHILD_ENV: &str = "WGSPLAT_TEST_MEMORY_CAPPED";
+const CHILD_CAP: MemoryCap = MemoryCap::DataBytes(160 << 20);
 
-/// Runs the test `name` again in a child process with its memory capped by `prlimit` (util-linux)
-/// and returns true when the caller should stop (the child ran the body and passed). Returns
-/// false in the child itself, and where `prlimit` is missing (the body then runs uncapped).
+/// Runs the test `name` of this module again in a child process with its memory capped by
+/// `prlimit` (util-linux), see [`run_in_capped_child`].
 fn rerun_with_memory_cap(name: &str) -> bool {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return false;
-    }
-    if Command::new("prlimit").arg("--version").output().is_err() {
-        eprintln!("prlimit is missing: running {name} without a memory cap");
-        return false;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let output = Command::new("prlimit")
-        .arg(format!("--data={CHILD_MEMORY_LIMIT}"))
-        .arg("--")
-        .arg(&exe)
-        .args([
-            &super::test_path(&format!("spz_hostile::{name}")),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!("{text}");
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "{name} failed under a {} MiB memory cap ({})",
-        CHILD_MEMORY_LIMIT >> 20,
-        output.status
-    );
-    true
+    run_in_capped_child(&format!("spz_hostile::{name}"), CHILD_CAP)
 }
 
 /// A small valid file of each version, for the mutation test.

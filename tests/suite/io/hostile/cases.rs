@@ -12,7 +12,8 @@ use wgsplat::io::{PlyModel, read_ply, write_ply};
 
 use super::super::TempDir;
 use super::super::formats::random_model;
-use super::{header_len, run_in_limited_child};
+use super::super::run_in_capped_child;
+use super::{CHILD_CAP, header_len};
 
 /// A compressed PLY header (12 chunk floats, no SH) declaring `chunks` and `n`.
 fn compressed_header(chunks: u64, n: u64) -> Vec<u8> {
@@ -362,7 +363,7 @@ fn writers_refuse_values_their_readers_refuse() {
 #[test]
 fn allocation_failure_is_an_error_naming_the_bytes() {
     let test = "hostile::cases::allocation_failure_is_an_error_naming_the_bytes";
-    if run_in_limited_child(test, 3 << 10) {
+    if run_in_capped_child(test, CHILD_CAP) {
         return;
     }
     let dir = TempDir::new("hostile-alloc");
