@@ -6,8 +6,9 @@
 //! One binary, so that its tests share the cores whichever layer they exercise (a test that
 //! waits on a Slurm job or a child process no longer leaves a core idle while nothing else may
 //! run), the kernel-path contexts of `wgsplat::testing` are created once for every module, and
-//! the build links the runtime into one test executable. `tests/memory_longrun.rs` stays apart:
-//! it holds the process's resident memory flat, which other tests in the same process would move.
+//! the build links the runtime into one test executable. A test that holds the process's
+//! resident memory flat (`memory::longrun`) runs in a child process of its own
+//! (`common::child`), since other tests in the same process would move it.
 
 mod common;
 

@@ -1,8 +1,9 @@
-//! Helpers shared by the suite's modules: scenes and peer data for the splatting tests, and
-//! running the `wgsplat` binary ([`binary`]).
+//! Helpers shared by the suite's modules: scenes and peer data for the splatting tests, running
+//! the `wgsplat` binary ([`binary`]) and running a test again in a child process ([`child`]).
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod child;
 
 use std::path::PathBuf;
 use wgsplat::splat::backward::{BackwardOptions, BackwardOutput, record_backward};

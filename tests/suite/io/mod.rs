@@ -25,80 +25,16 @@ mod spz_hostile;
 mod town;
 
 use std::path::PathBuf;
-use std::process::Command;
 
-/// The path that `--exact` filters give test `name` (named from this module down, e.g.
-/// `hostile::cases::x`) in the test binary.
-fn test_path(name: &str) -> String {
-    let module = module_path!();
-    let in_binary = module.split_once("::").map_or(module, |(_, rest)| rest);
-    format!("{in_binary}::{name}")
-}
-
-/// How [`run_in_capped_child`] caps a child's memory.
-#[derive(Clone, Copy, Debug)]
-pub enum MemoryCap {
-    /// The address space, in MiB (`ulimit -v` through `sh`; Linux only).
-    AddressSpaceMib(u64),
-    /// The data segment and private writable mappings, in bytes (`prlimit --data`, util-linux).
-    DataBytes(u64),
-}
-
-/// Set in a child process to the name of the test it runs.
-const CAPPED_CHILD_ENV: &str = "WGSPLAT_CAPPED_CHILD";
+pub use crate::common::child::MemoryCap;
 
 /// Runs test `name` (named from this module down, e.g. `hostile::cases::x`) again in a child
 /// process whose memory is capped by `cap`, so that an allocation past it fails there instead of
-/// taking the machine's memory, and an abort fails this test only. Returns true when the caller
-/// should stop (the child ran the test and passed); false in the child itself, and where the cap
-/// cannot be applied (`ulimit` off Linux, no `prlimit`), where the caller then runs the body.
+/// taking the machine's memory, and an abort fails this test only (see
+/// [`crate::common::child::rerun_in_child`]). Returns true when the caller should stop.
 pub fn run_in_capped_child(name: &str, cap: MemoryCap) -> bool {
-    if std::env::var(CAPPED_CHILD_ENV).is_ok_and(|v| v == name) {
-        return false;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let mut command = match cap {
-        MemoryCap::AddressSpaceMib(mib) => {
-            if !cfg!(target_os = "linux") {
-                return false;
-            }
-            let mut sh = Command::new("sh");
-            sh.arg("-c")
-                .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", mib << 10))
-                .arg(&exe);
-            sh
-        }
-        MemoryCap::DataBytes(bytes) => {
-            if Command::new("prlimit").arg("--version").output().is_err() {
-                eprintln!("prlimit is missing: running {name} without a memory cap");
-                return false;
-            }
-            let mut prlimit = Command::new("prlimit");
-            prlimit.arg(format!("--data={bytes}")).arg("--").arg(&exe);
-            prlimit
-        }
-    };
-    let output = command
-        .args([
-            &test_path(name),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CAPPED_CHILD_ENV, name)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "the child running {name} under {cap:?} failed ({}):\n{text}",
-        output.status
-    );
-    true
+    let path = crate::common::child::test_path(module_path!(), name);
+    crate::common::child::rerun_in_child(&path, Some(cap))
 }
 
 /// A fresh folder under the system's temporary directory, removed when dropped.

@@ -8,6 +8,9 @@ mod budget;
 mod host_images;
 /// The GPU cache of training images: its policy, its bound and results independent of its size.
 mod image_cache;
+/// Long training runs: nothing allocated after warm-up, the process's memory flat, every byte
+/// given back.
+mod longrun;
 
 use wgsplat::gpu::POISON_WORD;
 use wgsplat::gpu::memory::size_class;

@@ -1,5 +1,8 @@
 //! Memory over long runs: after warm-up a training iteration allocates nothing new, leaves the
-//! live bytes and wgpu's objects exactly where they were and the process's memory flat, and complete trainings in one process give every byte back.
+//! live bytes and wgpu's objects exactly where they were and the process's memory flat, and
+//! complete trainings in one process give every byte back. The resident-memory test runs in a
+//! child process of its own ([`rerun_in_child`]): the suite's other tests, running beside it,
+//! would move its process's memory.
 
 use wgsplat::data::Dataset;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
@@ -8,6 +11,8 @@ use wgsplat::testing::fresh_context;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
 use wgsplat::{GpuContext, MemoryCategory};
+
+use crate::common::child::{rerun_in_child, test_path};
 
 /// The built-in scene at a tiny resolution with its point cloud thinned to `points` points.
 fn small_scene(resolution: u32, points: usize) -> Dataset {
@@ -39,6 +44,13 @@ fn trainer(ctx: &GpuContext, dataset: Dataset, config: TrainConfig) -> Trainer {
 /// longer runs.
 #[test]
 fn three_hundred_iterations_hold_process_memory_flat() {
+    let path = test_path(
+        module_path!(),
+        "three_hundred_iterations_hold_process_memory_flat",
+    );
+    if rerun_in_child(&path, None) {
+        return;
+    }
     let ctx = fresh_context(false);
     // 500: by then the frame scratch has reached every size class it will use (after 300, a
     // growing intersection count still added pooled buffers now and then).
