@@ -8,22 +8,14 @@
 //! tests that run them say they are skipped.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use wgsplat::data::colmap_binary::read_images;
 use wgsplat::data::{Dataset, LoadOptions, Split};
 use wgsplat::sfm::align::{align, rms_residual};
 use wgsplat::sfm::model::camera_centre;
 
-use crate::common::binary::{expect_failure, temp_dir, wgsplat};
-
-fn text(out: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::common::binary::{expect_failure, output_text as text, temp_dir, wgsplat};
 
 /// True when `program` runs; in CI a missing one fails the test.
 fn have(program: &str) -> bool {

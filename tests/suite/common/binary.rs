@@ -19,6 +19,15 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A finished process's stdout and stderr, labelled, for assertion messages and searches.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Runs `wgsplat` with `args`.
 pub fn wgsplat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wgsplat"))

@@ -63,11 +63,7 @@ pub fn rerun_in_child(path: &str, cap: Option<MemoryCap>) -> bool {
         .env(CHILD_ENV, path)
         .output()
         .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = super::binary::output_text(&output);
     assert!(
         output.status.success() && text.contains("1 passed"),
         "the child running {path} (memory cap: {cap:?}) failed ({}):\n{text}",

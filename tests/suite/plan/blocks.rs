@@ -3,6 +3,7 @@
 //! Gaussians stay inside its bounds. And the commands end to end.
 
 use super::merge::scratch;
+use crate::common::binary::output_text;
 use std::path::Path;
 use std::process::Command;
 use wgsplat::data::Dataset;
@@ -191,12 +192,7 @@ fn wgsplat(args: &[&str]) -> (bool, String) {
         .env_remove("JOB_COMPLETION_INDEX")
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    (out.status.success(), output_text(&out))
 }
 
 #[test]
