@@ -572,8 +572,9 @@ fn a_stop_at_a_refinement_holds_the_scored_model_and_resumes_exactly() {
     assert!(bits(&straight) == bits(&resumed), "the resumed run differs");
 }
 
-/// Issue 14: the defaults follow the measured recipe: gsplat's opacity learning rate (0.05 beat
-/// INRIA's 0.025 on duck_colmap and on the built-in scene; see `TrainConfig::opacity_lr`), no
+/// Issue 14: the library's defaults follow the measured recipe: gsplat's opacity learning rate
+/// (0.05 beat INRIA's 0.025 on duck_colmap and on the built-in scene with 3DGS's pruning opacity;
+/// captures trained by `wgsplat train` use 0.025 with their own pruning, `CAPTURE_OPACITY_LR`), no
 /// screen-size pruning, densification by the summed gradient unless `absgrad` is asked for.
 #[test]
 fn defaults_follow_the_measured_recipe() {
