@@ -98,7 +98,7 @@ fn a_backdrop_that_is_the_training_background_adds_no_points_above_the_ground() 
 fn the_trainer_adds_sky_points_only_to_reconstructed_captures_when_asked() {
     let dataset = scene(SKY_BLUE);
     // The library's default adds none; `wgsplat train` asks for DEFAULT_SKY_POINTS on a dataset
-    // read from disk (`tests/suite/cli.rs`).
+    // read from disk (`src/train/options.rs`).
     assert!(
         initial_sky(&dataset, &TrainConfig::default())
             .unwrap()
