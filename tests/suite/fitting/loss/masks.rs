@@ -44,24 +44,7 @@ fn masks_composite_and_rgba8_ground_truth() {
             let want = case.cpu(opts, true);
             for ctx in both_paths() {
                 let what = format!("{name} {opts:?} {}", ctx.info().kernel_path());
-                let (stats, grad) = case.gpu_grad(ctx, opts);
-                compare_close(
-                    &format!("stats {what}"),
-                    &stats,
-                    &reference_stats(&want),
-                    STATS_ATOL,
-                    0.0,
-                )
-                .unwrap();
-                compare_close(
-                    &format!("forward stats {what}"),
-                    &case.gpu_stats(ctx, opts),
-                    &reference_stats(&want),
-                    STATS_ATOL,
-                    0.0,
-                )
-                .unwrap();
-                compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
+                case.assert_both_kernels_match(ctx, opts, &want, &what);
             }
         }
     }

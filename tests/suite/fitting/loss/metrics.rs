@@ -37,24 +37,7 @@ fn multi_page_images_go_through_row_bands() {
                     case.height,
                     ctx.info().kernel_path()
                 );
-                let (stats, grad) = case.gpu_grad(ctx, opts);
-                compare_close(
-                    &format!("stats {what}"),
-                    &stats,
-                    &reference_stats(&want),
-                    STATS_ATOL,
-                    0.0,
-                )
-                .unwrap();
-                compare_close(
-                    &format!("forward {what}"),
-                    &case.gpu_stats(ctx, opts),
-                    &reference_stats(&want),
-                    STATS_ATOL,
-                    0.0,
-                )
-                .unwrap();
-                compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
+                case.assert_both_kernels_match(ctx, opts, &want, &what);
             }
         }
     }

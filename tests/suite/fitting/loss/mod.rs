@@ -92,6 +92,25 @@ impl Case {
         pending.wait(ctx).unwrap()
     }
 
+    /// Panics, naming `what`, unless the backward kernel's statistics and gradient and the
+    /// forward kernel's statistics match the reference `want`.
+    fn assert_both_kernels_match(
+        &self,
+        ctx: &GpuContext,
+        options: &LossOptions,
+        want: &ReferenceLoss,
+        what: &str,
+    ) {
+        let (stats, grad) = self.gpu_grad(ctx, options);
+        assert_stats_close(what, &stats, want);
+        assert_stats_close(
+            &format!("forward {what}"),
+            &self.gpu_stats(ctx, options),
+            want,
+        );
+        compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
+    }
+
     /// GPU `[loss, l1, ssim, mse]` and gradient from the fused backward kernel.
     fn gpu_grad(&self, ctx: &GpuContext, options: &LossOptions) -> (Vec<f32>, Vec<f32>) {
         let _gpu = gpu_lock();
@@ -166,7 +185,21 @@ fn compare_grad(what: &str, got: &[f32], want: &[f64]) -> Result<(), String> {
     compare_close(what, got, &f32s(want), 1e-4 * scale + 1e-12, 1e-4)
 }
 
+/// Largest difference allowed between the GPU's and the reference's `[loss, l1, ssim, mse]`.
 const STATS_ATOL: f32 = 1e-5;
+
+/// Panics, naming `what` and the worst entry, unless the GPU's `[loss, l1, ssim, mse]` match the
+/// reference's within [`STATS_ATOL`].
+fn assert_stats_close(what: &str, stats: &[f32], want: &ReferenceLoss) {
+    compare_close(
+        &format!("stats {what}"),
+        stats,
+        &reference_stats(want),
+        STATS_ATOL,
+        0.0,
+    )
+    .unwrap();
+}
 
 #[test]
 fn ssim_and_l1_match_cpu_reference_at_awkward_sizes() {
@@ -270,14 +303,7 @@ fn gradient_matches_cpu_reference() {
                         ctx.info().kernel_path()
                     );
                     let (stats, grad) = case.gpu_grad(ctx, opts);
-                    compare_close(
-                        &format!("stats {what}"),
-                        &stats,
-                        &reference_stats(&want),
-                        STATS_ATOL,
-                        0.0,
-                    )
-                    .unwrap();
+                    assert_stats_close(&what, &stats, &want);
                     compare_grad(&format!("grad {what}"), &grad, &want.grad).unwrap();
                 }
             }
