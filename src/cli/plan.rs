@@ -134,7 +134,7 @@ fn print_blocks(plan: &PlanManifest) {
 
 /// Runs `wgsplat partition`.
 pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
-    let config = args.train.build_config(args.data.is_none())?;
+    let config = args.train.build_config(args.data.as_deref())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
     let memory_budget = args

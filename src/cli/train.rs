@@ -92,7 +92,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     if let Some(plan) = args.plan.as_deref() {
         return super::plan::train_planned_block(ctx, plan, args.block, args.stop_at);
     }
-    let config = args.train.build_config(args.data.is_none())?;
+    let config = args.train.build_config(args.data.as_deref())?;
     let background = setup::background_color(config.background);
     let dataset = load_dataset(args.data.as_deref(), &args.data_args, background)?;
     super::guard::refuse_output_among_images(&args.out, args.data.as_deref(), &dataset)?;

@@ -4,7 +4,8 @@
 
 use super::budget::{MemoryPlan, apply_memory_budget, parse_image_cache_size};
 use super::config::{
-    CAPTURE_OPACITY_LR, CAPTURE_PRUNE_OPACITY, DEFAULT_SKY_POINTS, StrategyKind, TrainConfig,
+    Background, CAPTURE_OPACITY_LR, CAPTURE_PRUNE_OPACITY, DEFAULT_SKY_POINTS, StrategyKind,
+    TrainConfig,
 };
 use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
@@ -13,7 +14,7 @@ use super::setup::{
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::splat::RasterMode;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Parses `-r`: a downscale factor of exactly 1, 2, 4 or 8 (the factors of INRIA's pre-scaled
 /// `images_N` folders).
@@ -108,6 +109,8 @@ pub struct TrainOptions {
     pub iterations: Option<u64>,
     /// Background: black, white, random, or a colour as #rrggbb or r,g,b (0 to 255), such as a
     /// capture's plain backdrop (#808080 for mid grey), which Gaussians then need not model.
+    /// Default: random (a new colour each step, scored on black) for a COLMAP model read from
+    /// disk, black otherwise.
     #[arg(long)]
     pub background: Option<String>,
     /// Largest SH degree, 0 to 3.
@@ -187,9 +190,13 @@ pub struct TrainOptions {
 }
 
 impl TrainOptions {
-    /// The configuration: `--config` (or the 3DGS defaults; the built-in scene's short recipe
-    /// when `builtin` and no file is given), then these options, validated.
-    pub fn build_config(&self, builtin: bool) -> Result<TrainConfig> {
+    /// The configuration for training on `data` (`None`: the built-in scene): `--config` (or
+    /// the 3DGS defaults; the built-in scene's short recipe when no file is given; the capture
+    /// recipe for a dataset read from disk), then these options, validated.
+    pub fn build_config(&self, data: Option<&Path>) -> Result<TrainConfig> {
+        let builtin = data.is_none();
+        // As `Dataset::load` tells the formats apart: a COLMAP model first.
+        let colmap = data.is_some_and(|root| crate::data::colmap::find_sparse_dir(root).is_some());
         let mut config = match &self.config {
             Some(path) => {
                 crate::data::check_regular_file(path, "the configuration file")?;
@@ -199,9 +206,6 @@ impl TrainOptions {
         };
         if builtin && self.config.is_none() {
             apply_builtin_recipe(&mut config);
-        }
-        if let Some(v) = &self.background {
-            config.background = parse_background(v)?;
         }
         config.iterations = self.iterations.unwrap_or(config.iterations);
         config.sh_degree = self.sh_degree.unwrap_or(config.sh_degree);
@@ -225,15 +229,22 @@ impl TrainOptions {
         config.seed = self.seed.unwrap_or(config.seed);
         // The recipe of a dataset read from disk (a capture): far-field points, splatfacto's
         // opacity pruning and INRIA's opacity learning rate (the latter two with the default
-        // strategy only: MCMC's relocation has its own threshold and was not measured with them).
-        // The generated scenes, the library's defaults and a --config file that leaves them out
-        // keep 3DGS's and gsplat's.
+        // strategy only: MCMC's relocation has its own threshold and was not measured with them),
+        // and for a COLMAP model a random background each step (gsplat's and Brush's). The
+        // generated scenes, the library's defaults and a --config file that leaves them out keep
+        // 3DGS's and gsplat's.
         if !builtin && self.config.is_none() {
             config.sky_points = DEFAULT_SKY_POINTS;
+            if colmap {
+                config.background = Background::Random;
+            }
             if config.strategy == StrategyKind::Default {
                 config.prune_opacity = CAPTURE_PRUNE_OPACITY;
                 config.opacity_lr = CAPTURE_OPACITY_LR;
             }
+        }
+        if let Some(v) = &self.background {
+            config.background = parse_background(v)?;
         }
         config.sky_points = self.sky_points.unwrap_or(config.sky_points);
         config.prune_opacity = self.prune_opacity.unwrap_or(config.prune_opacity);
@@ -274,11 +285,44 @@ mod tests {
         train: TrainOptions,
     }
 
-    /// `wgsplat train ARGS`' configuration, for a built-in scene or a dataset read from disk.
+    /// `wgsplat train ARGS`' configuration, for a built-in scene or a (NeRF-synthetic) dataset
+    /// read from disk.
     fn config_of(args: &[&str], builtin: bool) -> Result<TrainConfig> {
+        let folder = std::env::temp_dir().join("wgsplat-options-not-colmap");
+        config_for(args, (!builtin).then_some(folder.as_path()))
+    }
+
+    /// `wgsplat train ARGS DATA`' configuration.
+    fn config_for(args: &[&str], data: Option<&Path>) -> Result<TrainConfig> {
         let cli = Cli::try_parse_from(std::iter::once("wgsplat").chain(args.iter().copied()))
             .expect("the arguments parse");
-        cli.train.build_config(builtin)
+        cli.train.build_config(data)
+    }
+
+    #[test]
+    fn colmap_captures_train_on_a_random_background_unless_told_otherwise() {
+        let root =
+            std::env::temp_dir().join(format!("wgsplat-options-colmap-{}", std::process::id()));
+        let sparse = root.join("sparse").join("0");
+        std::fs::create_dir_all(&sparse).unwrap();
+        std::fs::write(sparse.join("cameras.txt"), "").unwrap();
+        let colmap = Some(root.as_path());
+        assert_eq!(
+            config_for(&[], colmap).unwrap().background,
+            Background::Random
+        );
+        // A NeRF-synthetic folder, the built-in scenes and a --config file keep black.
+        assert_eq!(config_of(&[], false).unwrap().background, Background::Black);
+        assert_eq!(config_of(&[], true).unwrap().background, Background::Black);
+        let file = root.join("config.json");
+        std::fs::write(&file, "{}").unwrap();
+        let from_file = config_for(&["--config", file.to_str().unwrap()], colmap).unwrap();
+        assert_eq!(from_file.background, Background::Black);
+        for (flag, want) in [("black", Background::Black), ("white", Background::White)] {
+            let chosen = config_for(&["--background", flag], colmap).unwrap();
+            assert_eq!(chosen.background, want);
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

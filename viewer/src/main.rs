@@ -173,7 +173,7 @@ mod tests {
         .expect("parses");
         assert_eq!(args.data.resolution, Some(2));
         assert_eq!(args.train.memory_budget.as_deref(), Some("1GiB"));
-        let config = args.train.build_config(true).expect("config");
+        let config = args.train.build_config(None).expect("config");
         assert_eq!(config.save_every, 50);
         assert!(config.absgrad);
     }

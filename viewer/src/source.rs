@@ -73,8 +73,8 @@ fn load_dataset(
 }
 
 /// The training settings from `--config` and the command-line options.
-fn train_config(args: &Args, builtin: bool) -> anyhow::Result<TrainConfig> {
-    let config = args.train.build_config(builtin)?;
+fn train_config(args: &Args, data: Option<&Path>) -> anyhow::Result<TrainConfig> {
+    let config = args.train.build_config(data)?;
     anyhow::ensure!(
         config.save_every == 0 || args.out.is_some(),
         "--save-every writes OUT/checkpoint.bin: give the folder with --out"
@@ -213,7 +213,7 @@ impl Source {
                         f.display()
                     );
                 }
-                let config = train_config(args, folder.is_none())?;
+                let config = train_config(args, folder)?;
                 let background = setup::background_color(config.background);
                 let dataset = load_dataset(folder, args, background)?;
                 Ok(Source::Training {
