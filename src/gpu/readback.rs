@@ -139,10 +139,14 @@ impl Readback {
         }
     }
 
-    /// Maps and copies out asynchronously. Something must call [`GpuContext::poll`] meanwhile.
-    pub async fn receive(self) -> Result<Vec<u8>> {
+    /// Maps and copies out asynchronously. The map is requested now, not when the future is
+    /// first polled, so a [`GpuContext::poll`] or [`GpuContext::wait_idle`] that runs after this
+    /// call completes it; something must call one of them meanwhile.
+    pub fn receive(self) -> impl std::future::Future<Output = Result<Vec<u8>>> {
         let receiver = self.start();
-        let result = receiver.receive().await;
-        self.finish(result)
+        async move {
+            let result = receiver.receive().await;
+            self.finish(result)
+        }
     }
 }
