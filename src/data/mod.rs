@@ -107,6 +107,31 @@ pub struct Dataset {
     pub notes: Vec<String>,
 }
 
+/// The formats [`Dataset::load`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatasetFormat {
+    /// A COLMAP model (`sparse/0/` or `sparse/`) with its images.
+    Colmap,
+    /// A NeRF-synthetic or nerfstudio folder (`transforms_train.json` or `transforms.json`).
+    Nerf,
+}
+
+impl DatasetFormat {
+    /// The format of the folder `root`, as [`Dataset::load`] tells them apart (a COLMAP model
+    /// first); `None` when it holds neither.
+    pub fn detect(root: &Path) -> Option<DatasetFormat> {
+        if colmap::find_sparse_dir(root).is_some() {
+            Some(DatasetFormat::Colmap)
+        } else if root.join("transforms.json").is_file()
+            || root.join("transforms_train.json").is_file()
+        {
+            Some(DatasetFormat::Nerf)
+        } else {
+            None
+        }
+    }
+}
+
 impl Dataset {
     /// Builds a dataset from its views and points, computing centre and extent from the train views.
     pub fn new(train: Vec<View>, test: Vec<View>, points: Option<PointCloud>) -> Dataset {
@@ -133,11 +158,10 @@ impl Dataset {
                 "the dataset folder does not exist (or is not a folder); check the path",
             ));
         }
-        if colmap::find_sparse_dir(root).is_some() {
-            return colmap::load(root, options);
-        }
-        if root.join("transforms.json").is_file() || root.join("transforms_train.json").is_file() {
-            return nerf::load(root, options);
+        match DatasetFormat::detect(root) {
+            Some(DatasetFormat::Colmap) => return colmap::load(root, options),
+            Some(DatasetFormat::Nerf) => return nerf::load(root, options),
+            None => {}
         }
         if let Some(photos) = photographs_without_poses(root) {
             return Err(dataset_error(

@@ -11,7 +11,7 @@ use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
     parse_background,
 };
-use crate::data::Dataset;
+use crate::data::{Dataset, DatasetFormat};
 use crate::error::Result;
 use crate::splat::RasterMode;
 use std::path::{Path, PathBuf};
@@ -195,8 +195,7 @@ impl TrainOptions {
     /// recipe for a dataset read from disk), then these options, validated.
     pub fn build_config(&self, data: Option<&Path>) -> Result<TrainConfig> {
         let builtin = data.is_none();
-        // As `Dataset::load` tells the formats apart: a COLMAP model first.
-        let colmap = data.is_some_and(|root| crate::data::colmap::find_sparse_dir(root).is_some());
+        let colmap = data.and_then(DatasetFormat::detect) == Some(DatasetFormat::Colmap);
         let mut config = match &self.config {
             Some(path) => {
                 crate::data::check_regular_file(path, "the configuration file")?;

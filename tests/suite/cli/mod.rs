@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::binary::{expect_failure, temp_dir, wgsplat};
+use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 
 mod inputs;
 mod outputs;

@@ -111,14 +111,8 @@ fn outputs_that_would_replace_inputs_are_refused() {
         dataset.join("images"),
         dataset.join("sparse/../images/renders"),
     ] {
-        let run = render_train_views(&out);
-        let err = String::from_utf8_lossy(&run.stderr);
-        assert!(
-            !run.status.success() && !err.contains("panicked"),
-            "a render into {} was not refused: {}",
-            out.display(),
-            crate::common::binary::output_text(&run)
-        );
+        let what = format!("a render into {}", out.display());
+        let err = failure_text(&render_train_views(&out), &what);
         assert!(err.contains("holds the dataset's images"), "{err}");
     }
     for (name, photo) in ["a.png", "b.png", "c.png"].iter().zip(&photos) {
@@ -189,13 +183,7 @@ fn views_whose_masks_exclude_every_pixel_are_not_scored() {
     assert!(json["psnr"].as_f64().is_some_and(f64::is_finite), "{json}");
     // With no pixel left in any view, scoring refuses and says why.
     mask("c.png", 0);
-    let run = eval(false);
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        !run.status.success() && !err.contains("panicked"),
-        "{}",
-        crate::common::binary::output_text(&run)
-    );
+    let err = failure_text(&eval(false), "eval with every view's pixels masked");
     assert!(
         err.contains("exclude every pixel") && !err.contains("inf dB"),
         "{err}"

@@ -9,10 +9,12 @@ use std::process::{Command, Output};
 #[track_caller]
 pub fn temp_dir(name: &str) -> PathBuf {
     let caller = std::path::Path::new(std::panic::Location::caller().file());
-    let module = caller
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("test");
+    // A folder module's `mod.rs` is named by its folder.
+    let file = match caller.file_stem() {
+        Some(stem) if stem == "mod" => caller.parent().and_then(|p| p.file_name()),
+        stem => stem,
+    };
+    let module = file.and_then(|s| s.to_str()).unwrap_or("test");
     let dir = std::env::temp_dir().join(format!("wgsplat-{module}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -38,12 +40,13 @@ pub fn wgsplat(args: &[&str]) -> Output {
 
 /// Runs a command that must fail without panicking, and returns its stderr.
 pub fn expect_failure(args: &[&str]) -> String {
-    let out = wgsplat(args);
+    failure_text(&wgsplat(args), &format!("{args:?}"))
+}
+
+/// The stderr of `out`, a finished run of `what` that must have failed without panicking.
+pub fn failure_text(out: &Output, what: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !out.status.success(),
-        "{args:?} should fail; stderr:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert!(!out.status.success(), "{what} should fail; stderr:\n{err}");
+    assert!(!err.contains("panicked"), "{what} panicked:\n{err}");
     err
 }
