@@ -174,14 +174,76 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
     }
     super::check_regular_file(path, "the image")?;
     let bytes = read_image_bytes(path).map_err(|e| dataset_error(path, e))?;
-    let mut reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
-    let mut limits = ::image::Limits::default();
-    limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);
-    reader.limits(limits);
-    let decode_error = |e: ::image::ImageError, size: Option<(u32, u32)>| match (e, size) {
-        (::image::ImageError::Limits(_), size) => {
+    let checked = CheckedDecoder::open(path, &bytes)?;
+    let (width, height) = checked.size;
+    let decoded = checked.decode(path)?;
+    let pixels = into_rgba8(decoded, path)?;
+    Ok(RgbaImage {
+        width,
+        height,
+        pixels,
+    })
+}
+
+/// An image decoder whose header has been read and checked against [`MAX_DECODED_IMAGE_BYTES`]
+/// (its own pixel format and 8-bit RGBA alike) before any pixel is allocated: the one way every
+/// reader of photographs (the trainer's loader, `wgsplat sfm`) opens an image.
+pub(crate) struct CheckedDecoder<'a> {
+    /// The decoder, ready to decode.
+    pub decoder: Box<dyn ::image::ImageDecoder + 'a>,
+    /// Width and height in the header.
+    pub size: (u32, u32),
+    /// The most bytes the decoded image takes: in its own format or as 8-bit RGBA.
+    pub decoded_bytes: u64,
+}
+
+impl<'a> CheckedDecoder<'a> {
+    /// Reads the header of the image in `bytes` (the file at `path`, format guessed from the
+    /// content) and refuses one that would decode to more than [`MAX_DECODED_IMAGE_BYTES`], with
+    /// an error naming the file, its size and the limit.
+    pub fn open(path: &Path, bytes: &'a [u8]) -> Result<CheckedDecoder<'a>> {
+        let mut reader = ::image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| dataset_error(path, format!("could not open the image: {e}")))?;
+        let mut limits = ::image::Limits::default();
+        limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);
+        reader.limits(limits);
+        let decoder = reader
+            .into_decoder()
+            .map_err(|e| decode_error(path, e, None))?;
+        let (width, height) = ::image::ImageDecoder::dimensions(&decoder);
+        let native = ::image::ImageDecoder::total_bytes(&decoder);
+        let decoded_bytes = native.max(u64::from(width) * u64::from(height) * 4);
+        if decoded_bytes > MAX_DECODED_IMAGE_BYTES {
+            return Err(dataset_error(
+                path,
+                format!(
+                    "the image is {width}x{height}: decoded, it needs {}, above the limit of {} for one image; \
+                     downscale the photographs (e.g. into images_2/ beside images/, read with -r 2)",
+                    crate::gpu::memory::format_bytes(decoded_bytes),
+                    crate::gpu::memory::format_bytes(MAX_DECODED_IMAGE_BYTES)
+                ),
+            ));
+        }
+        Ok(CheckedDecoder {
+            decoder: Box::new(decoder),
+            size: (width, height),
+            decoded_bytes,
+        })
+    }
+
+    /// Decodes the pixels (`path` names the file in errors).
+    pub fn decode(self, path: &Path) -> Result<::image::DynamicImage> {
+        let size = self.size;
+        ::image::DynamicImage::from_decoder(self.decoder)
+            .map_err(|e| decode_error(path, e, Some(size)))
+    }
+}
+
+/// The error for an image that failed to open or decode: a limit names the size and what to do.
+fn decode_error(path: &Path, e: ::image::ImageError, size: Option<(u32, u32)>) -> crate::Error {
+    match e {
+        ::image::ImageError::Limits(_) => {
             let size = size.map_or_else(String::new, |(w, h)| format!(" is {w}x{h} and"));
             dataset_error(
                 path,
@@ -192,34 +254,11 @@ pub fn read_image(path: &Path) -> Result<RgbaImage> {
                 ),
             )
         }
-        (e, _) => dataset_error(
+        e => dataset_error(
             path,
             format!("could not decode the image (PNG and JPEG are supported): {e}"),
         ),
-    };
-    let decoder = reader.into_decoder().map_err(|e| decode_error(e, None))?;
-    let (width, height) = ::image::ImageDecoder::dimensions(&decoder);
-    let native = ::image::ImageDecoder::total_bytes(&decoder);
-    let rgba_bytes = u64::from(width) * u64::from(height) * 4;
-    if native.max(rgba_bytes) > MAX_DECODED_IMAGE_BYTES {
-        return Err(dataset_error(
-            path,
-            format!(
-                "the image is {width}x{height}: decoded, it needs {}, above the limit of {} for one image; \
-                 downscale the photographs (e.g. into images_2/ beside images/, read with -r 2)",
-                crate::gpu::memory::format_bytes(native.max(rgba_bytes)),
-                crate::gpu::memory::format_bytes(MAX_DECODED_IMAGE_BYTES)
-            ),
-        ));
     }
-    let decoded = ::image::DynamicImage::from_decoder(decoder)
-        .map_err(|e| decode_error(e, Some((width, height))))?;
-    let pixels = into_rgba8(decoded, path)?;
-    Ok(RgbaImage {
-        width,
-        height,
-        pixels,
-    })
 }
 
 /// The bytes of the image file at `path`, checked before decoding: a file larger than

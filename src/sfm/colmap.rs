@@ -1,6 +1,7 @@
 //! COLMAP's (and GLOMAP's) command lines for the three stages: feature extraction, matching and
 //! mapping.
 
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -92,24 +93,32 @@ pub fn camera_model(model: &str) -> Result<String> {
     })
 }
 
-fn flag(args: &mut Vec<String>, name: &str, value: impl ToString) {
-    args.push(format!("--{name}"));
-    args.push(value.to_string());
+/// Command-line arguments, kept as OS strings: a path reaches the program byte for byte, never
+/// through a lossy UTF-8 conversion that could name another folder.
+pub type Args = Vec<OsString>;
+
+fn flag(args: &mut Args, name: &str, value: impl AsRef<OsStr>) {
+    args.push(format!("--{name}").into());
+    args.push(value.as_ref().to_owned());
 }
 
-fn path_arg(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
+fn number(value: impl ToString) -> OsString {
+    value.to_string().into()
 }
 
 fn gpu(on: bool) -> &'static str {
     if on { "1" } else { "0" }
 }
 
+/// Images per block of exhaustive matching: COLMAP reports each block as it finishes, so smaller
+/// blocks than its default of 50 give progress (and an estimate of the time left) every few pairs.
+pub const EXHAUSTIVE_BLOCK_SIZE: u32 = 10;
+
 /// `colmap feature_extractor` on `images` into `database`.
-pub fn feature_extractor(settings: &ColmapSettings, database: &Path, images: &Path) -> Vec<String> {
-    let mut args = vec!["feature_extractor".to_owned()];
-    flag(&mut args, "database_path", path_arg(database));
-    flag(&mut args, "image_path", path_arg(images));
+pub fn feature_extractor(settings: &ColmapSettings, database: &Path, images: &Path) -> Args {
+    let mut args = vec![OsString::from("feature_extractor")];
+    flag(&mut args, "database_path", database);
+    flag(&mut args, "image_path", images);
     flag(
         &mut args,
         "ImageReader.camera_model",
@@ -118,46 +127,56 @@ pub fn feature_extractor(settings: &ColmapSettings, database: &Path, images: &Pa
     flag(
         &mut args,
         "ImageReader.single_camera",
-        u8::from(settings.single_camera),
+        number(u8::from(settings.single_camera)),
     );
     flag(&mut args, "SiftExtraction.use_gpu", gpu(settings.use_gpu));
     flag(
         &mut args,
         "SiftExtraction.max_image_size",
-        settings.sift_size,
+        number(settings.sift_size),
     );
     flag(
         &mut args,
         "SiftExtraction.max_num_features",
-        settings.max_features,
+        number(settings.max_features),
     );
     args
 }
 
 /// `colmap exhaustive_matcher` or `sequential_matcher` on `database`.
-pub fn matcher(settings: &ColmapSettings, database: &Path) -> Vec<String> {
-    let mut args = vec![format!("{}_matcher", settings.matcher.name())];
-    flag(&mut args, "database_path", path_arg(database));
+pub fn matcher(settings: &ColmapSettings, database: &Path) -> Args {
+    let mut args = vec![OsString::from(format!(
+        "{}_matcher",
+        settings.matcher.name()
+    ))];
+    flag(&mut args, "database_path", database);
     flag(&mut args, "SiftMatching.use_gpu", gpu(settings.use_gpu));
-    if settings.matcher == Matcher::Sequential {
-        // Neighbours up to 10 frames away, and 2^k further ones, so that slow pans still link;
-        // loop detection needs a vocabulary tree file, which is not assumed.
-        flag(&mut args, "SequentialMatching.overlap", 10);
-        flag(&mut args, "SequentialMatching.quadratic_overlap", 1);
+    match settings.matcher {
+        Matcher::Sequential => {
+            // Neighbours up to 10 frames away, and 2^k further ones, so that slow pans still
+            // link; loop detection needs a vocabulary tree file, which is not assumed.
+            flag(&mut args, "SequentialMatching.overlap", "10");
+            flag(&mut args, "SequentialMatching.quadratic_overlap", "1");
+        }
+        Matcher::Exhaustive => flag(
+            &mut args,
+            "ExhaustiveMatching.block_size",
+            number(EXHAUSTIVE_BLOCK_SIZE),
+        ),
     }
     args
 }
 
 /// The mapper's command line (COLMAP's `mapper` or GLOMAP's `mapper`), writing models `0/`,
 /// `1/`, … under `output`.
-pub fn mapper(mapper: Mapper, database: &Path, images: &Path, output: &Path) -> Vec<String> {
-    let mut args = vec!["mapper".to_owned()];
-    flag(&mut args, "database_path", path_arg(database));
-    flag(&mut args, "image_path", path_arg(images));
-    flag(&mut args, "output_path", path_arg(output));
+pub fn mapper(mapper: Mapper, database: &Path, images: &Path, output: &Path) -> Args {
+    let mut args = vec![OsString::from("mapper")];
+    flag(&mut args, "database_path", database);
+    flag(&mut args, "image_path", images);
+    flag(&mut args, "output_path", output);
     if mapper == Mapper::Colmap {
         // Models of at least 3 images are written; smaller groups are no use for training.
-        flag(&mut args, "Mapper.min_model_size", 3);
+        flag(&mut args, "Mapper.min_model_size", "3");
     }
     args
 }
@@ -181,5 +200,15 @@ mod tests {
         assert_eq!(Matcher::automatic(150, false), Matcher::Exhaustive);
         assert_eq!(Matcher::automatic(201, false), Matcher::Sequential);
         assert_eq!(Matcher::automatic(50, true), Matcher::Sequential);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn paths_reach_colmap_byte_for_byte() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let odd = Path::new(OsStr::from_bytes(b"/tmp/out\xff/sfm/database.db"));
+        let args = mapper(Mapper::Colmap, odd, Path::new("/i"), Path::new("/o"));
+        let at = args.iter().position(|a| a == "--database_path").unwrap();
+        assert_eq!(args[at + 1].as_bytes(), odd.as_os_str().as_bytes());
     }
 }

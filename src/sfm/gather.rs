@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::frame_select::select_frames;
 use super::inputs::Inputs;
-use super::photos::{prepare_photos, prescaled_dir};
+use super::photos;
 use super::tools::{Tool, ToolLog};
 use super::video;
 use crate::error::Result;
@@ -48,52 +49,67 @@ pub fn stage_key(inputs: &Inputs, settings: &GatherSettings) -> serde_json::Valu
     })
 }
 
-/// Removes what an earlier images stage wrote.
-fn clear(images_dir: &Path, frames_dir: &Path, downscales: &[u32]) -> Result<()> {
-    let mut dirs = vec![images_dir.to_path_buf(), frames_dir.to_path_buf()];
-    dirs.extend(downscales.iter().map(|f| prescaled_dir(images_dir, *f)));
-    // Folders of earlier runs with other factors.
-    for factor in [2, 4, 8, 16] {
-        dirs.push(prescaled_dir(images_dir, factor));
-    }
-    for dir in dirs {
-        if dir.is_dir() {
-            std::fs::remove_dir_all(&dir).map_err(|e| crate::io::io_error(&dir, "remove", e))?;
-        }
-    }
-    Ok(())
-}
+/// Host memory the photographs being prepared may hold at once when the machine's available
+/// memory cannot be read.
+pub const FALLBACK_MEMORY_LIMIT: u64 = 4 << 30;
 
-/// A file-name-safe prefix for the frames of the `index`-th video.
-fn frame_prefix(video: &Path, index: usize, count: usize) -> String {
-    let stem: String = video
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
+/// The frames taken from each video, at the rate asked (or about [`video::DEFAULT_FRAME_TARGET`]
+/// in all), never above a video's own rate; duplicates and the blurriest of each run dropped.
+fn video_frames(
+    inputs: &Inputs,
+    settings: &GatherSettings,
+    frames_dir: &Path,
+    (ffmpeg, ffprobe): (&Tool, &Tool),
+    log: &ToolLog,
+    line: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<PathBuf>> {
+    let infos = (inputs.videos.iter())
+        .map(|v| video::probe(ffprobe, v))
+        .collect::<Result<Vec<_>>>()?;
+    let asked = settings
+        .fps
+        .unwrap_or_else(|| video::default_fps(infos.iter().map(|i| i.seconds).sum()));
+    let mut frames = Vec::new();
+    for ((v, info), prefix) in inputs.videos.iter().zip(&infos).zip(&inputs.frame_prefixes) {
+        let fps = match info.frame_rate {
+            Some(rate) if rate < asked => {
+                line(&format!(
+                    "{}: the video has {rate:.2} frames/s, so frames are taken at that rate, not {asked:.2}",
+                    v.display()
+                ));
+                rate
             }
-        })
-        .collect();
-    let stem = if stem.is_empty() {
-        "video".into()
-    } else {
-        stem
-    };
-    if count > 1 {
-        format!("{index:02}_{stem}")
-    } else {
-        stem
+            _ => asked,
+        };
+        let extracted = video::extract_frames(
+            ffmpeg,
+            log,
+            v,
+            frames_dir,
+            prefix,
+            fps,
+            settings.max_size,
+            &mut |_| {},
+        )?;
+        let count = extracted.len();
+        let selection = select_frames(extracted, settings.blur_run)?;
+        line(&format!(
+            "{}: {:.1} s of video at {fps:.2} frames/s: {count} frames, {} kept ({} duplicates of the frame before dropped, and the blurriest of each {}: {})",
+            v.display(),
+            info.seconds,
+            selection.kept.len(),
+            selection.duplicates,
+            settings.blur_run,
+            selection.blurred
+        ));
+        frames.extend(selection.kept);
     }
+    Ok(frames)
 }
 
-/// Writes the images into `images_dir` and returns their names (sorted). `ffmpeg` and `ffprobe`
-/// are needed only for videos. `line` reports progress.
-#[allow(clippy::too_many_arguments)]
+/// Writes the images into `images_dir` (and `images_N`) and returns their names (sorted), with
+/// the photographs that could not be read skipped and named through `line`. `ffmpeg` and
+/// `ffprobe` are needed only for videos.
 pub fn gather(
     inputs: &Inputs,
     settings: &GatherSettings,
@@ -103,30 +119,12 @@ pub fn gather(
     log: &ToolLog,
     line: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<String>> {
-    clear(images_dir, frames_dir, &settings.downscales)?;
     let mut sources: Vec<PathBuf> = inputs.images.clone();
-    if let (false, Some((ffmpeg, ffprobe))) = (inputs.videos.is_empty(), video_tools) {
-        let mut durations = Vec::new();
-        for v in &inputs.videos {
-            durations.push(video::duration_seconds(ffprobe, v)?);
-        }
-        let fps = settings
-            .fps
-            .unwrap_or_else(|| video::default_fps(durations.iter().sum()));
-        for (index, v) in inputs.videos.iter().enumerate() {
-            let prefix = frame_prefix(v, index, inputs.videos.len());
-            let frames =
-                video::extract_frames(ffmpeg, log, v, frames_dir, &prefix, fps, settings.max_size)?;
-            let extracted = frames.len();
-            let kept = video::drop_blurriest(frames, settings.blur_run)?;
-            line(&format!(
-                "{}: {:.1} s of video at {fps:.2} frames/s: {extracted} frames, {} kept (the blurriest of each {} dropped)",
-                v.display(),
-                durations[index],
-                kept.len(),
-                settings.blur_run
-            ));
-            sources.extend(kept);
+    let mut names: Vec<String> = inputs.image_names.clone();
+    if let (false, Some(tools)) = (inputs.videos.is_empty(), video_tools) {
+        for frame in video_frames(inputs, settings, frames_dir, tools, log, line)? {
+            names.push(photos::output_name(&frame));
+            sources.push(frame);
         }
     }
     let done = std::sync::atomic::AtomicUsize::new(0);
@@ -137,36 +135,33 @@ pub fn gather(
             line(&format!("images: {n}/{total} prepared"));
         }
     };
-    let prepared = prepare_photos(
+    let memory_limit =
+        crate::train::setup::default_host_image_budget().unwrap_or(FALLBACK_MEMORY_LIMIT);
+    let prepared = photos::prepare_photos(
         &sources,
+        &names,
         images_dir,
         settings.max_size,
         &settings.downscales,
+        memory_limit,
         &tick,
     )?;
     if frames_dir.is_dir() {
         std::fs::remove_dir_all(frames_dir)
             .map_err(|e| crate::io::io_error(frames_dir, "remove", e))?;
     }
-    let resized = prepared.iter().filter(|p| !p.copied).count();
+    for (path, reason) in &prepared.skipped {
+        line(&format!("images: skipped {}: {reason}", path.display()));
+    }
+    let resized = prepared.written.iter().filter(|p| !p.copied).count();
     if resized > 0 && settings.max_size > 0 {
         line(&format!(
-            "images: {resized} of {total} rotated upright or brought to at most {} px on the long side (the originals are untouched)",
+            "images: {resized} of {} rotated upright or brought to at most {} px on the long side (the originals are untouched)",
+            prepared.written.len(),
             settings.max_size
         ));
     }
-    let mut names: Vec<String> = prepared.into_iter().map(|p| p.name).collect();
+    let mut names: Vec<String> = prepared.written.into_iter().map(|p| p.name).collect();
     names.sort();
     Ok(names)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frame_prefixes_are_safe_and_distinct() {
-        assert_eq!(frame_prefix(Path::new("a/My walk.MOV"), 0, 1), "My_walk");
-        assert_eq!(frame_prefix(Path::new("a/x.mp4"), 1, 2), "01_x");
-    }
 }

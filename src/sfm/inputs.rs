@@ -21,6 +21,12 @@ pub struct Inputs {
     pub images: Vec<PathBuf>,
     /// Video files, in the order given.
     pub videos: Vec<PathBuf>,
+    /// The name each photograph gets in `images/` ([`super::photos::output_name`]), in the order
+    /// of `images`: distinct, also without regard to case.
+    pub image_names: Vec<String>,
+    /// The prefix of each video's frames in `images/` (`PREFIX_000001.jpg`, …), in the order of
+    /// `videos`.
+    pub frame_prefixes: Vec<String>,
 }
 
 fn sfm_error(message: String) -> Error {
@@ -105,16 +111,80 @@ pub fn classify(paths: &[PathBuf]) -> Result<Inputs> {
             return Err(sfm_error(format!("{} does not exist", path.display())));
         }
     }
-    let mut names: Vec<&std::ffi::OsStr> =
-        inputs.images.iter().filter_map(|p| p.file_name()).collect();
-    names.sort();
-    if let Some(pair) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(sfm_error(format!(
-            "two input photographs are both named {:?}: image names must be unique across the folders given; rename one",
-            pair[0]
-        )));
-    }
+    inputs.image_names = inputs
+        .images
+        .iter()
+        .map(|p| super::photos::output_name(p))
+        .collect();
+    let count = inputs.videos.len();
+    inputs.frame_prefixes = (inputs.videos.iter().enumerate())
+        .map(|(index, video)| frame_prefix(video, index, count))
+        .collect();
+    check_distinct_names(&inputs)?;
     Ok(inputs)
+}
+
+/// Refuses inputs that would share a name in `images/`: two photographs (the same name in two
+/// folders, `a.png` beside `a.webp`, names that differ only in case, or non-UTF-8 names that read
+/// alike), or a photograph named like a video's frames. Both are named, before anything is
+/// written.
+fn check_distinct_names(inputs: &Inputs) -> Result<()> {
+    let mut by_key: std::collections::HashMap<String, &Path> = std::collections::HashMap::new();
+    for (path, name) in inputs.images.iter().zip(&inputs.image_names) {
+        if let Some(other) = by_key.insert(name.to_lowercase(), path) {
+            return Err(sfm_error(format!(
+                "the photographs {:?} and {:?} would both be {name:?} in the dataset's images/ \
+                 (names are compared without case, WebP becomes PNG, and bytes that are not UTF-8 \
+                 read as U+FFFD): nothing was written; rename one of them",
+                other, path
+            )));
+        }
+        for (video, prefix) in inputs.videos.iter().zip(&inputs.frame_prefixes) {
+            if is_frame_name(name, prefix) {
+                return Err(sfm_error(format!(
+                    "the photograph {path:?} is named like the frames taken from the video {video:?} \
+                     ({prefix}_000001.jpg, …): nothing was written; rename the photograph or the video"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when `name` is a frame name `PREFIX_DIGITS.jpg`, without regard to case.
+fn is_frame_name(name: &str, prefix: &str) -> bool {
+    let lower = name.to_lowercase();
+    lower
+        .strip_prefix(&format!("{}_", prefix.to_lowercase()))
+        .and_then(|rest| rest.strip_suffix(".jpg"))
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A file-name-safe prefix for the frames of the `index`-th of `count` videos.
+pub fn frame_prefix(video: &Path, index: usize, count: usize) -> String {
+    let stem: String = video
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = if stem.is_empty() {
+        "video".into()
+    } else {
+        stem
+    };
+    if count > 1 {
+        format!("{index:02}_{stem}")
+    } else {
+        stem
+    }
 }
 
 /// Fails unless there are at least [`MIN_IMAGES`] images.
@@ -205,6 +275,14 @@ mod tests {
         assert!(is_image_file(Path::new("a/IMG_1.JPG")));
         assert!(is_video_file(Path::new("walk.MOV")));
         assert!(!is_image_file(Path::new("notes.txt")));
+    }
+
+    #[test]
+    fn frame_prefixes_are_safe_and_distinct() {
+        assert_eq!(frame_prefix(Path::new("a/My walk.MOV"), 0, 1), "My_walk");
+        assert_eq!(frame_prefix(Path::new("a/x.mp4"), 1, 2), "01_x");
+        assert!(is_frame_name("WALK_000012.JPG", "walk"));
+        assert!(!is_frame_name("walk_x.jpg", "walk") && !is_frame_name("walk_.jpg", "walk"));
     }
 
     #[test]

@@ -10,10 +10,13 @@
 
 pub mod align;
 pub mod colmap;
+pub mod frame_select;
 pub mod gather;
 pub mod inputs;
+pub mod memory_gate;
 pub mod model;
 pub mod photos;
+pub mod progress;
 pub mod stages;
 pub mod tools;
 pub mod video;
@@ -28,6 +31,8 @@ pub use colmap::{Mapper, Matcher};
 pub use model::Registration;
 
 use crate::error::{Error, Result};
+use progress::StageProgress;
+use stages::{Decision, Paths, Stage, StageState};
 use tools::{Tool, ToolKind, ToolLog, locate};
 
 /// Long side images are brought to by default (INRIA's loader rescales wider images to 1600 px).
@@ -164,29 +169,16 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
     std::fs::create_dir_all(&layout.work)
         .map_err(|e| crate::io::io_error(&layout.work, "create", e))?;
     let log = ToolLog::new(layout.log.clone());
-    let mut state = stages::StageState::load(&state_path);
-    let mut stage_seconds = Vec::new();
-    let mut stage = |name: &str,
-                     key: serde_json::Value,
-                     state: &mut stages::StageState,
-                     work: &mut dyn FnMut() -> Result<String>|
-     -> Result<()> {
-        if state.is_done(name, &key) {
-            line(&format!(
-                "{name}: reused (finished by an earlier run with the same settings)"
-            ));
-            stage_seconds.push((name.to_owned(), 0.0));
-            return Ok(());
-        }
-        state.invalidate_from(name)?;
-        line(&format!("{name}: running"));
-        let start = Instant::now();
-        let summary = work()?;
-        let seconds = start.elapsed().as_secs_f64();
-        state.mark_done(name, key)?;
-        line(&format!("{name}: {summary} ({seconds:.1} s)"));
-        stage_seconds.push((name.to_owned(), seconds));
-        Ok(())
+    let report_path = layout.work.join("report.json");
+    let mut stages = StageRunner {
+        state: StageState::load(&state_path),
+        paths: Paths {
+            images: &layout.images,
+            work: &layout.work,
+        },
+        finals: vec![layout.sparse.clone(), report_path.clone()],
+        line,
+        seconds: Vec::new(),
     };
 
     let gather_settings = gather::GatherSettings {
@@ -198,7 +190,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
     let images_key = gather::stage_key(&inputs, &gather_settings);
     let frames_dir = layout.work.join("frames");
     let video_refs = video_tools.as_ref().map(|(a, b)| (a, b));
-    stage("images", images_key.clone(), &mut state, &mut || {
+    stages.run(Stage::Images, images_key.clone(), &mut || {
         let names = gather::gather(
             &inputs,
             &gather_settings,
@@ -240,11 +232,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
     let features_key = json!({"images": images_key, "camera_model": settings.camera_model,
         "single_camera": settings.single_camera, "max_features": settings.max_features,
         "sift_size": settings.sift_size});
-    stage("features", features_key, &mut state, &mut || {
-        if database.exists() {
-            std::fs::remove_file(&database)
-                .map_err(|e| crate::io::io_error(&database, "remove", e))?;
-        }
+    stages.run(Stage::Features, features_key, &mut || {
         let device = if settings.use_gpu {
             "GPU (CUDA)"
         } else {
@@ -257,6 +245,8 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
         } else {
             vec![names.clone()]
         };
+        let mut progress = StageProgress::new("features", "images", names.len(), line);
+        let mut done_before = 0u64;
         for (index, group) in groups.iter().enumerate() {
             let mut args = colmap::feature_extractor(&settings, &database, &layout.images);
             if groups.len() > 1 {
@@ -266,9 +256,16 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
                         .map_err(|e| crate::io::io_error(&list, "write", e))
                 })?;
                 args.push("--image_list_path".into());
-                args.push(list.to_string_lossy().into_owned());
+                args.push(list.into_os_string());
             }
-            log.run(&colmap, &args, "COLMAP feature extraction")?;
+            // Each group counts its files from 1: shift them onto the whole.
+            let total = names.len() as u64;
+            log.run(&colmap, &args, "COLMAP feature extraction", &mut |text| {
+                if let Some((done, _)) = progress::parse_progress(text, names.len()) {
+                    progress.observe(&format!("Processed file [{}/{total}]", done_before + done));
+                }
+            })?;
+            done_before += group.len() as u64;
         }
         let cameras = match groups.len() {
             1 if settings.single_camera => "one shared camera".to_owned(),
@@ -280,47 +277,57 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
             names.len()
         ))
     })?;
-    stage(
-        "matches",
+    let unit = match settings.matcher {
+        Matcher::Exhaustive => "blocks of image pairs",
+        Matcher::Sequential => "images",
+    };
+    stages.run(
+        Stage::Matches,
         json!({"matcher": settings.matcher}),
-        &mut state,
         &mut || {
-            log.run(
-                &colmap,
-                &colmap::matcher(&settings, &database),
-                "COLMAP matching",
-            )?;
+            let mut progress = StageProgress::new("matches", unit, names.len(), line);
+            let args = colmap::matcher(&settings, &database);
+            log.run(&colmap, &args, "COLMAP matching", &mut |text| {
+                progress.observe(text)
+            })?;
             Ok(format!("{} matching", settings.matcher.name()))
         },
     )?;
     let models_dir = layout.work.join("models");
-    stage(
-        "mapper",
+    stages.run(
+        Stage::Mapper,
         json!({"mapper": settings.mapper}),
-        &mut state,
         &mut || {
-            if models_dir.is_dir() {
-                std::fs::remove_dir_all(&models_dir)
-                    .map_err(|e| crate::io::io_error(&models_dir, "remove", e))?;
-            }
             std::fs::create_dir_all(&models_dir)
                 .map_err(|e| crate::io::io_error(&models_dir, "create", e))?;
             let (tool, name) = match &glomap {
                 Some(glomap) => (glomap, "GLOMAP's global mapper"),
                 None => (&colmap, "COLMAP's incremental mapper"),
             };
-            log.run(
-                tool,
-                &colmap::mapper(settings.mapper, &database, &layout.images, &models_dir),
-                name,
-            )?;
+            let args = colmap::mapper(settings.mapper, &database, &layout.images, &models_dir);
+            let mut progress = StageProgress::new("mapper", "images registered", names.len(), line);
+            let status = log.run_status(tool, &args, &mut |text| progress.observe(text))?;
+            if !status.success() {
+                // COLMAP 3.8 exits 1 when it builds no model: that is the advice to give.
+                if !model::has_model(&models_dir) {
+                    return Err(model::no_model_error(names.len(), settings.matcher));
+                }
+                return Err(Error::ExternalTool {
+                    tool: tool.kind.program().into(),
+                    message: format!(
+                        "{name} failed ({status}). Its last lines:\n{}\nThe whole output is in {}",
+                        log.tail(12),
+                        log.path().display()
+                    ),
+                });
+            }
             Ok(name.to_owned())
         },
     )?;
 
-    let (best, registration) = model::pick_largest(&models_dir, &names)?;
+    let (best, registration) = model::pick_largest(&models_dir, &names, settings.matcher)?;
     let mut notes = Vec::new();
-    if let Some(note) = model::several_models_note(&registration) {
+    if let Some(note) = model::several_models_note(&registration, settings.matcher) {
         line(&format!("note: {note}"));
         notes.push(note);
     }
@@ -329,13 +336,68 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
         matcher: settings.matcher,
         mapper: settings.mapper,
         used_gpu: settings.use_gpu,
-        stage_seconds,
+        stage_seconds: stages.seconds,
         notes,
     };
-    write_report(&layout.work.join("report.json"), &report)?;
-    model::check_registration(&report.registration, options.min_registered)?;
+    write_report(&report_path, &report)?;
+    model::check_registration(
+        &report.registration,
+        options.min_registered,
+        settings.matcher,
+    )?;
     model::export_model(&best, &layout.sparse)?;
     Ok(report)
+}
+
+/// Runs the stages in order by the one rule of [`stages`]: reuse what an earlier run finished
+/// with the same key and left intact, otherwise clear it and everything after it, then run.
+struct StageRunner<'a> {
+    state: StageState,
+    paths: Paths<'a>,
+    /// The dataset made after the last stage (`sparse/0`, the report): removed when any stage
+    /// runs, so that a failed rerun never leaves the old model beside new images.
+    finals: Vec<PathBuf>,
+    line: &'a (dyn Fn(&str) + Sync),
+    /// Seconds per stage of this run (0 for a stage reused).
+    seconds: Vec<(String, f64)>,
+}
+
+impl StageRunner<'_> {
+    fn run(
+        &mut self,
+        stage: Stage,
+        key: serde_json::Value,
+        work: &mut dyn FnMut() -> Result<String>,
+    ) -> Result<()> {
+        let name = stage.name();
+        match self.state.decide(stage, &key, &self.paths) {
+            Decision::Reuse => {
+                (self.line)(&format!(
+                    "{name}: reused (finished by an earlier run with the same settings)"
+                ));
+                self.seconds.push((name.to_owned(), 0.0));
+                return Ok(());
+            }
+            Decision::OutputChanged(path) => (self.line)(&format!(
+                "{name}: {} was changed or removed since an earlier run finished this stage; running it again",
+                path.display()
+            )),
+            Decision::KeyChanged => (self.line)(&format!(
+                "{name}: the inputs or settings differ from an earlier run's; running it again"
+            )),
+            Decision::NotRun => {}
+        }
+        self.state
+            .prepare_to_run(stage, &self.paths, &self.finals)?;
+        (self.line)(&format!("{name}: running"));
+        let start = Instant::now();
+        let summary = work()?;
+        let seconds = start.elapsed().as_secs_f64();
+        self.state.mark_done(stage, key, &self.paths)?;
+        (self.line)(&format!("{name}: {summary} ({seconds:.1} s)"));
+        self.seconds.push((name.to_owned(), seconds));
+        Ok(())
+    }
 }
 
 /// ffmpeg (at `explicit` or on PATH) and the ffprobe beside it (or on PATH).

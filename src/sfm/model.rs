@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::colmap::Matcher;
 use crate::data::colmap::{ColmapImage, quaternion_to_matrix};
 use crate::data::colmap_binary::{read_cameras, read_images, read_points_with_errors};
 use crate::error::{Error, Result};
@@ -67,18 +68,14 @@ fn model_dirs(models_root: &Path) -> Result<Vec<PathBuf>> {
 
 /// Picks the model with the most registered images (then the most points) under `models_root`,
 /// measures it against `given` (the image names given to COLMAP) and returns its folder.
-pub fn pick_largest(models_root: &Path, given: &[String]) -> Result<(PathBuf, Registration)> {
+pub fn pick_largest(
+    models_root: &Path,
+    given: &[String],
+    matcher: Matcher,
+) -> Result<(PathBuf, Registration)> {
     let dirs = model_dirs(models_root)?;
     if dirs.is_empty() {
-        return Err(Error::Sfm {
-            stage: "mapper".into(),
-            message: format!(
-                "COLMAP's mapper made no model from the {} images: no two images matched well enough to start one. \
-                 Check that the photographs overlap (60 to 80% between neighbours, the subject textured, little motion blur); \
-                 try --matcher exhaustive, or more photographs",
-                given.len()
-            ),
-        });
+        return Err(no_model_error(given.len(), matcher));
     }
     let mut candidates = dirs
         .iter()
@@ -118,12 +115,42 @@ pub fn pick_largest(models_root: &Path, given: &[String]) -> Result<(PathBuf, Re
     Ok((best.dir.clone(), registration))
 }
 
+/// True when the mapper wrote at least one model under `models_root`.
+pub fn has_model(models_root: &Path) -> bool {
+    model_dirs(models_root).is_ok_and(|dirs| !dirs.is_empty())
+}
+
+/// The error for a mapper that made no model from `images` images matched by `matcher`.
+pub fn no_model_error(images: usize, matcher: Matcher) -> Error {
+    Error::Sfm {
+        stage: "mapper".into(),
+        message: format!(
+            "COLMAP's mapper made no model from the {images} images: no two images matched well enough to start one. \
+             Check that the photographs overlap (60 to 80% between neighbours, the subject textured, little motion blur); {}",
+            more_matches_advice(matcher)
+        ),
+    }
+}
+
+/// What to try for more matches after `matcher`: exhaustive matching where it did not run.
+pub fn more_matches_advice(matcher: Matcher) -> &'static str {
+    match matcher {
+        Matcher::Sequential => {
+            "try --matcher exhaustive (every pair is compared), or add photographs"
+        }
+        Matcher::Exhaustive => {
+            "every pair was already compared, so add photographs with more overlap, or try more \
+             features per image (--max-features 16384)"
+        }
+    }
+}
+
 /// The note for a mapper that made several models, or `None` for one.
-pub fn several_models_note(registration: &Registration) -> Option<String> {
+pub fn several_models_note(registration: &Registration, matcher: Matcher) -> Option<String> {
     (registration.models_found > 1).then(|| {
         format!(
             "the mapper made {} disconnected models ({} images each); the largest ({} images) is kept. \
-             The groups did not overlap enough to join: add photographs between them, or try --matcher exhaustive",
+             The groups did not overlap enough to join: add photographs between them{}",
             registration.models_found,
             registration
                 .model_sizes
@@ -131,13 +158,21 @@ pub fn several_models_note(registration: &Registration) -> Option<String> {
                 .map(|n| n.to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
-            registration.images_registered
+            registration.images_registered,
+            match matcher {
+                Matcher::Sequential => ", or try --matcher exhaustive",
+                Matcher::Exhaustive => "",
+            }
         )
     })
 }
 
 /// Fails when under `min_share` of the images registered, naming those that did not.
-pub fn check_registration(registration: &Registration, min_share: f64) -> Result<()> {
+pub fn check_registration(
+    registration: &Registration,
+    min_share: f64,
+    matcher: Matcher,
+) -> Result<()> {
     let given = registration.images_given.max(1);
     if registration.images_registered as f64 >= min_share * given as f64 {
         return Ok(());
@@ -158,11 +193,11 @@ pub fn check_registration(registration: &Registration, min_share: f64) -> Result
         stage: "mapper".into(),
         message: format!(
             "only {} of {} images registered (under {:.0}%); not registered: {listed}{more}. \
-             Try --matcher exhaustive (every pair is compared), or add photographs with more overlap between \
-             these and the rest; --min-registered 0 keeps the partial model anyway",
+             For these, {}; --min-registered 0 keeps the partial model anyway",
             registration.images_registered,
             registration.images_given,
-            min_share * 100.0
+            min_share * 100.0,
+            more_matches_advice(matcher)
         ),
     })
 }
@@ -219,27 +254,57 @@ mod tests {
 
     #[test]
     fn under_half_registered_is_refused_with_the_names() {
-        let err = check_registration(&registration(4, 10), DEFAULT_MIN_REGISTERED)
-            .unwrap_err()
-            .to_string();
+        let check = |r: &Registration, share, matcher| check_registration(r, share, matcher);
+        let err = check(
+            &registration(4, 10),
+            DEFAULT_MIN_REGISTERED,
+            Matcher::Sequential,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("only 4 of 10"), "{err}");
         assert!(
             err.contains("img9.jpg") && err.contains("--matcher exhaustive"),
             "{err}"
         );
-        check_registration(&registration(5, 10), DEFAULT_MIN_REGISTERED).unwrap();
-        check_registration(&registration(1, 10), 0.0).unwrap();
+        // After exhaustive matching, exhaustive matching is not what to try.
+        let err = check(
+            &registration(4, 10),
+            DEFAULT_MIN_REGISTERED,
+            Matcher::Exhaustive,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            !err.contains("--matcher exhaustive") && err.contains("already compared"),
+            "{err}"
+        );
+        let err = no_model_error(10, Matcher::Exhaustive).to_string();
+        assert!(!err.contains("--matcher exhaustive"), "{err}");
+        assert!(
+            no_model_error(10, Matcher::Sequential)
+                .to_string()
+                .contains("--matcher exhaustive")
+        );
+        check(
+            &registration(5, 10),
+            DEFAULT_MIN_REGISTERED,
+            Matcher::Exhaustive,
+        )
+        .unwrap();
+        check(&registration(1, 10), 0.0, Matcher::Exhaustive).unwrap();
     }
 
     #[test]
     fn several_models_are_named() {
-        let note = several_models_note(&registration(6, 10)).unwrap();
+        let note = several_models_note(&registration(6, 10), Matcher::Exhaustive).unwrap();
+        assert!(!note.contains("--matcher exhaustive"), "{note}");
         assert!(
             note.contains("2 disconnected models") && note.contains("6, 4"),
             "{note}"
         );
         let mut one = registration(10, 10);
         one.models_found = 1;
-        assert!(several_models_note(&one).is_none());
+        assert!(several_models_note(&one, Matcher::Sequential).is_none());
     }
 }

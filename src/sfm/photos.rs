@@ -5,11 +5,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
+use image::{DynamicImage, ImageEncoder};
 use rayon::prelude::*;
 
+use super::memory_gate::{MemoryGate, MemoryPermit};
 use crate::data::RgbaImage;
-use crate::data::image::MAX_DECODED_IMAGE_BYTES;
+use crate::data::image::CheckedDecoder;
 use crate::error::{Error, Result};
 
 /// JPEG quality of re-encoded photographs (visually lossless for SfM and training).
@@ -45,20 +46,24 @@ pub fn limited_size(width: u32, height: u32, max_size: u32) -> (u32, u32) {
     (scale(width), scale(height))
 }
 
-/// The name `source` gets in `images/`: its own, except formats COLMAP may not read (WebP),
-/// which become PNG.
+/// The name `source` gets in `images/` (and in the COLMAP model): its own, with bytes that are
+/// not UTF-8 shown as U+FFFD and control characters (a newline would split COLMAP's image lists)
+/// as `_`; formats COLMAP may not read (WebP) become PNG. Two sources may get one name:
+/// [`super::inputs::classify`] refuses that before anything is written.
 pub fn output_name(source: &Path) -> String {
-    let name = source
+    let name: String = source
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if super::inputs::is_image_file(source) && !is_webp(source) {
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_control() { '_' } else { c })
+        .collect();
+    if !is_webp(source) {
         return name;
     }
-    let stem = source
-        .file_stem()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or(name);
+    let stem = name
+        .rsplit_once('.')
+        .map_or(name.as_str(), |(stem, _)| stem);
     format!("{stem}.png")
 }
 
@@ -85,33 +90,46 @@ struct Decoded {
     file: Vec<u8>,
 }
 
-fn decode_upright(path: &Path) -> Result<Decoded> {
-    let fail =
-        |e: image::ImageError| photo_error(path, format!("could not decode the photograph: {e}"));
+/// The host memory one photograph of `decoded_bytes` (decoded, as the larger of its own format
+/// and RGBA) takes while it is prepared from a file of `file_bytes`: the file, the decoded pixels,
+/// an upright copy, the RGBA copy, and the resized image and its encoding (at most one more).
+pub fn preparation_bytes(file_bytes: u64, decoded_bytes: u64) -> u64 {
+    file_bytes.saturating_add(decoded_bytes.saturating_mul(4))
+}
+
+/// Reads and decodes `path` upright, holding its memory ([`preparation_bytes`]) from `gate`
+/// once the header has been checked ([`CheckedDecoder`]: a file whose header claims more than
+/// [`crate::data::image::MAX_DECODED_IMAGE_BYTES`] is refused before any pixel is allocated).
+fn decode_upright<'g>(path: &Path, gate: &'g MemoryGate) -> Result<(Decoded, MemoryPermit<'g>)> {
     let bytes = crate::data::image::read_image_bytes(path).map_err(|e| photo_error(path, e))?;
-    let mut reader = ImageReader::new(std::io::Cursor::new(bytes.as_slice()))
-        .with_guessed_format()
-        .map_err(|e| photo_error(path, format!("could not open the photograph: {e}")))?;
-    let mut limits = Limits::default();
-    limits.max_alloc = Some(MAX_DECODED_IMAGE_BYTES);
-    reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(fail)?;
+    let CheckedDecoder {
+        mut decoder,
+        size,
+        decoded_bytes,
+    } = CheckedDecoder::open(path, &bytes)?;
+    let permit = gate.acquire(preparation_bytes(bytes.len() as u64, decoded_bytes));
     let icc = decoder.icc_profile().ok().flatten();
     let mut exif = decoder.exif_metadata().ok().flatten();
     let orientation = exif
         .as_mut()
         .and_then(|chunk| image::metadata::Orientation::remove_from_exif_chunk(chunk))
         .unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut image = DynamicImage::from_decoder(decoder).map_err(fail)?;
+    let mut image = CheckedDecoder {
+        decoder,
+        size,
+        decoded_bytes,
+    }
+    .decode(path)?;
     let rotated = orientation != image::metadata::Orientation::NoTransforms;
     image.apply_orientation(orientation);
-    Ok(Decoded {
+    let decoded = Decoded {
         image,
         exif,
         icc,
         rotated,
         file: bytes,
-    })
+    };
+    Ok((decoded, permit))
 }
 
 fn to_rgba(image: &DynamicImage) -> RgbaImage {
@@ -171,16 +189,31 @@ fn copy_file(bytes: &[u8], target: &Path) -> Result<()> {
     })
 }
 
+/// What [`prepare_photos`] made of the sources.
+#[derive(Debug, Default)]
+pub struct PreparedPhotos {
+    /// The photographs written, in the order of the sources.
+    pub written: Vec<PreparedPhoto>,
+    /// The sources that could not be read or decoded (refused before their pixels were
+    /// allocated when their header claims too large an image), with the reason: left out.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
 /// Writes each of `sources` into `images_dir` upright and at most `max_size` px on the long side
-/// (0: full size), and into `images_dir`'s `_N` siblings for each factor in `downscales`. Runs on
-/// every core; `on_done` is called once per photograph.
+/// (0: full size) under the name [`output_names`] gave it (`names[i]` for `sources[i]`), and into
+/// `images_dir`'s `_N` siblings for each factor in `downscales`. Runs on every core, with the
+/// photographs in memory at once bounded by `memory_limit` bytes ([`preparation_bytes`] each);
+/// `on_done` is called once per photograph. A photograph that cannot be read is skipped and
+/// named in [`PreparedPhotos::skipped`]; a failure to write is an error.
 pub fn prepare_photos(
     sources: &[PathBuf],
+    names: &[String],
     images_dir: &Path,
     max_size: u32,
     downscales: &[u32],
+    memory_limit: u64,
     on_done: &(dyn Fn() + Sync),
-) -> Result<Vec<PreparedPhoto>> {
+) -> Result<PreparedPhotos> {
     let mut dirs = vec![images_dir.to_path_buf()];
     for factor in downscales {
         dirs.push(prescaled_dir(images_dir, *factor));
@@ -188,14 +221,24 @@ pub fn prepare_photos(
     for dir in &dirs {
         std::fs::create_dir_all(dir).map_err(|e| crate::io::io_error(dir, "create", e))?;
     }
-    sources
+    let gate = MemoryGate::new(memory_limit);
+    let results: Vec<Result<std::result::Result<PreparedPhoto, String>>> = sources
         .par_iter()
-        .map(|source| {
-            let prepared = prepare_one(source, images_dir, max_size, downscales);
+        .zip(names.par_iter())
+        .map(|(source, name)| {
+            let prepared = prepare_one(source, name, images_dir, max_size, downscales, &gate);
             on_done();
             prepared
         })
-        .collect()
+        .collect();
+    let mut prepared = PreparedPhotos::default();
+    for (source, result) in sources.iter().zip(results) {
+        match result? {
+            Ok(photo) => prepared.written.push(photo),
+            Err(reason) => prepared.skipped.push((source.clone(), reason)),
+        }
+    }
+    Ok(prepared)
 }
 
 /// INRIA's name for the folder of images downscaled by `factor`: `images_N` beside `images`.
@@ -207,15 +250,21 @@ pub fn prescaled_dir(images_dir: &Path, factor: u32) -> PathBuf {
     images_dir.with_file_name(format!("{name}_{factor}"))
 }
 
+/// Prepares one photograph: `Ok(Err(reason))` when it cannot be read or decoded (it is
+/// skipped), `Err` when its output cannot be written.
 fn prepare_one(
     source: &Path,
+    name: &str,
     images_dir: &Path,
     max_size: u32,
     downscales: &[u32],
-) -> Result<PreparedPhoto> {
-    let name = output_name(source);
-    let target = images_dir.join(&name);
-    let decoded = decode_upright(source)?;
+    gate: &MemoryGate,
+) -> Result<std::result::Result<PreparedPhoto, String>> {
+    let target = images_dir.join(name);
+    let (decoded, _permit) = match decode_upright(source, gate) {
+        Ok(decoded) => decoded,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
     let (width, height) = (decoded.image.width(), decoded.image.height());
     let size = limited_size(width, height, max_size);
     let copied = !decoded.rotated && size == (width, height) && !is_webp(source);
@@ -244,7 +293,7 @@ fn prepare_one(
             ((image.height + factor / 2) / factor).max(1),
         );
         let small = image.resized_area(w, h);
-        let path = prescaled_dir(images_dir, factor).join(&name);
+        let path = prescaled_dir(images_dir, factor).join(name);
         encode(
             &small,
             &path,
@@ -252,7 +301,11 @@ fn prepare_one(
             decoded.icc.as_deref(),
         )?;
     }
-    Ok(PreparedPhoto { name, size, copied })
+    Ok(Ok(PreparedPhoto {
+        name: name.to_owned(),
+        size,
+        copied,
+    }))
 }
 
 /// `names` (in `images`) grouped by image size, in name order within each group.
@@ -307,5 +360,6 @@ mod tests {
     fn webp_becomes_png_and_others_keep_their_name() {
         assert_eq!(output_name(Path::new("a/IMG_1.JPG")), "IMG_1.JPG");
         assert_eq!(output_name(Path::new("a/b.webp")), "b.png");
+        assert_eq!(output_name(Path::new("a/b\nc.JPG")), "b_c.JPG");
     }
 }

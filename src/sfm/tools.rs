@@ -2,9 +2,10 @@
 //! on `PATH` (or at a path the user gives), run with its output appended to one log file, and
 //! named with install instructions when it is missing.
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -162,30 +163,17 @@ impl ToolLog {
             .map_err(|e| crate::io::io_error(&self.path, "write the log", e))
     }
 
-    /// Runs `tool` with `args`, its standard output and error appended to the log, and fails
-    /// with the tail of its output when it exits non-zero. `stage` names the step in errors.
-    pub fn run(&self, tool: &Tool, args: &[String], stage: &str) -> Result<()> {
-        let line = std::iter::once(tool.path.display().to_string())
-            .chain(args.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(" ");
-        self.note(&format!("running {line}"))?;
-        let out = self.open()?;
-        let err = out
-            .try_clone()
-            .map_err(|e| crate::io::io_error(&self.path, "open the log", e))?;
-        let start = Instant::now();
-        let status = tool
-            .command(args)
-            .stdout(out)
-            .stderr(err)
-            .status()
-            .map_err(|e| tool.start_error(e))?;
-        self.note(&format!(
-            "{} exited with {status} after {:.1} s",
-            tool.kind.program(),
-            start.elapsed().as_secs_f64()
-        ))?;
+    /// Runs `tool` with `args`, its standard output and error appended to the log line by line
+    /// as they come (each line is also given to `on_line`, for progress), and fails with the
+    /// tail of its output when it exits non-zero. `stage` names the step in errors.
+    pub fn run(
+        &self,
+        tool: &Tool,
+        args: &[OsString],
+        stage: &str,
+        on_line: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let status = self.run_status(tool, args, on_line)?;
         if status.success() {
             return Ok(());
         }
@@ -197,6 +185,65 @@ impl ToolLog {
                 self.path.display()
             ),
         })
+    }
+
+    /// Runs `tool` as [`ToolLog::run`] does and returns its exit status, for callers that read
+    /// a failure themselves.
+    pub fn run_status(
+        &self,
+        tool: &Tool,
+        args: &[OsString],
+        on_line: &mut dyn FnMut(&str),
+    ) -> Result<ExitStatus> {
+        let line = std::iter::once(tool.path.as_os_str())
+            .chain(args.iter().map(|a| a.as_os_str()))
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.note(&format!("running {line}"))?;
+        let mut log = self.open()?;
+        let pipe_error = |e| crate::io::io_error(&self.path, "open a pipe for the log", e);
+        let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
+        let start = Instant::now();
+        let mut child = {
+            let mut command = tool.command(args);
+            command
+                .stdout(writer.try_clone().map_err(pipe_error)?)
+                .stderr(writer);
+            command.spawn().map_err(|e| tool.start_error(e))?
+            // The command, and with it this process's end of the pipe, is dropped here: the
+            // reader below ends when the program (and whatever it started) closes its end.
+        };
+        let mut reader = std::io::BufReader::new(reader);
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            match std::io::BufRead::read_until(&mut reader, b'\n', &mut bytes) {
+                Ok(0) => break,
+                Ok(_) => {
+                    log.write_all(&bytes)
+                        .map_err(|e| crate::io::io_error(&self.path, "write the log", e))?;
+                    on_line(String::from_utf8_lossy(&bytes).trim_end());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(crate::io::io_error(
+                        &self.path,
+                        "read the program's output",
+                        e,
+                    ));
+                }
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|e| crate::io::io_error(&self.path, "wait for the program", e))?;
+        self.note(&format!(
+            "{} exited with {status} after {:.1} s",
+            tool.kind.program(),
+            start.elapsed().as_secs_f64()
+        ))?;
+        Ok(status)
     }
 
     /// The last `lines` lines of the log (for error messages).
@@ -212,7 +259,7 @@ impl ToolLog {
 }
 
 /// Runs `tool` and returns its standard output (for short queries: `colmap -h`, `ffprobe`).
-pub fn query(tool: &Tool, args: &[&str]) -> Result<String> {
+pub fn query<S: AsRef<std::ffi::OsStr>>(tool: &Tool, args: &[S]) -> Result<String> {
     let output = tool
         .command(args)
         .output()

@@ -1,11 +1,10 @@
-//! Frames from videos: ffmpeg extracts them at a rate that gives a few hundred images (rotated as
-//! the video's display matrix says, scaled to the size limit), then the blurriest frame of each
-//! run of neighbours is dropped (variance of the Laplacian, the sharpness measure the common
-//! capture tools use).
+//! Frames from videos: ffprobe reads a video's duration and frame rate, and ffmpeg extracts
+//! frames at a rate that gives a few hundred images, never above the video's own (rotated as the
+//! video's display matrix says, scaled to the size limit). Which frames are kept is
+//! [`super::frame_select`]'s.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
 
 use super::tools::{Tool, ToolLog, query};
 use crate::error::{Error, Result};
@@ -15,8 +14,6 @@ use crate::error::{Error, Result};
 pub const DEFAULT_FRAME_TARGET: f64 = 300.0;
 /// Neighbouring frames per run, of which the blurriest is dropped.
 pub const DEFAULT_BLUR_RUN: usize = 4;
-/// Long side of the grey image sharpness is measured on.
-const SHARPNESS_SIZE: u32 = 512;
 
 fn video_error(path: &Path, message: String) -> Error {
     Error::Sfm {
@@ -25,23 +22,70 @@ fn video_error(path: &Path, message: String) -> Error {
     }
 }
 
-/// A video's duration in seconds, from ffprobe.
-pub fn duration_seconds(ffprobe: &Tool, video: &Path) -> Result<f64> {
-    let video_arg = video.to_string_lossy();
-    let text = query(
-        ffprobe,
-        &[
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "default=noprint_wrappers=1:nokey=1",
-            &video_arg,
-        ],
-    )?;
-    text.lines()
-        .find_map(|l| l.trim().parse::<f64>().ok())
+/// What ffprobe says of a video.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VideoInfo {
+    /// Its duration in seconds.
+    pub seconds: f64,
+    /// The frame rate of its first video stream (its average rate, else its base rate), when
+    /// ffprobe gives one.
+    pub frame_rate: Option<f64>,
+}
+
+/// An ffmpeg or ffprobe argument naming the file at `path`: absolute and behind the `file:`
+/// protocol, so that a name with a colon is not read as a protocol and one beginning with `-` is
+/// not read as an option; with `%` doubled when the argument begins an output pattern (the
+/// caller then appends the pattern's own `%06d`).
+pub fn ffmpeg_file_arg(path: &Path, pattern: bool) -> OsString {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut arg = OsString::from("file:");
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+        let bytes = absolute.as_os_str().as_bytes();
+        let escaped: Vec<u8> = if pattern {
+            bytes
+                .iter()
+                .flat_map(|&b| if b == b'%' { vec![b'%', b'%'] } else { vec![b] })
+                .collect()
+        } else {
+            bytes.to_vec()
+        };
+        arg.push(OsString::from_vec(escaped));
+    }
+    #[cfg(not(unix))]
+    {
+        let text = absolute.to_string_lossy();
+        arg.push(if pattern {
+            text.replace('%', "%%")
+        } else {
+            text.into_owned()
+        });
+    }
+    arg
+}
+
+/// A video's duration and frame rate, from ffprobe.
+pub fn probe(ffprobe: &Tool, video: &Path) -> Result<VideoInfo> {
+    let args = [
+        OsString::from("-v"),
+        "error".into(),
+        "-select_streams".into(),
+        "v:0".into(),
+        "-show_entries".into(),
+        "format=duration:stream=avg_frame_rate,r_frame_rate".into(),
+        "-of".into(),
+        "json".into(),
+        ffmpeg_file_arg(video, false),
+    ];
+    let text = query(ffprobe, &args)?;
+    let json: serde_json::Value = text
+        .find('{')
+        .and_then(|at| serde_json::from_str(&text[at..]).ok())
+        .unwrap_or_default();
+    let seconds = json["format"]["duration"]
+        .as_str()
+        .and_then(|d| d.trim().parse::<f64>().ok())
         .filter(|d| d.is_finite() && *d > 0.0)
         .ok_or_else(|| {
             video_error(
@@ -51,7 +95,24 @@ pub fn duration_seconds(ffprobe: &Tool, video: &Path) -> Result<f64> {
                     text.trim()
                 ),
             )
-        })
+        })?;
+    let stream = &json["streams"][0];
+    let frame_rate = ["avg_frame_rate", "r_frame_rate"]
+        .iter()
+        .find_map(|field| stream[field].as_str().and_then(parse_rate));
+    Ok(VideoInfo {
+        seconds,
+        frame_rate,
+    })
+}
+
+/// A rate as ffprobe writes it (`30000/1001`, `10/1`, `25`); `None` for `0/0` or nonsense.
+pub fn parse_rate(text: &str) -> Option<f64> {
+    let rate = match text.split_once('/') {
+        Some((n, d)) => n.trim().parse::<f64>().ok()? / d.trim().parse::<f64>().ok()?,
+        None => text.trim().parse::<f64>().ok()?,
+    };
+    (rate.is_finite() && rate > 0.0 && rate <= 1000.0).then_some(rate)
 }
 
 /// The extraction rate that gives about [`DEFAULT_FRAME_TARGET`] frames over `total_seconds` of
@@ -60,8 +121,10 @@ pub fn default_fps(total_seconds: f64) -> f64 {
     (DEFAULT_FRAME_TARGET / total_seconds.max(1e-3)).clamp(0.1, 30.0)
 }
 
-/// Extracts frames of `video` at `fps` into `dir` as `PREFIX_000001.jpg`, … with the long side at
-/// most `max_size` (0: the video's size). Returns them in order.
+/// Extracts frames of `video` at `fps` (never above the stream's own rate: the caller caps it)
+/// into `dir` as `PREFIX_000001.jpg`, … with the long side at most `max_size` (0: the video's
+/// size). Returns them in order.
+#[allow(clippy::too_many_arguments)]
 pub fn extract_frames(
     ffmpeg: &Tool,
     log: &ToolLog,
@@ -70,6 +133,7 @@ pub fn extract_frames(
     prefix: &str,
     fps: f64,
     max_size: u32,
+    on_line: &mut dyn FnMut(&str),
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| crate::io::io_error(dir, "create", e))?;
     let mut filter = format!("fps={fps}");
@@ -79,23 +143,22 @@ pub fn extract_frames(
             ",scale=w='if(gte(iw,ih),min(iw,{max_size}),-2)':h='if(gte(iw,ih),-2,min(ih,{max_size}))'"
         ));
     }
-    let pattern = dir.join(format!("{prefix}_%06d.jpg"));
-    let args: Vec<String> = [
-        "-nostdin",
-        "-hide_banner",
-        "-y",
-        "-i",
-        &video.to_string_lossy(),
-        "-vf",
-        &filter,
-        "-q:v",
-        "2",
-        &pattern.to_string_lossy(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    log.run(ffmpeg, &args, "extracting frames")?;
+    let mut pattern = ffmpeg_file_arg(&dir.join(format!("{prefix}_")), true);
+    pattern.push("%06d.jpg");
+    let args: Vec<OsString> = vec![
+        "-nostdin".into(),
+        "-hide_banner".into(),
+        "-nostats".into(),
+        "-y".into(),
+        "-i".into(),
+        ffmpeg_file_arg(video, false),
+        "-vf".into(),
+        filter.into(),
+        "-q:v".into(),
+        "2".into(),
+        pattern,
+    ];
+    log.run(ffmpeg, &args, "extracting frames", on_line)?;
     let mut frames: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| crate::io::io_error(dir, "list", e))?
         .flatten()
@@ -116,127 +179,25 @@ pub fn extract_frames(
     Ok(frames)
 }
 
-/// Variance of the 4-neighbour Laplacian of a grey image (`width` × `height`, row-major): high for
-/// sharp images, low for blurred ones.
-pub fn laplacian_variance(grey: &[f32], width: usize, height: usize) -> f64 {
-    if width < 3 || height < 3 {
-        return 0.0;
-    }
-    let (mut sum, mut sum_sq, mut n) = (0.0f64, 0.0f64, 0.0f64);
-    for y in 1..height - 1 {
-        for x in 1..width - 1 {
-            let at = |dx: isize, dy: isize| {
-                grey[(y as isize + dy) as usize * width + (x as isize + dx) as usize] as f64
-            };
-            let lap = at(-1, 0) + at(1, 0) + at(0, -1) + at(0, 1) - 4.0 * at(0, 0);
-            sum += lap;
-            sum_sq += lap * lap;
-            n += 1.0;
-        }
-    }
-    let mean = sum / n;
-    (sum_sq / n - mean * mean).max(0.0)
-}
-
-/// The sharpness of an image file: [`laplacian_variance`] of its grey version at a long side of
-/// [`SHARPNESS_SIZE`] (so that the measure does not depend on the frame size).
-pub fn sharpness(path: &Path) -> Result<f64> {
-    let image = crate::data::image::read_image(path)?;
-    let (w, h) = super::photos::limited_size(image.width, image.height, SHARPNESS_SIZE);
-    let small = image.resized_area(w, h);
-    let grey: Vec<f32> = small
-        .pixels
-        .chunks_exact(4)
-        .map(|p| 0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2]))
-        .collect();
-    Ok(laplacian_variance(&grey, w as usize, h as usize))
-}
-
-/// Which frames to keep: in each run of `run` neighbours (the last run may be shorter), the one
-/// with the lowest sharpness is dropped; runs of one frame keep it. `run` < 2 keeps every frame.
-pub fn keep_sharpest(scores: &[f64], run: usize) -> Vec<bool> {
-    let mut keep = vec![true; scores.len()];
-    if run < 2 {
-        return keep;
-    }
-    for (chunk_index, chunk) in scores.chunks(run).enumerate() {
-        if chunk.len() < 2 {
-            continue;
-        }
-        let blurriest = chunk
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        keep[chunk_index * run + blurriest] = false;
-    }
-    keep
-}
-
-/// Scores `frames` on every core and deletes the blurriest of each run of `run`; returns the
-/// frames kept, in order.
-pub fn drop_blurriest(frames: Vec<PathBuf>, run: usize) -> Result<Vec<PathBuf>> {
-    let scores: Vec<f64> = frames
-        .par_iter()
-        .map(|f| sharpness(f))
-        .collect::<Result<_>>()?;
-    let keep = keep_sharpest(&scores, run);
-    let mut kept = Vec::with_capacity(frames.len());
-    for (frame, keep) in frames.into_iter().zip(keep) {
-        if keep {
-            kept.push(frame);
-        } else {
-            std::fs::remove_file(&frame).map_err(|e| crate::io::io_error(&frame, "remove", e))?;
-        }
-    }
-    Ok(kept)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_blurriest_of_each_run_is_dropped() {
-        let scores = [5.0, 1.0, 7.0, 9.0, 3.0, 8.0, 2.0, 6.0, 4.0];
-        assert_eq!(
-            keep_sharpest(&scores, 4),
-            [true, false, true, true, true, true, false, true, true]
-        );
-        assert!(keep_sharpest(&scores, 1).iter().all(|k| *k));
+    fn rates_are_read_as_ffprobe_writes_them() {
+        assert_eq!(parse_rate("10/1"), Some(10.0));
+        assert!((parse_rate("30000/1001").unwrap() - 29.97).abs() < 1e-3);
+        assert_eq!(parse_rate("0/0"), None);
+        assert_eq!(parse_rate("25"), Some(25.0));
     }
 
+    #[cfg(unix)]
     #[test]
-    fn a_blurred_image_scores_lower_than_a_sharp_one() {
-        let (w, h) = (32usize, 32usize);
-        let sharp: Vec<f32> = (0..w * h)
-            .map(|i| {
-                if (i % w / 2 + i / w / 2) % 2 == 0 {
-                    255.0
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let mut blurred = sharp.clone();
-        for y in 1..h - 1 {
-            for x in 1..w - 1 {
-                let mut sum = 0.0;
-                for dy in 0..3 {
-                    for dx in 0..3 {
-                        sum += sharp[(y + dy - 1) * w + x + dx - 1];
-                    }
-                }
-                blurred[y * w + x] = sum / 9.0;
-            }
-        }
-        let (s, b) = (
-            laplacian_variance(&sharp, w, h),
-            laplacian_variance(&blurred, w, h),
-        );
-        assert!(s > 2.0 * b, "sharp {s}, blurred {b}");
-        assert_eq!(laplacian_variance(&vec![7.0; w * h], w, h), 0.0);
+    fn paths_reach_ffmpeg_as_files_with_percent_escaped_in_patterns() {
+        let arg = ffmpeg_file_arg(Path::new("/o_%d/cam1:take2_"), true);
+        assert_eq!(arg, "file:/o_%%d/cam1:take2_");
+        let arg = ffmpeg_file_arg(Path::new("/v/-x.mp4"), false);
+        assert_eq!(arg, "file:/v/-x.mp4");
     }
 
     #[test]

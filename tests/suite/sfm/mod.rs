@@ -5,7 +5,10 @@
 //! and every error a user meets says what to do, before anything is written.
 //!
 //! COLMAP and ffmpeg must be installed in CI (`.ci/run` installs Debian's packages); elsewhere the
-//! tests that run them say they are skipped.
+//! tests that run them say they are skipped. Folders as people have them (a hostile JPEG, two
+//! photographs with one name, a video that repeats its frames) are in [`front_end`].
+
+mod front_end;
 
 use std::path::Path;
 use std::process::Command;
@@ -102,6 +105,11 @@ fn every_sceaux_photo_registers_where_the_reference_has_it_and_a_rerun_reuses_th
         stdout.contains(&format!("wgsplat train {data_arg}")),
         "{stdout}"
     );
+    // The long stages report their progress from COLMAP's own lines.
+    assert!(
+        stdout.contains("features: 11/11 images") && stdout.contains("matches: 4/4 blocks"),
+        "{stdout}"
+    );
     let r = report(&data);
     let registration = &r["registration"];
     assert_eq!(registration["images_given"], 11, "{r}");
@@ -152,11 +160,45 @@ fn every_sceaux_photo_registers_where_the_reference_has_it_and_a_rerun_reuses_th
         log.contains("feature_extractor") && log.contains("Elapsed time"),
         "{log}"
     );
+
+    // The models deleted: the mapper runs again, on the features and matches kept.
+    std::fs::remove_dir_all(data.join("sfm/models")).unwrap();
+    let again = wgsplat(&args);
+    assert!(again.status.success(), "{}", text(&again));
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.contains("matches: reused") && stdout.contains("models was changed or removed"),
+        "{stdout}"
+    );
+    assert_eq!(report(&data)["registration"]["images_registered"], 11);
+
+    // A rerun on three other photographs, which fails at the mapper, leaves nothing of the
+    // Sceaux model: no sparse/0 or report to train on with the wrong poses, no images_2.
+    let others = dir.join("others");
+    write_photos(&others, 3);
+    let mut other_args = args;
+    other_args[1] = others.to_str().unwrap();
+    let err = expect_failure(&other_args);
+    assert!(err.contains("made no model"), "{err}");
+    // Every pair was compared already: exhaustive matching is not the advice.
+    assert!(!err.contains("--matcher exhaustive"), "{err}");
+    for stale in ["sparse/0", "sfm/report.json", "images_2/100_7100.JPG"] {
+        assert!(
+            !data.join(stale).exists(),
+            "{stale} is left from the earlier run"
+        );
+    }
+    let images = wgsplat::sfm::inputs::images_in(&data.join("images")).unwrap();
+    assert_eq!(images.len(), 3, "{images:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A video of 10 frames a second, one photograph a frame, is sampled at its own rate (not the
+/// 30 frames a second the default frame target asks for 1.1 s of video, which took every frame
+/// three times), and its frames register. Its name has a colon and a leading `-`, and the output
+/// folder a `%`: each reaches ffmpeg and COLMAP as the file it names.
 #[test]
-fn a_video_of_the_photos_registers_its_frames() {
+fn a_video_of_the_photos_registers_each_frame_once() {
     let Some(sceaux) = wgsplat::testing::shared_data("data/sceaux_colmap") else {
         return;
     };
@@ -164,9 +206,8 @@ fn a_video_of_the_photos_registers_its_frames() {
         return;
     }
     let dir = temp_dir("video");
-    let video = dir.join("walk.mp4");
+    let video = dir.join("-cam1:take2.mp4");
     let pattern = sceaux.join("images/100_71%02d.JPG");
-    // One photograph a second, 11 seconds.
     let out = Command::new("ffmpeg")
         .args([
             "-nostdin",
@@ -174,7 +215,7 @@ fn a_video_of_the_photos_registers_its_frames() {
             "-loglevel",
             "error",
             "-framerate",
-            "1",
+            "10",
             "-i",
         ])
         .arg(&pattern)
@@ -186,23 +227,20 @@ fn a_video_of_the_photos_registers_its_frames() {
             "-q:v",
             "2",
             "-r",
-            "1",
+            "10",
         ])
         .arg(&video)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let data = dir.join("data");
-    // Two frames a second: each photograph twice, the blurrier of each pair dropped.
+    let data = dir.join("o_%d");
     let out = wgsplat(&[
         "sfm",
         video.to_str().unwrap(),
         "--out",
         data.to_str().unwrap(),
-        "--fps",
-        "2",
         "--blur-run",
-        "2",
+        "1",
         "--max-size",
         "640",
         "--max-features",
@@ -210,7 +248,10 @@ fn a_video_of_the_photos_registers_its_frames() {
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("sequential matching"), "{stdout}");
+    assert!(
+        stdout.contains("sequential matching") && stdout.contains("the video has 10.00 frames/s"),
+        "{stdout}"
+    );
     let r = report(&data);
     let registration = &r["registration"];
     assert_eq!(registration["images_given"], 11, "{r}");
@@ -224,11 +265,15 @@ fn a_video_of_the_photos_registers_its_frames() {
     for frame in &frames {
         let name = frame.file_name().unwrap().to_str().unwrap();
         assert!(
-            name.starts_with("walk_") && name.ends_with(".jpg"),
+            name.starts_with("-cam1_take2_") && name.ends_with(".jpg"),
             "{name}"
         );
         assert_eq!(image::image_dimensions(frame).unwrap().0, 640);
     }
+    assert!(
+        !dir.join("o_1").exists(),
+        "ffmpeg read the % of the folder as a pattern"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
