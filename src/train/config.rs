@@ -198,6 +198,30 @@ pub struct TrainConfig {
     pub seed: u64,
 }
 
+/// The largest learning rate the pose corrections and the exposure transforms take: Adam moves
+/// each value by about its rate per step, so above 1 one step would turn a camera by more than a
+/// radian or move a transform's entries by more than the whole colour range.
+pub const MAX_SIDE_LEARNING_RATE: f64 = 1.0;
+
+/// Checks the pair of learning rates `{name}_lr_init` and `{name}_lr_final` (`rates`): finite,
+/// zero or above (zero freezes what they learn) and at most [`MAX_SIDE_LEARNING_RATE`]; the
+/// message names the fields, their values and the `default` pair.
+fn check_learning_rates(
+    name: &str,
+    (init, last): (f64, f64),
+    (default_init, default_last): (f64, f64),
+) -> std::result::Result<(), String> {
+    let fine = |lr: f64| (0.0..=MAX_SIDE_LEARNING_RATE).contains(&lr);
+    if fine(init) && fine(last) {
+        return Ok(());
+    }
+    Err(format!(
+        "{name} learning rates {name}_lr_init {init:?} and {name}_lr_final {last:?} must each be \
+         finite, zero or above and at most {MAX_SIDE_LEARNING_RATE:?} (Adam moves each value by \
+         about its rate per step); the defaults are {default_init:?} and {default_last:?}"
+    ))
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
@@ -330,11 +354,22 @@ impl TrainConfig {
                     .into(),
             );
         }
-        if !(self.pose_lr_init >= 0.0 && self.pose_lr_final >= 0.0) {
-            return bad(format!(
-                "pose learning rates {} and {} must be zero or above",
-                self.pose_lr_init, self.pose_lr_final
-            ));
+        let defaults = TrainConfig::default();
+        for (name, rates, default) in [
+            (
+                "pose",
+                (self.pose_lr_init, self.pose_lr_final),
+                (defaults.pose_lr_init, defaults.pose_lr_final),
+            ),
+            (
+                "exposure",
+                (self.exposure_lr_init, self.exposure_lr_final),
+                (defaults.exposure_lr_init, defaults.exposure_lr_final),
+            ),
+        ] {
+            if let Err(detail) = check_learning_rates(name, rates, default) {
+                return bad(detail);
+            }
         }
         if !(self.sky_radius.is_finite() && self.sky_radius >= 1.0) {
             return bad(format!(

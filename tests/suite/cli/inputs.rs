@@ -99,6 +99,35 @@ fn bad_inputs_name_the_file_and_lose_nothing() {
         "{err}"
     );
 
+    // Learning rates of the exposure transforms out of range are refused before training, by
+    // name, as the pose corrections' are (1e30 used to end in a NaN blamed on the means).
+    let wild = dir.join("wild-exposure.json");
+    std::fs::write(
+        &wild,
+        r#"{ "iterations": 5, "exposure": true, "exposure_lr_init": 1e30 }"#,
+    )
+    .unwrap();
+    let err = expect_failure(&["train", "--config", wild.to_str().unwrap(), "--out", out_s]);
+    assert!(
+        err.contains(
+            "invalid argument to train config: exposure learning rates exposure_lr_init 1e30 \
+             and exposure_lr_final 0.001 must each be finite, zero or above and at most 1.0 \
+             (Adam moves each value by about its rate per step); the defaults are 0.01 and 0.001"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("NaN"), "{err}");
+    std::fs::write(
+        &wild,
+        r#"{ "exposure_lr_final": -0.001, "pose_lr_init": 0.5 }"#,
+    )
+    .unwrap();
+    let err = expect_failure(&["train", "--config", wild.to_str().unwrap(), "--out", out_s]);
+    assert!(
+        err.contains("exposure_lr_init 0.01 and exposure_lr_final -0.001 must each be finite"),
+        "{err}"
+    );
+
     // A budget too small for the initial points fails before training, with the numbers.
     let err = expect_failure(&[
         "train",
