@@ -56,34 +56,53 @@ pub struct TrainArgs {
     spz: super::convert::SpzArgs,
 }
 
-/// Applies `--memory-budget` (when given) to `config` and prints the plan.
+/// Applies `--memory-budget` (when given) to `config` and prints the plan. A resume (`saved`: the
+/// checkpoint's configuration) keeps the cap it was trained with, where the budget still holds it
+/// ([`wgsplat::train::resume::resumed_cap`]).
 fn apply_budget(
     ctx: &GpuContext,
     args: &TrainArgs,
     dataset: &Dataset,
     initial: u64,
+    saved: Option<&TrainConfig>,
     config: &mut TrainConfig,
 ) -> anyhow::Result<()> {
+    let explicit = config.max_gaussians;
+    let context = || {
+        format!(
+            "applying --memory-budget {}",
+            args.train.memory_budget.as_deref().unwrap_or_default()
+        )
+    };
     let plan = args
         .train
         .apply_memory_budget(ctx, dataset, initial, config)
-        .with_context(|| {
-            format!(
-                "applying --memory-budget {}",
-                args.train.memory_budget.as_deref().unwrap_or_default()
-            )
-        })?;
-    if let Some(plan) = plan {
-        println!(
-            "memory budget {} bytes: {} for the training images' GPU cache ({} slots) + {} for one frame's buffers + {} per Gaussian; cap {} Gaussians",
-            plan.budget,
-            plan.images,
-            plan.cache.slots,
-            plan.frame,
-            plan.per_gaussian,
-            config.max_gaussians
-        );
+        .with_context(context)?;
+    let Some(plan) = plan else {
+        return Ok(());
+    };
+    let mut kept = String::new();
+    if let Some(saved) = saved {
+        config.max_gaussians = wgsplat::train::resume::resumed_cap(ctx, &plan, explicit, saved)
+            .with_context(context)?;
+        if config.max_gaussians != plan.max_gaussians && config.max_gaussians == saved.max_gaussians
+        {
+            kept = format!(
+                ", the checkpoint's: a resume keeps the cap it was trained with (this budget alone \
+                 would allow {})",
+                plan.max_gaussians
+            );
+        }
     }
+    println!(
+        "memory budget {} bytes: {} for the training images' GPU cache ({} slots) + {} for one frame's buffers + {} per Gaussian; cap {} Gaussians{kept}",
+        plan.budget,
+        plan.images,
+        plan.cache.slots,
+        plan.frame,
+        plan.per_gaussian,
+        config.max_gaussians
+    );
     Ok(())
 }
 
@@ -104,14 +123,23 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(
             || "--resume needs OUT/checkpoint.bin from an earlier run with --save-every",
         )?;
-        apply_budget(ctx, &args, &dataset, checkpoint.params.len(), &mut config)?;
+        let saved = wgsplat::train::resume::saved_config(&checkpoint)?;
+        let initial = checkpoint.params.len();
+        apply_budget(ctx, &args, &dataset, initial, saved.as_ref(), &mut config)?;
         Trainer::resume(ctx, dataset, checkpoint, config.clone())?
     } else {
         let initial = initial_model(ctx, &dataset, &config)?;
         if let Some(sky) = &initial.sky {
             println!("{}", sky.summary());
         }
-        apply_budget(ctx, &args, &dataset, initial.params.len(), &mut config)?;
+        apply_budget(
+            ctx,
+            &args,
+            &dataset,
+            initial.params.len(),
+            None,
+            &mut config,
+        )?;
         Trainer::new(ctx, dataset, initial.params, config.clone())?
     };
     println!(

@@ -4,6 +4,7 @@
 //! one in anything but [`RESUME_MAY_CHANGE`] is refused with the list of differences, because the
 //! continued run would silently be neither the old run nor a new one.
 
+use super::budget::MemoryPlan;
 use super::config::TrainConfig;
 use super::trainer::Trainer;
 use crate::data::Dataset;
@@ -58,6 +59,68 @@ pub fn resume_conflicts(saved: &TrainConfig, now: &TrainConfig) -> Vec<String> {
             (old != new).then(|| format!("{name}: {old} → {new}"))
         })
         .collect()
+}
+
+/// The configuration `checkpoint` was trained with (under [`CONFIG_KEY`]), or `None` for a
+/// checkpoint written before checkpoints recorded it.
+pub fn saved_config(checkpoint: &Checkpoint) -> Result<Option<TrainConfig>> {
+    checkpoint
+        .extra
+        .get(CONFIG_KEY)
+        .map(|saved| {
+            serde_json::from_value(saved.clone()).map_err(|e| Error::InvalidArgument {
+                op: "resume",
+                detail: format!(
+                    "the checkpoint's configuration is unreadable: {e}; the file is damaged or \
+                     from another program, so resume from another checkpoint or train afresh"
+                ),
+            })
+        })
+        .transpose()
+}
+
+/// The Gaussian cap of a run resumed under a memory budget whose `plan` was made for the resume's
+/// settings (its image cache and optimizer state may differ from the checkpoint's): the cap the
+/// checkpoint `saved` was trained with, because the cap shapes densification and MCMC's growth,
+/// so a new one would make the result neither run. `explicit` is the cap the options ask for
+/// themselves (`--max-gaussians`, 0 for none).
+///
+/// Where the checkpoint had no cap, or `explicit` asks for a smaller one, this returns what the
+/// budget gives a fresh run, and [`Trainer::resume`] refuses the difference. A plan that holds
+/// fewer Gaussians than the saved cap is refused here, naming the smallest budget that holds it
+/// with these settings ([`MemoryPlan::smallest_budget`]).
+pub fn resumed_cap(
+    ctx: &GpuContext,
+    plan: &MemoryPlan,
+    explicit: u64,
+    saved: &TrainConfig,
+) -> Result<u64> {
+    let fresh = match explicit {
+        0 => plan.max_gaussians,
+        explicit => explicit.min(plan.max_gaussians),
+    };
+    let cap = saved.max_gaussians;
+    if cap == 0 || (explicit != 0 && explicit < cap) {
+        return Ok(fresh);
+    }
+    if plan.max_gaussians < cap {
+        let smallest = plan.smallest_budget(ctx, cap);
+        return Err(Error::InvalidArgument {
+            op: "memory budget",
+            detail: format!(
+                "{} bytes hold at most {} Gaussians with this resume's settings (a GPU image \
+                 cache of {} bytes, {} optimizer state), fewer than the {cap} Gaussians the \
+                 checkpoint's run is capped at, which a resume keeps; raise --memory-budget to \
+                 at least {smallest} bytes, or resume with the --image-cache and \
+                 --optimizer-state the checkpoint was trained with",
+                plan.budget,
+                plan.max_gaussians,
+                plan.images,
+                plan.moments.name(),
+            ),
+        });
+    }
+    Ok(cap)
 }
 
 impl Trainer {
@@ -117,12 +180,7 @@ impl Trainer {
         checkpoint: Checkpoint,
         config: TrainConfig,
     ) -> Result<Self> {
-        if let Some(saved) = checkpoint.extra.get(CONFIG_KEY) {
-            let saved: TrainConfig =
-                serde_json::from_value(saved.clone()).map_err(|e| Error::InvalidArgument {
-                    op: "resume",
-                    detail: format!("the checkpoint's configuration is unreadable: {e}"),
-                })?;
+        if let Some(saved) = saved_config(&checkpoint)? {
             let conflicts = resume_conflicts(&saved, &config);
             if !conflicts.is_empty() {
                 return Err(Error::InvalidSetting {

@@ -1,0 +1,104 @@
+//! `--memory-budget` across a resume: the run keeps the cap its checkpoint was trained with, so
+//! the settings documented as changeable (`--image-cache`, `--optimizer-state`) may change even
+//! where the budget alone would now plan another cap, and a budget that can no longer hold that
+//! cap is refused with the smallest one that does.
+
+use super::*;
+
+/// The budget of the first run: room for about twice the built-in scene's initial points at 32².
+const BUDGET: &str = "6MiB";
+
+/// The number after `; cap ` in a run's stdout (the budget's line).
+fn printed_cap(run: &Output) -> u64 {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.split("; cap ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no cap printed:\n{stdout}"))
+}
+
+/// The first run trains under [`BUDGET`] with f32 moments and stops at iteration 10, without
+/// densification, so that its model stays well under the cap. A smaller budget is refused with the
+/// smallest one that holds the cap, which resumes (one byte less is refused); then 16-bit moments
+/// and a one-slot image cache, which leave the budget room for more than the cap, resume with the
+/// checkpoint's cap, and say so.
+#[test]
+fn a_resume_under_a_budget_keeps_its_cap_and_may_change_the_cache_and_moments() {
+    let dir = temp_dir("budget-resume");
+    let config = write_config_with(&dir, r#", "lpips": false, "densify_grad_threshold": 1e9"#);
+    let (config, out) = (config.to_str().unwrap(), dir.join("out"));
+    let run = |extra: &[&str]| {
+        let mut args = train_args(out.to_str().unwrap(), config, "30");
+        args.extend_from_slice(extra);
+        wgsplat(&args)
+    };
+    let f32_under = |budget: &str, more: &[&str]| {
+        let mut args = vec!["--memory-budget", budget, "--optimizer-state", "f32"];
+        args.extend_from_slice(more);
+        run(&args)
+    };
+    let first = f32_under(BUDGET, &["--stop-at", "10"]);
+    expect_success(&first);
+    let cap = printed_cap(&first);
+
+    let err = failure_text(
+        &f32_under("5.6MiB", &["--resume"]),
+        "a resume under too small a budget",
+    );
+    assert!(
+        err.contains("invalid argument to memory budget: 5872025 bytes hold at most ")
+            && err.contains(&format!(
+                "Gaussians with this resume's settings (a GPU image cache of 196608 bytes, f32 \
+                 optimizer state), fewer than the {cap} Gaussians the checkpoint's run is capped \
+                 at, which a resume keeps; raise --memory-budget to at least "
+            )),
+        "{err}"
+    );
+    let smallest: u64 = err
+        .split("raise --memory-budget to at least ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no smallest budget in:\n{err}"));
+    assert!((5_872_026..=6 << 20).contains(&smallest), "{err}");
+    let short = (smallest - 1).to_string();
+    let err = failure_text(
+        &f32_under(&short, &["--resume"]),
+        "a resume one byte under the smallest budget",
+    );
+    assert!(err.contains(&format!("at least {smallest} bytes")), "{err}");
+    let at_smallest = f32_under(&smallest.to_string(), &["--resume", "--stop-at", "20"]);
+    expect_success(&at_smallest);
+    assert_eq!(printed_cap(&at_smallest), cap);
+
+    // Other moments and a one-slot cache leave more of the budget to the model than the run's
+    // cap: the resume keeps the cap and says so.
+    let resumed = run(&[
+        "--memory-budget",
+        BUDGET,
+        "--optimizer-state",
+        "16bit",
+        "--image-cache",
+        "4KiB",
+        "--resume",
+    ]);
+    expect_success(&resumed);
+    assert_eq!(printed_cap(&resumed), cap, "the resume changed the cap");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "cap {cap} Gaussians, the checkpoint's: a resume keeps the cap it was trained with \
+             (this budget alone would allow "
+        )),
+        "{stdout}"
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(metrics["iterations"].as_u64(), Some(30));
+    assert_eq!(metrics["config"]["max_gaussians"].as_u64(), Some(cap));
+    assert_eq!(metrics["config"]["optimizer_state"], "packed");
+    assert_eq!(metrics["image_cache"]["slots"].as_u64(), Some(1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
