@@ -45,7 +45,7 @@ fn render_file_stems(views: &[View]) -> Vec<String> {
 }
 
 /// Renders `views` at full SH degree into `dir` as PNGs (one per view, names from
-/// [`render_file_stems`]); returns how many files were written.
+/// [`render_file_stems`]), asking `stop` before each; returns how many files were written.
 pub(super) fn save_renders(
     ctx: &GpuContext,
     params: &GaussianTensors,
@@ -53,10 +53,14 @@ pub(super) fn save_renders(
     background: [f32; 3],
     raster_mode: RasterMode,
     dir: &Path,
+    stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stems = render_file_stems(views);
-    for (view, stem) in views.iter().zip(&stems) {
+    for (written, (view, stem)) in views.iter().zip(&stems).enumerate() {
+        if stop() {
+            return Ok(written);
+        }
         let mut camera = view.camera.clone();
         camera.background = background;
         let fwd = render(
@@ -174,6 +178,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         background,
         args.raster_mode(),
         &args.out,
+        &|| false,
     )?;
     println!(
         "wrote renders of {written} {} views to {}",

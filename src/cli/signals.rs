@@ -7,7 +7,9 @@
 //! checkpoint (atomically: a temporary file, then a rename) and the command ends with an
 //! [`Interrupted`] error, whose exit status is 128 + the signal's number, as a shell reports a
 //! process the signal ended. Further signals while the checkpoint is written only set the flag
-//! again.
+//! again. Once the last iteration is done and the model written, `train` asks the flag before
+//! each export format, scored view and test render, and a signal ends it there (the model kept,
+//! no metrics.json), with the same status.
 //!
 //! Only Unix has these signals: elsewhere [`StopSignals::install`] registers nothing and Ctrl-C
 //! ends the process as before (continue from the last `--save-every` checkpoint).

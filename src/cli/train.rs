@@ -1,8 +1,9 @@
 //! `wgsplat train`: one scene, or one block of a plan (`--plan`). SIGTERM, SIGINT or SIGUSR1
-//! stop it after the current step with a checkpoint written (see [`super::signals`]).
+//! stop it after the current step with a checkpoint written (see [`super::signals`]); once the
+//! model is written, they stop the exports, the final evaluation and the renders that follow.
 
 use super::dataset::load_dataset;
-use super::signals::{Interrupted, StopSignals, this_command};
+use super::signals::{Interrupted, Signal, StopSignals, this_command};
 use super::status::TrainProgress;
 use anyhow::Context as _;
 use serde_json::json;
@@ -210,8 +211,30 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
     save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
-    export_model(&ply, &args.export, &args.spz)?;
-    let scores = trainer.evaluate()?;
+    let pose_summary = write_refined_cameras(&trainer, &args.out)?;
+    // From here on the model is written: a signal stops what is left and says so.
+    let stopped = |stage: &str| {
+        signals
+            .received()
+            .map(|signal| stopped_after_model(signal, stage, &trainer, &ply))
+    };
+    if !args.export.is_empty() {
+        export_model(&ply, &args.export, &args.spz, &stop)?;
+        if let Some(err) = stopped("the export") {
+            return Err(err);
+        }
+    }
+    println!(
+        "scoring {} {} views",
+        trainer.scored_view_list().len(),
+        trainer.scored_views().name()
+    );
+    let scores = trainer.evaluate_unless_stopped(&stop)?;
+    let Some(scores) = scores.filter(|_| !signals.requested()) else {
+        return Err(stopped("the final evaluation").unwrap_or_else(|| {
+            anyhow::anyhow!("the final evaluation stopped without a signal; rerun the training")
+        }));
+    };
     let scored = scores.views;
     let (test, train) = (scored == ScoredViews::Test, scored == ScoredViews::Train);
     if args.save_renders {
@@ -222,9 +245,12 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
             trainer.evaluation_background(),
             trainer.config().raster_mode,
             &args.out.join("test_renders"),
+            &stop,
         )?;
+        if let Some(err) = stopped("the test renders") {
+            return Err(err);
+        }
     }
-    let pose_summary = write_refined_cameras(&trainer, &args.out)?;
     let report = ctx.memory_report();
     let iterations = trainer.iteration() - start_iteration;
     let summary = json!({
@@ -256,6 +282,30 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         args.out.join("metrics.json").display()
     );
     Ok(())
+}
+
+/// The error that ends a run `signal` stopped during `stage` (`the final evaluation`, ...), once
+/// training was over and its model written to `ply`: the rest is skipped, metrics.json included,
+/// and the process exits with the signal's status.
+fn stopped_after_model(
+    signal: Signal,
+    stage: &str,
+    trainer: &Trainer,
+    ply: &Path,
+) -> anyhow::Error {
+    Interrupted {
+        signal,
+        message: format!(
+            "stopped by {} during {stage}, after the last iteration ({}): the model was written \
+             to {}; {stage} and what follows it were stopped, so metrics.json was not written. \
+             Score the model with `wgsplat eval {}` and this run's dataset options",
+            signal.name,
+            trainer.iteration(),
+            ply.display(),
+            ply.display(),
+        ),
+    }
+    .into()
 }
 
 /// With pose refinement: writes `refined_cameras.json` (each training view's corrected
@@ -304,11 +354,12 @@ fn write_refined_cameras(
 }
 
 /// Writes the model saved at `ply` in each of `formats` beside it (`point_cloud.spz`, ...), SPZ
-/// as `spz` says, printing what each format dropped.
+/// as `spz` says, printing what each format dropped; asks `stop` before each format.
 fn export_model(
     ply: &Path,
     formats: &[String],
     spz: &super::convert::SpzArgs,
+    stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<()> {
     if formats.is_empty() {
         return Ok(());
@@ -316,6 +367,9 @@ fn export_model(
     let spz = spz.options()?;
     let model = wgsplat::io::read_ply(ply)?;
     for name in formats {
+        if stop() {
+            return Ok(());
+        }
         let format = wgsplat::io::formats::ModelFormat::from_name(name)?;
         let path = ply.with_extension(format.extension());
         let progress = wgsplat::io::progress::Progress::new();

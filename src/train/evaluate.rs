@@ -26,7 +26,15 @@ impl Trainer {
     /// A model trained on white has no reason to be transparent where the views are empty, so
     /// scoring it on black would count its (correct) white background as error.
     pub fn evaluate(&self) -> Result<Evaluation> {
-        self.evaluate_with_degree(self.active_sh_degree())
+        self.evaluate_unless_stopped(&|| false)?
+            .ok_or_else(|| stopped_early("evaluate"))
+    }
+
+    /// [`Trainer::evaluate`], asking `stop` before each view: `None` when it said to stop (a
+    /// signal during a final evaluation that may take minutes on a large scene), with nothing
+    /// scored.
+    pub fn evaluate_unless_stopped(&self, stop: &dyn Fn() -> bool) -> Result<Option<Evaluation>> {
+        self.evaluate_with_degree(self.active_sh_degree(), stop)
     }
 
     /// Which views [`Trainer::evaluate`] scores: the test views, or the training views when the
@@ -49,10 +57,16 @@ impl Trainer {
 
     /// [`Trainer::evaluate`] with every SH band the model has.
     pub fn evaluate_at_full_degree(&self) -> Result<Evaluation> {
-        self.evaluate_with_degree(self.state.params.max_sh_degree())
+        self.evaluate_with_degree(self.state.params.max_sh_degree(), &|| false)?
+            .ok_or_else(|| stopped_early("evaluate_at_full_degree"))
     }
 
-    fn evaluate_with_degree(&self, sh_degree: u32) -> Result<Evaluation> {
+    /// The scores at `sh_degree`, or `None` when `stop` said to stop before one of the views.
+    fn evaluate_with_degree(
+        &self,
+        sh_degree: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Evaluation>> {
         let all_views = self.scored_view_list();
         // A view whose mask excludes every pixel has nothing to score (its PSNR would be
         // infinite): it is left out, as the dataset's note says.
@@ -76,6 +90,9 @@ impl Trainer {
         let lpips = self.lpips_network(all_views)?;
         let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
         for &(index, view) in &views {
+            if stop() {
+                return Ok(None);
+            }
             // A view not kept in host memory is read for its scores.
             let view_with_pixels = view.resident()?;
             let view: &View = &view_with_pixels;
@@ -150,7 +167,7 @@ impl Trainer {
             }
         }
         let n = views.len().max(1) as f64;
-        Ok(Evaluation {
+        Ok(Some(Evaluation {
             masked: views.iter().filter(|(_, v)| v.is_masked()).count(),
             views: self.scored_views(),
             count: views.len(),
@@ -158,7 +175,7 @@ impl Trainer {
             ssim: ssim / n,
             lpips: lpips.map(|_| lpips_sum / n),
             exposure_fitted: self.config.exposure,
-        })
+        }))
     }
 
     /// The LPIPS network when this evaluation scores LPIPS: enabled, and every view at least
@@ -177,6 +194,16 @@ impl Trainer {
         }
         let network = Lpips::alexnet(&self.ctx)?;
         Ok(Some(self.lpips.get_or_init(|| network)))
+    }
+}
+
+/// The error of an evaluation without a stop that stopped all the same (none can: its stop
+/// never asks), in place of a panic.
+fn stopped_early(op: &'static str) -> Error {
+    Error::InvalidArgument {
+        op,
+        detail: "the evaluation stopped before scoring every view, though nothing asked it to"
+            .into(),
     }
 }
 

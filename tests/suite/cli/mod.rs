@@ -15,6 +15,7 @@ mod budget;
 mod inputs;
 mod outputs;
 mod refusals;
+mod signals;
 
 fn expect_success(out: &Output) {
     assert!(

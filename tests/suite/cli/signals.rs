@@ -1,0 +1,76 @@
+//! A signal once training is over: the model is already written, so the final evaluation (and
+//! whatever follows it) stops at the next view, says so, and the process exits with the signal's
+//! status instead of scoring on through a scheduler's grace period.
+
+use super::*;
+
+/// The most seconds from SIGINT to the exit: one view's scores at 128² (about 0.75 s idle; the
+/// whole evaluation of the 8 test views takes about 6 s) with room for a loaded machine.
+const PROMPT_SECONDS: f64 = 5.0;
+
+/// SIGINT while `train` scores its test views (sent as soon as `point_cloud.ply` appears, which
+/// is written just before the evaluation) ends the process with status 130 within
+/// [`PROMPT_SECONDS`], the model kept, no metrics.json, and a message that says both.
+#[cfg(unix)]
+#[test]
+fn sigint_during_the_final_evaluation_keeps_the_model_and_stops() {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+    let dir = temp_dir("sigint-eval");
+    let out = dir.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args(["train", "--iterations", "3", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).unwrap();
+            text
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let ply = out.join("point_cloud.ply");
+    let started = Instant::now();
+    while !ply.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no model after 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = child.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let signalled = Instant::now();
+    let status = child.wait().unwrap();
+    let seconds = signalled.elapsed().as_secs_f64();
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let text = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(kill.success(), "kill -INT {pid} failed:\n{text}");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "SIGINT during the evaluation should end it with 130 ({status}):\n{text}"
+    );
+    assert!(!stderr.contains("panicked"), "{text}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped by SIGINT during the final evaluation, after the last iteration (3): the \
+             model was written to {}; the final evaluation and what follows it were stopped, so \
+             metrics.json was not written",
+            ply.display()
+        )),
+        "{text}"
+    );
+    assert!(stdout.contains("scoring 8 test views"), "{text}");
+    assert!(ply.is_file(), "the model is gone:\n{text}");
+    assert!(!out.join("metrics.json").exists(), "{text}");
+    assert!(
+        seconds < PROMPT_SECONDS,
+        "{seconds:.1} s from SIGINT to the exit:\n{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
