@@ -17,7 +17,8 @@ pub struct SfmArgs {
     /// Long side of the images for SfM and training, in pixels (0: keep the full size).
     #[arg(long, default_value_t = sfm::DEFAULT_MAX_SIZE)]
     max_size: u32,
-    /// Frames per second taken from videos (default: about 300 frames over all videos).
+    /// Frames per second taken from videos (default: about 300 frames over all videos), never
+    /// above a video's own rate; frames that repeat the one before are dropped.
     #[arg(long)]
     fps: Option<f64>,
     /// Of each run of this many neighbouring video frames, the blurriest is dropped (1: keep all).
