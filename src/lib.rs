@@ -26,6 +26,7 @@ pub mod plan;
 pub mod rng;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sfm;
+pub mod show;
 pub mod splat;
 pub mod tensor;
 #[cfg(not(target_arch = "wasm32"))]

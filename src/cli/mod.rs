@@ -11,6 +11,7 @@ mod sfm;
 mod signals;
 mod status;
 mod train;
+mod video;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -47,7 +48,8 @@ enum Command {
     Merge(plan::MergeArgs),
     /// Train every block of a plan here, one after another, then merge them to PLAN/merged.ply.
     RunPlan(plan::RunPlanArgs),
-    /// Render a PLY from a dataset's cameras into PNG files.
+    /// Render a model from a dataset's cameras into PNG files, or along a camera path into a
+    /// video (--video OUT.mp4).
     Render(render::RenderArgs),
     /// PSNR, SSIM and LPIPS of a model on a dataset's test views (--json for JSON alone on
     /// stdout).

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use wgsplat::GpuContext;
 use wgsplat::data::{Dataset, View};
 use wgsplat::io::model::load_model_to_gpu;
-use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::{GaussianTensors, RasterMode};
 use wgsplat::train::options::DataArgs;
 use wgsplat::train::setup;
@@ -63,26 +62,7 @@ pub(super) fn save_renders(
         }
         let mut camera = view.camera.clone();
         camera.background = background;
-        let fwd = render(
-            ctx,
-            params,
-            &camera,
-            RenderOptions {
-                sh_degree: params.max_sh_degree(),
-                raster_mode,
-                ..Default::default()
-            },
-        )?;
-        let rgba = fwd.image.read::<f32>(ctx)?;
-        let pixels: Vec<u8> = rgba
-            .iter()
-            .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
-            .collect();
-        let image = wgsplat::data::image::RgbaImage {
-            width: view.camera.width,
-            height: view.camera.height,
-            pixels,
-        };
+        let image = wgsplat::show::render_rgba8(ctx, params, &camera, raster_mode)?;
         image.write_png(&dir.join(format!("{stem}.png")))?;
     }
     Ok(views.len())
@@ -122,6 +102,8 @@ pub struct RenderArgs {
     /// Render antialiased splats: for models trained with --antialiased.
     #[arg(long)]
     antialiased: bool,
+    #[command(flatten)]
+    video: super::video::VideoArgs,
 }
 
 impl RenderArgs {
@@ -159,6 +141,19 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::background_color(setup::parse_background(&args.background)?);
     let dataset = load_split_dataset(&args, background)?;
+    if args.video.wanted() {
+        if let Some(dir) = &args.video.frames {
+            super::guard::refuse_output_among_images(dir, args.dataset.as_deref(), &dataset)?;
+        }
+        return super::video::render_video(
+            ctx,
+            &params,
+            &dataset,
+            &args.video,
+            background,
+            args.raster_mode(),
+        );
+    }
     let views = match args.split.as_str() {
         "test" => &dataset.test,
         "train" => &dataset.train,

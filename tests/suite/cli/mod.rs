@@ -16,6 +16,7 @@ mod inputs;
 mod outputs;
 mod refusals;
 mod signals;
+mod video;
 
 fn expect_success(out: &Output) {
     assert!(

@@ -1,0 +1,215 @@
+//! `wgsplat render --video` and `--frames`: a model rendered along a camera path (an orbit, a
+//! smooth path through the dataset's training cameras, or a nerfstudio `camera_path.json`) into
+//! an H.264 video through ffmpeg, or into PNG files; the path used is written beside the output
+//! as a `camera_path.json` to edit and render again.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use wgsplat::GpuContext;
+use wgsplat::data::Dataset;
+use wgsplat::show::video::{VideoWriter, find_ffmpeg};
+use wgsplat::show::{CameraPath, PathFrame, paths, render_path};
+use wgsplat::splat::{GaussianTensors, RasterMode};
+
+/// Options of `wgsplat render` for videos and camera paths.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct VideoArgs {
+    /// Render along a camera path into this H.264 video (.mp4) instead of the dataset's views.
+    #[arg(long, value_name = "OUT.mp4")]
+    pub video: Option<PathBuf>,
+    /// Write the path's frames as PNG files into DIR (alone: instead of a video).
+    #[arg(long, value_name = "DIR")]
+    pub frames: Option<PathBuf>,
+    /// The camera path: `cameras` (a smooth path through the training cameras, in their order),
+    /// `orbit` (around the scene's centre at the cameras' distance and height), or a nerfstudio
+    /// camera_path.json [default: cameras].
+    #[arg(long, value_name = "cameras|orbit|FILE.json")]
+    pub path: Option<String>,
+    /// Length of a `cameras` or `orbit` path in seconds [default: 8].
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Frames per second [default: 30, or the path file's].
+    #[arg(long)]
+    pub fps: Option<f64>,
+    /// Frame size, e.g. 1280x720 (even sides for a video) [default: the path file's, or the
+    /// first training camera's, made even].
+    #[arg(long, value_name = "WxH")]
+    pub size: Option<String>,
+    /// ffmpeg's executable [default: `ffmpeg` on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub ffmpeg: Option<PathBuf>,
+}
+
+impl VideoArgs {
+    /// True when a path is to be rendered (a video or frames asked for).
+    pub fn wanted(&self) -> bool {
+        self.video.is_some() || self.frames.is_some()
+    }
+}
+
+/// `WxH` as two positive sides.
+fn parse_size(text: &str) -> anyhow::Result<(u32, u32)> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse::<u32>().ok()?, h.trim().parse::<u32>().ok()?)))
+        .filter(|&(w, h)| (1..=16384).contains(&w) && (1..=16384).contains(&h));
+    parsed.with_context(|| {
+        format!("--size {text:?}: expected WIDTHxHEIGHT, e.g. 1280x720, each 1 to 16384")
+    })
+}
+
+fn positive(value: Option<f64>, flag: &str, default: f64) -> anyhow::Result<f64> {
+    let value = value.unwrap_or(default);
+    if !(value.is_finite() && value > 0.0 && value <= 100_000.0) {
+        anyhow::bail!("{flag} {value} must be a positive number");
+    }
+    Ok(value)
+}
+
+/// The camera path the options ask for, made from `dataset`'s training cameras or read.
+pub fn build_path(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPath> {
+    let kind = args.path.as_deref().unwrap_or("cameras");
+    let size = args.size.as_deref().map(parse_size).transpose()?;
+    if kind != "cameras" && kind != "orbit" {
+        let file = Path::new(kind);
+        let mut path = CameraPath::read(file)?;
+        if let Some((w, h)) = size {
+            (path.width, path.height) = (w, h);
+        }
+        if let Some(fps) = args.fps {
+            path.fps = positive(Some(fps), "--fps", fps)?;
+        }
+        if args.seconds.is_some() {
+            anyhow::bail!(
+                "--seconds is for the cameras and orbit paths; {} has its own frames",
+                file.display()
+            );
+        }
+        return Ok(path);
+    }
+    let keys: Vec<PathFrame> = dataset
+        .train
+        .iter()
+        .map(|v| PathFrame::from_camera(&v.camera))
+        .collect();
+    let Some(first) = dataset.train.first() else {
+        anyhow::bail!(
+            "the dataset has no training cameras to make a {kind} path from; give --path FILE.json"
+        );
+    };
+    let fps = positive(args.fps, "--fps", 30.0)?;
+    let seconds = positive(args.seconds, "--seconds", 8.0)?;
+    let count = ((seconds * fps).round() as usize).max(1);
+    let (width, height) = size.unwrap_or((first.camera.width & !1, first.camera.height & !1));
+    let frames = if kind == "orbit" {
+        paths::orbit(&keys, count).context("the training cameras share no up direction to orbit around (their up axes cancel out); give --path FILE.json")?
+    } else {
+        paths::through(&keys, count)
+    };
+    Ok(CameraPath {
+        width: width.max(2),
+        height: height.max(2),
+        fps,
+        frames,
+    })
+}
+
+/// Where the path used is written: `OUT.camera_path.json` beside the video, or
+/// `DIR/camera_path.json` for frames alone.
+fn path_file(args: &VideoArgs) -> Option<PathBuf> {
+    match (&args.video, &args.frames) {
+        (Some(video), _) => Some(video.with_extension("camera_path.json")),
+        (None, Some(dir)) => Some(dir.join("camera_path.json")),
+        (None, None) => None,
+    }
+}
+
+/// Renders the path into the video and/or the frames folder, with a progress bar.
+pub fn render_video(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    dataset: &Dataset,
+    args: &VideoArgs,
+    background: [f32; 3],
+    raster_mode: RasterMode,
+) -> anyhow::Result<()> {
+    let path = build_path(args, dataset)?;
+    let mut writer = match &args.video {
+        Some(video) => {
+            let ffmpeg = find_ffmpeg(args.ffmpeg.as_deref())?;
+            Some(VideoWriter::start(
+                &ffmpeg,
+                video,
+                path.width,
+                path.height,
+                path.fps,
+            )?)
+        }
+        None => None,
+    };
+    if let Some(dir) = &args.frames {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let total = path.frames.len();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("render {bar:30} {pos}/{len} frames, {per_sec}, {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let start = Instant::now();
+    let written = render_path(
+        ctx,
+        params,
+        &path,
+        background,
+        raster_mode,
+        &mut |index, image| {
+            if let Some(writer) = writer.as_mut() {
+                writer.push(&image.pixels)?;
+            }
+            if let Some(dir) = &args.frames {
+                // Composited on the background already: written opaque.
+                let mut opaque = image.clone();
+                opaque.pixels.chunks_exact_mut(4).for_each(|p| p[3] = 255);
+                opaque.write_png(&dir.join(format!("frame_{index:05}.png")))?;
+            }
+            bar.inc(1);
+            Ok(())
+        },
+        &|| false,
+    )?;
+    bar.finish_and_clear();
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(writer) = writer {
+        writer.finish()?;
+    }
+    let outputs: Vec<String> = [args.video.as_ref(), args.frames.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut summary = format!(
+        "wrote {written} frames ({}x{}, {} frames/s, {:.1} s) to {} in {seconds:.1} s ({:.2} frames/s rendered)",
+        path.width,
+        path.height,
+        path.fps,
+        written as f64 / path.fps,
+        outputs.join(" and "),
+        written as f64 / seconds.max(1e-9)
+    );
+    if let Some(file) = path_file(args) {
+        let is_input = args
+            .path
+            .as_deref()
+            .is_some_and(|p| super::guard::same_file(Path::new(p), &file));
+        if !is_input {
+            path.write(&file)?;
+            summary.push_str(&format!("; the path is in {}", file.display()));
+        }
+    }
+    println!("{summary}");
+    Ok(())
+}

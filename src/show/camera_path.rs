@@ -1,0 +1,319 @@
+//! Camera paths in nerfstudio's `camera_path.json`, the format its viewer exports and other tools
+//! read: per frame a camera-to-world 4 × 4 matrix (row-major, 16 numbers) in the OpenGL
+//! convention (x right, y up, the camera looking down −z), the vertical field of view in degrees
+//! and the aspect ratio; for the whole path the render size, frames per second and duration.
+//! Frames convert to and from the splatting [`Camera`] (OpenCV convention, world-to-camera).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::splat::Camera;
+
+/// One frame of a path: where the camera is and how wide it sees.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathFrame {
+    /// Camera-to-world rotation, row-major, OpenGL convention (columns: right, up, backward).
+    pub rotation: [[f64; 3]; 3],
+    /// Camera centre in world space.
+    pub position: [f64; 3],
+    /// Vertical field of view in degrees.
+    pub fov_y_degrees: f64,
+}
+
+/// A camera path: its frames in order, with the size and rate they are rendered at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CameraPath {
+    /// Render width in pixels.
+    pub width: u32,
+    /// Render height in pixels.
+    pub height: u32,
+    /// Frames per second.
+    pub fps: f64,
+    /// The frames.
+    pub frames: Vec<PathFrame>,
+}
+
+/// Near and far planes of the cameras made from a path.
+const NEAR: f32 = 0.01;
+const FAR: f32 = 1.0e4;
+
+fn path_error(path: &Path, message: String) -> Error {
+    crate::data::dataset_error(path, message)
+}
+
+impl PathFrame {
+    /// The frame of a splatting camera (its vertical field of view from `fy` and its height).
+    pub fn from_camera(camera: &Camera) -> PathFrame {
+        let r = camera.rotation.map(|row| row.map(f64::from));
+        // OpenCV camera-to-world is Rᵀ; OpenGL's flips the y and z axes.
+        let mut rotation = [[0.0; 3]; 3];
+        for (i, row) in rotation.iter_mut().enumerate() {
+            *row = [r[0][i], -r[1][i], -r[2][i]];
+        }
+        let fov = 2.0 * (0.5 * f64::from(camera.height) / f64::from(camera.fy)).atan();
+        PathFrame {
+            rotation,
+            position: camera.position().map(f64::from),
+            fov_y_degrees: fov.to_degrees(),
+        }
+    }
+
+    /// The splatting camera of this frame at `width` × `height`, square pixels, principal point
+    /// at the centre, on `background`.
+    pub fn to_camera(&self, width: u32, height: u32, background: [f32; 3]) -> Camera {
+        let f = 0.5 * f64::from(height) / (0.5 * self.fov_y_degrees.to_radians()).tan();
+        // World-to-camera (OpenCV): rows are the OpenGL columns right, −up, −backward.
+        let c = &self.rotation;
+        let rows = [
+            [c[0][0], c[1][0], c[2][0]],
+            [-c[0][1], -c[1][1], -c[2][1]],
+            [-c[0][2], -c[1][2], -c[2][2]],
+        ];
+        let p = self.position;
+        let translation = rows.map(|row| -(row[0] * p[0] + row[1] * p[1] + row[2] * p[2]) as f32);
+        Camera {
+            rotation: rows.map(|row| row.map(|v| v as f32)),
+            translation,
+            fx: f as f32,
+            fy: f as f32,
+            cx: 0.5 * width as f32,
+            cy: 0.5 * height as f32,
+            width,
+            height,
+            near: NEAR,
+            far: FAR,
+            background,
+        }
+    }
+}
+
+/// The JSON document, as nerfstudio writes it (fields wgsplat does not use are kept on read and
+/// ignored).
+#[derive(Serialize, Deserialize)]
+struct Document {
+    camera_type: Option<String>,
+    render_height: Value,
+    render_width: Value,
+    camera_path: Vec<FrameJson>,
+    fps: Value,
+    seconds: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    smoothness_value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_cycle: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FrameJson {
+    camera_to_world: Vec<f64>,
+    fov: f64,
+    aspect: f64,
+}
+
+/// A positive whole number of pixels from a JSON field.
+fn pixels(value: &Value, field: &str, path: &Path) -> Result<u32> {
+    value
+        .as_u64()
+        .filter(|v| (1..=16384).contains(v))
+        .map(|v| v as u32)
+        .ok_or_else(|| {
+            path_error(
+                path,
+                format!("`{field}` is {value}: it must be a whole number of pixels, 1 to 16384"),
+            )
+        })
+}
+
+/// A positive finite number from a JSON field.
+fn positive(value: &Value, field: &str, path: &Path) -> Result<f64> {
+    value
+        .as_f64()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| {
+            path_error(
+                path,
+                format!("`{field}` is {value}: it must be a number above 0"),
+            )
+        })
+}
+
+/// Checks that `m` (row-major 4 × 4) is rigid: an orthonormal, right-handed rotation (to 1e-3),
+/// a finite translation and a last row of (0, 0, 0, 1).
+fn rigid_frame(m: &[f64], index: usize, path: &Path) -> Result<([[f64; 3]; 3], [f64; 3])> {
+    let fail = |why: &str| {
+        path_error(
+            path,
+            format!(
+                "frame {index}: `camera_to_world` {why}; it must be a rigid 4x4 camera-to-world matrix, 16 numbers row by row"
+            ),
+        )
+    };
+    if m.len() != 16 {
+        return Err(fail(&format!("has {} numbers", m.len())));
+    }
+    if m.iter().any(|v| !v.is_finite()) {
+        return Err(fail("holds a number that is not finite"));
+    }
+    let rotation = [0, 1, 2].map(|i| [m[4 * i], m[4 * i + 1], m[4 * i + 2]]);
+    let position = [m[3], m[7], m[11]];
+    let last = [m[12], m[13], m[14], m[15]];
+    if last
+        .iter()
+        .zip([0.0, 0.0, 0.0, 1.0])
+        .any(|(a, b)| (a - b).abs() > 1e-6)
+    {
+        return Err(fail(&format!("ends in the row {last:?}, not (0, 0, 0, 1)")));
+    }
+    for a in 0..3 {
+        for b in 0..3 {
+            let dot: f64 = (0..3).map(|k| rotation[k][a] * rotation[k][b]).sum();
+            let expected = if a == b { 1.0 } else { 0.0 };
+            if (dot - expected).abs() > 1e-3 {
+                return Err(fail(
+                    "is not a rotation (its columns are not orthonormal: scaled or sheared)",
+                ));
+            }
+        }
+    }
+    let r = &rotation;
+    let det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1])
+        - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
+        + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]);
+    if det < 0.0 {
+        return Err(fail("is a reflection, not a rotation"));
+    }
+    Ok((rotation, position))
+}
+
+impl CameraPath {
+    /// Reads a nerfstudio `camera_path.json`; a missing field, a matrix that is not rigid, or a
+    /// field of view that is not between 0 and 180 degrees is an error naming the frame.
+    pub fn read(path: &Path) -> Result<CameraPath> {
+        let text = crate::data::read_regular_text(path, "the camera path")?;
+        let document: Document = serde_json::from_str(&text).map_err(|e| {
+            path_error(
+                path,
+                format!("not a nerfstudio camera path ({e}); it needs render_width, render_height, fps, seconds and camera_path with camera_to_world, fov and aspect per frame"),
+            )
+        })?;
+        if let Some(kind) = document
+            .camera_type
+            .as_deref()
+            .filter(|k| *k != "perspective")
+        {
+            return Err(path_error(
+                path,
+                format!("camera_type {kind:?}: only perspective paths are rendered"),
+            ));
+        }
+        let width = pixels(&document.render_width, "render_width", path)?;
+        let height = pixels(&document.render_height, "render_height", path)?;
+        let fps = positive(&document.fps, "fps", path)?;
+        positive(&document.seconds, "seconds", path)?;
+        if document.camera_path.is_empty() {
+            return Err(path_error(path, "`camera_path` has no frames".into()));
+        }
+        let mut frames = Vec::with_capacity(document.camera_path.len());
+        for (index, frame) in document.camera_path.iter().enumerate() {
+            let (rotation, position) = rigid_frame(&frame.camera_to_world, index, path)?;
+            if !(frame.fov.is_finite() && frame.fov > 0.0 && frame.fov < 180.0) {
+                return Err(path_error(
+                    path,
+                    format!(
+                        "frame {index}: `fov` is {}: the vertical field of view must be between 0 and 180 degrees",
+                        frame.fov
+                    ),
+                ));
+            }
+            frames.push(PathFrame {
+                rotation,
+                position,
+                fov_y_degrees: frame.fov,
+            });
+        }
+        Ok(CameraPath {
+            width,
+            height,
+            fps,
+            frames,
+        })
+    }
+
+    /// Writes the path as a nerfstudio `camera_path.json` (atomically).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let aspect = f64::from(self.width) / f64::from(self.height);
+        let document = Document {
+            camera_type: Some("perspective".into()),
+            render_height: self.height.into(),
+            render_width: self.width.into(),
+            camera_path: (self.frames.iter())
+                .map(|f| {
+                    let (r, p) = (&f.rotation, &f.position);
+                    let mut m = Vec::with_capacity(16);
+                    for i in 0..3 {
+                        m.extend([r[i][0], r[i][1], r[i][2], p[i]]);
+                    }
+                    m.extend([0.0, 0.0, 0.0, 1.0]);
+                    FrameJson {
+                        camera_to_world: m,
+                        fov: f.fov_y_degrees,
+                        aspect,
+                    }
+                })
+                .collect(),
+            fps: self.fps.into(),
+            seconds: (self.frames.len() as f64 / self.fps).into(),
+            smoothness_value: None,
+            is_cycle: None,
+        };
+        let text = serde_json::to_string_pretty(&document).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            action: "encode".into(),
+            message: e.to_string(),
+        })?;
+        crate::io::write_atomically(path, |w| {
+            std::io::Write::write_all(w, text.as_bytes())
+                .map_err(|e| crate::io::io_error(path, "write", e))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_camera_survives_the_path_convention_both_ways() {
+        let mut camera = Camera::facing_origin(64, 48, 3.0, [0.0; 3]);
+        // Turned about an oblique axis, moved off the axis.
+        let (s, c) = (0.3f32.sin(), 0.3f32.cos());
+        camera.rotation = [[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]];
+        camera.translation = [0.2, -0.1, 3.0];
+        let frame = PathFrame::from_camera(&camera);
+        let back = frame.to_camera(64, 48, [0.0; 3]);
+        for (a, b) in back
+            .rotation
+            .iter()
+            .flatten()
+            .zip(camera.rotation.iter().flatten())
+        {
+            assert!((a - b).abs() < 1e-6, "{back:?}");
+        }
+        for (a, b) in back.translation.iter().zip(&camera.translation) {
+            assert!((a - b).abs() < 1e-5, "{back:?}");
+        }
+        assert!((back.fy - camera.fy).abs() < 1e-3 && (back.fx - camera.fy).abs() < 1e-3);
+        // OpenGL: the camera looks down its −z column, towards the origin here.
+        let forward = [0, 1, 2].map(|i| -frame.rotation[i][2]);
+        let to_origin = frame.position.map(|p| -p);
+        let cos = (0..3).map(|i| forward[i] * to_origin[i]).sum::<f64>()
+            / (0..3)
+                .map(|i| to_origin[i] * to_origin[i])
+                .sum::<f64>()
+                .sqrt();
+        assert!(cos > 0.99, "{cos}");
+    }
+}

@@ -1,0 +1,70 @@
+//! Layer 4, beside rendering: what a user makes of a trained model to show it. Camera paths in
+//! nerfstudio's `camera_path.json` ([`camera_path`]), paths made from a dataset's cameras (an
+//! orbit, a smooth path through them: [`paths`]), and videos of a path streamed to ffmpeg
+//! ([`video`]). The CLI (`wgsplat render --video`) and the viewer drive the same code.
+
+pub mod camera_path;
+pub mod paths;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod video;
+
+use crate::GpuContext;
+use crate::data::image::RgbaImage;
+use crate::error::Result;
+use crate::splat::forward::{RenderOptions, render};
+use crate::splat::{Camera, GaussianTensors, RasterMode};
+
+pub use camera_path::{CameraPath, PathFrame};
+
+/// Renders `params` from `camera` at its full SH degree and reads the image back as 8-bit RGBA
+/// (clamped to [0, 1], rounded).
+pub fn render_rgba8(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    camera: &Camera,
+    raster_mode: RasterMode,
+) -> Result<RgbaImage> {
+    let forward = render(
+        ctx,
+        params,
+        camera,
+        RenderOptions {
+            sh_degree: params.max_sh_degree(),
+            raster_mode,
+            ..Default::default()
+        },
+    )?;
+    let rgba = forward.image.read::<f32>(ctx)?;
+    let pixels = rgba
+        .iter()
+        .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+        .collect();
+    Ok(RgbaImage {
+        width: camera.width,
+        height: camera.height,
+        pixels,
+    })
+}
+
+/// Renders every frame of `path` in order, one at a time (the next frame is rendered only when
+/// `sink` has taken the last, so memory does not grow with the path's length), at the path's
+/// size on `background`. `stop` is asked before each frame; returns the frames given to `sink`.
+pub fn render_path(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    path: &CameraPath,
+    background: [f32; 3],
+    raster_mode: RasterMode,
+    sink: &mut dyn FnMut(usize, &RgbaImage) -> Result<()>,
+    stop: &dyn Fn() -> bool,
+) -> Result<usize> {
+    for (index, frame) in path.frames.iter().enumerate() {
+        if stop() {
+            return Ok(index);
+        }
+        let camera = frame.to_camera(path.width, path.height, background);
+        let image = render_rgba8(ctx, params, &camera, raster_mode)?;
+        sink(index, &image)?;
+    }
+    Ok(path.frames.len())
+}
