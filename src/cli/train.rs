@@ -59,7 +59,8 @@ pub struct TrainArgs {
 
 /// Applies `--memory-budget` (when given) to `config` and prints the plan. A resume (`saved`: the
 /// checkpoint's configuration) keeps the cap it was trained with, where the budget still holds it
-/// ([`wgsplat::train::resume::resumed_cap`]).
+/// ([`wgsplat::train::resume::resumed_cap`]). Returns the note, also printed on stderr, of an
+/// LPIPS the budget cannot hold (for metrics.json's `lpips_skipped`).
 fn apply_budget(
     ctx: &GpuContext,
     args: &TrainArgs,
@@ -67,7 +68,7 @@ fn apply_budget(
     initial: u64,
     saved: Option<&TrainConfig>,
     config: &mut TrainConfig,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let explicit = config.max_gaussians;
     let context = || {
         format!(
@@ -80,7 +81,7 @@ fn apply_budget(
         .apply_memory_budget(ctx, dataset, initial, config)
         .with_context(context)?;
     let Some(plan) = plan else {
-        return Ok(());
+        return Ok(None);
     };
     let mut kept = String::new();
     if let Some(saved) = saved {
@@ -104,7 +105,11 @@ fn apply_budget(
         plan.per_gaussian,
         config.max_gaussians
     );
-    Ok(())
+    let note = plan.lpips_note();
+    if let Some(note) = &note {
+        eprintln!("note: {note}");
+    }
+    Ok(note)
 }
 
 /// Runs `wgsplat train`.
@@ -120,20 +125,21 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         .with_context(|| format!("creating the output folder {}", args.out.display()))?;
     let checkpoint_path = args.out.join("checkpoint.bin");
     let mut config = config;
+    let lpips_skipped;
     let mut trainer = if args.resume {
         let checkpoint = load_checkpoint(ctx, &checkpoint_path).with_context(
             || "--resume needs OUT/checkpoint.bin from an earlier run with --save-every",
         )?;
         let saved = wgsplat::train::resume::saved_config(&checkpoint)?;
         let initial = checkpoint.params.len();
-        apply_budget(ctx, &args, &dataset, initial, saved.as_ref(), &mut config)?;
+        lpips_skipped = apply_budget(ctx, &args, &dataset, initial, saved.as_ref(), &mut config)?;
         Trainer::resume(ctx, dataset, checkpoint, config.clone())?
     } else {
         let initial = initial_model(ctx, &dataset, &config)?;
         if let Some(sky) = &initial.sky {
             println!("{}", sky.summary());
         }
-        apply_budget(
+        lpips_skipped = apply_budget(
             ctx,
             &args,
             &dataset,
@@ -259,7 +265,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "test_psnr": test.then_some(scores.psnr), "test_ssim": test.then_some(scores.ssim), "test_lpips": scores.lpips.filter(|_| test),
         "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
         "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
-        "exposure_fitted": scores.exposure_fitted,
+        "exposure_fitted": scores.exposure_fitted, "lpips_skipped": lpips_skipped,
         "pose_refinement": pose_summary,
         "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,

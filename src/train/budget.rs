@@ -12,6 +12,12 @@
 //!   [`Tensor::planned_bytes`] of the largest training view's packed pixels, and the staging of
 //!   one image's upload ([`crate::gpu::encoder::upload_staging_bytes`]).
 //!
+//! - the evaluation and exposure compensation ([`evaluation`]): LPIPS's weights (resident from
+//!   the first evaluation on) and the peak of scoring the largest scored view (render, ground
+//!   truth, metrics, LPIPS's feature maps of both images), exposure's transforms and its per-step
+//!   images. Where LPIPS's bytes would leave no room for the initial Gaussians, it is skipped
+//!   ([`LpipsPlan::Skipped`], with a note) rather than run past the budget.
+//!
 //! The cap is the largest count whose total fits (found by bisection, since paging and size
 //! classes make the total a step function). The figures a user reads split the total the way it
 //! grows: the image cache and one frame's buffers at the largest view ([`MemoryPlan::frame`]:
@@ -21,8 +27,16 @@
 //! a measured training step; `tests/suite/memory/budget.rs` holds the whole plan to a measured
 //! run at 1024².
 
+mod check;
+mod evaluation;
+
+pub use check::check_plan;
+pub use evaluation::{
+    EvaluationPlan, LpipsPlan, lpips_fits_views, plan_evaluation, scored_views, scored_width,
+};
+
 use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::optim::MomentStorage;
 use crate::splat::gaussians::Attribute;
@@ -41,8 +55,10 @@ pub const PLANNED_TILES_PER_GAUSSIAN: u64 = 8;
 
 /// Applies `--memory-budget` to `config`: the cap becomes the plan's count (or the smaller of it
 /// and an explicit `max_gaussians`), and `image_cache` the bytes of the cache the plan holds (its
-/// share of the budget, or `--image-cache`). Fails, with the numbers, when one training image
-/// and one frame, or the `initial` Gaussians, do not fit.
+/// share of the budget, or `--image-cache`). The evaluation is planned too; where LPIPS would
+/// leave no room for the `initial` Gaussians, `config.lpips` is turned off and the plan says so
+/// ([`MemoryPlan::lpips_note`]). Fails, with the numbers, when one training image and one frame,
+/// or the `initial` Gaussians, do not fit.
 pub fn apply_memory_budget(
     text: &str,
     ctx: &GpuContext,
@@ -51,14 +67,35 @@ pub fn apply_memory_budget(
     config: &mut crate::train::TrainConfig,
 ) -> Result<MemoryPlan> {
     let bytes = resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(ctx.info()))?;
-    let plan = plan_budget(
-        ctx,
-        bytes,
-        config.sh_degree,
-        config.optimizer_state,
-        dataset,
-        config.image_cache,
-    );
+    let plan_with = |lpips: bool| {
+        let evaluation = plan_evaluation(ctx, dataset, config.exposure, lpips);
+        plan_budget_with(
+            ctx,
+            bytes,
+            config.sh_degree,
+            config.optimizer_state,
+            dataset,
+            config.image_cache,
+            evaluation,
+        )
+    };
+    let mut plan = plan_with(config.lpips);
+    if let LpipsPlan::Planned { bytes } = plan.evaluation.lpips
+        && plan.max_gaussians < initial
+    {
+        let without = plan_with(false);
+        if without.max_gaussians >= initial {
+            let smallest_budget = plan.smallest_budget(ctx, initial);
+            plan = without;
+            plan.evaluation.lpips = LpipsPlan::Skipped {
+                bytes,
+                smallest_budget,
+            };
+            config.lpips = false;
+        } else {
+            plan = without;
+        }
+    }
     check_plan(ctx, &plan, initial)?;
     config.max_gaussians = match config.max_gaussians {
         0 => plan.max_gaussians,
@@ -171,6 +208,8 @@ pub struct MemoryPlan {
     pub view_size: (u32, u32),
     /// The GPU cache of training images this budget holds.
     pub cache: ImageCachePlan,
+    /// The evaluation and exposure compensation's bytes (none in a plan of training alone).
+    pub evaluation: EvaluationPlan,
 }
 
 /// The count the per-Gaussian figure is averaged over when no Gaussian fits the budget.
@@ -180,14 +219,32 @@ impl MemoryPlan {
     /// The planned bytes of training `n` Gaussians, the image cache included: what the budget
     /// must hold.
     pub fn planned_bytes(&self, ctx: &GpuContext, n: u64) -> u64 {
-        planned_total_bytes(
+        planned_total_with_evaluation(
             ctx,
             n,
             self.degree,
             self.moments,
             &self.cache,
             self.view_size,
+            &self.evaluation,
         )
+    }
+
+    /// The note a run prints and records when this plan skipped LPIPS, `None` when it did not.
+    pub fn lpips_note(&self) -> Option<String> {
+        let LpipsPlan::Skipped {
+            bytes,
+            smallest_budget,
+        } = self.evaluation.lpips
+        else {
+            return None;
+        };
+        Some(format!(
+            "LPIPS is not scored: its network and feature maps take {bytes} bytes, which a \
+             --memory-budget of {} bytes cannot hold beside the initial Gaussians; give \
+             --memory-budget {smallest_budget} or more to score it (PSNR and SSIM are scored)",
+            self.budget
+        ))
     }
 
     /// The smallest budget whose plan holds `n` Gaussians. A larger budget may buy the cache more
@@ -245,6 +302,35 @@ pub fn planned_total_bytes(
     cache.bytes()
         + cache.upload_bytes()
         + planned_training_bytes(ctx, n, degree, moments, width, height)
+}
+
+/// [`planned_total_bytes`] with the evaluation and exposure compensation's bytes: the model, the
+/// cache and `evaluation`'s resident bytes, then the larger of a training step (its frame and
+/// exposure's per-step images) and the evaluation's peak (whose render is a frame at most).
+pub fn planned_total_with_evaluation(
+    ctx: &GpuContext,
+    n: u64,
+    degree: u32,
+    moments: MomentStorage,
+    cache: &ImageCachePlan,
+    view_size: (u32, u32),
+    evaluation: &EvaluationPlan,
+) -> u64 {
+    let (width, height) = view_size;
+    let frame = frame_scratch_bytes(
+        ctx,
+        n,
+        n,
+        n * PLANNED_TILES_PER_GAUSSIAN,
+        width,
+        height,
+        degree,
+    );
+    cache.bytes()
+        + cache.upload_bytes()
+        + ModelState::planned_bytes(ctx, n, degree, moments)
+        + evaluation.resident
+        + (frame + evaluation.step).max(evaluation.scoring)
 }
 
 /// The largest count whose `total` fits `budget` (0 when none does), found by bisection:
@@ -312,12 +398,27 @@ pub fn plan_budget(
     dataset: &Dataset,
     image_cache: Option<u64>,
 ) -> MemoryPlan {
+    let training = EvaluationPlan::default();
+    plan_budget_with(ctx, budget, degree, moments, dataset, image_cache, training)
+}
+
+/// [`plan_budget`] with the evaluation and exposure compensation's bytes ([`plan_evaluation`]).
+pub fn plan_budget_with(
+    ctx: &GpuContext,
+    budget: u64,
+    degree: u32,
+    moments: MomentStorage,
+    dataset: &Dataset,
+    image_cache: Option<u64>,
+    evaluation: EvaluationPlan,
+) -> MemoryPlan {
     let sizes = dataset
         .train
         .iter()
         .map(|v| (v.image.width, v.image.height));
     let cache = ImageCachePlan::for_views(ctx, sizes, Some(budget), image_cache);
-    plan_for_cache(ctx, budget, degree, moments, cache, largest_view(dataset))
+    let view_size = largest_view(dataset);
+    plan_for_cache_with(ctx, budget, degree, moments, cache, view_size, evaluation)
 }
 
 /// Plans `budget` bytes for training with the image cache `cache` (resized for `budget` by
@@ -330,8 +431,24 @@ pub fn plan_for_cache(
     cache: ImageCachePlan,
     view_size: (u32, u32),
 ) -> MemoryPlan {
+    let training = EvaluationPlan::default();
+    plan_for_cache_with(ctx, budget, degree, moments, cache, view_size, training)
+}
+
+/// [`plan_for_cache`] with the evaluation and exposure compensation's bytes.
+pub fn plan_for_cache_with(
+    ctx: &GpuContext,
+    budget: u64,
+    degree: u32,
+    moments: MomentStorage,
+    cache: ImageCachePlan,
+    view_size: (u32, u32),
+    evaluation: EvaluationPlan,
+) -> MemoryPlan {
     let cache = cache.at_budget(Some(budget));
-    let total = |n: u64| planned_total_bytes(ctx, n, degree, moments, &cache, view_size);
+    let total = |n: u64| {
+        planned_total_with_evaluation(ctx, n, degree, moments, &cache, view_size, &evaluation)
+    };
     let max_gaussians = largest_count_within(budget, total);
     let images = cache.bytes();
     let mut plan = MemoryPlan {
@@ -344,6 +461,7 @@ pub fn plan_for_cache(
         moments,
         view_size,
         cache,
+        evaluation,
     };
     let averaged_over = match max_gaussians {
         0 => REFERENCE_GAUSSIANS,
@@ -351,47 +469,6 @@ pub fn plan_for_cache(
     };
     plan.per_gaussian = plan.per_gaussian_at(ctx, averaged_over);
     plan
-}
-
-/// Checks that a plan holds `initial` Gaussians, with the numbers in the error when not: a
-/// budget without room for one cache slot and one frame is told so with the slot's and the
-/// frame's bytes; otherwise the error gives the image cache, one frame's buffers and the
-/// per-Gaussian bytes averaged over `initial`. Both name the smallest budget that holds the
-/// initial Gaussians ([`MemoryPlan::smallest_budget`], exact: one byte less does not).
-pub fn check_plan(ctx: &GpuContext, plan: &MemoryPlan, initial: u64) -> Result<()> {
-    if initial <= plan.max_gaussians {
-        return Ok(());
-    }
-    let (width, height) = plan.view_size;
-    let (slot_width, slot_height) = plan.cache.slot_size;
-    let slot = plan.cache.slot_bytes;
-    let smallest = plan.smallest_budget(ctx, initial);
-    let detail = if plan.budget < slot + plan.frame {
-        format!(
-            "{} bytes cannot hold one training image and one frame: a GPU image cache slot for the largest training view ({slot_width}x{slot_height} as RGBA8) takes {slot} bytes and one {width}x{height} frame's buffers {} bytes, {} in all; raise --memory-budget to at least {smallest} bytes (one slot, one frame and the initial {initial} Gaussians), or train on smaller images (-r 2)",
-            plan.budget,
-            plan.frame,
-            slot + plan.frame,
-        )
-    } else {
-        let smaller_cache = match plan.cache.explicit {
-            Some(_) => ", give a smaller --image-cache",
-            None => "",
-        };
-        format!(
-            "{} bytes cannot hold the initial {initial} Gaussians: the GPU image cache takes {} bytes ({} slots of {slot} bytes for {slot_width}x{slot_height} views), one {width}x{height} frame's buffers {} bytes and each Gaussian about {} bytes, so at most {} fit; raise --memory-budget to at least {smallest} bytes{smaller_cache} or start from fewer points",
-            plan.budget,
-            plan.images,
-            plan.cache.slots,
-            plan.frame,
-            plan.per_gaussian_at(ctx, initial),
-            plan.max_gaussians,
-        )
-    };
-    Err(Error::InvalidArgument {
-        op: "memory budget",
-        detail,
-    })
 }
 
 #[cfg(test)]

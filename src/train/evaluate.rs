@@ -8,10 +8,11 @@ use crate::data::View;
 use crate::data::image::pack_rgba8;
 use crate::error::{Error, Result};
 use crate::gpu::MemoryCategory;
-use crate::loss::lpips::{Lpips, LpipsImage, MIN_IMAGE_SIDE};
+use crate::loss::lpips::{Lpips, LpipsImage};
 use crate::loss::{ImageMetrics, record_metrics};
 use crate::splat::forward::{RenderOptions, render};
 use crate::tensor::Tensor;
+use crate::train::budget::lpips_fits_views;
 
 impl Trainer {
     /// The background test views are scored on: the training background, or black when that is
@@ -102,7 +103,9 @@ impl Trainer {
                 ScoredViews::Test => view.camera.clone(),
             };
             camera.background = background;
-            let fwd = render(
+            // Only the image is kept: the forward's other outputs go before the view is scored,
+            // as the memory plan assumes (`train::budget::evaluation`).
+            let image = render(
                 &self.ctx,
                 &self.state.params,
                 &camera,
@@ -111,34 +114,19 @@ impl Trainer {
                     raster_mode: self.config.raster_mode,
                     ..Default::default()
                 },
-            )?;
-            // One submission scores the view: metrics and LPIPS, read back together. A training
-            // view resident in the image cache is used from there (without changing what the
-            // cache keeps); other views are uploaded.
+            )?
+            .image;
+            // One submission scores the view: metrics and LPIPS, read back together.
             let mut enc = self.ctx.encoder("evaluation");
-            let resident = match self.scored_views() {
-                ScoredViews::Train => self.image_cache.peek(index, view)?,
-                ScoredViews::Test => None,
-            };
-            let gt = match resident {
-                Some(gt) => gt,
-                None => {
-                    let (w, h) = (view.image.width as usize, view.image.height as usize);
-                    Tensor::from_slice(
-                        &mut enc,
-                        &pack_rgba8(&view.image.pixels),
-                        &[h, w],
-                        MemoryCategory::FrameScratch,
-                        "eval/gt",
-                    )?
-                }
-            };
             let options = view_loss_options(view, background);
             // With exposure compensation, INRIA's protocol: the view's transform is fitted on
             // its left half, and the right half is scored.
             let (scored, gt) = match self.config.exposure {
-                true => exposure_scored(&mut enc, &fwd.image, view, background)?,
-                false => (fwd.image.clone(), gt),
+                true => exposure_scored(&mut enc, &image, view, background)?,
+                false => {
+                    let gt = self.ground_truth(&mut enc, index, view)?;
+                    (image, gt)
+                }
             };
             let stats = record_metrics(&mut enc, &scored, &gt, &options)?.record_read(&mut enc)?;
             let distance = lpips
@@ -178,15 +166,36 @@ impl Trainer {
         }))
     }
 
+    /// The ground truth of scored view `index`: from the image cache when it is a training view
+    /// resident there (without changing what the cache keeps), else uploaded.
+    fn ground_truth(
+        &self,
+        enc: &mut crate::gpu::Encoder,
+        index: usize,
+        view: &View,
+    ) -> Result<Tensor> {
+        let resident = match self.scored_views() {
+            ScoredViews::Train => self.image_cache.peek(index, view)?,
+            ScoredViews::Test => None,
+        };
+        if let Some(gt) = resident {
+            return Ok(gt);
+        }
+        let (w, h) = (view.image.width as usize, view.image.height as usize);
+        Tensor::from_slice(
+            enc,
+            &pack_rgba8(&view.image.pixels),
+            &[h, w],
+            MemoryCategory::FrameScratch,
+            "eval/gt",
+        )
+    }
+
     /// The LPIPS network when this evaluation scores LPIPS: enabled, and every view at least
-    /// [`MIN_IMAGE_SIDE`] on each side.
+    /// [`crate::loss::lpips::MIN_IMAGE_SIDE`] on each side of what is scored (the right half
+    /// with exposure compensation).
     fn lpips_network(&self, views: &[View]) -> Result<Option<&Lpips>> {
-        // Exposure compensation scores the right half of each view.
-        let scored_width = |w: u32| if self.config.exposure { w - w / 2 } else { w };
-        let large_enough = views
-            .iter()
-            .all(|v| scored_width(v.image.width).min(v.image.height) >= MIN_IMAGE_SIDE);
-        if !self.config.lpips || views.is_empty() || !large_enough {
+        if !self.config.lpips || !lpips_fits_views(views, self.config.exposure) {
             return Ok(None);
         }
         if let Some(network) = self.lpips.get() {

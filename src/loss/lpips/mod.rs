@@ -28,6 +28,7 @@
 //! fit one binding (128 MiB on lavapipe: images up to about 3800 × 2100).
 
 mod layers;
+mod plan;
 pub mod reference;
 pub mod weights;
 
@@ -36,6 +37,7 @@ use crate::gpu::kernels::{lpips_distance, shared_lpips::CONV_CHANNELS};
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::tensor::{DType, Tensor};
 use layers::single_page;
+pub use plan::{LpipsBytes, planned_bytes};
 use weights::{ConvShape, LpipsWeights};
 
 /// The fixed input shift of LPIPS (`SHIFT` in lpips_prepare.wgsl).
@@ -95,9 +97,17 @@ pub struct Lpips {
 }
 
 impl Lpips {
-    /// Uploads `weights` (which [`LpipsWeights::parse`] has checked to be AlexNet's shapes).
+    /// Uploads `weights` (which [`LpipsWeights::parse`] has checked to be AlexNet's shapes), one
+    /// submission per tensor, so that the upload's staging holds one tensor at a time (the
+    /// order and peak [`planned_bytes`] plans).
     pub fn new(ctx: &GpuContext, weights: &LpipsWeights) -> Result<Self> {
-        let mut enc = ctx.encoder("lpips weights");
+        let upload = |data: &[f32], label: &str| -> Result<Tensor> {
+            let mut enc = ctx.encoder("lpips weights");
+            let t =
+                Tensor::from_slice(&mut enc, data, &[data.len()], MemoryCategory::Other, label)?;
+            ctx.submit(enc)?;
+            Ok(t)
+        };
         let mut convs = Vec::with_capacity(weights.convs.len());
         for layer in &weights.convs {
             if layer.shape.out_channels % CONV_CHANNELS != 0 {
@@ -109,33 +119,17 @@ impl Lpips {
                     ),
                 });
             }
-            let n = layer.weights.len();
             convs.push(GpuConv {
                 shape: layer.shape,
-                weights: Tensor::from_slice(
-                    &mut enc,
-                    &layer.weights,
-                    &[n],
-                    MemoryCategory::Other,
-                    "lpips/kernel",
-                )?,
-                bias: Tensor::from_slice(
-                    &mut enc,
-                    &layer.bias,
-                    &[layer.bias.len()],
-                    MemoryCategory::Other,
-                    "lpips/bias",
-                )?,
+                weights: upload(&layer.weights, "lpips/kernel")?,
+                bias: upload(&layer.bias, "lpips/bias")?,
             });
         }
         let heads = weights
             .heads
             .iter()
-            .map(|h| {
-                Tensor::from_slice(&mut enc, h, &[h.len()], MemoryCategory::Other, "lpips/head")
-            })
+            .map(|h| upload(h, "lpips/head"))
             .collect::<Result<Vec<_>>>()?;
-        ctx.submit(enc)?;
         Ok(Lpips { convs, heads })
     }
 

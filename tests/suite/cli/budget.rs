@@ -102,3 +102,79 @@ fn a_resume_under_a_budget_keeps_its_cap_and_may_change_the_cache_and_moments() 
     assert_eq!(metrics["image_cache"]["slots"].as_u64(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The smallest budget `wgsplat train` accepts for the built-in scene at 128² with `extra`
+/// options: the one its refusal of 1 MiB names.
+fn smallest_budget(out: &str, extra: &[&str]) -> u64 {
+    let mut args = vec![
+        "train",
+        "--builtin-resolution",
+        "128",
+        "--memory-budget",
+        "1MiB",
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(extra);
+    let err = failure_text(&wgsplat(&args), "a budget of 1 MiB");
+    err.split("raise --memory-budget to at least ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no smallest budget in:\n{err}"))
+}
+
+/// At the smallest budget the planner accepts, with and without exposure compensation, the whole
+/// run stays within it: `peak_gpu_total_bytes` is read after the final evaluation, so it
+/// includes the render, the metrics and LPIPS (its network alone is about 10 MB, more than
+/// this budget), which is scored or skipped with a note in metrics.json and on stderr.
+#[test]
+fn the_evaluation_stays_within_the_smallest_memory_budget() {
+    let dir = temp_dir("budget-evaluation");
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    for extra in [&[][..], &["--exposure"][..]] {
+        let budget = smallest_budget(out_s, extra);
+        let budget_s = budget.to_string();
+        let mut args = vec![
+            "train",
+            "--builtin-resolution",
+            "128",
+            "--iterations",
+            "20",
+            "--memory-budget",
+            &budget_s,
+            "--out",
+            out_s,
+        ];
+        args.extend_from_slice(extra);
+        // Without the test build's 1 MiB poison source, which the budget does not plan for.
+        let run = Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+            .args(&args)
+            .env("WGSPLAT_POISON", "0")
+            .output()
+            .unwrap();
+        expect_success(&run);
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+        let peak = metrics["peak_gpu_total_bytes"].as_u64().unwrap();
+        assert!(
+            peak <= budget,
+            "{extra:?}: peak {peak} bytes above the smallest budget, {budget} bytes"
+        );
+        assert!(metrics["test_psnr"].as_f64().is_some(), "{metrics}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        match metrics["lpips_skipped"].as_str() {
+            Some(note) => {
+                assert!(metrics["test_lpips"].is_null(), "{metrics}");
+                assert!(note.contains("--memory-budget"), "{note}");
+                assert!(
+                    stderr.contains(note),
+                    "{extra:?}: no note on stderr:\n{stderr}"
+                );
+            }
+            None => assert!(metrics["test_lpips"].as_f64().is_some(), "{metrics}"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
