@@ -106,6 +106,7 @@ pub fn convert(
     format: Option<&str>,
     input_format: Option<&str>,
     spz_args: &SpzArgs,
+    filter_args: &super::cleanup::FilterArgs,
 ) -> anyhow::Result<()> {
     let options = spz_args.options()?;
     let from = match input_format {
@@ -125,8 +126,17 @@ pub fn convert(
     let (model, dropped) = std::thread::scope(|scope| {
         scope.spawn(|| draw(&progress, &done));
         let result = (|| {
-            let model = read(input, from, &options, &progress)
+            let mut model = read(input, from, &options, &progress)
                 .with_context(|| format!("reading {}", input.display()))?;
+            if filter_args.any() {
+                let report = super::cleanup::clean(&mut model, filter_args)?;
+                if report.kept == 0 {
+                    anyhow::bail!(
+                        "the filters removed every Gaussian of {}; nothing was written",
+                        input.display()
+                    );
+                }
+            }
             let dropped = write(output, to, &model, &options, &progress)
                 .with_context(|| format!("writing {}", output.display()))?;
             anyhow::Ok((model, dropped))

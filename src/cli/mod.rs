@@ -2,6 +2,7 @@
 
 mod bench;
 mod builtin;
+mod cleanup;
 mod convert;
 mod dataset;
 mod guard;
@@ -55,7 +56,8 @@ enum Command {
     /// stdout).
     Eval(render::RenderArgs),
     /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ, SOG (by
-    /// extension, or --format).
+    /// extension, or --format), optionally cleaned up by a crop box, opacity, scale and floater
+    /// filters.
     Convert {
         /// The model to read.
         input: std::path::PathBuf,
@@ -70,6 +72,8 @@ enum Command {
         input_format: Option<String>,
         #[command(flatten)]
         spz: convert::SpzArgs,
+        #[command(flatten)]
+        filters: cleanup::FilterArgs,
     },
     /// Write a built-in scene as a dataset folder: the town as COLMAP (sparse/0/*.txt,
     /// images/*.png), the objects scene as NeRF-synthetic.
@@ -117,12 +121,14 @@ pub fn run() -> ExitCode {
             format,
             input_format,
             spz,
+            filters,
         } => convert::convert(
             &input,
             &output,
             format.as_deref(),
             input_format.as_deref(),
             &spz,
+            &filters,
         ),
     };
     match result {

@@ -4,6 +4,7 @@
 //! ([`video`]). The CLI (`wgsplat render --video`) and the viewer drive the same code.
 
 pub mod camera_path;
+pub mod edit;
 pub mod paths;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod video;

@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 
 mod budget;
+mod cleanup;
 mod inputs;
 mod outputs;
 mod refusals;
