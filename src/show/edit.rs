@@ -43,6 +43,18 @@ impl CropBox {
         Ok(CropBox { min, max })
     }
 
+    /// The box of `[min x, min y, min z, max x, max y, max z]`; each minimum must be finite and
+    /// below its maximum (the reason otherwise).
+    pub fn from_corners(c: [f32; 6]) -> std::result::Result<CropBox, String> {
+        if c.iter().any(|v| !v.is_finite()) || (0..3).any(|k| c[k] >= c[k + 3]) {
+            return Err("each minimum must be finite and below its maximum".into());
+        }
+        Ok(CropBox {
+            min: [c[0], c[1], c[2]],
+            max: [c[3], c[4], c[5]],
+        })
+    }
+
     /// True when `p` lies inside the box (its faces included).
     pub fn contains(&self, p: [f32; 3]) -> bool {
         (0..3).all(|k| p[k] >= self.min[k] && p[k] <= self.max[k])
@@ -73,25 +85,24 @@ pub struct FilterReport {
     pub kept: usize,
 }
 
-/// For each of `means`, how many of `cameras` see it: in front of the camera, between its near
-/// and far planes, and projecting inside its image.
+/// True when `camera` sees the point `p`: in front of it, between its near and far planes, and
+/// projecting inside its image.
+pub fn camera_sees(camera: &Camera, p: [f32; 3]) -> bool {
+    let [x, y, z] = camera.to_camera(p);
+    if !(z > camera.near && z < camera.far) {
+        return false;
+    }
+    let (u, v) = (camera.fx * x / z + camera.cx, camera.fy * y / z + camera.cy);
+    (0.0..camera.width as f32).contains(&u) && (0.0..camera.height as f32).contains(&v)
+}
+
+/// For each of `means`, how many of `cameras` see it ([`camera_sees`]): the visibility count of
+/// the floater filter (`convert --min-views`) and of the trainer's `--prune-min-views`.
 pub fn views_seeing(means: &[[f32; 3]], cameras: &[Camera]) -> Vec<u32> {
     use rayon::prelude::*;
     means
         .par_iter()
-        .map(|&p| {
-            cameras
-                .iter()
-                .filter(|c| {
-                    let [x, y, z] = c.to_camera(p);
-                    if !(z > c.near && z < c.far) {
-                        return false;
-                    }
-                    let (u, v) = (c.fx * x / z + c.cx, c.fy * y / z + c.cy);
-                    (0.0..c.width as f32).contains(&u) && (0.0..c.height as f32).contains(&v)
-                })
-                .count() as u32
-        })
+        .map(|&p| cameras.iter().filter(|c| camera_sees(c, p)).count() as u32)
         .collect()
 }
 

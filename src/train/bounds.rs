@@ -45,3 +45,32 @@ pub(crate) async fn prune_outside(
     super::densify::apply_row_changes(ctx, state, step, &kept, &none, &none)?;
     Ok(dropped)
 }
+
+/// The region a configuration keeps the model in: inside its crop box, and where at least
+/// `prune_min_views` of `dataset`'s training cameras see ([`crate::show::edit::camera_sees`],
+/// the count `convert --min-views` uses); `None` when neither is set.
+pub fn configured_region(
+    config: &super::TrainConfig,
+    dataset: &crate::data::Dataset,
+) -> Option<KeepInside> {
+    use crate::show::edit::{CropBox, camera_sees};
+    let crop = config
+        .crop_box
+        .and_then(|corners| CropBox::from_corners(corners).ok());
+    let needed = config.prune_min_views as usize;
+    if crop.is_none() && needed == 0 {
+        return None;
+    }
+    let cameras: Vec<crate::splat::Camera> =
+        dataset.train.iter().map(|v| v.camera.clone()).collect();
+    Some(Arc::new(move |p| {
+        crop.is_none_or(|b| b.contains(p))
+            && (needed == 0
+                || cameras
+                    .iter()
+                    .filter(|c| camera_sees(c, p))
+                    .take(needed)
+                    .count()
+                    >= needed)
+    }))
+}

@@ -196,6 +196,19 @@ pub struct TrainConfig {
     pub sky_radius: f32,
     /// Seed of every random choice.
     pub seed: u64,
+    /// Keep the model inside this box, `[min x, min y, min z, max x, max y, max z]`
+    /// (`--crop-box`): at every refinement the Gaussians whose centre left it are pruned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crop_box: Option<[f32; 6]>,
+    /// Prune, at every refinement, the Gaussians whose centre fewer than this many training
+    /// cameras see (`--prune-min-views`; 0: off, the default). The count is
+    /// [`crate::show::edit::views_seeing`]'s, which `convert --min-views` applies after training.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prune_min_views: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// The largest learning rate the pose corrections and the exposure transforms take: Adam moves
@@ -273,6 +286,8 @@ impl Default for TrainConfig {
             sky_points: 0,
             sky_radius: 10.0,
             seed: 0,
+            crop_box: None,
+            prune_min_views: 0,
         }
     }
 }
@@ -346,6 +361,12 @@ impl TrainConfig {
                 "ssim_weight {} is outside [0, 1]",
                 self.ssim_weight
             ));
+        }
+        if let Some(b) = self.crop_box {
+            crate::show::edit::CropBox::from_corners(b).map_err(|why| Error::InvalidArgument {
+                op: "train config",
+                detail: format!("crop_box {b:?}: {why}"),
+            })?;
         }
         if self.loss_readback_every == 0 || self.densify_every == 0 || self.sh_degree_interval == 0
         {

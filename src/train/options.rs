@@ -183,6 +183,18 @@ pub struct TrainOptions {
     /// with --opacity-lr 0.05.
     #[arg(long, value_name = "LR")]
     pub opacity_lr: Option<f64>,
+    /// Keep the model inside this box, MINX,MINY,MINZ,MAXX,MAXY,MAXZ: at every densification the
+    /// Gaussians whose centre left it are pruned (as LichtFeld Studio's crop box).
+    #[arg(
+        long,
+        value_name = "MINX,MINY,MINZ,MAXX,MAXY,MAXZ",
+        allow_hyphen_values = true
+    )]
+    pub crop_box: Option<String>,
+    /// Prune, at every densification, the Gaussians whose centre fewer than K training cameras
+    /// see (floaters; the count `convert --min-views` uses) [default: off].
+    #[arg(long, value_name = "K")]
+    pub prune_min_views: Option<u32>,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -248,6 +260,11 @@ impl TrainOptions {
         config.sky_points = self.sky_points.unwrap_or(config.sky_points);
         config.prune_opacity = self.prune_opacity.unwrap_or(config.prune_opacity);
         config.opacity_lr = self.opacity_lr.unwrap_or(config.opacity_lr);
+        if let Some(text) = &self.crop_box {
+            let b = crate::show::edit::CropBox::parse(text)?;
+            config.crop_box = Some([b.min[0], b.min[1], b.min[2], b.max[0], b.max[1], b.max[2]]);
+        }
+        config.prune_min_views = self.prune_min_views.unwrap_or(config.prune_min_views);
         if let Some(text) = &self.image_cache {
             config.image_cache = Some(parse_image_cache_size(text)?);
         }

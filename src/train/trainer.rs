@@ -94,6 +94,18 @@ impl Trainer {
                 detail: "the dataset has no training views".into(),
             });
         }
+        if config.prune_min_views as usize > dataset.train.len() {
+            return Err(Error::InvalidArgument {
+                op: "train",
+                detail: format!(
+                    "--prune-min-views {} is more than the {} training cameras: no Gaussian could stay; \
+                     give at most {} (2 or 3 removes floaters)",
+                    config.prune_min_views,
+                    dataset.train.len(),
+                    dataset.train.len()
+                ),
+            });
+        }
         check_views_fit_one_binding(ctx, &dataset)?;
         let sizes = dataset
             .train
@@ -140,6 +152,7 @@ impl Trainer {
         schedule.opacity_logits = config.opacity_lr;
         schedule.sh_dc = config.sh_dc_lr;
         schedule.sh_rest = config.sh_rest_lr;
+        let keep_inside = super::bounds::configured_region(&config, &dataset);
         Ok(Trainer {
             ctx: ctx.clone(),
             rng_state: config.seed,
@@ -155,7 +168,7 @@ impl Trainer {
             profile: None,
             due_evaluation: None,
             lpips: std::cell::OnceCell::new(),
-            keep_inside: None,
+            keep_inside,
             exposure,
             poses,
         })
@@ -164,8 +177,12 @@ impl Trainer {
     /// Keeps the model inside a region: after every refinement that changes the Gaussian set,
     /// the Gaussians whose centre `inside` rejects are dropped (a scale-out block keeps to its
     /// bounds). Deterministic, so a resumed run drops exactly what the uninterrupted one does.
+    /// A region already kept (the configuration's crop box or visibility) is kept as well.
     pub fn keep_inside(&mut self, inside: super::bounds::KeepInside) {
-        self.keep_inside = Some(inside);
+        self.keep_inside = Some(match self.keep_inside.take() {
+            Some(earlier) => std::sync::Arc::new(move |p| earlier(p) && inside(p)),
+            None => inside,
+        });
     }
 
     /// The camera training view `view` renders with: the dataset's, moved by its learned

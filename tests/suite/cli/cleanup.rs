@@ -143,7 +143,13 @@ fn filters_keep_what_a_count_over_the_ply_keeps_in_every_format() {
         let stdout = convert(
             &input,
             &output,
-            &["--dataset", duck.to_str().unwrap(), "--min-views", "40", "--eval"],
+            &[
+                "--dataset",
+                duck.to_str().unwrap(),
+                "--min-views",
+                "40",
+                "--eval",
+            ],
         );
         assert!(stdout.contains(&format!("kept {seen} of 729")), "{stdout}");
         assert!(
@@ -188,6 +194,51 @@ fn filters_keep_what_a_count_over_the_ply_keeps_in_every_format() {
     ]);
     assert!(
         err.contains("removed every Gaussian") && !dir.join("x.ply").exists(),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `train --crop-box` keeps the model inside the box as it trains: every densification prunes
+/// the Gaussians whose centre left it, so the written model has none far outside (they move a
+/// little after the last one), where the same run without the box has many.
+#[test]
+fn training_with_a_crop_box_keeps_the_model_inside_it() {
+    let dir = temp_dir("train-crop");
+    let config = super::write_config(&dir);
+    let beyond = |crop: Option<&str>, name: &str| {
+        let out = dir.join(name);
+        let mut args = super::train_args(out.to_str().unwrap(), config.to_str().unwrap(), "20");
+        if let Some(crop) = crop {
+            args.extend(["--crop-box", crop]);
+        }
+        super::expect_success(&wgsplat(&args));
+        let model = read_model(&out.join("point_cloud.ply"), ModelFormat::Ply).unwrap();
+        let means = &model.gaussians.means;
+        (means.iter().filter(|m| m[0] > 0.1).count(), means.len())
+    };
+    let (outside_free, total_free) = beyond(None, "free");
+    let (outside_cropped, total_cropped) = beyond(Some("-100,-100,-100,0,100,100"), "cropped");
+    assert!(
+        outside_free > 100,
+        "{outside_free} of {total_free} past x = 0.1 without the box"
+    );
+    assert_eq!(
+        outside_cropped, 0,
+        "{outside_cropped} of {total_cropped} past x = 0.1 with the box"
+    );
+    assert!(total_cropped > 100, "{total_cropped}");
+    let err = expect_failure(&[
+        "train",
+        "--iterations",
+        "1",
+        "--out",
+        dir.join("bad").to_str().unwrap(),
+        "--crop-box",
+        "0,0,0,0,1,1",
+    ]);
+    assert!(
+        err.contains("--crop-box") && err.contains("below its maximum"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -8,7 +8,7 @@ use wgsplat::data::image::pack_rgba8;
 use wgsplat::data::{Dataset, RgbaImage, View};
 use wgsplat::loss::{LossOptions, record_metrics};
 use wgsplat::testing::fresh_context;
-use wgsplat::train::budget::{apply_memory_budget, plan_budget};
+use wgsplat::train::budget::{apply_memory_budget, plan_budget_with, plan_evaluation};
 use wgsplat::train::image_cache::ImageCachePlan;
 use wgsplat::train::image_cache::{ImageCache, ImageCacheStats};
 use wgsplat::train::init::initial_gaussians;
@@ -210,7 +210,18 @@ fn a_budget_below_one_image_is_refused_with_the_figures() {
     let dataset = mixed_sizes(2);
     let mut config = config(None);
     let slot = slot_bytes(&ctx);
-    let frame = plan_budget(&ctx, slot / 2, 3, config.optimizer_state, &dataset, None).frame;
+    // The frame as the budget plans it: a training step or the evaluation, the larger.
+    let evaluation = plan_evaluation(&ctx, &dataset, config.exposure, config.lpips);
+    let frame = plan_budget_with(
+        &ctx,
+        slot / 2,
+        config.sh_degree,
+        config.optimizer_state,
+        &dataset,
+        None,
+        evaluation,
+    )
+    .frame;
     let budget = format!("{}", slot / 2);
     let error = apply_memory_budget(&budget, &ctx, &dataset, 100, &mut config)
         .unwrap_err()
