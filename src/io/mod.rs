@@ -137,3 +137,15 @@ pub fn write_atomically(
     }
     result
 }
+
+/// Writes `value` as pretty-printed JSON to `path` atomically ([`write_atomically`]).
+pub fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        action: "encode".into(),
+        message: e.to_string(),
+    })?;
+    write_atomically(path, |w| {
+        std::io::Write::write_all(w, text.as_bytes()).map_err(|e| io_error(path, "write", e))
+    })
+}

@@ -418,13 +418,5 @@ fn video_tools(explicit: Option<&Path>) -> Result<(Tool, Tool)> {
 }
 
 fn write_report(path: &Path, report: &SfmReport) -> Result<()> {
-    let text = serde_json::to_string_pretty(report).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        action: "encode".into(),
-        message: e.to_string(),
-    })?;
-    crate::io::write_atomically(path, |w| {
-        std::io::Write::write_all(w, text.as_bytes())
-            .map_err(|e| crate::io::io_error(path, "write", e))
-    })
+    crate::io::write_json_atomically(path, report)
 }

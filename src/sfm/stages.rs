@@ -277,15 +277,7 @@ impl StageState {
     }
 
     fn save(&self) -> Result<()> {
-        let text = serde_json::to_string_pretty(&self.record).map_err(|e| crate::Error::Io {
-            path: self.path.display().to_string(),
-            action: "encode".into(),
-            message: e.to_string(),
-        })?;
-        crate::io::write_atomically(&self.path, |w| {
-            std::io::Write::write_all(w, text.as_bytes())
-                .map_err(|e| crate::io::io_error(&self.path, "write", e))
-        })
+        crate::io::write_json_atomically(&self.path, &self.record)
     }
 }
 

@@ -269,15 +269,7 @@ impl CameraPath {
             smoothness_value: None,
             is_cycle: None,
         };
-        let text = serde_json::to_string_pretty(&document).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            action: "encode".into(),
-            message: e.to_string(),
-        })?;
-        crate::io::write_atomically(path, |w| {
-            std::io::Write::write_all(w, text.as_bytes())
-                .map_err(|e| crate::io::io_error(path, "write", e))
-        })
+        crate::io::write_json_atomically(path, &document)
     }
 }
 

@@ -4,6 +4,7 @@
 //! interpolated linearly), as gsplat's and nerfstudio's interpolated paths are.
 
 use super::camera_path::PathFrame;
+use crate::data::colmap::quaternion_to_matrix;
 
 type Vec3 = [f64; 3];
 
@@ -169,28 +170,6 @@ pub fn quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
     q.map(|v| v / length)
 }
 
-/// The rotation matrix of a unit quaternion (w, x, y, z).
-pub fn rotation_matrix(q: [f64; 4]) -> [[f64; 3]; 3] {
-    let [w, x, y, z] = q;
-    [
-        [
-            1.0 - 2.0 * (y * y + z * z),
-            2.0 * (x * y - w * z),
-            2.0 * (x * z + w * y),
-        ],
-        [
-            2.0 * (x * y + w * z),
-            1.0 - 2.0 * (x * x + z * z),
-            2.0 * (y * z - w * x),
-        ],
-        [
-            2.0 * (x * z - w * y),
-            2.0 * (y * z + w * x),
-            1.0 - 2.0 * (x * x + y * y),
-        ],
-    ]
-}
-
 /// Spherical linear interpolation between unit quaternions, along the shorter arc.
 pub fn slerp(a: [f64; 4], b: [f64; 4], t: f64) -> [f64; 4] {
     let mut cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f64>();
@@ -246,7 +225,11 @@ pub fn through(keys: &[PathFrame], count: usize) -> Vec<PathFrame> {
                     at(2).position,
                     t,
                 ),
-                rotation: rotation_matrix(slerp(quaternions[segment], quaternions[segment + 1], t)),
+                rotation: quaternion_to_matrix(slerp(
+                    quaternions[segment],
+                    quaternions[segment + 1],
+                    t,
+                )),
                 fov_y_degrees: at(0).fov_y_degrees * (1.0 - t) + at(1).fov_y_degrees * t,
             }
         })
