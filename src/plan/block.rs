@@ -93,7 +93,8 @@ pub enum BlockOutcome {
         iteration: u64,
     },
     /// Training was asked to stop ([`BlockStop::requested`], e.g. on a signal) and stopped after
-    /// `iteration`, with a checkpoint to resume from.
+    /// `iteration`, with a checkpoint to resume from (at the last iteration when the request came
+    /// during the final evaluation: the resumed task only scores the block).
     Interrupted {
         /// The last iteration taken.
         iteration: u64,
@@ -217,7 +218,14 @@ pub fn train_block(
     }
     let seconds = started.elapsed().as_secs_f64();
     save_gpu_model_as_ply(ctx, trainer.params(), &dir.join(MODEL_FILE))?;
-    let scores = trainer.evaluate()?;
+    let Some(scores) = trainer.evaluate_unless_stopped(requested)? else {
+        // Asked to stop during the final evaluation (minutes on a large block): a checkpoint at
+        // the last iteration lets the requeued task score the block without training it again.
+        trainer.save_checkpoint(&checkpoint_path, &json!({ "block": index }))?;
+        return Ok(BlockOutcome::Interrupted {
+            iteration: trainer.iteration(),
+        });
+    };
     let test = scores.views == ScoredViews::Test;
     let report = ctx.memory_report();
     let metrics = json!({

@@ -20,7 +20,7 @@ fn ctx() -> &'static wgsplat::GpuContext {
 }
 
 /// A 2 × 1 plan of the built-in scene at 24², 60 iterations with densification every 10.
-fn small_plan(dir: &Path) -> (PlanManifest, Dataset) {
+pub(super) fn small_plan(dir: &Path) -> (PlanManifest, Dataset) {
     let data = PlanData {
         path: None,
         builtin: BuiltinScene::Objects,
