@@ -147,6 +147,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         }
         return super::video::render_video(
             ctx,
+            &args.ply,
             &params,
             &dataset,
             &args.video,

@@ -130,12 +130,23 @@ fn path_file(args: &VideoArgs) -> Option<PathBuf> {
 /// Renders the path into the video and/or the frames folder, with a progress bar.
 pub fn render_video(
     ctx: &GpuContext,
+    model: &Path,
     params: &GaussianTensors,
     dataset: &Dataset,
     args: &VideoArgs,
     background: [f32; 3],
     raster_mode: RasterMode,
 ) -> anyhow::Result<()> {
+    if let Some(video) = &args.video {
+        super::guard::refuse_output_over_input(model, video)?;
+        if let Some(file) = args
+            .path
+            .as_deref()
+            .filter(|p| *p != "cameras" && *p != "orbit")
+        {
+            super::guard::refuse_output_over_input(Path::new(file), video)?;
+        }
+    }
     let path = build_path(args, dataset)?;
     let mut writer = match &args.video {
         Some(video) => {
@@ -160,6 +171,7 @@ pub fn render_video(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
+    let mut opaque = wgsplat::data::image::RgbaImage::new(0, 0);
     let written = render_path(
         ctx,
         params,
@@ -171,8 +183,11 @@ pub fn render_video(
                 writer.push(&image.pixels)?;
             }
             if let Some(dir) = &args.frames {
-                // Composited on the background already: written opaque.
-                let mut opaque = image.clone();
+                // Composited on the background already: written opaque, through one buffer.
+                opaque.width = image.width;
+                opaque.height = image.height;
+                opaque.pixels.clear();
+                opaque.pixels.extend_from_slice(&image.pixels);
                 opaque.pixels.chunks_exact_mut(4).for_each(|p| p[3] = 255);
                 opaque.write_png(&dir.join(format!("frame_{index:05}.png")))?;
             }

@@ -262,7 +262,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
             let total = names.len() as u64;
             log.run(&colmap, &args, "COLMAP feature extraction", &mut |text| {
                 if let Some((done, _)) = progress::parse_progress(text, names.len()) {
-                    progress.observe(&format!("Processed file [{}/{total}]", done_before + done));
+                    progress.report(done_before + done, total);
                 }
             })?;
             done_before += group.len() as u64;

@@ -56,7 +56,7 @@ pub struct StageProgress<'a> {
     images: usize,
     start: Instant,
     last: Option<Instant>,
-    report: &'a (dyn Fn(&str) + Sync),
+    say: &'a (dyn Fn(&str) + Sync),
 }
 
 impl<'a> StageProgress<'a> {
@@ -73,26 +73,29 @@ impl<'a> StageProgress<'a> {
             images,
             start: Instant::now(),
             last: None,
-            report,
+            say: report,
         }
     }
 
     /// Reads one line of the program's output.
     pub fn observe(&mut self, line: &str) {
-        let Some((done, total)) = parse_progress(line, self.images) else {
-            return;
-        };
-        let now = Instant::now();
-        if self.last.is_some_and(|last| now - last < REPORT_EVERY) && done < total {
-            return;
+        if let Some((done, total)) = parse_progress(line, self.images) {
+            self.report(done, total);
         }
-        if self.last.is_none() && now - self.start < REPORT_EVERY && done < total {
+    }
+
+    /// Reports `done` of `total` units, unless the last report (or the start) was less than
+    /// [`REPORT_EVERY`] ago; the last unit is always reported.
+    pub fn report(&mut self, done: u64, total: u64) {
+        let now = Instant::now();
+        let since = now - self.last.unwrap_or(self.start);
+        if since < REPORT_EVERY && done < total {
             return;
         }
         self.last = Some(now);
         let elapsed = (now - self.start).as_secs_f64();
-        let left = elapsed * (total - done) as f64 / done as f64;
-        (self.report)(&format!(
+        let left = elapsed * (total - done) as f64 / done.max(1) as f64;
+        (self.say)(&format!(
             "{}: {done}/{total} {}, {} elapsed, about {} left",
             self.stage,
             self.unit,

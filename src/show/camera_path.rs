@@ -309,3 +309,99 @@ mod tests {
         assert!(cos > 0.99, "{cos}");
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    fn read_text(name: &str, text: &[u8]) -> String {
+        let dir = std::env::temp_dir().join(format!("wgsplat-path-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("camera_path.json");
+        std::fs::write(&file, text).unwrap();
+        let result = CameraPath::read(&file);
+        std::fs::remove_dir_all(&dir).unwrap();
+        result.unwrap_err().to_string()
+    }
+
+    const GOOD: &str = r#"{"camera_type":"perspective","render_height":48,"render_width":64,
+        "camera_path":[{"camera_to_world":[1,0,0,0, 0,1,0,0, 0,0,1,3, 0,0,0,1],"fov":50,"aspect":1.33}],
+        "fps":10,"seconds":0.1}"#;
+
+    #[test]
+    fn hostile_paths_are_refused_by_name() {
+        let cases: Vec<(&str, String, &str)> = vec![
+            (
+                "truncated",
+                GOOD[..GOOD.len() / 2].to_owned(),
+                "not a nerfstudio camera path",
+            ),
+            (
+                "wrong-type",
+                GOOD.replace("\"fov\":50", "\"fov\":\"wide\""),
+                "not a nerfstudio camera path",
+            ),
+            (
+                "overflowing-size",
+                GOOD.replace(
+                    "\"render_width\":64",
+                    "\"render_width\":18446744073709551615",
+                ),
+                "render_width",
+            ),
+            (
+                "huge-size",
+                GOOD.replace("\"render_height\":48", "\"render_height\":1e12"),
+                "render_height",
+            ),
+            (
+                "infinite",
+                GOOD.replace("0,0,1,3,", "0,0,1,1e999,"),
+                "not a nerfstudio camera path",
+            ),
+            (
+                "short-matrix",
+                GOOD.replace("0,0,0,1]", "0,0,1]"),
+                "has 15 numbers",
+            ),
+            (
+                "not-rigid",
+                GOOD.replace("[1,0,0,0,", "[3,0,0,0,"),
+                "not a rotation",
+            ),
+            (
+                "reflection",
+                GOOD.replace("[1,0,0,0,", "[-1,0,0,0,"),
+                "reflection",
+            ),
+            ("zero-fps", GOOD.replace("\"fps\":10", "\"fps\":0"), "`fps`"),
+            (
+                "no-frames",
+                GOOD.replace(r#"[{"camera_to_world""#, r#"[],"x":[{"camera_to_world""#),
+                "no frames",
+            ),
+            (
+                "zero-fov",
+                GOOD.replace("\"fov\":50", "\"fov\":0"),
+                "between 0 and 180",
+            ),
+            (
+                "orthographic",
+                GOOD.replace("perspective", "orthographic"),
+                "only perspective",
+            ),
+        ];
+        for (name, text, expected) in cases {
+            let err = read_text(name, text.as_bytes());
+            assert!(
+                err.contains(expected) && err.contains("camera_path.json"),
+                "{name}: {err}"
+            );
+        }
+        let err = read_text("binary", &[0xff, 0xfe, 0x00, 0x7b]);
+        assert!(
+            err.contains("UTF-8") || err.contains("not a nerfstudio"),
+            "{err}"
+        );
+    }
+}

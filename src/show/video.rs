@@ -39,6 +39,8 @@ pub struct VideoWriter {
     width: u32,
     height: u32,
     frames: usize,
+    /// One frame's RGB bytes, reused from frame to frame.
+    rgb: Vec<u8>,
 }
 
 impl VideoWriter {
@@ -119,6 +121,7 @@ impl VideoWriter {
             width,
             height,
             frames: 0,
+            rgb: Vec::new(),
         })
     }
 
@@ -135,17 +138,16 @@ impl VideoWriter {
                 ),
             ));
         }
-        let rgb: Vec<u8> = rgba
-            .chunks_exact(4)
-            .flat_map(|p| [p[0], p[1], p[2]])
-            .collect();
+        self.rgb.clear();
+        self.rgb
+            .extend(rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]));
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(video_error(
                 &self.target,
                 "the video is already finished".into(),
             ));
         };
-        if let Err(e) = stdin.write_all(&rgb) {
+        if let Err(e) = stdin.write_all(&self.rgb) {
             let log = self.log_tail();
             return Err(video_error(
                 &self.target,

@@ -248,5 +248,26 @@ fn a_video_along_the_test_cameras_matches_their_renders_and_paths_are_checked() 
         );
         assert!(!dir.join("bad.mp4").exists());
     }
+    // A video written over an input (the model, the path file) is refused, the input intact.
+    let model_bytes = std::fs::read(&ply).unwrap();
+    for (target, path) in [
+        (ply_arg, "orbit"),
+        (path_file.to_str().unwrap(), path_file.to_str().unwrap()),
+    ] {
+        let err = expect_failure(&[
+            "render",
+            ply_arg,
+            "--dataset",
+            duck_arg,
+            "-r",
+            "8",
+            "--video",
+            target,
+            "--path",
+            path,
+        ]);
+        assert!(err.contains("input") || err.contains("over"), "{err}");
+    }
+    assert_eq!(std::fs::read(&ply).unwrap(), model_bytes);
     std::fs::remove_dir_all(&dir).unwrap();
 }
