@@ -267,7 +267,11 @@ fn prepare_one(
     };
     let (width, height) = (decoded.image.width(), decoded.image.height());
     let size = limited_size(width, height, max_size);
-    let copied = !decoded.rotated && size == (width, height) && !is_webp(source);
+    // A file is copied only when its content is what its name says (a JPEG named .png is
+    // re-encoded as the PNG its name promises COLMAP).
+    let content_matches_name =
+        image::guess_format(&decoded.file).ok() == image::ImageFormat::from_path(name).ok();
+    let copied = !decoded.rotated && size == (width, height) && content_matches_name;
     let full = to_rgba(&decoded.image);
     drop(decoded.image);
     let image = if size == (width, height) {

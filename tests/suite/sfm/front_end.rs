@@ -200,3 +200,28 @@ fn a_video_that_repeats_each_picture_gives_each_picture_once() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A JPEG saved under a `.png` name is written as the PNG its name promises COLMAP, not copied.
+#[test]
+fn a_photo_whose_content_is_not_its_extension_is_reencoded() {
+    let dir = temp_dir("sfm-misnamed");
+    let photos = dir.join("photos");
+    write_photos(&photos, 3);
+    std::fs::write(photos.join("misnamed.png"), jpeg_claiming(16, 16)).unwrap();
+    let out = dir.join("out");
+    let err = expect_failure(&[
+        "sfm",
+        photos.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--colmap",
+        NO_COLMAP,
+    ]);
+    assert!(err.contains("made no model"), "{err}");
+    let written = std::fs::read(out.join("images/misnamed.png")).unwrap();
+    assert_eq!(
+        image::guess_format(&written).unwrap(),
+        image::ImageFormat::Png
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
