@@ -88,12 +88,18 @@ pub struct FilterReport {
 /// True when `camera` sees the point `p`: in front of it, between its near and far planes, and
 /// projecting inside its image.
 pub fn camera_sees(camera: &Camera, p: [f32; 3]) -> bool {
+    project_centre(camera, p).is_some_and(|[u, v]| {
+        (0.0..camera.width as f32).contains(&u) && (0.0..camera.height as f32).contains(&v)
+    })
+}
+
+/// Where the point `p` projects in `camera`'s image, in pixels (pixel `(i, j)` covers
+/// `[i, i + 1) × [j, j + 1)`, as the rasterizer places a Gaussian's centre), or `None` when it is
+/// not between the near and far planes. Inside or outside the image alike.
+pub fn project_centre(camera: &Camera, p: [f32; 3]) -> Option<[f32; 2]> {
     let [x, y, z] = camera.to_camera(p);
-    if !(z > camera.near && z < camera.far) {
-        return false;
-    }
-    let (u, v) = (camera.fx * x / z + camera.cx, camera.fy * y / z + camera.cy);
-    (0.0..camera.width as f32).contains(&u) && (0.0..camera.height as f32).contains(&v)
+    (z > camera.near && z < camera.far)
+        .then(|| [camera.fx * x / z + camera.cx, camera.fy * y / z + camera.cy])
 }
 
 /// For each of `means`, how many of `cameras` see it ([`camera_sees`]): the visibility count of

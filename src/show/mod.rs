@@ -5,7 +5,11 @@
 
 pub mod camera_path;
 pub mod edit;
+pub mod keyframes;
 pub mod paths;
+pub mod selection;
+#[cfg(test)]
+mod selection_tests;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod video;
 
