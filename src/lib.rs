@@ -2,8 +2,8 @@
 //! run through wgpu on Vulkan, Metal or DX12.
 //!
 //! Layers, each using only those below it:
-//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`]: device, memory accounting, paged tensors, generic
-//!    kernels and the pseudo-random generator.
+//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`]: device, memory accounting, paged tensors,
+//!    generic kernels, the pseudo-random generator and 3×3 linear algebra.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
@@ -18,6 +18,7 @@ pub mod error;
 pub mod gpu;
 pub mod io;
 pub mod knn;
+pub mod linalg;
 pub mod loss;
 pub mod ops;
 pub mod optim;

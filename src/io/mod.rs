@@ -9,6 +9,7 @@ mod checkpoint_read;
 pub mod compressed_ply;
 mod compressed_ply_read;
 pub mod formats;
+pub mod lod;
 pub mod host;
 pub mod model;
 pub mod ply;

@@ -1,0 +1,64 @@
+//! Small dense linear algebra on 3×3 matrices in f64, shared by the ground frame of a partition
+//! plan and the merged Gaussians of a level-of-detail tree.
+
+/// Eigenvalues (ascending) and unit eigenvectors of a symmetric 3×3 matrix, by Jacobi rotations.
+pub fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
+    let mut v = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    for _ in 0..50 {
+        let (p, q) = [(0, 1), (0, 2), (1, 2)]
+            .into_iter()
+            .max_by(|&(i, j), &(k, l)| a[i][j].abs().total_cmp(&a[k][l].abs()))
+            .unwrap_or((0, 1));
+        if a[p][q].abs() < 1e-15 * (a[p][p].abs() + a[q][q].abs()).max(1e-300) {
+            break;
+        }
+        let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+        let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+        let t = if theta == 0.0 { 1.0 } else { t };
+        let c = 1.0 / (t * t + 1.0).sqrt();
+        let s = t * c;
+        for row in &mut a {
+            let (akp, akq) = (row[p], row[q]);
+            row[p] = c * akp - s * akq;
+            row[q] = s * akp + c * akq;
+        }
+        let (row_p, row_q) = (a[p], a[q]);
+        a[p] = std::array::from_fn(|k| c * row_p[k] - s * row_q[k]);
+        a[q] = std::array::from_fn(|k| s * row_p[k] + c * row_q[k]);
+        for row in &mut v {
+            let (vp, vq) = (row[p], row[q]);
+            row[p] = c * vp - s * vq;
+            row[q] = s * vp + c * vq;
+        }
+    }
+    let mut order = [0, 1, 2];
+    order.sort_by(|&i, &j| a[i][i].total_cmp(&a[j][j]));
+    let values = order.map(|i| a[i][i]);
+    let vectors = order.map(|i| [v[0][i], v[1][i], v[2][i]]);
+    (values, vectors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+        a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    }
+
+    #[test]
+    fn eigen_of_a_diagonal_and_a_rotated_matrix() {
+        let (values, vectors) =
+            symmetric_eigen([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]);
+        assert_eq!(values, [1.0, 2.0, 3.0]);
+        assert!((vectors[0][1].abs() - 1.0).abs() < 1e-12);
+        // [[2, 1], [1, 2]] ⊕ [5]: eigenvalues 1, 3, 5.
+        let (values, vectors) =
+            symmetric_eigen([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 5.0]]);
+        for (got, want) in values.iter().zip([1.0, 3.0, 5.0]) {
+            assert!((got - want).abs() < 1e-9, "{values:?}");
+        }
+        let s = 0.5f64.sqrt();
+        assert!((dot(vectors[0], [s, -s, 0.0]).abs() - 1.0).abs() < 1e-9);
+    }
+}
