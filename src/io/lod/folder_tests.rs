@@ -60,7 +60,10 @@ fn a_compressed_folder_keeps_counts_and_positions_to_its_quantisation() {
     for (i, node) in (first..first + g.means.len()).enumerate() {
         for k in 0..3 {
             let (got, want) = (g.means[i][k], tree.gaussians.means[node][k]);
-            assert!((got - want).abs() < 0.02, "node {node} axis {k}: {got} vs {want}");
+            assert!(
+                (got - want).abs() < 0.02,
+                "node {node} axis {k}: {got} vs {want}"
+            );
         }
     }
 }
@@ -70,7 +73,9 @@ fn a_folder_that_is_not_a_tree_is_not_replaced() {
     let dir = scratch("not-lod");
     std::fs::write(dir.join("photo.jpg"), b"mine").unwrap();
     let tree = build_tree(&random_model(20, 1)).unwrap();
-    let err = write_lod(&tree, &dir, WriteOptions::default()).unwrap_err().to_string();
+    let err = write_lod(&tree, &dir, WriteOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a level-of-detail folder"), "{err}");
     assert!(dir.join("photo.jpg").exists());
 }

@@ -109,7 +109,10 @@ impl LodIndex {
     /// `path` names the index in errors.
     pub fn check(&self, path: &Path) -> Result<()> {
         if self.format != FORMAT_NAME {
-            return Err(bad(path, format!("format is {:?}, not {FORMAT_NAME:?}", self.format)));
+            return Err(bad(
+                path,
+                format!("format is {:?}, not {FORMAT_NAME:?}", self.format),
+            ));
         }
         if self.version != FORMAT_VERSION {
             return Err(bad(
@@ -125,10 +128,16 @@ impl LodIndex {
             return Err(bad(path, format!("SH degree {} is past 3", self.sh_degree)));
         }
         if self.nodes == 0 || self.nodes > MAX_NODES {
-            return Err(bad(path, format!("{} nodes (1 to {MAX_NODES})", self.nodes)));
+            return Err(bad(
+                path,
+                format!("{} nodes (1 to {MAX_NODES})", self.nodes),
+            ));
         }
         if self.leaves == 0 || self.leaves > self.nodes {
-            return Err(bad(path, format!("{} leaves in {} nodes", self.leaves, self.nodes)));
+            return Err(bad(
+                path,
+                format!("{} leaves in {} nodes", self.leaves, self.nodes),
+            ));
         }
         if self.page_nodes < MAX_CHILDREN as u64 || self.page_nodes > (1 << 24) {
             return Err(bad(
@@ -137,7 +146,10 @@ impl LodIndex {
             ));
         }
         if !plain_relative(&self.tree_file) {
-            return Err(bad(path, format!("tree file {:?} leaves the folder", self.tree_file)));
+            return Err(bad(
+                path,
+                format!("tree file {:?} leaves the folder", self.tree_file),
+            ));
         }
         let mut next = 0u64;
         for (i, page) in self.pages.iter().enumerate() {
@@ -154,18 +166,27 @@ impl LodIndex {
             if page.nodes == 0 || page.nodes > self.page_nodes {
                 return Err(bad(
                     path,
-                    format!("page {i} holds {} nodes (1 to {})", page.nodes, self.page_nodes),
+                    format!(
+                        "page {i} holds {} nodes (1 to {})",
+                        page.nodes, self.page_nodes
+                    ),
                 ));
             }
             next = page.first_node.saturating_add(page.nodes);
             if next > self.nodes {
                 return Err(bad(
                     path,
-                    format!("page {i} reaches node {next}, past the tree's {} nodes", self.nodes),
+                    format!(
+                        "page {i} reaches node {next}, past the tree's {} nodes",
+                        self.nodes
+                    ),
                 ));
             }
             if !plain_relative(&page.file) {
-                return Err(bad(path, format!("page {i}'s file {:?} leaves the folder", page.file)));
+                return Err(bad(
+                    path,
+                    format!("page {i}'s file {:?} leaves the folder", page.file),
+                ));
             }
         }
         if next != self.nodes {
@@ -179,7 +200,8 @@ impl LodIndex {
 
     /// The page holding `node` (the pages tile the nodes, so a binary search finds it).
     pub fn page_of(&self, node: u64) -> usize {
-        self.pages.partition_point(|p| p.first_node + p.nodes <= node)
+        self.pages
+            .partition_point(|p| p.first_node + p.nodes <= node)
     }
 }
 
@@ -223,8 +245,10 @@ pub fn skeleton_from_bytes(path: &Path, bytes: &[u8], nodes: u64) -> Result<Skel
         spheres: Vec::with_capacity(n),
     };
     for record in bytes.chunks_exact(NODE_RECORD_BYTES) {
-        let word = |k: usize| u32::from_le_bytes(record[4 * k..4 * k + 4].try_into().unwrap_or_default());
-        s.spheres.push([0, 1, 2, 3].map(|k| f32::from_bits(word(k))));
+        let word =
+            |k: usize| u32::from_le_bytes(record[4 * k..4 * k + 4].try_into().unwrap_or_default());
+        s.spheres
+            .push([0, 1, 2, 3].map(|k| f32::from_bits(word(k))));
         s.parent.push(word(4));
         s.first_child.push(word(5));
         s.child_count.push(word(6));
@@ -244,11 +268,17 @@ pub fn check_skeleton(path: &Path, s: &Skeleton) -> Result<()> {
     for node in 0..n {
         let sphere = s.spheres[node];
         if sphere.iter().any(|v| !v.is_finite()) || sphere[3] < 0.0 {
-            return Err(bad(path, format!("node {node}'s bounding sphere {sphere:?} is not finite")));
+            return Err(bad(
+                path,
+                format!("node {node}'s bounding sphere {sphere:?} is not finite"),
+            ));
         }
         let (first, count) = (s.first_child[node] as u64, s.child_count[node] as u64);
         if count as usize > MAX_CHILDREN {
-            return Err(bad(path, format!("node {node} has {count} children (at most {MAX_CHILDREN})")));
+            return Err(bad(
+                path,
+                format!("node {node} has {count} children (at most {MAX_CHILDREN})"),
+            ));
         }
         if count > 0 && (first <= node as u64 || first + count > n as u64) {
             return Err(bad(
@@ -274,7 +304,10 @@ pub fn check_skeleton(path: &Path, s: &Skeleton) -> Result<()> {
             }
             let (pf, pc) = (s.first_child[p as usize], s.child_count[p as usize]);
             if !(pf..pf + pc).contains(&(node as u32)) {
-                return Err(bad(path, format!("node {node}'s parent {p} does not list it as a child")));
+                return Err(bad(
+                    path,
+                    format!("node {node}'s parent {p} does not list it as a child"),
+                ));
             }
         }
     }

@@ -55,7 +55,9 @@ pub fn moments_of(g: &CpuGaussians, i: usize) -> Moments {
     let mut covariance = [[0.0; 3]; 3];
     for (a, row) in covariance.iter_mut().enumerate() {
         for (b, value) in row.iter_mut().enumerate() {
-            *value = (0..3).map(|k| r[a][k] * scales[k] * scales[k] * r[b][k]).sum();
+            *value = (0..3)
+                .map(|k| r[a][k] * scales[k] * scales[k] * r[b][k])
+                .sum();
         }
     }
     Moments {
@@ -201,7 +203,10 @@ mod tests {
         for a in 0..3 {
             for b in 0..3 {
                 let (x, y) = (m.covariance[a][b], back.covariance[a][b]);
-                assert!((x - y).abs() < 1e-6 * (1.0 + x.abs()), "[{a}][{b}] {x} vs {y}");
+                assert!(
+                    (x - y).abs() < 1e-6 * (1.0 + x.abs()),
+                    "[{a}][{b}] {x} vs {y}"
+                );
             }
         }
     }
@@ -213,7 +218,10 @@ mod tests {
         let b = one([-1.0, 2.0, 0.0], [2f32.ln(); 3], [1.0, 0.0, 0.0, 0.0], 2.0);
         let (ma, mb) = (moments_of(&a, 0), moments_of(&b, 0));
         let alpha_b = 1.0 / (1.0 + (-2.0f64).exp());
-        let (wa, wb) = (0.5 * std::f64::consts::PI, alpha_b * std::f64::consts::PI * 4.0);
+        let (wa, wb) = (
+            0.5 * std::f64::consts::PI,
+            alpha_b * std::f64::consts::PI * 4.0,
+        );
         let mean = [0, 1, 2].map(|k| (wa * ma.mean[k] + wb * mb.mean[k]) / (wa + wb));
         let merged = merge_moments(&[ma.clone(), mb.clone()]);
         for (k, (got, want)) in merged.mean.iter().zip(mean).enumerate() {
@@ -239,7 +247,12 @@ mod tests {
 
     #[test]
     fn one_member_merges_to_itself() {
-        let g = one([0.5, -2.0, 3.0], [-1.0, -0.5, -3.0], [0.7, -0.1, 0.5, 0.2], 1.5);
+        let g = one(
+            [0.5, -2.0, 3.0],
+            [-1.0, -0.5, -3.0],
+            [0.7, -0.1, 0.5, 0.2],
+            1.5,
+        );
         let m = moments_of(&g, 0);
         let merged = merge_moments(std::slice::from_ref(&m));
         assert!((merged.opacity - m.opacity).abs() < 1e-9);

@@ -4,16 +4,24 @@
 //!
 //! See `docs/lod.md` for the format and the measured quality for each budget.
 
+pub mod cut;
+pub mod cut_reference;
 pub mod format;
 pub mod merge;
+pub mod pool;
 pub mod read;
+pub mod render;
 pub mod tree;
 pub mod write;
 
+pub use cut::{CutOptions, LodGpu};
 pub use format::{LodIndex, PageEncoding, PageRecord};
 pub use read::LodScene;
+pub use render::{FrameReport, Loading, LodRenderer};
 pub use tree::{LodTree, Skeleton, build_tree};
 pub use write::{WriteOptions, write_lod};
 
+#[cfg(test)]
+mod cut_tests;
 #[cfg(test)]
 mod folder_tests;

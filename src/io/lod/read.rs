@@ -54,13 +54,19 @@ impl LodScene {
             .map_err(|e| io_error(&tree_path, "read", e))?
             .len();
         // Compare sizes before reading, so a hostile count never allocates.
-        if Some(size) != index.nodes.checked_mul(super::format::NODE_RECORD_BYTES as u64) {
+        if Some(size)
+            != index
+                .nodes
+                .checked_mul(super::format::NODE_RECORD_BYTES as u64)
+        {
             return Err(bad(
                 &tree_path,
                 format!(
                     "{size} bytes where the index's {} nodes need {}",
                     index.nodes,
-                    index.nodes.saturating_mul(super::format::NODE_RECORD_BYTES as u64)
+                    index
+                        .nodes
+                        .saturating_mul(super::format::NODE_RECORD_BYTES as u64)
                 ),
             ));
         }
@@ -143,7 +149,9 @@ impl LodScene {
         if size != want {
             return Err(bad(
                 &path,
-                format!("{size} bytes where the index says {want}: the folder is damaged; rebuild it"),
+                format!(
+                    "{size} bytes where the index says {want}: the folder is damaged; rebuild it"
+                ),
             ));
         }
         let bytes = std::fs::read(&path).map_err(|e| io_error(&path, "read", e))?;

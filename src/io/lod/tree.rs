@@ -154,18 +154,15 @@ fn build_group(g: &CpuGaussians, indices: &mut [u32]) -> Built {
             .map(|part| build_group(g, part))
             .collect()
     } else {
-        parts
-            .into_iter()
-            .map(|part| build_group(g, part))
-            .collect()
+        parts.into_iter().map(|part| build_group(g, part)).collect()
     };
     let member_moments: Vec<Moments> = children.iter().map(|c| c.moments.clone()).collect();
     let moments = merge_moments(&member_moments);
     let mut sphere = own_sphere(&moments);
     let centre = [sphere[0], sphere[1], sphere[2]];
     for child in &children {
-        let reach = distance(centre, [child.sphere[0], child.sphere[1], child.sphere[2]])
-            + child.sphere[3];
+        let reach =
+            distance(centre, [child.sphere[0], child.sphere[1], child.sphere[2]]) + child.sphere[3];
         sphere[3] = sphere[3].max(reach);
     }
     // f32 rounding of the stored centres must not let a child's sphere poke out of its parent's.

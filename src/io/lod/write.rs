@@ -3,8 +3,7 @@
 //! names pages that are not there.
 
 use super::format::{
-    FORMAT_NAME, FORMAT_VERSION, LodIndex, PageEncoding, PageRecord, page_layout,
-    skeleton_to_bytes,
+    FORMAT_NAME, FORMAT_VERSION, LodIndex, PageEncoding, PageRecord, page_layout, skeleton_to_bytes,
 };
 use super::tree::LodTree;
 use crate::error::{Error, Result};

@@ -1,0 +1,484 @@
+//! The cut of a level-of-detail tree on the GPU (`shaders/lod_cut.wgsl`, `shaders/lod_emit.wgsl`)
+//! and the page pool it reads: the skeleton stays in GPU memory, the pages the cut reads live in
+//! a fixed pool of slots ([`super::pool`]), and each frame's cut is written as the renderer's
+//! tensors, blended towards the parents near the threshold.
+
+use super::cut_reference::BINS;
+use super::pool::{LoadPlan, NOT_RESIDENT, PagePool};
+use super::read::LodScene;
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, Arg};
+use crate::gpu::{GpuContext, MemoryCategory};
+use crate::ops;
+use crate::splat::reference::CpuGaussians;
+use crate::splat::{Camera, GaussianTensors};
+use crate::tensor::{DType, Tensor};
+
+/// What a frame's cut is asked for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CutOptions {
+    /// Nodes whose projected radius is below this many pixels are not refined.
+    pub tau_pixels: f32,
+    /// Most Gaussians in the cut: the threshold rises until the cut fits.
+    pub splat_budget: u64,
+}
+
+/// A frame's cut, on the GPU, with what the CPU needs to know about it.
+#[derive(Debug)]
+pub struct Cut {
+    /// The cut's nodes, ascending (the first `count` elements).
+    pub nodes: Tensor,
+    /// Nodes in the cut.
+    pub count: u64,
+    /// The threshold's size bin (see [`super::cut_reference`]).
+    pub bin: u32,
+    /// The threshold used, in pixels (the asked one, or above it to meet the budget).
+    pub tau_pixels: f32,
+    /// Whether the budget raised the threshold.
+    pub budget_raised: bool,
+    /// Pages the cut would refine into but are not resident.
+    pub wanted_pages: Vec<u32>,
+    /// Pages the cut read.
+    pub used_pages: Vec<u32>,
+}
+
+/// An opened tree's GPU state: skeleton, page table and page pool.
+pub struct LodGpu {
+    spheres: Tensor,
+    links: Tensor,
+    pages_info: Tensor,
+    first_nodes: Vec<u32>,
+    pool_buffers: Vec<Tensor>,
+    rows_per_buffer: u64,
+    /// Residency of every page.
+    pub pool: PagePool,
+    nodes: u32,
+    page_nodes: u32,
+    row_width: u32,
+    sh_degree: u32,
+}
+
+/// Floats per pool row for SH degree `degree`: mean, log scale, rotation, opacity, SH.
+pub fn row_width(degree: u32) -> u32 {
+    11 + 3 * (degree + 1) * (degree + 1)
+}
+
+fn single_page(ctx: &GpuContext, t: &Tensor, what: &str) -> Result<()> {
+    if t.num_pages() > 1 {
+        return Err(Error::Overflow {
+            what: format!("level-of-detail {what}"),
+            needed: t.len() * 4,
+            max: ctx.page_bytes(),
+            hint: "the tree's skeleton must fit one storage binding of this adapter: build the \
+                   level of detail per block of the scene"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+impl LodGpu {
+    /// Uploads `scene`'s skeleton and makes a pool of pages within `pool_bytes` (at least two
+    /// pages' worth); loads page 0.
+    pub fn new(ctx: &GpuContext, scene: &LodScene, pool_bytes: u64) -> Result<LodGpu> {
+        let s = &scene.skeleton;
+        let n = s.len();
+        let mut spheres = Vec::with_capacity(8 * n);
+        let mut links = Vec::with_capacity(4 * n);
+        for node in 0..n {
+            spheres.extend_from_slice(&s.spheres[node]);
+            let parent = s.parent[node];
+            let parent_sphere = if parent == super::tree::NO_NODE {
+                [0.0; 4]
+            } else {
+                s.spheres[parent as usize]
+            };
+            spheres.extend_from_slice(&parent_sphere);
+            let child_page = if s.child_count[node] > 0 {
+                scene.node_page[s.first_child[node] as usize]
+            } else {
+                0
+            };
+            links.extend_from_slice(&[
+                parent,
+                scene.node_page[node],
+                child_page,
+                s.child_count[node],
+            ]);
+        }
+        let row_width = row_width(scene.index.sh_degree);
+        let page_nodes = scene.index.page_nodes;
+        let page_bytes = page_nodes * u64::from(row_width) * 4;
+        let pages_per_buffer = ctx.page_bytes() / page_bytes;
+        if pages_per_buffer == 0 {
+            return Err(Error::Overflow {
+                what: "level-of-detail page".into(),
+                needed: page_bytes,
+                max: ctx.page_bytes(),
+                hint: "rebuild the tree with smaller pages (`wgsplat lod --page-nodes`)".into(),
+            });
+        }
+        let slots = (pool_bytes / page_bytes).max(2);
+        let first_nodes: Vec<u32> = scene
+            .index
+            .pages
+            .iter()
+            .map(|p| p.first_node as u32)
+            .collect();
+        let mut enc = ctx.encoder("lod-open");
+        let spheres = Tensor::from_slice(
+            &mut enc,
+            &spheres,
+            &[8 * n],
+            MemoryCategory::Parameters,
+            "wgsplat/lod-spheres",
+        )?;
+        let links = Tensor::from_slice(
+            &mut enc,
+            &links,
+            &[4 * n],
+            MemoryCategory::Parameters,
+            "wgsplat/lod-links",
+        )?;
+        single_page(ctx, &spheres, "skeleton")?;
+        single_page(ctx, &links, "skeleton")?;
+        let pages_info = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[2 * first_nodes.len()],
+            MemoryCategory::Parameters,
+            "wgsplat/lod-pages",
+        )?;
+        let mut pool_buffers = Vec::new();
+        let mut left = slots;
+        while left > 0 {
+            let here = left.min(pages_per_buffer);
+            let len = (here * page_nodes * u64::from(row_width)) as usize;
+            pool_buffers.push(Tensor::uninit(
+                &mut enc,
+                DType::F32,
+                &[len],
+                MemoryCategory::Parameters,
+                "wgsplat/lod-pool",
+            )?);
+            left -= here;
+        }
+        ctx.submit(enc)?;
+        let mut gpu = LodGpu {
+            spheres,
+            links,
+            pages_info,
+            first_nodes,
+            pool_buffers,
+            rows_per_buffer: pages_per_buffer * page_nodes,
+            pool: PagePool::new(scene, slots as usize),
+            nodes: n as u32,
+            page_nodes: page_nodes as u32,
+            row_width,
+            sh_degree: scene.index.sh_degree,
+        };
+        let plan = gpu.pool.plan_loads(&[0], 1);
+        gpu.upload(ctx, &plan, |p| scene.read_page(p as usize))?;
+        Ok(gpu)
+    }
+
+    /// Device bytes held: skeleton, page table and pool.
+    pub fn resident_bytes(&self) -> u64 {
+        let pool: u64 = self.pool_buffers.iter().map(|t| t.len() * 4).sum();
+        (self.spheres.len() + self.links.len() + self.pages_info.len()) * 4 + pool
+    }
+
+    /// Uploads the pages of `plan` (read through `read`) into their slots and the page table.
+    pub fn upload(
+        &mut self,
+        ctx: &GpuContext,
+        plan: &LoadPlan,
+        mut read: impl FnMut(u32) -> Result<CpuGaussians>,
+    ) -> Result<()> {
+        let mut enc = ctx.encoder("lod-pages");
+        let width = self.row_width as usize;
+        for &(page, slot) in &plan.loads {
+            let g = read(page)?;
+            let mut rows = vec![0f32; g.means.len() * width];
+            for (i, row) in rows.chunks_exact_mut(width).enumerate() {
+                row[0..3].copy_from_slice(&g.means[i]);
+                row[3..6].copy_from_slice(&g.log_scales[i]);
+                row[6..10].copy_from_slice(&g.quats[i]);
+                row[10] = g.opacity_logits[i];
+                for (k, c) in g.sh[i].iter().take((width - 11) / 3).enumerate() {
+                    row[11 + 3 * k..14 + 3 * k].copy_from_slice(c);
+                }
+            }
+            let first_row = u64::from(slot) * u64::from(self.page_nodes);
+            let buffer = (first_row / self.rows_per_buffer) as usize;
+            let offset = (first_row % self.rows_per_buffer) * width as u64 * 4;
+            enc.upload(
+                self.pool_buffers[buffer].page(0).raw(),
+                offset,
+                bytemuck::cast_slice(&rows),
+            )?;
+        }
+        let table: Vec<u32> = self
+            .first_nodes
+            .iter()
+            .zip(self.pool.slot_table())
+            .flat_map(|(&first, &slot)| [first, slot])
+            .collect();
+        self.pages_info.write(&mut enc, &table)?;
+        ctx.submit(enc)?;
+        Ok(())
+    }
+
+    fn cut_params(
+        &self,
+        camera: &Camera,
+        options: CutOptions,
+        cut_count: u32,
+    ) -> kernels::lod_cut::CutParams {
+        let r = &camera.rotation;
+        let t = &camera.translation;
+        kernels::lod_cut::CutParams {
+            rot0: [r[0][0], r[0][1], r[0][2], t[0]],
+            rot1: [r[1][0], r[1][1], r[1][2], t[1]],
+            rot2: [r[2][0], r[2][1], r[2][2], t[2]],
+            focal: [camera.fx, camera.fy, camera.cx, camera.cy],
+            view: [
+                camera.width as f32,
+                camera.height as f32,
+                camera.near,
+                options.tau_pixels,
+            ],
+            nodes: self.nodes,
+            pages: self.first_nodes.len() as u32,
+            budget: options.splat_budget.min(u64::from(u32::MAX)) as u32,
+            cut_count,
+            page_nodes: self.page_nodes,
+            ..Default::default()
+        }
+    }
+
+    /// Computes the cut for `camera` on the GPU and reads back its size and page marks.
+    pub fn cut(&self, ctx: &GpuContext, camera: &Camera, options: CutOptions) -> Result<Cut> {
+        use kernels::lod_cut as k;
+        let mut enc = ctx.encoder("lod-cut");
+        let params = self.cut_params(camera, options, 0);
+        let pages = self.first_nodes.len();
+        let histogram = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[2 * BINS as usize],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-histogram",
+        )?;
+        let state = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[4],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-cut-state",
+        )?;
+        let flags = Tensor::uninit(
+            &mut enc,
+            DType::U32,
+            &[self.nodes as usize],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-flags",
+        )?;
+        single_page(ctx, &flags, "cut flags")?;
+        let marks = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[2 * pages],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-page-marks",
+        )?;
+        let histogram_kernel = ctx.typed::<k::CutHistogram>()?;
+        let per_group = histogram_kernel.threads() * k::ITEMS;
+        let grid = ops::grid(&enc, u64::from(self.nodes), per_group)?;
+        enc.run(
+            &histogram_kernel,
+            &params,
+            k::CutHistogramBindings {
+                spheres: self.spheres.page_arg(0),
+                links: self.links.page_arg(0),
+                pages_info: self.pages_info.page_arg(0),
+                histogram: histogram.page_arg(0),
+            },
+            grid,
+        )?;
+        let threshold = ctx.typed::<k::CutThreshold>()?;
+        enc.run(
+            &threshold,
+            &params,
+            k::CutThresholdBindings {
+                histogram: histogram.page_arg(0),
+                cut_state: state.page_arg(0),
+            },
+            ops::grid(&enc, 1, 1)?,
+        )?;
+        let select = ctx.typed::<k::CutSelect>()?;
+        let grid = ops::grid(&enc, u64::from(self.nodes), select.threads())?;
+        enc.run(
+            &select,
+            &params,
+            k::CutSelectBindings {
+                spheres: self.spheres.page_arg(0),
+                links: self.links.page_arg(0),
+                pages_info: self.pages_info.page_arg(0),
+                cut_state: state.page_arg(0),
+                flags: flags.page_arg(0),
+                page_marks: marks.page_arg(0),
+            },
+            grid,
+        )?;
+        let compacted = ops::compact::compact_indices(&mut enc, &flags)?;
+        let state_read = state.record_read(&mut enc)?;
+        let marks_read = marks.record_read(&mut enc)?;
+        let count_read = compacted.count.record_read(&mut enc)?;
+        ctx.submit(enc)?;
+        let state = state_read.wait::<u32>(ctx)?;
+        let marks = marks_read.wait::<u32>(ctx)?;
+        let count = u64::from(count_read.wait::<u32>(ctx)?[0]);
+        let listed = |range: std::ops::Range<usize>| -> Vec<u32> {
+            range
+                .clone()
+                .filter(|&p| marks[p] != 0)
+                .map(|p| (p - range.start) as u32)
+                .collect()
+        };
+        Ok(Cut {
+            nodes: compacted.values,
+            count,
+            bin: state[0],
+            tau_pixels: f32::from_bits(state[2]),
+            budget_raised: state[3] != 0,
+            wanted_pages: listed(0..pages),
+            used_pages: listed(pages..2 * pages),
+        })
+    }
+
+    /// Writes the cut's Gaussians, blended towards their parents, as renderer tensors.
+    pub fn emit(
+        &self,
+        ctx: &GpuContext,
+        camera: &Camera,
+        options: CutOptions,
+        cut: &Cut,
+    ) -> Result<GaussianTensors> {
+        let n = cut.count as usize;
+        let mut enc = ctx.encoder("lod-emit");
+        let out = GaussianTensors::uninit(
+            &mut enc,
+            n.max(1),
+            self.sh_degree,
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-cut",
+        )?;
+        if out.means.num_pages() > 1 || out.sh_rest.num_pages() > 1 {
+            return Err(Error::Overflow {
+                what: "level-of-detail cut".into(),
+                needed: cut.count,
+                max: ctx.rows_per_page(48),
+                hint: "lower --splat-budget".into(),
+            });
+        }
+        if n == 0 {
+            // Nothing in view: one Gaussian that draws nothing.
+            out.means.write(&mut enc, &[0f32; 3])?;
+            out.log_scales.write(&mut enc, &[-20f32; 3])?;
+            out.quats.write(&mut enc, &[1f32, 0.0, 0.0, 0.0])?;
+            out.opacity_logits.write(&mut enc, &[-30f32])?;
+            out.sh_dc.write(&mut enc, &[0f32; 3])?;
+            out.sh_rest
+                .write(&mut enc, &vec![0f32; out.sh_rest.len() as usize])?;
+            ctx.submit(enc)?;
+            return Ok(out);
+        }
+        let records = Tensor::uninit(
+            &mut enc,
+            DType::U32,
+            &[4 * n],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-records",
+        )?;
+        let state = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[4],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-cut-state",
+        )?;
+        state.write(&mut enc, &[cut.bin, 0, 0, 0])?;
+        let resolve = ctx.typed::<kernels::lod_cut::CutResolve>()?;
+        let grid = ops::grid(&enc, cut.count, resolve.threads())?;
+        let params = self.cut_params(camera, options, cut.count as u32);
+        enc.run(
+            &resolve,
+            &params,
+            kernels::lod_cut::CutResolveBindings {
+                cut_nodes: cut.nodes.page_arg(0),
+                spheres: self.spheres.page_arg(0),
+                links: self.links.page_arg(0),
+                pages_info: self.pages_info.page_arg(0),
+                cut_state: state.page_arg(0),
+                records: records.page_arg(0),
+            },
+            grid,
+        )?;
+        let emit = ctx.typed::<kernels::lod_emit::EmitRows>()?;
+        let blend = ctx.typed::<kernels::lod_emit::BlendParent>()?;
+        let grid = ops::grid(&enc, cut.count, emit.threads())?;
+        let coeffs = (self.sh_degree + 1) * (self.sh_degree + 1);
+        for blending in [false, true] {
+            for (b, buffer) in self.pool_buffers.iter().enumerate() {
+                let params = kernels::lod_emit::EmitParams {
+                    count: cut.count as u32,
+                    pool_row0: (b as u64 * self.rows_per_buffer) as u32,
+                    pool_rows: (buffer.len() / u64::from(self.row_width)) as u32,
+                    row_width: self.row_width,
+                    sh_coeffs: coeffs,
+                    ..Default::default()
+                };
+                let sh_rest = || {
+                    if out.sh_rest.is_empty() {
+                        Arg::Absent
+                    } else {
+                        out.sh_rest.page_arg(0)
+                    }
+                };
+                if blending {
+                    let bindings = kernels::lod_emit::BlendParentBindings {
+                        records: records.page_arg(0),
+                        pool: buffer.page_arg(0),
+                        means: out.means.page_arg(0),
+                        log_scales: out.log_scales.page_arg(0),
+                        quats: out.quats.page_arg(0),
+                        opacity_logits: out.opacity_logits.page_arg(0),
+                        sh_dc: out.sh_dc.page_arg(0),
+                        sh_rest: sh_rest(),
+                    };
+                    enc.run(&blend, &params, bindings, grid)?;
+                } else {
+                    let bindings = kernels::lod_emit::EmitRowsBindings {
+                        records: records.page_arg(0),
+                        pool: buffer.page_arg(0),
+                        means: out.means.page_arg(0),
+                        log_scales: out.log_scales.page_arg(0),
+                        quats: out.quats.page_arg(0),
+                        opacity_logits: out.opacity_logits.page_arg(0),
+                        sh_dc: out.sh_dc.page_arg(0),
+                        sh_rest: sh_rest(),
+                    };
+                    enc.run(&emit, &params, bindings, grid)?;
+                }
+            }
+        }
+        ctx.submit(enc)?;
+        Ok(out)
+    }
+
+    /// Whether a page is resident (for tests and statistics).
+    pub fn is_resident(&self, page: u32) -> bool {
+        self.pool.slot_table()[page as usize] != NOT_RESIDENT
+    }
+}

@@ -1,0 +1,129 @@
+//! The cut on the CPU, node by node, as `shaders/lod_cut.wgsl` computes it on the GPU: the
+//! reference its tests compare with, and the rule in plain Rust.
+//!
+//! With `b` the threshold's size bin, a node is *refined* when it is in view, has children whose
+//! page is resident and its size bin is above `b`; it is in the cut when its parent is refined (or
+//! it is the root) and it is not. Sizes are bounding-sphere radii projected to pixels, on a log
+//! scale of [`BINS_PER_OCTAVE`] bins per doubling with 1 px at bin [`BIN_ONE_PIXEL`].
+
+use super::tree::{NO_NODE, Skeleton};
+use crate::splat::Camera;
+
+/// Size bins.
+pub const BINS: u32 = 256;
+/// The bin of 1 pixel.
+pub const BIN_ONE_PIXEL: f32 = 128.0;
+/// Bins per doubling of the projected size.
+pub const BINS_PER_OCTAVE: f32 = 8.0;
+
+/// The threshold in pixels at the top of bin `b`.
+pub fn bin_pixels(b: u32) -> f32 {
+    ((b as f32 - BIN_ONE_PIXEL) / BINS_PER_OCTAVE).exp2()
+}
+
+/// The smallest bin whose threshold is at least `pixels`.
+pub fn pixels_bin(pixels: f32) -> u32 {
+    level_bin(pixels.max(1e-30).log2() * BINS_PER_OCTAVE + BIN_ONE_PIXEL)
+}
+
+fn level_bin(level: f32) -> u32 {
+    level.ceil().clamp(0.0, BINS as f32) as u32
+}
+
+/// Whether a sphere reaches into `camera`'s view frustum.
+pub fn in_view(camera: &Camera, s: [f32; 4]) -> bool {
+    let c = camera.to_camera([s[0], s[1], s[2]]);
+    let r = s[3];
+    let right = (camera.width as f32 - camera.cx) / camera.fx;
+    let left = camera.cx / camera.fx;
+    let down = (camera.height as f32 - camera.cy) / camera.fy;
+    let up = camera.cy / camera.fy;
+    let plane = |x: f32, t: f32| (x - t * c[2]) / (1.0 + t * t).sqrt() <= r;
+    c[2] + r > camera.near
+        && plane(c[0], right)
+        && plane(-c[0], left)
+        && plane(c[1], down)
+        && plane(-c[1], up)
+}
+
+/// A sphere's projected radius as a continuous bin level.
+pub fn size_level(camera: &Camera, s: [f32; 4]) -> f32 {
+    let c = camera.to_camera([s[0], s[1], s[2]]);
+    let length = (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]).sqrt();
+    let d = (length - s[3]).max(camera.near);
+    let px = camera.fx.max(camera.fy) * s[3] / d;
+    px.max(1e-30).log2() * BINS_PER_OCTAVE + BIN_ONE_PIXEL
+}
+
+/// The bins `[lo, hi)` for which node `n` is in the cut (empty when it never is), given which
+/// pages are resident.
+pub fn node_range(
+    s: &Skeleton,
+    node_page: &[u32],
+    resident: &[bool],
+    camera: &Camera,
+    n: usize,
+) -> (u32, u32) {
+    let own = s.spheres[n];
+    if !in_view(camera, own) {
+        return (0, 0);
+    }
+    let children = s.child_count[n] as usize;
+    let refinable = children > 0 && resident[node_page[s.first_child[n] as usize] as usize];
+    let lo = if refinable {
+        level_bin(size_level(camera, own))
+    } else {
+        0
+    };
+    let parent = s.parent[n];
+    let hi = if parent == NO_NODE {
+        BINS
+    } else {
+        let ps = s.spheres[parent as usize];
+        if in_view(camera, ps) && resident[node_page[n] as usize] {
+            level_bin(size_level(camera, ps))
+        } else {
+            0
+        }
+    };
+    (lo, hi)
+}
+
+/// The cut at the smallest bin at or above `tau` pixels whose size fits `budget`: its bin and
+/// its nodes, ascending.
+pub fn cut(
+    s: &Skeleton,
+    node_page: &[u32],
+    resident: &[bool],
+    camera: &Camera,
+    tau: f32,
+    budget: u64,
+) -> (u32, Vec<u32>) {
+    let ranges: Vec<(u32, u32)> = (0..s.len())
+        .map(|n| node_range(s, node_page, resident, camera, n))
+        .collect();
+    let mut diff = vec![0i64; BINS as usize + 1];
+    for &(lo, hi) in &ranges {
+        if lo < hi {
+            diff[lo as usize] += 1;
+            diff[hi as usize] -= 1;
+        }
+    }
+    let asked = pixels_bin(tau);
+    let mut count = 0i64;
+    let mut chosen = BINS - 1;
+    for b in 0..BINS {
+        count += diff[b as usize];
+        if b >= asked && count as u64 <= budget {
+            chosen = b;
+            break;
+        }
+    }
+    let nodes = (0..s.len() as u32)
+        .filter(|&n| {
+            let (lo, hi) = ranges[n as usize];
+            lo <= chosen && chosen < hi
+        })
+        .collect();
+    (chosen, nodes)
+}
