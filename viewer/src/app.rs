@@ -3,12 +3,15 @@
 //! and the scripted screenshot mode.
 
 use crate::Args;
+use crate::edit_panel::{EditPanel, Tool};
+use crate::editing::EditState;
 use crate::panels;
+use crate::path_panel::PathPanel;
 use crate::plan_view::geometry::Projector;
 use crate::plan_view::overlay::PlanOverlay;
 use crate::render::{DisplayOptions, SceneRenderer};
 use crate::scene::ViewCamera;
-use crate::screenshot::{Region, Script, Sidecar};
+use crate::screenshot::{EditStep, Region, Script, Sidecar};
 use crate::source::Source;
 use crate::training::{Level, TrainingHandle, TrainingJob};
 use crate::views::{DatasetViews, ViewPanel};
@@ -16,7 +19,10 @@ use eframe::egui;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wgsplat::GpuContext;
-use wgsplat::splat::GaussianTensors;
+use wgsplat::splat::{Camera, GaussianTensors};
+
+#[path = "app_tools.rs"]
+mod tools;
 
 /// How a run ended, for the exit status (scripted runs must fail loudly).
 #[derive(Clone, Default)]
@@ -67,6 +73,18 @@ pub struct ViewerApp {
     log: Vec<(Level, String)>,
     ply_path: String,
     sidecar: Sidecar,
+    /// The camera-path panel.
+    path_panel: PathPanel,
+    /// The edit panel.
+    edit_panel: EditPanel,
+    /// The edits of a fixed model, from its first edit on.
+    edits: Option<EditState>,
+    /// The camera and screen rectangle of the scene image drawn last.
+    scene_camera: Option<(Camera, egui::Rect)>,
+    /// Whether a scripted run's keyframes, edits and video have been started.
+    script_steps_done: bool,
+    /// The counts after each scripted edit.
+    edit_steps: Vec<EditStep>,
     /// Last, so every GPU resource above is released before the context.
     ctx: GpuContext,
 }
@@ -105,6 +123,12 @@ impl ViewerApp {
             log: Vec::new(),
             ply_path: "viewer_snapshot.ply".to_owned(),
             sidecar: Sidecar::default(),
+            path_panel: PathPanel::default(),
+            edit_panel: EditPanel::new([0.0; 3], 1.0),
+            edits: None,
+            scene_camera: None,
+            script_steps_done: false,
+            edit_steps: Vec::new(),
             ctx,
             args,
             outcome,
@@ -113,6 +137,18 @@ impl ViewerApp {
         if let Some(spec) = app.args.camera.clone() {
             let index = app.views.find(&spec)?;
             app.panel.snap(&app.views, index, &mut app.camera, true);
+        }
+        if let Some(text) = &app.args.train.crop_box {
+            let crop = wgsplat::show::edit::CropBox::parse(text)?;
+            app.edit_panel.crop = [
+                crop.min[0],
+                crop.min[1],
+                crop.min[2],
+                crop.max[0],
+                crop.max[1],
+                crop.max[2],
+            ];
+            app.edit_panel.crop_on = true;
         }
         app.panel.show_truth = app.args.compare;
         app.panel.show_difference = app.args.compare;
@@ -140,6 +176,11 @@ impl ViewerApp {
         }
         self.camera = self.views.default_camera();
         self.panel = ViewPanel::default();
+        let crop_on = self.edit_panel.crop_on;
+        self.edit_panel = EditPanel::new(self.views.center, self.views.extent);
+        self.edit_panel.crop_on = crop_on;
+        self.edits = None;
+        self.scene_camera = None;
         self.model = match source {
             Source::Model { params, .. } | Source::Plan { params, .. } => Model::Fixed {
                 params,
@@ -183,6 +224,11 @@ impl ViewerApp {
     fn current_params(&self) -> Option<(Arc<GaussianTensors>, u64)> {
         match &self.model {
             Model::Empty => None,
+            Model::Fixed { .. } if self.edits.is_some() => self
+                .edits
+                .as_ref()
+                .and_then(|e| e.shown.clone())
+                .map(|p| (p, 0)),
             Model::Fixed { params, .. } => Some((params.clone(), 0)),
             Model::Training(handle) => handle.shared().snapshot.clone(),
         }
@@ -193,7 +239,10 @@ impl ViewerApp {
         let area = ui.available_rect_before_wrap();
         let response = ui.allocate_rect(area, egui::Sense::click_and_drag());
         let ppp = ui.ctx().pixels_per_point();
-        self.camera.handle_input(ui, &response, self.views.extent);
+        let selecting =
+            self.edit_panel.tool != Tool::Orbit && matches!(self.model, Model::Fixed { .. });
+        self.camera
+            .handle_input_with(ui, &response, self.views.extent, !selecting);
         let Some((params, _)) = self.current_params().filter(|(p, _)| !p.is_empty()) else {
             ui.painter().text(
                 area.center(),
@@ -278,6 +327,7 @@ impl ViewerApp {
                 &Projector::new(&camera, scene_rect),
             );
         }
+        self.scene_tools(ui, &response, &camera, scene_rect, area);
         (true, Some(scene_rect))
     }
 }
@@ -286,6 +336,9 @@ impl eframe::App for ViewerApp {
     fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
         let egui_ctx = ui.ctx().clone();
         self.open_dropped(&egui_ctx);
+        if self.path_panel.preview(&mut self.camera) {
+            egui_ctx.request_repaint();
+        }
         let ppp = egui_ctx.pixels_per_point();
         let mut regions = Vec::new();
         let left = egui::Panel::left("view")
@@ -298,40 +351,49 @@ impl eframe::App for ViewerApp {
         let (mut loss_rect, mut loss_points, mut iteration, mut gaussians, mut training_done) =
             (None, 0, 0, 0, true);
         let mut plan_rect = None;
+        let mut tool_rects = None;
         let right = egui::Panel::right("training")
             .default_size(300.0)
             .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| match &self.model {
-                    Model::Training(handle) => {
-                        loss_rect = panels::training(ui, handle, &mut self.ply_path);
-                        let shared = handle.shared();
-                        (loss_points, iteration, gaussians, training_done) = (
-                            shared.loss.len(),
-                            shared.iteration,
-                            shared.gaussians,
-                            shared.finished,
-                        );
-                    }
-                    Model::Fixed { params, label } => {
-                        ui.heading("Model");
-                        ui.label(label.as_str());
-                        ui.label(format!(
-                            "{} Gaussians, SH degree {}",
-                            params.len(),
-                            params.max_sh_degree()
-                        ));
-                        gaussians = params.len();
-                        if let Some(plan) = &mut self.plan {
-                            ui.separator();
-                            plan_rect = Some(ui.scope(|ui| plan.show_panel(ui)).response.rect);
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    match &self.model {
+                        Model::Training(handle) => {
+                            loss_rect = panels::training(ui, handle, &mut self.ply_path);
+                            let shared = handle.shared();
+                            (loss_points, iteration, gaussians, training_done) = (
+                                shared.loss.len(),
+                                shared.iteration,
+                                shared.gaussians,
+                                shared.finished,
+                            );
+                        }
+                        Model::Fixed { params, label } => {
+                            ui.heading("Model");
+                            ui.label(label.as_str());
+                            ui.label(format!(
+                                "{} Gaussians, SH degree {}",
+                                params.len(),
+                                params.max_sh_degree()
+                            ));
+                            gaussians = params.len();
+                            if let Some(plan) = &mut self.plan {
+                                ui.separator();
+                                plan_rect = Some(ui.scope(|ui| plan.show_panel(ui)).response.rect);
+                            }
+                        }
+                        Model::Empty => {
+                            ui.heading("Model");
+                            ui.label("drop a PLY file or a dataset folder here");
                         }
                     }
-                    Model::Empty => {
-                        ui.heading("Model");
-                        ui.label("drop a PLY file or a dataset folder here");
-                    }
+                    ui.separator();
+                    tool_rects = Some(self.tool_panels(ui, &egui_ctx));
                 });
             });
+        if let Some((path_rect, edit_rect)) = tool_rects {
+            regions.push(Region::new("camera path", path_rect, ppp));
+            regions.push(Region::new("edit", edit_rect, ppp));
+        }
         regions.push(Region::new(
             if matches!(self.model, Model::Training(_)) {
                 "training"
@@ -374,6 +436,17 @@ impl eframe::App for ViewerApp {
         let central = egui::CentralPanel::default().show(ui, |ui| self.scene(ui, frame));
         let (drew, scene_rect) = central.inner;
         regions.push(Region::new("scene", central.response.rect, ppp));
+        if self.script.is_some()
+            && let Err(e) = self.run_script_steps(&egui_ctx)
+        {
+            self.outcome.fail(format!("{e:#}"));
+            egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+        let video = self.video_shown();
+        let busy = self.path_panel.rendering();
+        let (selected, remaining) = self.edits.as_ref().map_or((0, gaussians), |e| {
+            (e.session.selected_count(), e.session.remaining() as u64)
+        });
         if let Some(script) = &mut self.script {
             self.sidecar = Sidecar {
                 scene: scene_rect.map(|r| Region::new("scene image", r, ppp)),
@@ -391,8 +464,14 @@ impl eframe::App for ViewerApp {
                     .as_ref()
                     .map(|p| p.shown.clone())
                     .unwrap_or_default(),
+                crop_box_segments: self.edit_panel.crop_segments,
+                path: self.path_panel.shown.clone(),
+                selected,
+                remaining,
+                edit_steps: self.edit_steps.clone(),
+                video,
             };
-            script.frame(&egui_ctx, drew, iteration, training_done);
+            script.frame(&egui_ctx, drew, iteration, training_done, busy);
             match script.finish(&self.sidecar) {
                 Ok(true) => egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close),
                 Ok(false) => {}

@@ -2,11 +2,15 @@
 //! on the same GPU device egui draws with.
 
 mod app;
+mod edit_panel;
+mod editing;
 mod panels;
+mod path_panel;
 mod plan_view;
 mod screenshot;
 mod source;
 mod training;
+mod video_job;
 
 use wgsplat_viewer::{render, scene, views};
 
@@ -58,6 +62,21 @@ pub struct Args {
     /// Stop live training after N iterations (the screenshot waits for them).
     #[arg(long)]
     pub train_iters: Option<u64>,
+    /// Scripted mode: add keyframes at these dataset cameras, in order (`train:K` or `test:K`,
+    /// separated by commas), to the camera-path panel.
+    #[arg(long, value_name = "CAMERAS")]
+    pub keyframes: Option<String>,
+    /// Seconds between keyframes in the camera-path panel.
+    #[arg(long, default_value_t = 1.0)]
+    pub keyframe_seconds: f64,
+    /// Scripted mode: edits applied in order on the first frame, separated by ';':
+    /// select-box:X0,Y0,X1,Y1 (scene image pixels), brush:X,Y,R, select-crop, invert, clear,
+    /// delete, undo, redo, save:PATH (any model format, by its extension).
+    #[arg(long, value_name = "STEPS")]
+    pub edits: Option<String>,
+    /// Scripted mode: render the keyframe path into this video (the screenshot waits for it).
+    #[arg(long, value_name = "OUT.mp4")]
+    pub render_video: Option<PathBuf>,
     /// Window width in points.
     #[arg(long, default_value_t = 1200.0)]
     pub width: f32,

@@ -143,8 +143,20 @@ impl ViewCamera {
 
     /// Reads mouse and keyboard input over the scene's `response`; returns whether the view moved.
     pub fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, extent: f32) -> bool {
+        self.handle_input_with(ui, response, extent, true)
+    }
+
+    /// [`ViewCamera::handle_input`]; with `primary_orbits` false the primary button is left to
+    /// a selection tool (panning, zooming and flying still work).
+    pub fn handle_input_with(
+        &mut self,
+        ui: &egui::Ui,
+        response: &egui::Response,
+        extent: f32,
+        primary_orbits: bool,
+    ) -> bool {
         let mut moved = false;
-        if response.dragged_by(egui::PointerButton::Primary) {
+        if primary_orbits && response.dragged_by(egui::PointerButton::Primary) {
             self.orbit(response.drag_delta());
             moved = true;
         }

@@ -56,6 +56,42 @@ pub struct Sidecar {
     pub pixels_per_point: f32,
     /// A plan's blocks as the overlay drew them (empty without a plan).
     pub plan_blocks: Vec<crate::plan_view::overlay::BlockShown>,
+    /// Edges of the crop box drawn over the scene.
+    pub crop_box_segments: usize,
+    /// The camera path as drawn over the scene.
+    pub path: crate::path_panel::PathShown,
+    /// Gaussians selected.
+    pub selected: usize,
+    /// Gaussians not deleted.
+    pub remaining: u64,
+    /// The counts after each scripted edit (`--edits`).
+    pub edit_steps: Vec<EditStep>,
+    /// The video rendered from the path (`--render-video`).
+    pub video: Option<VideoShown>,
+}
+
+/// One scripted edit and the counts after it.
+#[derive(Clone, Debug, Serialize)]
+pub struct EditStep {
+    /// The step as written.
+    pub step: String,
+    /// Gaussians selected after it.
+    pub selected: usize,
+    /// Gaussians not deleted after it.
+    pub remaining: usize,
+}
+
+/// How a scripted video render ended.
+#[derive(Clone, Debug, Serialize)]
+pub struct VideoShown {
+    /// The video file.
+    pub file: String,
+    /// Frames in the path.
+    pub total: usize,
+    /// Frames written (none on an error).
+    pub frames: usize,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
 }
 
 /// The state of a scripted run.
@@ -84,14 +120,16 @@ impl Script {
         }
     }
 
-    /// Called once per frame with whether a model was drawn and the iteration reached; asks for
-    /// the screenshot when everything is ready.
+    /// Called once per frame with whether a model was drawn, the iteration reached and whether
+    /// work the screenshot waits for (a video render) is still running; asks for the screenshot
+    /// when everything is ready.
     pub fn frame(
         &mut self,
         ctx: &egui::Context,
         drew_model: bool,
         iteration: u64,
         training_done: bool,
+        busy: bool,
     ) {
         if drew_model {
             self.frames_seen += 1;
@@ -99,7 +137,7 @@ impl Script {
         let trained = self
             .train_iters
             .is_none_or(|n| iteration >= n || training_done);
-        if !self.requested && self.frames_seen >= self.frames && trained {
+        if !self.requested && self.frames_seen >= self.frames && trained && !busy {
             let slot = self.image.clone();
             let repaint = ctx.clone();
             ctx.request_screenshot(move |image| {
@@ -110,7 +148,12 @@ impl Script {
             });
             self.requested = true;
         }
-        ctx.request_repaint();
+        if busy {
+            // The video renders on its own thread: look again soon without spinning.
+            ctx.request_repaint_after(std::time::Duration::from_millis(50));
+        } else {
+            ctx.request_repaint();
+        }
     }
 
     /// Writes the PNG and JSON once the screenshot has arrived; returns true when written.
