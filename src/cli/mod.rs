@@ -6,6 +6,7 @@ mod cleanup;
 mod convert;
 mod dataset;
 mod guard;
+mod lod;
 mod plan;
 mod render;
 mod sfm;
@@ -49,6 +50,9 @@ enum Command {
     Merge(plan::MergeArgs),
     /// Train every block of a plan here, one after another, then merge them to PLAN/merged.ply.
     RunPlan(plan::RunPlanArgs),
+    /// Build a level of detail of a model (SCENE.lod/): a tree of merged Gaussians in pages, which
+    /// `render`, the viewer and the page draw under a splat budget.
+    Lod(lod::LodArgs),
     /// Render a model from a dataset's cameras into PNG files, or along a camera path into a
     /// video (--video OUT.mp4).
     Render(render::RenderArgs),
@@ -111,6 +115,7 @@ pub fn run() -> ExitCode {
             with_leak_check(cli.portable, |ctx| plan::partition(ctx, *args))
         }
         Command::Merge(args) => plan::merge(args),
+        Command::Lod(args) => lod::lod(args),
         Command::RunPlan(args) => with_leak_check(cli.portable, |ctx| plan::run_plan(ctx, args)),
         Command::Render(args) => with_leak_check(cli.portable, |ctx| render::render_ply(ctx, args)),
         Command::Eval(args) => with_leak_check(cli.portable, |ctx| render::eval_ply(ctx, args)),

@@ -63,6 +63,11 @@ pub struct MergeArgs {
     /// Output format: ply, compressed-ply, splat, spz or sog.
     #[arg(long)]
     format: Option<String>,
+    /// Also write the merged model's level of detail into this folder (as `wgsplat lod` does).
+    #[arg(long)]
+    lod: Option<PathBuf>,
+    #[command(flatten)]
+    pages: super::lod::PageArgs,
 }
 
 /// Options of `wgsplat run-plan`.
@@ -317,7 +322,17 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(ModelFormat::from_name)
         .transpose()?;
-    merge_into(&plan_dir(&args.plan), &plan, &args.out, format)
+    merge_into(&plan_dir(&args.plan), &plan, &args.out, format)?;
+    if let Some(lod) = &args.lod {
+        let written = match format {
+            Some(format) => format,
+            None => ModelFormat::from_path(&args.out)?,
+        };
+        let model = wgsplat::io::formats::read_model(&args.out, written)
+            .with_context(|| format!("reading back {}", args.out.display()))?;
+        super::lod::write_lod_of(&model, lod, args.pages)?;
+    }
+    Ok(())
 }
 
 fn merge_into(

@@ -8,7 +8,9 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use wgsplat::GpuContext;
 use wgsplat::data::{Dataset, View};
+use wgsplat::io::lod::{CutOptions, LodRenderer};
 use wgsplat::io::model::load_model_to_gpu;
+use wgsplat::show::Drawn;
 use wgsplat::splat::{GaussianTensors, RasterMode};
 use wgsplat::train::options::DataArgs;
 use wgsplat::train::setup;
@@ -54,6 +56,20 @@ pub(super) fn save_renders(
     dir: &Path,
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<usize> {
+    let mut drawn = Drawn::Model(Box::new(params.clone()));
+    save_renders_of(ctx, &mut drawn, views, background, raster_mode, dir, stop)
+}
+
+/// [`save_renders`] of any [`Drawn`] model (a level of detail draws each view's own cut).
+fn save_renders_of(
+    ctx: &GpuContext,
+    drawn: &mut Drawn,
+    views: &[View],
+    background: [f32; 3],
+    raster_mode: RasterMode,
+    dir: &Path,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stems = render_file_stems(views);
     for (written, (view, stem)) in views.iter().zip(&stems).enumerate() {
@@ -62,7 +78,8 @@ pub(super) fn save_renders(
         }
         let mut camera = view.camera.clone();
         camera.background = background;
-        let image = wgsplat::show::render_rgba8(ctx, params, &camera, raster_mode)?;
+        let params = drawn.gaussians_for(ctx, &camera)?;
+        let image = wgsplat::show::render_rgba8(ctx, &params, &camera, raster_mode)?;
         image.write_png(&dir.join(format!("{stem}.png")))?;
     }
     Ok(views.len())
@@ -104,6 +121,64 @@ pub struct RenderArgs {
     antialiased: bool,
     #[command(flatten)]
     video: super::video::VideoArgs,
+    #[command(flatten)]
+    lod: LodDrawArgs,
+}
+
+/// How `render` draws a level-of-detail folder (SCENE.lod/ from `wgsplat lod`).
+#[derive(clap::Args)]
+pub struct LodDrawArgs {
+    /// Most Gaussians drawn per frame from a level-of-detail folder: the threshold rises until
+    /// the cut fits (default: no limit).
+    #[arg(long)]
+    splat_budget: Option<u64>,
+    /// The level-of-detail threshold: a node whose projected radius (3σ) is under this many
+    /// pixels is drawn in place of its children.
+    #[arg(long, default_value_t = 1.0)]
+    tau: f32,
+    /// GPU memory for a level of detail's resident pages (e.g. 512MiB, 2GiB).
+    #[arg(long, default_value = "1GiB")]
+    lod_memory: String,
+}
+
+/// Whether `path` is a level-of-detail folder.
+fn is_lod(path: &Path) -> bool {
+    path.is_dir() && path.join("index.json").is_file()
+}
+
+/// The model of `render`: a model file, or a level-of-detail folder drawn by its cut.
+fn open_drawn(ctx: &GpuContext, args: &RenderArgs) -> anyhow::Result<Drawn> {
+    if !is_lod(&args.ply) {
+        if args.lod.splat_budget.is_some() {
+            anyhow::bail!(
+                "--splat-budget draws a level-of-detail folder; {} is a model file (make one with \
+                 `wgsplat lod {} --out SCENE.lod`)",
+                args.ply.display(),
+                args.ply.display()
+            );
+        }
+        return Ok(Drawn::Model(Box::new(load_model(ctx, &args.ply)?)));
+    }
+    if !(args.lod.tau.is_finite() && args.lod.tau > 0.0) {
+        anyhow::bail!(
+            "--tau {}: expected a positive number of pixels",
+            args.lod.tau
+        );
+    }
+    let pool = match wgsplat::train::byte_size::parse_image_cache_size(&args.lod.lod_memory) {
+        Ok(bytes) => bytes,
+        Err(e) => anyhow::bail!("--lod-memory {}: {e}", args.lod.lod_memory),
+    };
+    let renderer = LodRenderer::open(ctx, &args.ply, pool)
+        .with_context(|| format!("opening {}", args.ply.display()))?;
+    Ok(Drawn::Lod {
+        renderer: Box::new(renderer),
+        options: CutOptions {
+            tau_pixels: args.lod.tau,
+            splat_budget: args.lod.splat_budget.unwrap_or(u64::MAX).max(1),
+        },
+        last: None,
+    })
 }
 
 impl RenderArgs {
@@ -138,7 +213,7 @@ fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result
 
 /// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
-    let params = load_model(ctx, &args.ply)?;
+    let mut drawn = open_drawn(ctx, &args)?;
     let background = setup::background_color(setup::parse_background(&args.background)?);
     let dataset = load_split_dataset(&args, background)?;
     if args.video.wanted() {
@@ -148,7 +223,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         return super::video::render_video(
             ctx,
             &args.ply,
-            &params,
+            &mut drawn,
             &dataset,
             &args.video,
             background,
@@ -167,9 +242,9 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         );
     }
     super::guard::refuse_output_among_images(&args.out, args.dataset.as_deref(), &dataset)?;
-    let written = save_renders(
+    let written = save_renders_of(
         ctx,
-        &params,
+        &mut drawn,
         views,
         background,
         args.raster_mode(),
@@ -186,6 +261,13 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
 
 /// Runs `wgsplat eval`.
 pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    if is_lod(&args.ply) {
+        anyhow::bail!(
+            "eval scores a model file; {} is a level-of-detail folder: score the model it was \
+             built from, or `render` the folder and compare its images",
+            args.ply.display()
+        );
+    }
     let params = load_model(ctx, &args.ply)?;
     let background = setup::parse_background(&args.background)?;
     let dataset = load_split_dataset(&args, setup::background_color(background))?;

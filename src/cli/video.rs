@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
 use wgsplat::show::video::{VideoWriter, find_ffmpeg};
-use wgsplat::show::{CameraPath, PathFrame, paths, render_path};
-use wgsplat::splat::{GaussianTensors, RasterMode};
+use wgsplat::show::{CameraPath, Drawn, PathFrame, paths, render_path_of};
+use wgsplat::splat::RasterMode;
 
 /// Options of `wgsplat render` for videos and camera paths.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -131,7 +131,7 @@ fn path_file(args: &VideoArgs) -> Option<PathBuf> {
 pub fn render_video(
     ctx: &GpuContext,
     model: &Path,
-    params: &GaussianTensors,
+    drawn: &mut Drawn,
     dataset: &Dataset,
     args: &VideoArgs,
     background: [f32; 3],
@@ -172,9 +172,9 @@ pub fn render_video(
     );
     let start = Instant::now();
     let mut opaque = wgsplat::data::image::RgbaImage::new(0, 0);
-    let written = render_path(
+    let written = render_path_of(
         ctx,
-        params,
+        drawn,
         &path,
         background,
         raster_mode,

@@ -146,4 +146,3 @@ pub fn fit_ground_frame(cameras: &[&Camera], points: &[[f32; 3]]) -> Result<Grou
         up,
     })
 }
-

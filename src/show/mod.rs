@@ -4,6 +4,7 @@
 //! ([`video`]). The CLI (`wgsplat render --video`) and the viewer drive the same code.
 
 pub mod camera_path;
+pub mod drawn;
 pub mod edit;
 pub mod keyframes;
 pub mod paths;
@@ -20,6 +21,7 @@ use crate::splat::forward::{RenderOptions, render};
 use crate::splat::{Camera, GaussianTensors, RasterMode};
 
 pub use camera_path::{CameraPath, PathFrame};
+pub use drawn::Drawn;
 
 /// Renders `params` from `camera` at its full SH degree and reads the image back as 8-bit RGBA
 /// (clamped to [0, 1], rounded).
@@ -63,12 +65,27 @@ pub fn render_path(
     sink: &mut dyn FnMut(usize, &RgbaImage) -> Result<()>,
     stop: &dyn Fn() -> bool,
 ) -> Result<usize> {
+    let mut drawn = Drawn::Model(Box::new(params.clone()));
+    render_path_of(ctx, &mut drawn, path, background, raster_mode, sink, stop)
+}
+
+/// [`render_path`] of any [`Drawn`] model: a level of detail draws each frame's own cut.
+pub fn render_path_of(
+    ctx: &GpuContext,
+    drawn: &mut Drawn,
+    path: &CameraPath,
+    background: [f32; 3],
+    raster_mode: RasterMode,
+    sink: &mut dyn FnMut(usize, &RgbaImage) -> Result<()>,
+    stop: &dyn Fn() -> bool,
+) -> Result<usize> {
     for (index, frame) in path.frames.iter().enumerate() {
         if stop() {
             return Ok(index);
         }
         let camera = frame.to_camera(path.width, path.height, background);
-        let image = render_rgba8(ctx, params, &camera, raster_mode)?;
+        let params = drawn.gaussians_for(ctx, &camera)?;
+        let image = render_rgba8(ctx, &params, &camera, raster_mode)?;
         sink(index, &image)?;
     }
     Ok(path.frames.len())

@@ -118,7 +118,8 @@ impl LodGpu {
                 hint: "rebuild the tree with smaller pages (`wgsplat lod --page-nodes`)".into(),
             });
         }
-        let slots = (pool_bytes / page_bytes).max(2);
+        // Never more slots than pages: a small tree takes only what it needs.
+        let slots = (pool_bytes / page_bytes).clamp(2, scene.page_count().max(2) as u64);
         let first_nodes: Vec<u32> = scene
             .index
             .pages
