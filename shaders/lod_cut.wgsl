@@ -71,6 +71,8 @@ const ITEMS: u32 = 8u;
 const BINS: u32 = 256u;
 const BIN_ONE_PIXEL: f32 = 128.0;
 const BINS_PER_OCTAVE: f32 = 8.0;
+// Bins over which a node fades from its parent's look to its own (half a doubling).
+const BLEND_BINS: f32 = 4.0;
 const NOT_RESIDENT: u32 = 0xffffffffu;
 const NO_NODE: u32 = 0xffffffffu;
 const NO_ROW: u32 = 0xffffffffu;
@@ -249,11 +251,14 @@ fn cut_resolve(
     var family = 1u;
     if link.x != NO_NODE {
         // Blend towards the parent in log size: all parent when the parent has just been
-        // refined, none when this node is about to be.
+        // refined, none once the parent is BLEND_BINS above the threshold, and none when this
+        // node is about to be refined itself (whichever comes first).
         let own_level = size_level(spheres[2u * n]);
         let parent_level = size_level(spheres[2u * n + 1u]);
         if parent_level > own_level {
-            weight = clamp((b - own_level) / (parent_level - own_level), 0.0, 1.0);
+            let fade = 1.0 - (parent_level - b) / BLEND_BINS;
+            let before_split = (b - own_level) / (parent_level - own_level);
+            weight = clamp(min(fade, before_split), 0.0, 1.0);
         }
         if weight > 0.0 {
             let parent_link = links[link.x];

@@ -1,9 +1,9 @@
 // The Gaussians of a level-of-detail cut, written as the renderer's tensors (src/io/lod/cut.rs).
-// The page pool may span several buffers; each dispatch binds one of them:
+// The page pool and the output may each span several buffers; each dispatch binds one of each:
 //   emit_rows:    each cut node whose row lies in the bound pool buffer is copied out;
 //   blend_parent: each cut node whose parent's row lies in it is blended towards the parent.
 // Every emit_rows dispatch runs before every blend_parent dispatch, so each output row is written
-// once and then blended at most once.
+// once and then blended at most once. Cut node i is row i - out_row0 of the bound output page.
 //
 // Blending with weight w: mean, log scale and SH are interpolated, the rotation is normalised
 // after interpolating on the parent's side of the sphere, and the opacity goes towards
@@ -21,9 +21,10 @@ struct EmitParams {
     row_width: u32,
     // SH coefficients per Gaussian (1, 4, 9 or 16).
     sh_coeffs: u32,
+    // First cut node in the bound output page, and the page's rows.
+    out_row0: u32,
+    out_rows: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params_uniform: EmitParams;
@@ -64,14 +65,16 @@ fn emit_rows(
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    let i = record_index(gid, nwg);
-    if i >= params.count {
+    let r = record_index(gid, nwg);
+    if r >= params.out_rows || params.out_row0 + r >= params.count {
         return;
     }
-    let local = records[i].x - params.pool_row0;
-    if records[i].x < params.pool_row0 || local >= params.pool_rows {
+    let record = records[params.out_row0 + r];
+    let local = record.x - params.pool_row0;
+    if record.x < params.pool_row0 || local >= params.pool_rows {
         return;
     }
+    let i = r;
     let at = local * params.row_width;
     for (var k = 0u; k < 3u; k++) {
         means[3u * i + k] = pool[at + k];
@@ -96,11 +99,12 @@ fn blend_parent(
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    let i = record_index(gid, nwg);
-    if i >= params.count {
+    let r = record_index(gid, nwg);
+    if r >= params.out_rows || params.out_row0 + r >= params.count {
         return;
     }
-    let record = records[i];
+    let record = records[params.out_row0 + r];
+    let i = r;
     if record.y == NO_ROW || record.y < params.pool_row0 {
         return;
     }

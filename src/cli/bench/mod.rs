@@ -3,6 +3,7 @@
 
 mod formats;
 mod knn;
+mod lod;
 mod longrun;
 mod loss;
 mod memory;
@@ -33,6 +34,10 @@ pub enum BenchCommand {
     /// Each model format's bytes per Gaussian, write and read times, and render PSNR against the
     /// PLY it was written from, on a dataset's views.
     Formats(formats::FormatsArgs),
+    /// A level of detail's PSNR and frame time at 5 to 100% of the Gaussians, far and near, on a
+    /// model tiled into a city; and the frame-to-frame PSNR of a camera moving through the
+    /// threshold.
+    Lod(lod::LodBenchArgs),
     /// A long training run sampled every N iterations: process RSS beside the allocator's bytes
     /// and wgpu's live objects, all flat after warm-up.
     Longrun(longrun::LongrunArgs),
@@ -49,6 +54,7 @@ pub fn run(command: BenchCommand, portable_only: bool) -> anyhow::Result<()> {
         BenchCommand::Memory(args) => memory::run(args, portable_only),
         BenchCommand::Longrun(args) => longrun::run(args, portable_only),
         BenchCommand::Formats(args) => formats::run(args, portable_only),
+        BenchCommand::Lod(args) => lod::run(args, portable_only),
     }
 }
 

@@ -79,8 +79,19 @@ fn single_page(ctx: &GpuContext, t: &Tensor, what: &str) -> Result<()> {
 
 impl LodGpu {
     /// Uploads `scene`'s skeleton and makes a pool of pages within `pool_bytes` (at least two
-    /// pages' worth); loads page 0.
+    /// pages' worth); loads page 0 from the folder.
     pub fn new(ctx: &GpuContext, scene: &LodScene, pool_bytes: u64) -> Result<LodGpu> {
+        Self::with_root_page(ctx, scene, pool_bytes, scene.read_page(0)?)
+    }
+
+    /// [`LodGpu::new`] with page 0 already read (a page fetches it over HTTP and decodes it
+    /// with [`LodScene::decode_page`]).
+    pub fn with_root_page(
+        ctx: &GpuContext,
+        scene: &LodScene,
+        pool_bytes: u64,
+        root: CpuGaussians,
+    ) -> Result<LodGpu> {
         let s = &scene.skeleton;
         let n = s.len();
         let mut spheres = Vec::with_capacity(8 * n);
@@ -179,7 +190,11 @@ impl LodGpu {
             sh_degree: scene.index.sh_degree,
         };
         let plan = gpu.pool.plan_loads(&[0], 1);
-        gpu.upload(ctx, &plan, |p| scene.read_page(p as usize))?;
+        let mut root = Some(root);
+        gpu.upload(ctx, &plan, |p| match root.take() {
+            Some(g) if p == 0 => Ok(g),
+            _ => scene.read_page(p as usize),
+        })?;
         Ok(gpu)
     }
 
@@ -258,8 +273,19 @@ impl LodGpu {
         }
     }
 
-    /// Computes the cut for `camera` on the GPU and reads back its size and page marks.
+    /// Computes the cut for `camera` on the GPU and reads back its size and page marks,
+    /// blocking until the GPU has finished (a browser page uses [`LodGpu::cut_async`]).
     pub fn cut(&self, ctx: &GpuContext, camera: &Camera, options: CutOptions) -> Result<Cut> {
+        crate::gpu::readback::blocking("level-of-detail cut", self.cut_async(ctx, camera, options))
+    }
+
+    /// [`LodGpu::cut`] in the form that also runs in a browser: the readbacks are awaited.
+    pub async fn cut_async(
+        &self,
+        ctx: &GpuContext,
+        camera: &Camera,
+        options: CutOptions,
+    ) -> Result<Cut> {
         use kernels::lod_cut as k;
         let mut enc = ctx.encoder("lod-cut");
         let params = self.cut_params(camera, options, 0);
@@ -337,9 +363,9 @@ impl LodGpu {
         let marks_read = marks.record_read(&mut enc)?;
         let count_read = compacted.count.record_read(&mut enc)?;
         ctx.submit(enc)?;
-        let state = state_read.wait::<u32>(ctx)?;
-        let marks = marks_read.wait::<u32>(ctx)?;
-        let count = u64::from(count_read.wait::<u32>(ctx)?[0]);
+        let state = state_read.fetch::<u32>(ctx).await?;
+        let marks = marks_read.fetch::<u32>(ctx).await?;
+        let count = u64::from(count_read.fetch::<u32>(ctx).await?[0]);
         let listed = |range: std::ops::Range<usize>| -> Vec<u32> {
             range
                 .clone()
@@ -375,14 +401,7 @@ impl LodGpu {
             MemoryCategory::FrameScratch,
             "wgsplat/lod-cut",
         )?;
-        if out.means.num_pages() > 1 || out.sh_rest.num_pages() > 1 {
-            return Err(Error::Overflow {
-                what: "level-of-detail cut".into(),
-                needed: cut.count,
-                max: ctx.rows_per_page(48),
-                hint: "lower --splat-budget".into(),
-            });
-        }
+        let rows_per_page = out.rows_per_page;
         if n == 0 {
             // Nothing in view: one Gaussian that draws nothing.
             out.means.write(&mut enc, &[0f32; 3])?;
@@ -402,6 +421,7 @@ impl LodGpu {
             MemoryCategory::FrameScratch,
             "wgsplat/lod-records",
         )?;
+        single_page(ctx, &records, "cut records")?;
         let state = Tensor::zeros(
             &mut enc,
             DType::U32,
@@ -428,49 +448,56 @@ impl LodGpu {
         )?;
         let emit = ctx.typed::<kernels::lod_emit::EmitRows>()?;
         let blend = ctx.typed::<kernels::lod_emit::BlendParent>()?;
-        let grid = ops::grid(&enc, cut.count, emit.threads())?;
         let coeffs = (self.sh_degree + 1) * (self.sh_degree + 1);
+        let pages = cut.count.div_ceil(rows_per_page) as usize;
         for blending in [false, true] {
-            for (b, buffer) in self.pool_buffers.iter().enumerate() {
-                let params = kernels::lod_emit::EmitParams {
-                    count: cut.count as u32,
-                    pool_row0: (b as u64 * self.rows_per_buffer) as u32,
-                    pool_rows: (buffer.len() / u64::from(self.row_width)) as u32,
-                    row_width: self.row_width,
-                    sh_coeffs: coeffs,
-                    ..Default::default()
-                };
-                let sh_rest = || {
-                    if out.sh_rest.is_empty() {
-                        Arg::Absent
+            for page in 0..pages {
+                let out_row0 = page as u64 * rows_per_page;
+                let out_rows = rows_per_page.min(cut.count - out_row0);
+                let grid = ops::grid(&enc, out_rows, emit.threads())?;
+                for (b, buffer) in self.pool_buffers.iter().enumerate() {
+                    let params = kernels::lod_emit::EmitParams {
+                        count: cut.count as u32,
+                        pool_row0: (b as u64 * self.rows_per_buffer) as u32,
+                        pool_rows: (buffer.len() / u64::from(self.row_width)) as u32,
+                        row_width: self.row_width,
+                        sh_coeffs: coeffs,
+                        out_row0: out_row0 as u32,
+                        out_rows: out_rows as u32,
+                        ..Default::default()
+                    };
+                    let sh_rest = || {
+                        if out.sh_rest.is_empty() {
+                            Arg::Absent
+                        } else {
+                            out.sh_rest.page_arg(page)
+                        }
+                    };
+                    if blending {
+                        let bindings = kernels::lod_emit::BlendParentBindings {
+                            records: records.page_arg(0),
+                            pool: buffer.page_arg(0),
+                            means: out.means.page_arg(page),
+                            log_scales: out.log_scales.page_arg(page),
+                            quats: out.quats.page_arg(page),
+                            opacity_logits: out.opacity_logits.page_arg(page),
+                            sh_dc: out.sh_dc.page_arg(page),
+                            sh_rest: sh_rest(),
+                        };
+                        enc.run(&blend, &params, bindings, grid)?;
                     } else {
-                        out.sh_rest.page_arg(0)
+                        let bindings = kernels::lod_emit::EmitRowsBindings {
+                            records: records.page_arg(0),
+                            pool: buffer.page_arg(0),
+                            means: out.means.page_arg(page),
+                            log_scales: out.log_scales.page_arg(page),
+                            quats: out.quats.page_arg(page),
+                            opacity_logits: out.opacity_logits.page_arg(page),
+                            sh_dc: out.sh_dc.page_arg(page),
+                            sh_rest: sh_rest(),
+                        };
+                        enc.run(&emit, &params, bindings, grid)?;
                     }
-                };
-                if blending {
-                    let bindings = kernels::lod_emit::BlendParentBindings {
-                        records: records.page_arg(0),
-                        pool: buffer.page_arg(0),
-                        means: out.means.page_arg(0),
-                        log_scales: out.log_scales.page_arg(0),
-                        quats: out.quats.page_arg(0),
-                        opacity_logits: out.opacity_logits.page_arg(0),
-                        sh_dc: out.sh_dc.page_arg(0),
-                        sh_rest: sh_rest(),
-                    };
-                    enc.run(&blend, &params, bindings, grid)?;
-                } else {
-                    let bindings = kernels::lod_emit::EmitRowsBindings {
-                        records: records.page_arg(0),
-                        pool: buffer.page_arg(0),
-                        means: out.means.page_arg(0),
-                        log_scales: out.log_scales.page_arg(0),
-                        quats: out.quats.page_arg(0),
-                        opacity_logits: out.opacity_logits.page_arg(0),
-                        sh_dc: out.sh_dc.page_arg(0),
-                        sh_rest: sh_rest(),
-                    };
-                    enc.run(&emit, &params, bindings, grid)?;
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! The GPU cut against its CPU reference, on both kernel paths and with the pool split over
 //! several buffers; the emitted Gaussians against the full model; the pool's rule under a small
-//! budget.
+//! budget, where the awaited cut equals the blocking one.
 
 use super::cut::CutOptions;
 use super::cut_reference;
@@ -235,6 +235,41 @@ fn a_fine_cut_draws_the_full_model_and_a_coarse_one_approximates_it() {
 }
 
 #[test]
+fn a_cut_over_several_output_pages_draws_the_full_model() {
+    // 64 KiB pages: 256 rows of output per page, a pool over several buffers.
+    let ctx = both_paths_small_pages()[1];
+    let dir = folder("paged-emit", 1000, 64);
+    let mut r = LodRenderer::open(ctx, &dir, 64 << 20).unwrap();
+    let leaves = r.scene.read_leaves().unwrap();
+    let model = crate::io::model::upload_model(
+        ctx,
+        &crate::io::PlyModel {
+            gaussians: leaves,
+            sh_degree: 0,
+        },
+        "leaves",
+    )
+    .unwrap();
+    let camera = camera_at(14.0, 0.5);
+    let fine = CutOptions {
+        tau_pixels: 0.01,
+        splat_budget: u64::MAX,
+    };
+    let (g, report) = r.prepare(ctx, &camera, fine, Loading::Complete).unwrap();
+    assert!(
+        g.means.num_pages() > 2,
+        "{} output pages",
+        g.means.num_pages()
+    );
+    assert!(report.cut_nodes > 700, "{report:?}");
+    let p = psnr(&image(ctx, &model, &camera), &image(ctx, &g, &camera));
+    assert!(
+        p > 40.0,
+        "a paged cut of every leaf in view scores {p:.1} dB"
+    );
+}
+
+#[test]
 fn a_small_pool_keeps_its_rule_while_the_camera_flies_over() {
     let ctx = both_paths()[1];
     let dir = folder("pool", 3000, 64);
@@ -257,5 +292,23 @@ fn a_small_pool_keeps_its_rule_while_the_camera_flies_over() {
         );
         assert!(r.gpu.pool.closed_under_parents(), "step {step}");
         assert_eq!(r.gpu.resident_bytes(), bytes);
+        // The awaited cut (what a browser page runs) is the blocking one.
+        let blocking = r.gpu.cut(ctx, &camera, options).unwrap();
+        let awaited = pollster::block_on(r.gpu.cut_async(ctx, &camera, options)).unwrap();
+        assert_eq!(
+            (
+                blocking.count,
+                blocking.bin,
+                blocking.wanted_pages,
+                blocking.used_pages
+            ),
+            (
+                awaited.count,
+                awaited.bin,
+                awaited.wanted_pages,
+                awaited.used_pages
+            ),
+            "step {step}"
+        );
     }
 }

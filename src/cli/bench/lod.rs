@@ -1,0 +1,316 @@
+//! `wgsplat bench lod MODEL`: the quality and frame time of a level of detail at each splat
+//! budget. The model is tiled over a square grid on its ground plane (a trained town made into a
+//! city), its level of detail built and written, and two views rendered at 5, 10, 25, 50 and 100%
+//! of the Gaussians: a far one that sees the whole grid and a near one inside it. PSNR is each
+//! cut's render against the full model's render on the same adapter; frame times include the
+//! cut, its pages' loading and the render. A camera moving in small steps through the
+//! threshold gives the frame-to-frame PSNR, where a popping level would show as a dip.
+
+use super::write_json_atomic;
+use anyhow::Context as _;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Instant;
+use wgsplat::GpuContext;
+use wgsplat::io::PlyModel;
+use wgsplat::io::formats::{ModelFormat, read_model};
+use wgsplat::io::lod::{
+    CutOptions, Loading, LodRenderer, PageEncoding, WriteOptions, build_tree, write_lod,
+};
+use wgsplat::io::model::upload_model;
+use wgsplat::show::PathFrame;
+use wgsplat::show::paths::look_at;
+use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::{Camera, GaussianTensors};
+
+/// Options of `wgsplat bench lod`.
+#[derive(clap::Args)]
+pub struct LodBenchArgs {
+    /// The model (any format), e.g. a trained town's point_cloud.ply.
+    model: PathBuf,
+    /// Copies of the model along each ground axis (the city is TILE × TILE models).
+    #[arg(long, default_value_t = 5)]
+    tile: usize,
+    /// Side of the rendered square images in pixels.
+    #[arg(long, default_value_t = 128)]
+    size: u32,
+    /// Store the pages compressed (compressed PLY), as `wgsplat lod` does by default; without it
+    /// the pages are lossless, so the PSNR measures the level of detail alone.
+    #[arg(long)]
+    compressed: bool,
+    /// Frames timed per measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Output JSON path (default target/bench/lod.json).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// The fractions of the Gaussians measured.
+const BUDGETS: [f64; 5] = [0.05, 0.1, 0.25, 0.5, 1.0];
+
+/// The model's bounding box: (min, max).
+fn bounds(model: &PlyModel) -> ([f32; 3], [f32; 3]) {
+    let mut lo = [f32::INFINITY; 3];
+    let mut hi = [f32::NEG_INFINITY; 3];
+    for m in &model.gaussians.means {
+        for k in 0..3 {
+            lo[k] = lo[k].min(m[k]);
+            hi[k] = hi[k].max(m[k]);
+        }
+    }
+    (lo, hi)
+}
+
+/// `model` tiled `tile` × `tile` times along its two widest axes, edge to edge; returns the
+/// tiled model and its up axis (the narrowest).
+fn tiled(model: &PlyModel, tile: usize) -> (PlyModel, usize) {
+    let (lo, hi) = bounds(model);
+    let extent = [0, 1, 2].map(|k| hi[k] - lo[k]);
+    let mut axes = [0usize, 1, 2];
+    axes.sort_by(|&a, &b| extent[b].total_cmp(&extent[a]));
+    let (u, v, up) = (axes[0], axes[1], axes[2]);
+    let g = &model.gaussians;
+    let mut out = PlyModel {
+        gaussians: Default::default(),
+        sh_degree: model.sh_degree,
+    };
+    for i in 0..tile {
+        for j in 0..tile {
+            let mut offset = [0f32; 3];
+            offset[u] = i as f32 * extent[u];
+            offset[v] = j as f32 * extent[v];
+            let o = &mut out.gaussians;
+            o.means
+                .extend(g.means.iter().map(|m| [0, 1, 2].map(|k| m[k] + offset[k])));
+            o.log_scales.extend_from_slice(&g.log_scales);
+            o.quats.extend_from_slice(&g.quats);
+            o.opacity_logits.extend_from_slice(&g.opacity_logits);
+            o.sh.extend_from_slice(&g.sh);
+        }
+    }
+    (out, up)
+}
+
+/// A camera at `eye` looking at `target`, `up` along `up_axis` (sign chosen by the model's
+/// heights: the side the camera is on).
+fn camera(eye: [f64; 3], target: [f64; 3], up_axis: usize, size: u32) -> anyhow::Result<Camera> {
+    let mut up = [0.0; 3];
+    up[up_axis] = if eye[up_axis] >= target[up_axis] {
+        1.0
+    } else {
+        -1.0
+    };
+    let rotation = look_at(eye, target, up).context("a view straight along the up axis")?;
+    let frame = PathFrame {
+        rotation,
+        position: eye,
+        fov_y_degrees: 60.0,
+    };
+    Ok(frame.to_camera(size, size, [0.0; 3]))
+}
+
+fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> anyhow::Result<Vec<f32>> {
+    let out = render(
+        ctx,
+        g,
+        camera,
+        RenderOptions {
+            sh_degree: g.max_sh_degree(),
+            ..Default::default()
+        },
+    )?;
+    let rgba = out.image.read::<f32>(ctx)?;
+    Ok(rgba
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
+        .collect())
+}
+
+fn psnr(a: &[f32], b: &[f32]) -> f64 {
+    let mse = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum::<f64>()
+        / a.len().max(1) as f64;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        -10.0 * mse.log10()
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn db_json(db: f64) -> serde_json::Value {
+    if db.is_finite() {
+        json!(db)
+    } else {
+        json!("inf")
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
+    let ctx = GpuContext::new(wgsplat::ContextOptions::from_env()?.with_portable(portable_only))
+        .context("opening the GPU")?;
+    let model = read_model(&args.model, ModelFormat::from_path(&args.model)?)
+        .with_context(|| format!("reading {}", args.model.display()))?;
+    let (city, up) = tiled(&model, args.tile.max(1));
+    let total = city.gaussians.means.len() as u64;
+    let started = Instant::now();
+    let tree = build_tree(&city)?;
+    let build_s = started.elapsed().as_secs_f64();
+    let dir = std::env::temp_dir().join(format!("wgsplat-bench-lod-{}", std::process::id()));
+    let lod_dir = dir.join("city.lod");
+    let encoding = if args.compressed {
+        PageEncoding::CompressedPly
+    } else {
+        PageEncoding::Ply
+    };
+    let started = Instant::now();
+    let index = write_lod(
+        &tree,
+        &lod_dir,
+        WriteOptions {
+            encoding,
+            ..Default::default()
+        },
+    )?;
+    let write_s = started.elapsed().as_secs_f64();
+    drop(tree);
+    println!(
+        "{total} Gaussians ({}x{} tiles), {} nodes, depth {}, {} pages; built in {build_s:.1} s, \
+         written in {write_s:.1} s",
+        args.tile,
+        args.tile,
+        index.nodes,
+        index.depth,
+        index.pages.len()
+    );
+    let (lo, hi) = bounds(&city);
+    let centre = [0, 1, 2].map(|k| f64::from(lo[k] + hi[k]) / 2.0);
+    let span = [0, 1, 2]
+        .map(|k| f64::from(hi[k] - lo[k]))
+        .into_iter()
+        .fold(0.0, f64::max);
+    let mut far_eye = centre;
+    far_eye[up] += span * 0.9;
+    far_eye[(up + 1) % 3] -= span * 0.6;
+    let mut near_eye = centre;
+    near_eye[up] += span * 0.04;
+    near_eye[(up + 1) % 3] -= span * 0.08;
+    let views = [
+        ("far", camera(far_eye, centre, up, args.size)?),
+        ("near", camera(near_eye, centre, up, args.size)?),
+    ];
+    let full = upload_model(&ctx, &city, "bench lod city")?;
+    let mut renderer = LodRenderer::open(&ctx, &lod_dir, 8 << 30)?;
+    let repeats = args.repeats.max(1);
+    println!(
+        "{:<5} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",
+        "view", "budget", "Gaussians", "tau px", "frame ms", "x full", "PSNR dB"
+    );
+    let mut rows = Vec::new();
+    for (name, cam) in &views {
+        let reference = rgb(&ctx, &full, cam)?;
+        eprintln!(
+            "reference NaNs: {}",
+            reference.iter().filter(|v| v.is_nan()).count()
+        );
+        let full_ms = median(
+            (0..repeats)
+                .map(|_| {
+                    let t = Instant::now();
+                    rgb(&ctx, &full, cam).map(|_| t.elapsed().as_secs_f64() * 1e3)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        );
+        for fraction in BUDGETS {
+            let options = CutOptions {
+                tau_pixels: 0.25,
+                splat_budget: ((total as f64 * fraction) as u64).max(1),
+            };
+            // Load the pages once, then time frames with the pages resident.
+            renderer.prepare(&ctx, cam, options, Loading::Complete)?;
+            let mut times = Vec::new();
+            let mut last = None;
+            for _ in 0..repeats {
+                let t = Instant::now();
+                let (g, report) = renderer.prepare(&ctx, cam, options, Loading::Complete)?;
+                let image = rgb(&ctx, &g, cam)?;
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+                last = Some((image, report));
+            }
+            let (image, report) = last.context("no frame")?;
+            let ms = median(times);
+            eprintln!("cut NaNs: {}", image.iter().filter(|v| v.is_nan()).count());
+            let db = psnr(&image, &reference);
+            println!(
+                "{name:<5} {:>7.0}% {:>10} {:>9.2} {ms:>10.1} {:>9.2} {db:>8.2}",
+                fraction * 100.0,
+                report.cut_nodes,
+                report.tau_pixels,
+                ms / full_ms
+            );
+            rows.push(json!({
+                "view": name, "budget_fraction": fraction, "gaussians": report.cut_nodes,
+                "tau_pixels": report.tau_pixels, "frame_ms": ms, "full_frame_ms": full_ms,
+                "psnr_vs_full_db": db_json(db),
+            }));
+        }
+    }
+    // Smoothness: the far camera moving towards the centre in small steps, at 10%.
+    let options = CutOptions {
+        tau_pixels: 0.25,
+        splat_budget: (total / 10).max(1),
+    };
+    let mut steps = Vec::new();
+    let mut previous: Option<Vec<f32>> = None;
+    for step in 0..12 {
+        let t = 1.0 - 0.03 * step as f64;
+        let eye = [0, 1, 2].map(|k| centre[k] + (far_eye[k] - centre[k]) * t);
+        let cam = camera(eye, centre, up, args.size)?;
+        let (g, report) = renderer.prepare(&ctx, &cam, options, Loading::Complete)?;
+        let image = rgb(&ctx, &g, &cam)?;
+        if let Some(prev) = &previous {
+            steps.push(
+                json!({"step": step, "psnr_to_previous_db": db_json(psnr(&image, prev)),
+                "gaussians": report.cut_nodes, "tau_pixels": report.tau_pixels}),
+            );
+        }
+        previous = Some(image);
+    }
+    let step_db: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{:.1}",
+                s["psnr_to_previous_db"].as_f64().unwrap_or(f64::INFINITY)
+            )
+        })
+        .collect();
+    println!(
+        "frame-to-frame PSNR approaching at 10%: {}",
+        step_db.join(" ")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let json_path = args
+        .json
+        .unwrap_or_else(|| PathBuf::from("target/bench/lod.json"));
+    write_json_atomic(
+        &json_path,
+        &json!({
+            "bench": "lod", "adapter": ctx.info().name, "gaussians": total, "tile": args.tile,
+            "nodes": index.nodes, "depth": index.depth, "pages": index.pages.len(),
+            "encoding": format!("{encoding:?}"), "size": args.size, "build_s": build_s,
+            "write_s": write_s, "rows": rows, "approach_steps": steps,
+        }),
+    )?;
+    println!("wrote {}", json_path.display());
+    Ok(())
+}
