@@ -70,8 +70,8 @@ const WG: u32 = 256u;
 const ITEMS: u32 = 8u;
 const BINS: u32 = 256u;
 const BIN_ONE_PIXEL: f32 = 128.0;
-const BINS_PER_OCTAVE: f32 = 8.0;
-// Bins over which a node fades from its parent's look to its own (half a doubling).
+const BINS_PER_OCTAVE: f32 = 16.0;
+// Bins over which a node fades from its parent's look to its own (a quarter of a doubling).
 const BLEND_BINS: f32 = 4.0;
 const NOT_RESIDENT: u32 = 0xffffffffu;
 const NO_NODE: u32 = 0xffffffffu;

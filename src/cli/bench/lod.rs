@@ -41,6 +41,9 @@ pub struct LodBenchArgs {
     /// Frames timed per measurement (the median is reported).
     #[arg(long, default_value_t = 3)]
     repeats: usize,
+    /// Also write each view's full render and every cut's render as PNGs into this folder.
+    #[arg(long)]
+    images: Option<PathBuf>,
     /// Output JSON path (default target/bench/lod.json).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -141,6 +144,28 @@ fn psnr(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 
+/// Writes an RGB image as `DIR/NAME.png` when a folder was asked for.
+fn save_png(
+    dir: Option<&std::path::Path>,
+    name: &str,
+    rgb: &[f32],
+    size: u32,
+) -> anyhow::Result<()> {
+    let Some(dir) = dir else { return Ok(()) };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pixels = rgb
+        .chunks_exact(3)
+        .flat_map(|p| [p[0], p[1], p[2], 1.0].map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8))
+        .collect();
+    let image = wgsplat::data::image::RgbaImage {
+        width: size,
+        height: size,
+        pixels,
+    };
+    image.write_png(&dir.join(format!("{name}.png")))?;
+    Ok(())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -218,10 +243,16 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for (name, cam) in &views {
         let reference = rgb(&ctx, &full, cam)?;
-        eprintln!(
-            "reference NaNs: {}",
-            reference.iter().filter(|v| v.is_nan()).count()
-        );
+        let nans = reference.iter().filter(|v| v.is_nan()).count();
+        if nans > 0 {
+            anyhow::bail!("the full model's render of the {name} view has {nans} NaN values");
+        }
+        save_png(
+            args.images.as_deref(),
+            &format!("{name}_full"),
+            &reference,
+            args.size,
+        )?;
         let full_ms = median(
             (0..repeats)
                 .map(|_| {
@@ -248,7 +279,12 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             }
             let (image, report) = last.context("no frame")?;
             let ms = median(times);
-            eprintln!("cut NaNs: {}", image.iter().filter(|v| v.is_nan()).count());
+            save_png(
+                args.images.as_deref(),
+                &format!("{name}_{:03.0}", fraction * 100.0),
+                &image,
+                args.size,
+            )?;
             let db = psnr(&image, &reference);
             println!(
                 "{name:<5} {:>7.0}% {:>10} {:>9.2} {ms:>10.1} {:>9.2} {db:>8.2}",

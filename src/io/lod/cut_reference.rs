@@ -14,7 +14,7 @@ pub const BINS: u32 = 256;
 /// The bin of 1 pixel.
 pub const BIN_ONE_PIXEL: f32 = 128.0;
 /// Bins per doubling of the projected size.
-pub const BINS_PER_OCTAVE: f32 = 8.0;
+pub const BINS_PER_OCTAVE: f32 = 16.0;
 
 /// The threshold in pixels at the top of bin `b`.
 pub fn bin_pixels(b: u32) -> f32 {
