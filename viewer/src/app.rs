@@ -1,6 +1,6 @@
-//! The egui application: the panels around the scene view, the model being shown (a PLY, a live
-//! training run, or a plan's scene with its blocks drawn over it), dataset cameras, drag-and-drop
-//! and the scripted screenshot mode.
+//! The egui application: the panels around the scene view, the model being shown (a PLY, a
+//! level-of-detail folder, a live training run, or a plan's scene with its blocks drawn over it),
+//! dataset cameras, drag-and-drop and the scripted screenshot mode.
 
 use crate::Args;
 use crate::edit_panel::{EditPanel, Tool};
@@ -21,6 +21,8 @@ use std::time::Duration;
 use wgsplat::GpuContext;
 use wgsplat::splat::{Camera, GaussianTensors};
 
+#[path = "app_lod.rs"]
+mod lod;
 #[path = "app_tools.rs"]
 mod tools;
 
@@ -55,6 +57,11 @@ enum Model {
     },
     /// A model being trained.
     Training(TrainingHandle),
+    /// A level-of-detail folder: each frame draws the cut for its camera.
+    Lod {
+        stream: Box<wgsplat_viewer::lod::LodStream>,
+        label: String,
+    },
 }
 
 /// The viewer.
@@ -85,6 +92,8 @@ pub struct ViewerApp {
     script_steps_done: bool,
     /// The counts after each scripted edit.
     edit_steps: Vec<EditStep>,
+    /// Frames of the scripted flight over a level of detail drawn so far (`--fly`).
+    fly_frame: u32,
     /// Last, so every GPU resource above is released before the context.
     ctx: GpuContext,
 }
@@ -129,6 +138,7 @@ impl ViewerApp {
             scene_camera: None,
             script_steps_done: false,
             edit_steps: Vec::new(),
+            fly_frame: 0,
             ctx,
             args,
             outcome,
@@ -186,6 +196,10 @@ impl ViewerApp {
                 params,
                 label: label.clone(),
             },
+            Source::Lod { stream, .. } => Model::Lod {
+                stream,
+                label: label.clone(),
+            },
             Source::Training {
                 dataset, config, ..
             } => Model::Training(TrainingHandle::spawn(
@@ -223,7 +237,7 @@ impl ViewerApp {
     /// The parameters to draw now and their iteration.
     fn current_params(&self) -> Option<(Arc<GaussianTensors>, u64)> {
         match &self.model {
-            Model::Empty => None,
+            Model::Empty | Model::Lod { .. } => None,
             Model::Fixed { .. } if self.edits.is_some() => self
                 .edits
                 .as_ref()
@@ -243,7 +257,9 @@ impl ViewerApp {
             self.edit_panel.tool != Tool::Orbit && matches!(self.model, Model::Fixed { .. });
         self.camera
             .handle_input_with(ui, &response, self.views.extent, !selecting);
-        let Some((params, _)) = self.current_params().filter(|(p, _)| !p.is_empty()) else {
+        let lod = matches!(self.model, Model::Lod { .. });
+        let current = self.current_params().filter(|(p, _)| !p.is_empty());
+        if current.is_none() && !lod {
             ui.painter().text(
                 area.center(),
                 egui::Align2::CENTER_CENTER,
@@ -252,7 +268,7 @@ impl ViewerApp {
                 ui.visuals().text_color(),
             );
             return (false, None);
-        };
+        }
         let Some(render_state) = frame.wgpu_render_state() else {
             return (false, None);
         };
@@ -272,7 +288,11 @@ impl ViewerApp {
         };
         let camera = self.camera.camera(width, height, self.display.background);
         let truth = comparing.map(|v| (v.label.as_str(), v.image.pixels.as_slice()));
-        let drawn = {
+        let params = match current {
+            Some((params, _)) => Ok(params),
+            None => Self::lod_params(&mut self.model, &self.ctx, &camera),
+        };
+        let drawn = params.and_then(|params| {
             let mut egui_renderer = render_state.renderer.write();
             self.renderer.draw(
                 &self.ctx,
@@ -283,7 +303,7 @@ impl ViewerApp {
                 truth,
                 self.panel.show_difference,
             )
-        };
+        });
         let (id, difference) = match drawn {
             Ok(ids) => ids,
             Err(e) => {
@@ -336,6 +356,7 @@ impl eframe::App for ViewerApp {
     fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
         let egui_ctx = ui.ctx().clone();
         self.open_dropped(&egui_ctx);
+        let flying = self.fly_step();
         if self.path_panel.preview(&mut self.camera) {
             egui_ctx.request_repaint();
         }
@@ -356,7 +377,7 @@ impl eframe::App for ViewerApp {
             .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| {
-                    match &self.model {
+                    match &mut self.model {
                         Model::Training(handle) => {
                             loss_rect = panels::training(ui, handle, &mut self.ply_path);
                             let shared = handle.shared();
@@ -380,6 +401,18 @@ impl eframe::App for ViewerApp {
                                 ui.separator();
                                 plan_rect = Some(ui.scope(|ui| plan.show_panel(ui)).response.rect);
                             }
+                        }
+                        Model::Lod { stream, label } => {
+                            ui.heading("Level of detail");
+                            ui.label(label.as_str());
+                            let loading = stream.needs_more();
+                            wgsplat_viewer::lod_panel::show(
+                                ui,
+                                &mut stream.options,
+                                &stream.stats,
+                                loading,
+                            );
+                            gaussians = stream.stats.gaussians;
                         }
                         Model::Empty => {
                             ui.heading("Model");
@@ -443,7 +476,8 @@ impl eframe::App for ViewerApp {
             egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
         let video = self.video_shown();
-        let busy = self.path_panel.rendering();
+        let loading = matches!(&self.model, Model::Lod { stream, .. } if stream.needs_more());
+        let busy = self.path_panel.rendering() || flying || loading;
         let (selected, remaining) = self.edits.as_ref().map_or((0, gaussians), |e| {
             (e.session.selected_count(), e.session.remaining() as u64)
         });
@@ -470,6 +504,10 @@ impl eframe::App for ViewerApp {
                 remaining,
                 edit_steps: self.edit_steps.clone(),
                 video,
+                lod: match &self.model {
+                    Model::Lod { stream, .. } => Some(stream.stats.clone()),
+                    _ => None,
+                },
             };
             script.frame(&egui_ctx, drew, iteration, training_done, busy);
             match script.finish(&self.sidecar) {
@@ -480,6 +518,9 @@ impl eframe::App for ViewerApp {
                     egui_ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                 }
             }
+        } else if loading {
+            // Draw what is resident while the rest of the cut's pages arrive.
+            egui_ctx.request_repaint();
         } else if matches!(self.model, Model::Training(_)) {
             egui_ctx.request_repaint_after(Duration::from_secs_f64(
                 1.0 / self.panel.refresh_hz.max(0.1),

@@ -45,6 +45,7 @@ impl ViewerApp {
         let (total, editable) = match &self.model {
             Model::Fixed { params, .. } => (params.len(), true),
             Model::Training(handle) => (handle.shared().gaussians, false),
+            Model::Lod { stream, .. } => (stream.stats.leaves, false),
             Model::Empty => (0, false),
         };
         let edit = egui::CollapsingHeader::new("Edit")
@@ -101,6 +102,12 @@ impl ViewerApp {
                 .edited_params(&self.ctx)?
                 .map(Arc::new)
                 .ok_or_else(|| anyhow::anyhow!("every Gaussian is deleted: nothing to render"));
+        }
+        if matches!(self.model, Model::Lod { .. }) {
+            anyhow::bail!(
+                "the viewer renders videos of a model file, not of a level of detail. \
+                 Save the path, then `wgsplat render SCENE.lod --path camera_path.json --video OUT.mp4`"
+            );
         }
         self.current_params()
             .map(|(p, _)| p)

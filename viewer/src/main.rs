@@ -24,9 +24,10 @@ use wgsplat::train::options::{DataArgs, TrainOptions};
 #[derive(Parser, Clone, Debug)]
 #[command(name = "wgsplat-viewer", version, about)]
 pub struct Args {
-    /// A 3DGS PLY to inspect, a dataset folder (COLMAP or NeRF) to train live, or a partition plan
-    /// (a PLAN/ folder or its plan.json) to show its blocks over the scene. Omit it to train the
-    /// built-in scene.
+    /// A 3DGS PLY to inspect, a level-of-detail folder (SCENE.lod/ from `wgsplat lod`) to draw
+    /// by its cut, a dataset folder (COLMAP or NeRF) to train live, or a partition plan (a PLAN/
+    /// folder or its plan.json) to show its blocks over the scene. Omit it to train the built-in
+    /// scene.
     pub input: Option<PathBuf>,
     /// Cameras to show with a PLY: a dataset folder, or `builtin` for the built-in scene's.
     #[arg(long)]
@@ -77,6 +78,25 @@ pub struct Args {
     /// Scripted mode: render the keyframe path into this video (the screenshot waits for it).
     #[arg(long, value_name = "OUT.mp4")]
     pub render_video: Option<PathBuf>,
+    /// Most Gaussians a level-of-detail folder draws per frame: the threshold rises until the
+    /// cut fits (default: no limit).
+    #[arg(long)]
+    pub splat_budget: Option<u64>,
+    /// The level-of-detail threshold: a node whose projected radius is under this many pixels
+    /// is drawn in place of its children.
+    #[arg(long, default_value_t = 1.0)]
+    pub tau: f32,
+    /// GPU memory for a level of detail's resident pages (e.g. 256MiB, 2GiB): pages beyond it
+    /// are evicted, least recently used first.
+    #[arg(long, default_value = "1GiB")]
+    pub lod_memory: String,
+    /// Most level-of-detail pages loaded per frame (the rest arrive in later frames).
+    #[arg(long, default_value_t = wgsplat_viewer::lod::LOADS_PER_FRAME)]
+    pub lod_loads: usize,
+    /// Scripted mode: fly over a level of detail in N frames, from far away to near its
+    /// centre and across (the screenshot waits for the flight and the pages it wants).
+    #[arg(long, value_name = "N")]
+    pub fly: Option<u32>,
     /// Window width in points.
     #[arg(long, default_value_t = 1200.0)]
     pub width: f32,

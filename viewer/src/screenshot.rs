@@ -68,6 +68,8 @@ pub struct Sidecar {
     pub edit_steps: Vec<EditStep>,
     /// The video rendered from the path (`--render-video`).
     pub video: Option<VideoShown>,
+    /// What a level of detail's frames did (pages loaded, wanted and used; resident bytes).
+    pub lod: Option<wgsplat_viewer::lod::LodStats>,
 }
 
 /// One scripted edit and the counts after it.

@@ -1,5 +1,6 @@
-//! What the viewer shows: a PLY opened for inspection, a dataset trained live, or a partition plan
-//! over its scene. Each comes with the dataset's views (cameras and images) when there is one.
+//! What the viewer shows: a PLY opened for inspection, a level-of-detail folder drawn by its cut,
+//! a dataset trained live, or a partition plan over its scene. Each comes with the dataset's
+//! views (cameras and images) when there is one.
 
 use crate::Args;
 use anyhow::Context as _;
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
+use wgsplat::io::lod::{CutOptions, LodGpu, LodScene};
 use wgsplat::io::model::load_model_to_gpu;
 use wgsplat::plan::manifest::PLAN_FILE;
 use wgsplat::plan::{PlanData, PlanManifest};
@@ -14,6 +16,7 @@ use wgsplat::splat::GaussianTensors;
 use wgsplat::train::TrainConfig;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{self, DataOptions};
+use wgsplat_viewer::lod::{LodStream, check_budget};
 
 /// The model to show and where it comes from.
 // One value per application: the size difference of the variants costs nothing.
@@ -29,6 +32,13 @@ pub enum Source {
         bounds: ([f32; 3], f32),
         /// Cameras and images to snap to (from `--dataset`).
         dataset: Option<Dataset>,
+    },
+    /// A level-of-detail folder, drawn each frame by the cut for the camera.
+    Lod {
+        /// The folder.
+        path: PathBuf,
+        /// Its index, skeleton and page pool.
+        stream: Box<LodStream>,
     },
     /// A dataset to train live.
     Training {
@@ -164,6 +174,36 @@ fn open_plan(ctx: &GpuContext, file: &Path) -> anyhow::Result<Source> {
     })
 }
 
+/// Whether `path` is a level-of-detail folder (it holds `index.json`).
+pub fn is_lod(path: &Path) -> bool {
+    path.is_dir() && path.join("index.json").is_file()
+}
+
+/// Opens the level-of-detail folder `dir` with the command line's budget, threshold and memory.
+fn open_lod(ctx: &GpuContext, dir: &Path, args: &Args) -> anyhow::Result<Source> {
+    anyhow::ensure!(
+        args.tau.is_finite() && args.tau > 0.0,
+        "--tau {}: expected a positive number of pixels",
+        args.tau
+    );
+    let budget = wgsplat::train::byte_size::parse_image_cache_size(&args.lod_memory)
+        .map_err(|e| anyhow::anyhow!("--lod-memory {}: {e}", args.lod_memory))?;
+    let scene = LodScene::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    check_budget(&scene, budget)?;
+    let gpu = LodGpu::new(ctx, &scene, budget)
+        .with_context(|| format!("loading {} onto the GPU", dir.display()))?;
+    let options = CutOptions {
+        tau_pixels: args.tau,
+        splat_budget: args.splat_budget.unwrap_or(u64::MAX).max(1),
+    };
+    let mut stream = LodStream::new(scene, gpu, options, budget);
+    stream.loads_per_frame = args.lod_loads.max(1);
+    Ok(Source::Lod {
+        path: dir.to_owned(),
+        stream: Box::new(stream),
+    })
+}
+
 fn is_model_file(path: &Path) -> bool {
     wgsplat::io::formats::ModelFormat::from_path(path).is_ok()
 }
@@ -171,6 +211,12 @@ fn is_model_file(path: &Path) -> bool {
 impl Source {
     /// What the command line asks for.
     pub fn open(ctx: &GpuContext, args: &Args) -> anyhow::Result<Source> {
+        anyhow::ensure!(
+            args.input.as_deref().is_some_and(is_lod)
+                || (args.splat_budget.is_none() && args.fly.is_none()),
+            "--splat-budget and --fly are for a level-of-detail folder (make one with `wgsplat \
+             lod MODEL --out SCENE.lod`)"
+        );
         Self::open_path(ctx, args.input.as_deref(), args)
     }
 
@@ -180,6 +226,9 @@ impl Source {
         input: Option<&Path>,
         args: &Args,
     ) -> anyhow::Result<Source> {
+        if let Some(dir) = input.filter(|p| is_lod(p)) {
+            return open_lod(ctx, dir, args);
+        }
         if let Some(file) = input.and_then(plan_file) {
             return open_plan(ctx, &file);
         }
@@ -229,6 +278,7 @@ impl Source {
     pub fn dataset(&self) -> Option<&Dataset> {
         match self {
             Source::Model { dataset, .. } => dataset.as_ref(),
+            Source::Lod { .. } => None,
             Source::Training { dataset, .. } | Source::Plan { dataset, .. } => Some(dataset),
         }
     }
@@ -237,6 +287,7 @@ impl Source {
     pub fn bounds(&self) -> ([f32; 3], f32) {
         match self {
             Source::Model { bounds, .. } => *bounds,
+            Source::Lod { stream, .. } => stream.bounds(),
             Source::Training { dataset, .. } | Source::Plan { dataset, .. } => {
                 (dataset.center, dataset.extent)
             }
@@ -247,6 +298,12 @@ impl Source {
     pub fn describe(&self) -> String {
         match self {
             Source::Model { path, .. } => format!("model {}", path.display()),
+            Source::Lod { path, stream } => format!(
+                "level of detail {} ({} Gaussians, {} pages)",
+                path.display(),
+                stream.stats.leaves,
+                stream.stats.pages_total
+            ),
             Source::Training {
                 folder: Some(f), ..
             } => format!("training on {}", f.display()),
