@@ -68,7 +68,10 @@ fn sibling(dir: &Path, tag: &str) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "scene.lod".into());
-    dir.with_file_name(format!(".{name}.{tag}-{}", std::process::id()))
+    // Unique per call, so two writers in one process never share a folder.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.with_file_name(format!(".{name}.{tag}-{}-{call}", std::process::id()))
 }
 
 /// Writes `tree` as a level-of-detail folder at `out`, replacing a previous one there. Refuses a
