@@ -13,6 +13,7 @@ mod formats;
 mod hostile;
 mod hostile_data;
 mod lens;
+mod lod;
 mod mutation;
 mod ply;
 mod pose_refinement;
