@@ -14,6 +14,7 @@ use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 mod budget;
 mod cleanup;
 mod inputs;
+mod lod;
 mod outputs;
 mod refusals;
 mod signals;
