@@ -1,7 +1,7 @@
 // Drives headless Chromium through the DevTools protocol (over --remote-debugging-pipe, so no
 // port and no browser download): opens a page, waits until its title says `wgsplat: ready` or
 // `wgsplat: error: ...`, optionally waits for more frames, takes a screenshot, and prints one JSON
-// line: {"title", "frameMs", "frames", "screenshot"}. Exits 0 when the page said ready, 1 when it
+// line: {"title", "frameMs", "frames", "screenshot", "data" (every data attribute), ...}. Exits 0 when the page said ready, 1 when it
 // said error, 2 on a timeout or a browser failure.
 //
 //   node web/drive.mjs --url URL [--screenshot FILE] [--timeout-ms N] [--frames N]
@@ -113,6 +113,8 @@ try {
     trainSeconds: Number(await evaluate("document.documentElement.dataset.trainSeconds")) || null,
     status: (await evaluate("document.getElementById('status') && document.getElementById('status').textContent")) ?? null,
     screenshot: null,
+    // Every data attribute of the root element, as the page wrote it.
+    data: (await evaluate("Object.assign({}, document.documentElement.dataset)")) ?? {},
   };
   if (args.screenshot) {
     const shot = await send("Page.captureScreenshot", { format: "png" }, sessionId);

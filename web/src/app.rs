@@ -67,6 +67,8 @@ pub struct WebApp {
     downloading: Rc<RefCell<bool>>,
     /// The title said the training run ended.
     training_signalled: bool,
+    /// A level-of-detail folder streamed over HTTP (`?lod=`).
+    lod: Option<crate::lod::LodView>,
 }
 
 impl WebApp {
@@ -97,7 +99,12 @@ impl WebApp {
         let training = query
             .train
             .map(|n| training::start(ctx.clone(), query.resolution, n, cc.egui_ctx.clone()));
+        let lod = query
+            .lod
+            .clone()
+            .map(|url| crate::lod::LodView::start(&ctx, url, &query, &cc.egui_ctx));
         WebApp {
+            lod,
             training,
             train_iterations: query.train.unwrap_or(300),
             train_resolution: query.resolution,
@@ -105,7 +112,7 @@ impl WebApp {
             training_signalled: false,
             camera: views.default_camera(),
             ctx,
-            readiness: if query.model.is_some() || query.train.is_some() {
+            readiness: if query.model.is_some() || query.train.is_some() || query.lod.is_some() {
                 Readiness::Waiting
             } else {
                 Readiness::Presented
@@ -350,7 +357,9 @@ impl WebApp {
                     self.texture = Some(id);
                     self.difference = difference;
                     self.drawn_size = self.renderer.size().into();
-                    if self.readiness == Readiness::Waiting {
+                    // A level of detail is ready once the pages its view wants have arrived.
+                    let settled = self.lod.as_ref().is_none_or(|l| !l.busy());
+                    if self.readiness == Readiness::Waiting && settled {
                         self.readiness = Readiness::Presented;
                     }
                     let recent = &self.renderer.frame_ms;
@@ -362,13 +371,30 @@ impl WebApp {
                 Err(err) => self.fail(format!("rendering failed: {err:#}")),
             }
         }
+        let camera = self.camera.camera(width, height, self.display.background);
+        if let Some(lod) = &mut self.lod {
+            match lod.step(&self.ctx, &camera, ui.ctx()) {
+                Ok(Some(params)) => {
+                    if self.shown.is_none()
+                        && let Some(degree) = lod.sh_degree
+                    {
+                        self.display.sh_degree = degree;
+                    }
+                    self.shown = Some(Shown {
+                        name: lod.url.clone(),
+                        params,
+                    });
+                }
+                Ok(None) => {}
+                Err(err) => return self.fail(format!("{err:#}")),
+            }
+        }
         let Some(shown) = &self.shown else {
             return;
         };
         if self.rendering {
             return;
         }
-        let camera = self.camera.camera(width, height, self.display.background);
         let pending = match self.renderer.begin(
             &self.ctx,
             &shown.params,
@@ -426,6 +452,7 @@ impl WebApp {
             let text = match (&self.error, &self.query.model) {
                 (Some(_), _) => "no model",
                 (None, Some(_)) => "loading the model...",
+                (None, None) if self.lod.is_some() => "loading the level of detail...",
                 (None, None) => {
                     "open a model: drop a .ply, .spz, .splat or .sog file here, or use Open"
                 }
@@ -496,6 +523,12 @@ impl WebApp {
                 }
             });
         }
+        if let Some(lod) = &mut self.lod {
+            ui.separator();
+            ui.heading("Level of detail");
+            let loading = lod.busy();
+            wgsplat_viewer::lod_panel::show(ui, &mut lod.options, &lod.stats, loading);
+        }
         ui.separator();
         self.training_panel(ui);
         ui.separator();
@@ -540,6 +573,11 @@ impl eframe::App for WebApp {
         let egui_ctx = ui.ctx().clone();
         self.take_files(&egui_ctx);
         self.follow_training();
+        if let Some(bounds) = self.lod.as_mut().and_then(|l| l.bounds.take()) {
+            // A level of detail just opened: look at all of it, as for a model file.
+            self.views = DatasetViews::new(None, bounds);
+            self.camera = self.views.default_camera();
+        }
         if self.readiness == Readiness::Presented {
             // The frame that presented the first render has been painted: it is on screen.
             page::set_title("wgsplat: ready");
@@ -563,6 +601,7 @@ impl eframe::App for WebApp {
         let training = self.training.as_ref().is_some_and(|p| !p.borrow().finished);
         if self.renderer.synchronous
             || self.rendering
+            || self.lod.as_ref().is_some_and(crate::lod::LodView::busy)
             || training
             || self.readiness != Readiness::Signalled
         {

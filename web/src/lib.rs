@@ -17,6 +17,8 @@ mod app;
 #[cfg(target_arch = "wasm32")]
 mod check;
 #[cfg(target_arch = "wasm32")]
+mod lod;
+#[cfg(target_arch = "wasm32")]
 mod page;
 #[cfg(target_arch = "wasm32")]
 mod training;
@@ -26,6 +28,9 @@ mod entry {
     use crate::app::WebApp;
     use crate::page::{self, Query};
     use wasm_bindgen::prelude::*;
+
+    /// WebGPU's default `maxStorageBufferBindingSize` (128 MiB).
+    const DEFAULT_BINDING_BYTES: u64 = 128 << 20;
 
     /// Starts the page: opens the GPU, then the app on the page's canvas. Any failure is shown in
     /// the page and put in its title.
@@ -45,11 +50,15 @@ mod entry {
         let options = wgsplat::ContextOptions {
             portable: query.portable,
             poison: false,
+            // Every tensor in pages of at most WebGPU's default maxStorageBufferBindingSize,
+            // whatever the adapter allows: what runs here runs on any WebGPU device.
+            max_page_bytes: Some(DEFAULT_BINDING_BYTES),
             ..Default::default()
         };
         let ctx = wgsplat::GpuContext::open(options)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+        page::set_data("max-binding-bytes", &ctx.page_bytes().to_string());
         if query.check_shaders {
             let report = crate::check::check_shaders(&ctx).await;
             page::set_data("shaders-checked", &report.checked.to_string());

@@ -27,6 +27,17 @@ pub struct Query {
     pub train: Option<u64>,
     /// `?resolution=PX`: the built-in scene's image side for training (default 128).
     pub resolution: u32,
+    /// `?lod=URL`: a level-of-detail folder (`SCENE.lod/`) to draw, its pages fetched as the
+    /// cut needs them.
+    pub lod: Option<String>,
+    /// `?lod-memory=BYTES`: GPU memory for its resident pages (default 256MiB).
+    pub lod_memory: u64,
+    /// `?splat-budget=N`: most Gaussians a frame draws (default: what one binding holds).
+    pub splat_budget: Option<u64>,
+    /// `?tau=PX`: the level-of-detail threshold in pixels (default 1).
+    pub tau: f32,
+    /// `?lod-loads=N`: most pages fetched per frame (default 4).
+    pub lod_loads: usize,
 }
 
 impl Query {
@@ -73,8 +84,42 @@ impl Query {
                 })
                 .transpose()?
                 .unwrap_or(128),
+            lod: params.get("lod").filter(|m| !m.is_empty()),
+            lod_memory: params
+                .get("lod-memory")
+                .map(|m| {
+                    wgsplat::train::byte_size::parse_image_cache_size(&m)
+                        .map_err(|e| anyhow::anyhow!("lod-memory={m:?}: {e}"))
+                })
+                .transpose()?
+                .unwrap_or(256 << 20),
+            splat_budget: number(&params, "splat-budget", "a number of Gaussians from 1")?
+                .map(|n: u64| n.max(1)),
+            tau: match number::<f32>(&params, "tau", "a positive number of pixels")? {
+                None => 1.0,
+                Some(t) if t.is_finite() && t > 0.0 => t,
+                Some(t) => anyhow::bail!("tau={t} is not a positive number of pixels"),
+            },
+            lod_loads: number(&params, "lod-loads", "a number of pages from 1")?
+                .map_or(wgsplat_viewer::lod::LOADS_PER_FRAME, |n: usize| n.max(1)),
         })
     }
+}
+
+/// The number in parameter `name`, if given; `what` says what it should be when it does not parse.
+fn number<T: std::str::FromStr>(
+    params: &web_sys::UrlSearchParams,
+    name: &str,
+    what: &str,
+) -> anyhow::Result<Option<T>> {
+    params
+        .get(name)
+        .map(|v| {
+            v.trim()
+                .parse::<T>()
+                .map_err(|_| anyhow::anyhow!("{name}={v:?} is not {what}"))
+        })
+        .transpose()
 }
 
 /// `WxH`, each side 8 to 4096 pixels.

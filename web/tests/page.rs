@@ -2,7 +2,9 @@
 //! every kernel variant compiles with the browser's own shader compiler; the page draws the
 //! committed model (`tests/data/sample.spz`: the built-in scene in 8,546 Gaussians of SH degree
 //! one) as the native renderer does, on the default path and on the forced portable path; and
-//! training the built-in scene in the page (40 iterations at 32²) lowers the loss it reports.
+//! training the built-in scene in the page (40 iterations at 32²) lowers the loss it reports;
+//! and a level-of-detail folder served over HTTP draws, with only the pages its cut wanted
+//! fetched and its resident pages within the memory budget.
 //!
 //! It needs the built page (`bash web/build.sh`), Node.js and Debian's `chromium`; `.ci/run`
 //! installs them, builds the page and sets `WGSPLAT_WEB_TEST=1`. Without that variable the test
@@ -12,6 +14,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+
+mod lod;
 use wgsplat::GpuContext;
 use wgsplat::io::formats::{ModelFormat, read_model};
 use wgsplat::splat::GaussianTensors;
@@ -30,8 +35,12 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.spz")
 }
 
-/// Serves `root` (and `extra` files under their own names) on a loopback port, one thread per
-/// connection, until the process ends. Returns the base URL.
+/// Every path the server was asked for.
+static REQUESTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Serves `root` (and `extra` files under their own names; a name ending in `/` serves a
+/// folder) on a loopback port, one thread per connection, until the process ends. Returns the
+/// base URL.
 fn serve(root: PathBuf, extra: Vec<(String, PathBuf)>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     let port = listener.local_addr().expect("its address").port();
@@ -55,8 +64,17 @@ fn answer(mut stream: TcpStream, root: &Path, extra: &[(String, PathBuf)]) {
         .next()
         .unwrap_or("/")
         .trim_start_matches('/');
+    if let Ok(mut log) = REQUESTS.lock() {
+        log.push(path.to_owned());
+    }
+    let folder = extra
+        .iter()
+        .find(|(name, _)| name.ends_with('/') && path.starts_with(name.as_str()));
     let file = match extra.iter().find(|(name, _)| name == path) {
         Some((_, file)) => file.clone(),
+        None if folder.is_some() && !path.contains("..") => {
+            folder.map_or_else(PathBuf::new, |(name, dir)| dir.join(&path[name.len()..]))
+        }
         None if !path.contains("..") => root.join(path),
         None => root.join("missing"),
     };
@@ -190,9 +208,16 @@ fn the_page_compiles_every_kernel_and_draws_as_the_native_renderer() {
         "no page in {}: run `bash web/build.sh` first",
         site.display()
     );
-    let base = serve(site, vec![("sample.spz".into(), fixture())]);
     let scratch = std::env::temp_dir().join(format!("wgsplat-web-test-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("a scratch folder");
+    let lod = lod::build(&scratch);
+    let base = serve(
+        site,
+        vec![
+            ("sample.spz".into(), fixture()),
+            ("scene.lod/".into(), lod.clone()),
+        ],
+    );
 
     // The shader check runs in its own browser beside the other visits: its compiles take one
     // core of the browser's GPU process for most of its time.
@@ -200,6 +225,7 @@ fn the_page_compiles_every_kernel_and_draws_as_the_native_renderer() {
         let check_url = format!("{base}/index.html?check=shaders");
         let check = scope.spawn(move || visit(&check_url, None));
         draws_and_trains_as_the_native_renderer(&base, &scratch);
+        lod::streams_under_its_budget(&base, &scratch, &lod);
         let check = check.join().expect("the shader check's visit");
         println!("shader check: {}", check.report);
         assert_eq!(
