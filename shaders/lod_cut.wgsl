@@ -217,10 +217,16 @@ fn cut_select(
     if reached {
         let link = links[n];
         page_marks[params.pages + link.y] = 1u;
-        // In view, above the threshold, with children whose page is absent: the cut wants it.
-        let wants = link.w > 0u && range.x == 0u && level_bin(size_level(spheres[2u * n])) > b;
-        if wants && pages_info[link.z].y == NOT_RESIDENT {
-            page_marks[link.z] = 1u;
+        // In view and above the threshold with children: the cut reads their page when it is
+        // resident (even where every child is out of view, so it is not evicted and wanted
+        // again), and wants it when it is not.
+        let above = link.w > 0u && level_bin(size_level(spheres[2u * n])) > b;
+        if above {
+            if pages_info[link.z].y == NOT_RESIDENT {
+                page_marks[link.z] = 1u;
+            } else {
+                page_marks[params.pages + link.z] = 1u;
+            }
         }
     }
 }

@@ -311,4 +311,18 @@ fn a_small_pool_keeps_its_rule_while_the_camera_flies_over() {
             "step {step}"
         );
     }
+    // A camera that stays still settles: the pool stops loading (no page is evicted only to be
+    // wanted again, even those whose Gaussians are all out of view).
+    let camera = camera_at(2.5, 1.0);
+    let mut loads = Vec::new();
+    for _ in 0..30 {
+        let (_, report) = r
+            .prepare(ctx, &camera, options, Loading::AtMost(3))
+            .unwrap();
+        loads.push(report.pages_loaded);
+    }
+    assert!(
+        loads[20..].iter().all(|&l| l == 0),
+        "pages loaded per still frame: {loads:?}"
+    );
 }
