@@ -1,5 +1,5 @@
 //! Small dense linear algebra on 3×3 matrices in f64, shared by the ground frame of a partition
-//! plan and the merged Gaussians of a level-of-detail tree.
+//! plan, the merged Gaussians of a level-of-detail tree, camera paths and captures.
 
 /// Eigenvalues (ascending) and unit eigenvectors of a symmetric 3×3 matrix, by Jacobi rotations.
 pub fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
@@ -36,6 +36,46 @@ pub fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     let values = order.map(|i| a[i][i]);
     let vectors = order.map(|i| [v[0][i], v[1][i], v[2][i]]);
     (values, vectors)
+}
+
+/// Hamilton quaternion (w, x, y, z) of a rotation matrix (Shepperd's method).
+pub fn matrix_to_quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
+    let trace = m[0][0] + m[1][1] + m[2][2];
+    let q = if trace > 0.0 {
+        let s = 2.0 * (trace + 1.0).sqrt();
+        [
+            0.25 * s,
+            (m[2][1] - m[1][2]) / s,
+            (m[0][2] - m[2][0]) / s,
+            (m[1][0] - m[0][1]) / s,
+        ]
+    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
+        let s = 2.0 * (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt();
+        [
+            (m[2][1] - m[1][2]) / s,
+            0.25 * s,
+            (m[0][1] + m[1][0]) / s,
+            (m[0][2] + m[2][0]) / s,
+        ]
+    } else if m[1][1] > m[2][2] {
+        let s = 2.0 * (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt();
+        [
+            (m[0][2] - m[2][0]) / s,
+            (m[0][1] + m[1][0]) / s,
+            0.25 * s,
+            (m[1][2] + m[2][1]) / s,
+        ]
+    } else {
+        let s = 2.0 * (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt();
+        [
+            (m[1][0] - m[0][1]) / s,
+            (m[0][2] + m[2][0]) / s,
+            (m[1][2] + m[2][1]) / s,
+            0.25 * s,
+        ]
+    };
+    let norm = q.iter().map(|v| v * v).sum::<f64>().sqrt();
+    q.map(|v| v / norm)
 }
 
 #[cfg(test)]

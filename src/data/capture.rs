@@ -4,6 +4,7 @@
 //! distorted lens. Both are written as COLMAP text folders (`sparse/0`, `images/`, `masks/`),
 //! the form a real capture arrives in.
 
+use crate::linalg::matrix_to_quaternion;
 use std::path::Path;
 
 use super::builtin::{BuiltinOptions, cameras, sample_points, scene};
@@ -75,7 +76,7 @@ pub fn write_colmap_text(
     write_text(&sparse.join("cameras.txt"), &text)?;
     let mut text = String::from("# IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME, then POINTS2D\n");
     for (i, image) in images.iter().enumerate() {
-        let q = matrix_to_quaternion(image.camera.rotation.map(|r| r.map(f64::from)));
+        let q = matrix_to_quaternion(&image.camera.rotation.map(|r| r.map(f64::from)));
         let t = image.camera.translation;
         text += &format!(
             "{} {} {} {} {} {} {} {} {} {}\n\n",
@@ -131,46 +132,6 @@ pub fn write_colmap_text(
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
     super::image::write_atomically(path, text.as_bytes())
-}
-
-/// Hamilton quaternion (w, x, y, z) of a rotation matrix (Shepperd's method).
-pub fn matrix_to_quaternion(m: [[f64; 3]; 3]) -> [f64; 4] {
-    let trace = m[0][0] + m[1][1] + m[2][2];
-    let q = if trace > 0.0 {
-        let s = 2.0 * (trace + 1.0).sqrt();
-        [
-            0.25 * s,
-            (m[2][1] - m[1][2]) / s,
-            (m[0][2] - m[2][0]) / s,
-            (m[1][0] - m[0][1]) / s,
-        ]
-    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
-        let s = 2.0 * (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt();
-        [
-            (m[2][1] - m[1][2]) / s,
-            0.25 * s,
-            (m[0][1] + m[1][0]) / s,
-            (m[0][2] + m[2][0]) / s,
-        ]
-    } else if m[1][1] > m[2][2] {
-        let s = 2.0 * (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt();
-        [
-            (m[0][2] - m[2][0]) / s,
-            (m[0][1] + m[1][0]) / s,
-            0.25 * s,
-            (m[1][2] + m[2][1]) / s,
-        ]
-    } else {
-        let s = 2.0 * (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt();
-        [
-            (m[1][0] - m[0][1]) / s,
-            (m[0][2] + m[2][0]) / s,
-            (m[1][2] + m[2][1]) / s,
-            0.25 * s,
-        ]
-    };
-    let norm = q.iter().map(|v| v * v).sum::<f64>().sqrt();
-    q.map(|v| v / norm)
 }
 
 /// The built-in scene as a capture: its train views photographed through `train_lens` (model

@@ -132,42 +132,7 @@ pub fn orbit(cameras: &[PathFrame], count: usize) -> Option<Vec<PathFrame>> {
 
 /// A unit quaternion (w, x, y, z) of a rotation matrix.
 pub fn quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
-    let trace = m[0][0] + m[1][1] + m[2][2];
-    let q = if trace > 0.0 {
-        let s = (trace + 1.0).sqrt() * 2.0;
-        [
-            0.25 * s,
-            (m[2][1] - m[1][2]) / s,
-            (m[0][2] - m[2][0]) / s,
-            (m[1][0] - m[0][1]) / s,
-        ]
-    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
-        let s = (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[2][1] - m[1][2]) / s,
-            0.25 * s,
-            (m[0][1] + m[1][0]) / s,
-            (m[0][2] + m[2][0]) / s,
-        ]
-    } else if m[1][1] > m[2][2] {
-        let s = (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[0][2] - m[2][0]) / s,
-            (m[0][1] + m[1][0]) / s,
-            0.25 * s,
-            (m[1][2] + m[2][1]) / s,
-        ]
-    } else {
-        let s = (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt() * 2.0;
-        [
-            (m[1][0] - m[0][1]) / s,
-            (m[0][2] + m[2][0]) / s,
-            (m[1][2] + m[2][1]) / s,
-            0.25 * s,
-        ]
-    };
-    let length = q.iter().map(|v| v * v).sum::<f64>().sqrt();
-    q.map(|v| v / length)
+    crate::linalg::matrix_to_quaternion(m)
 }
 
 /// Spherical linear interpolation between unit quaternions, along the shorter arc.

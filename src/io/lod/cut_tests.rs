@@ -147,6 +147,15 @@ fn the_gpu_cut_is_the_reference_cut_on_both_paths_and_with_a_split_pool() {
     }
 }
 
+/// Every leaf of the folder, on the GPU: the full model the tree was built over.
+fn upload_leaves(ctx: &GpuContext, r: &LodRenderer) -> crate::splat::GaussianTensors {
+    let model = crate::io::PlyModel {
+        gaussians: r.scene.read_leaves().unwrap(),
+        sh_degree: 0,
+    };
+    crate::io::model::upload_model(ctx, &model, "leaves").unwrap()
+}
+
 fn image(ctx: &GpuContext, g: &crate::splat::GaussianTensors, camera: &Camera) -> Vec<f32> {
     let out = render(ctx, g, camera, RenderOptions::default()).unwrap();
     out.image.read::<f32>(ctx).unwrap()
@@ -169,16 +178,7 @@ fn a_fine_cut_draws_the_full_model_and_a_coarse_one_approximates_it() {
     let ctx = both_paths()[0];
     let dir = folder("emit", 3000, 128);
     let mut r = LodRenderer::open(ctx, &dir, 64 << 20).unwrap();
-    let leaves = r.scene.read_leaves().unwrap();
-    let model = crate::io::model::upload_model(
-        ctx,
-        &crate::io::PlyModel {
-            gaussians: leaves,
-            sh_degree: 0,
-        },
-        "leaves",
-    )
-    .unwrap();
+    let model = upload_leaves(ctx, &r);
     let camera = camera_at(14.0, 0.5);
     let full = image(ctx, &model, &camera);
     let fine = CutOptions {
@@ -240,16 +240,7 @@ fn a_cut_over_several_output_pages_draws_the_full_model() {
     let ctx = both_paths_small_pages()[1];
     let dir = folder("paged-emit", 1000, 64);
     let mut r = LodRenderer::open(ctx, &dir, 64 << 20).unwrap();
-    let leaves = r.scene.read_leaves().unwrap();
-    let model = crate::io::model::upload_model(
-        ctx,
-        &crate::io::PlyModel {
-            gaussians: leaves,
-            sh_degree: 0,
-        },
-        "leaves",
-    )
-    .unwrap();
+    let model = upload_leaves(ctx, &r);
     let camera = camera_at(14.0, 0.5);
     let fine = CutOptions {
         tau_pixels: 0.01,

@@ -11,7 +11,7 @@
 //!
 //! Everything is computed in f64 and stored in the pre-activation form of [`CpuGaussians`].
 
-use crate::linalg::symmetric_eigen;
+use crate::linalg::{matrix_to_quaternion, symmetric_eigen};
 use crate::splat::reference::{CpuGaussians, quat_to_matrix};
 
 /// Most opacity a merged Gaussian takes.
@@ -82,46 +82,6 @@ pub fn scales_and_rotation(covariance: &[[f64; 3]; 3]) -> ([f64; 3], [f64; 4]) {
     }
     let m = [[a[0], b[0], c[0]], [a[1], b[1], c[1]], [a[2], b[2], c[2]]];
     (scales, matrix_to_quaternion(&m))
-}
-
-/// A unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method).
-fn matrix_to_quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
-    let trace = m[0][0] + m[1][1] + m[2][2];
-    let q = if trace > 0.0 {
-        let s = (trace + 1.0).sqrt() * 2.0;
-        [
-            0.25 * s,
-            (m[2][1] - m[1][2]) / s,
-            (m[0][2] - m[2][0]) / s,
-            (m[1][0] - m[0][1]) / s,
-        ]
-    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
-        let s = (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[2][1] - m[1][2]) / s,
-            0.25 * s,
-            (m[0][1] + m[1][0]) / s,
-            (m[0][2] + m[2][0]) / s,
-        ]
-    } else if m[1][1] > m[2][2] {
-        let s = (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[0][2] - m[2][0]) / s,
-            (m[0][1] + m[1][0]) / s,
-            0.25 * s,
-            (m[1][2] + m[2][1]) / s,
-        ]
-    } else {
-        let s = (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt() * 2.0;
-        [
-            (m[1][0] - m[0][1]) / s,
-            (m[0][2] + m[2][0]) / s,
-            (m[1][2] + m[2][1]) / s,
-            0.25 * s,
-        ]
-    };
-    let n = q.iter().map(|v| v * v).sum::<f64>().sqrt();
-    q.map(|v| v / n)
 }
 
 /// The merged Gaussian of `members` (at least one), in activated form.
