@@ -272,9 +272,31 @@ fn partition_run_plan_and_merge_from_the_command_line() {
     assert!(ok, "{text}");
     assert!(text.contains("block 1 is already done"), "{text}");
     assert!(plan.join("merged.ply").is_file(), "{text}");
-    let (ok, text) = wgsplat(&["merge", p, "--out", dir.join("m.splat").to_str().unwrap()]);
+    let lod = dir.join("m.lod");
+    let (ok, text) = wgsplat(&[
+        "merge",
+        p,
+        "--out",
+        dir.join("m.splat").to_str().unwrap(),
+        "--lod",
+        lod.to_str().unwrap(),
+        "--page-nodes",
+        "256",
+    ]);
     assert!(ok, "{text}");
     assert!(dir.join("m.splat").is_file());
+    // The level of detail's leaves are the merged model's Gaussians.
+    let merged = wgsplat::io::formats::read_model(
+        &dir.join("m.splat"),
+        wgsplat::io::formats::ModelFormat::Splat,
+    )
+    .unwrap();
+    let scene = wgsplat::io::lod::LodScene::open(&lod).unwrap();
+    assert_eq!(
+        scene.index.leaves as usize,
+        merged.gaussians.means.len(),
+        "{text}"
+    );
 }
 
 #[test]
