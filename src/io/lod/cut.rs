@@ -250,10 +250,10 @@ impl LodGpu {
         camera: &Camera,
         options: CutOptions,
         cut_count: u32,
-    ) -> kernels::lod_cut::CutParams {
+    ) -> kernels::shared_lod::CutParams {
         let r = &camera.rotation;
         let t = &camera.translation;
-        kernels::lod_cut::CutParams {
+        kernels::shared_lod::CutParams {
             rot0: [r[0][0], r[0][1], r[0][2], t[0]],
             rot1: [r[1][0], r[1][1], r[1][2], t[1]],
             rot2: [r[2][0], r[2][1], r[2][2], t[2]],
@@ -430,13 +430,13 @@ impl LodGpu {
             "wgsplat/lod-cut-state",
         )?;
         state.write(&mut enc, &[cut.bin, 0, 0, 0])?;
-        let resolve = ctx.typed::<kernels::lod_cut::CutResolve>()?;
+        let resolve = ctx.typed::<kernels::lod_resolve::CutResolve>()?;
         let grid = ops::grid(&enc, cut.count, resolve.threads())?;
         let params = self.cut_params(camera, options, cut.count as u32);
         enc.run(
             &resolve,
             &params,
-            kernels::lod_cut::CutResolveBindings {
+            kernels::lod_resolve::CutResolveBindings {
                 cut_nodes: cut.nodes.page_arg(0),
                 spheres: self.spheres.page_arg(0),
                 links: self.links.page_arg(0),
