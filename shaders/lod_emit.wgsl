@@ -57,6 +57,22 @@ fn record_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
 }
 
+// The record of row r of the bound output page, or a record of NO_ROWs past the cut's end.
+fn record_of(r: u32) -> vec4<u32> {
+    if r >= params.out_rows || params.out_row0 + r >= params.count {
+        return vec4<u32>(NO_ROW, NO_ROW, 0u, 0u);
+    }
+    return records[params.out_row0 + r];
+}
+
+// Where a pool row starts in the bound pool buffer, or NO_ROW when it lies in another one.
+fn pool_offset(row: u32) -> u32 {
+    if row == NO_ROW || row < params.pool_row0 || row - params.pool_row0 >= params.pool_rows {
+        return NO_ROW;
+    }
+    return (row - params.pool_row0) * params.row_width;
+}
+
 @compute @workgroup_size(256)
 fn emit_rows(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -65,17 +81,11 @@ fn emit_rows(
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    let r = record_index(gid, nwg);
-    if r >= params.out_rows || params.out_row0 + r >= params.count {
+    let i = record_index(gid, nwg);
+    let at = pool_offset(record_of(i).x);
+    if at == NO_ROW {
         return;
     }
-    let record = records[params.out_row0 + r];
-    let local = record.x - params.pool_row0;
-    if record.x < params.pool_row0 || local >= params.pool_rows {
-        return;
-    }
-    let i = r;
-    let at = local * params.row_width;
     for (var k = 0u; k < 3u; k++) {
         means[3u * i + k] = pool[at + k];
         log_scales[3u * i + k] = pool[at + 3u + k];
@@ -99,21 +109,13 @@ fn blend_parent(
     if uniforms_visible(nwg) {
         params = params_uniform;
     }
-    let r = record_index(gid, nwg);
-    if r >= params.out_rows || params.out_row0 + r >= params.count {
-        return;
-    }
-    let record = records[params.out_row0 + r];
-    let i = r;
-    if record.y == NO_ROW || record.y < params.pool_row0 {
-        return;
-    }
-    let local = record.y - params.pool_row0;
-    if local >= params.pool_rows {
+    let i = record_index(gid, nwg);
+    let record = record_of(i);
+    let at = pool_offset(record.y);
+    if at == NO_ROW {
         return;
     }
     let w = bitcast<f32>(record.z);
-    let at = local * params.row_width;
     for (var k = 0u; k < 3u; k++) {
         means[3u * i + k] = mix(means[3u * i + k], pool[at + k], w);
         log_scales[3u * i + k] = mix(log_scales[3u * i + k], pool[at + 3u + k], w);

@@ -32,6 +32,8 @@ pub struct Cut {
     pub count: u64,
     /// The threshold's size bin (see [`super::cut_reference`]).
     pub bin: u32,
+    /// The cut's state as the GPU chose it (bin first), which the resolve stage reads.
+    state: Tensor,
     /// The threshold used, in pixels (the asked one, or above it to meet the budget).
     pub tau_pixels: f32,
     /// Whether the budget raised the threshold.
@@ -363,7 +365,7 @@ impl LodGpu {
         let marks_read = marks.record_read(&mut enc)?;
         let count_read = compacted.count.record_read(&mut enc)?;
         ctx.submit(enc)?;
-        let state = state_read.fetch::<u32>(ctx).await?;
+        let state_words = state_read.fetch::<u32>(ctx).await?;
         let marks = marks_read.fetch::<u32>(ctx).await?;
         let count = u64::from(count_read.fetch::<u32>(ctx).await?[0]);
         let listed = |range: std::ops::Range<usize>| -> Vec<u32> {
@@ -376,9 +378,10 @@ impl LodGpu {
         Ok(Cut {
             nodes: compacted.values,
             count,
-            bin: state[0],
-            tau_pixels: f32::from_bits(state[2]),
-            budget_raised: state[3] != 0,
+            bin: state_words[0],
+            state,
+            tau_pixels: f32::from_bits(state_words[2]),
+            budget_raised: state_words[3] != 0,
             wanted_pages: listed(0..pages),
             used_pages: listed(pages..2 * pages),
         })
@@ -422,14 +425,6 @@ impl LodGpu {
             "wgsplat/lod-records",
         )?;
         single_page(ctx, &records, "cut records")?;
-        let state = Tensor::zeros(
-            &mut enc,
-            DType::U32,
-            &[4],
-            MemoryCategory::FrameScratch,
-            "wgsplat/lod-cut-state",
-        )?;
-        state.write(&mut enc, &[cut.bin, 0, 0, 0])?;
         let resolve = ctx.typed::<kernels::lod_resolve::CutResolve>()?;
         let grid = ops::grid(&enc, cut.count, resolve.threads())?;
         let params = self.cut_params(camera, options, cut.count as u32);
@@ -441,7 +436,7 @@ impl LodGpu {
                 spheres: self.spheres.page_arg(0),
                 links: self.links.page_arg(0),
                 pages_info: self.pages_info.page_arg(0),
-                cut_state: state.page_arg(0),
+                cut_state: cut.state.page_arg(0),
                 records: records.page_arg(0),
             },
             grid,
