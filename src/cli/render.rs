@@ -294,7 +294,8 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views,
-                "masked_views": scores.masked, "exposure_fitted": scores.exposure_fitted
+                "masked_views": scores.masked, "exposure_fitted": scores.exposure_fitted,
+                "per_view": scores.per_view, "worst_view": scores.worst_view()
             }))?
         );
     } else {

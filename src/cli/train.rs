@@ -266,6 +266,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "train_psnr": train.then_some(scores.psnr), "train_ssim": train.then_some(scores.ssim), "train_lpips": scores.lpips.filter(|_| train),
         "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
         "exposure_fitted": scores.exposure_fitted, "lpips_skipped": lpips_skipped,
+        "per_view": scores.per_view, "worst_view": scores.worst_view(),
         "pose_refinement": pose_summary,
         "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,

@@ -205,6 +205,10 @@ pub struct TrainConfig {
     /// [`crate::show::edit::views_seeing`]'s, which `convert --min-views` applies after training.
     #[serde(skip_serializing_if = "is_zero")]
     pub prune_min_views: u32,
+    /// Prune, at every refinement, the Gaussians whose ellipsoid of this many standard
+    /// deviations holds a point of the path between neighbouring training cameras
+    /// (`--path-clearance`; 0: off, the library's default; see [`super::clearance`]).
+    pub path_clearance: f32,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -288,6 +292,7 @@ impl Default for TrainConfig {
             seed: 0,
             crop_box: None,
             prune_min_views: 0,
+            path_clearance: 0.0,
         }
     }
 }
@@ -413,6 +418,13 @@ impl TrainConfig {
         }
         if !(self.opacity_lr.is_finite() && self.opacity_lr > 0.0) {
             return bad(format!("opacity_lr {} must be above zero", self.opacity_lr));
+        }
+        if !(self.path_clearance.is_finite() && (0.0..=10.0).contains(&self.path_clearance)) {
+            return bad(format!(
+                "path_clearance {} is outside [0, 10] standard deviations (0 turns it off; 3 \
+                 holds 99% of a Gaussian)",
+                self.path_clearance
+            ));
         }
         if !(0.0..=1.0).contains(&self.mcmc_growth) {
             return bad(format!(

@@ -1,7 +1,7 @@
 //! Scoring a trainer's model: PSNR, SSIM and LPIPS of its renders of the held-out views (or of
 //! the training views when the dataset has none), on the background it trained with.
 
-use super::events::{Evaluation, ScoredViews};
+use super::events::{Evaluation, ScoredViews, ViewScore};
 use super::trainer::Trainer;
 use super::trainer::view_loss_options;
 use crate::data::View;
@@ -89,7 +89,7 @@ impl Trainer {
         }
         let background = self.evaluation_background();
         let lpips = self.lpips_network(all_views)?;
-        let (mut psnr, mut ssim, mut lpips_sum) = (0.0, 0.0, 0.0);
+        let mut per_view = Vec::with_capacity(views.len());
         for &(index, view) in &views {
             if stop() {
                 return Ok(None);
@@ -148,21 +148,27 @@ impl Trainer {
                 .transpose()?;
             self.ctx.submit(enc)?;
             let metrics = ImageMetrics::from_stats(&stats.wait::<f32>(&self.ctx)?)?;
-            psnr += metrics.psnr;
-            ssim += metrics.ssim;
-            if let Some(distance) = distance {
-                lpips_sum += Lpips::value_of(&distance.wait::<f32>(&self.ctx)?)?;
-            }
+            let lpips = distance
+                .map(|distance| Lpips::value_of(&distance.wait::<f32>(&self.ctx)?))
+                .transpose()?;
+            per_view.push(ViewScore {
+                name: view.name.clone(),
+                psnr: metrics.psnr,
+                ssim: metrics.ssim,
+                lpips,
+            });
         }
         let n = views.len().max(1) as f64;
+        let mean = |score: fn(&ViewScore) -> f64| per_view.iter().map(score).sum::<f64>() / n;
         Ok(Some(Evaluation {
             masked: views.iter().filter(|(_, v)| v.is_masked()).count(),
             views: self.scored_views(),
             count: views.len(),
-            psnr: psnr / n,
-            ssim: ssim / n,
-            lpips: lpips.map(|_| lpips_sum / n),
+            psnr: mean(|v| v.psnr),
+            ssim: mean(|v| v.ssim),
+            lpips: lpips.map(|_| mean(|v| v.lpips.unwrap_or(0.0))),
             exposure_fitted: self.config.exposure,
+            per_view,
         }))
     }
 

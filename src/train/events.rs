@@ -90,7 +90,7 @@ impl ScoredViews {
 }
 
 /// The scores of one evaluation: means over the scored views.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Evaluation {
     /// Which views were scored: [`ScoredViews::Test`] or, without test views,
     /// [`ScoredViews::Train`].
@@ -110,9 +110,32 @@ pub struct Evaluation {
     /// True when exposure compensation was on: each view's colour transform was fitted on its
     /// left half and only its right half scored (INRIA's `--train_test_exp` protocol).
     pub exposure_fitted: bool,
+    /// Each scored view's own scores, in the order the views were scored: a mean hides the one
+    /// view a floater veils, the worst one shows it.
+    pub per_view: Vec<ViewScore>,
+}
+
+/// One scored view's PSNR, SSIM and LPIPS.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ViewScore {
+    /// The view's name in its dataset.
+    pub name: String,
+    /// PSNR (dB) of the clamped render.
+    pub psnr: f64,
+    /// SSIM.
+    pub ssim: f64,
+    /// LPIPS (AlexNet), when scored.
+    pub lpips: Option<f64>,
 }
 
 impl Evaluation {
+    /// The view with the lowest PSNR, `None` when no view was scored.
+    pub fn worst_view(&self) -> Option<&ViewScore> {
+        self.per_view
+            .iter()
+            .min_by(|a, b| a.psnr.total_cmp(&b.psnr))
+    }
+
     /// One line for logs: `test PSNR 30.71 dB, SSIM 0.9600, LPIPS 0.050`.
     pub fn summary(&self) -> String {
         let lpips = self
@@ -127,8 +150,12 @@ impl Evaluation {
             true => " (exposure fitted on each view's left half, right half scored)",
             false => "",
         };
+        let worst = match (self.per_view.len(), self.worst_view()) {
+            (2.., Some(view)) => format!(" (worst view {} at {:.2} dB)", view.name, view.psnr),
+            _ => String::new(),
+        };
         format!(
-            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}{masked}{exposure}",
+            "{} PSNR {:.2} dB, SSIM {:.4}{lpips}{worst}{masked}{exposure}",
             self.views.name(),
             self.psnr,
             self.ssim

@@ -2,6 +2,7 @@
 //! message stream the front ends consume.
 
 pub mod bounds;
+pub mod clearance;
 pub mod budget;
 pub mod byte_size;
 pub mod config;
@@ -25,5 +26,5 @@ pub mod strategy;
 pub mod trainer;
 
 pub use config::{Background, StrategyKind, TrainConfig};
-pub use events::{Evaluation, ScoredViews, TrainEvent};
+pub use events::{Evaluation, ScoredViews, TrainEvent, ViewScore};
 pub use trainer::{LossReport, Trainer};

@@ -195,6 +195,11 @@ pub struct TrainOptions {
     /// see (floaters; the count `convert --min-views` uses) [default: off].
     #[arg(long, value_name = "K")]
     pub prune_min_views: Option<u32>,
+    /// Prune, at every densification, the Gaussians so large that a camera moving between two
+    /// neighbouring training cameras would sit within SIGMAS standard deviations of them: the
+    /// veils in front of views between the training views [captures: 3; otherwise off; 0: off].
+    #[arg(long, value_name = "SIGMAS")]
+    pub path_clearance: Option<f32>,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -265,6 +270,7 @@ impl TrainOptions {
             config.crop_box = Some([b.min[0], b.min[1], b.min[2], b.max[0], b.max[1], b.max[2]]);
         }
         config.prune_min_views = self.prune_min_views.unwrap_or(config.prune_min_views);
+        config.path_clearance = self.path_clearance.unwrap_or(config.path_clearance);
         if let Some(text) = &self.image_cache {
             config.image_cache = Some(parse_image_cache_size(text)?);
         }

@@ -55,6 +55,9 @@ pub struct RefinementReport {
     /// Gaussians dropped because their centre left the trainer's region (see
     /// [`super::Trainer::keep_inside`]).
     pub out_of_bounds: u64,
+    /// Gaussians dropped because the capture's camera path runs through them (see
+    /// [`super::TrainConfig::path_clearance`]).
+    pub on_camera_path: u64,
 }
 
 /// Hooks a training strategy adds to the iteration. The recording hooks add work to the

@@ -61,6 +61,8 @@ pub struct Trainer {
     pub(crate) lpips: std::cell::OnceCell<Lpips>,
     /// The region the Gaussians are kept in (see [`Trainer::keep_inside`]).
     keep_inside: Option<super::bounds::KeepInside>,
+    /// The path between the training cameras kept clear (`config.path_clearance`).
+    pub(crate) camera_path: Option<super::clearance::CameraPath>,
     /// The training views' learned colour transforms (`config.exposure`).
     pub(crate) exposure: Option<crate::loss::exposure::ExposureState>,
     /// The training views' learned pose corrections (`config.pose_opt`).
@@ -153,6 +155,11 @@ impl Trainer {
         schedule.sh_dc = config.sh_dc_lr;
         schedule.sh_rest = config.sh_rest_lr;
         let keep_inside = super::bounds::configured_region(&config, &dataset);
+        let camera_path = (config.path_clearance > 0.0).then(|| {
+            let centres: Vec<[f32; 3]> =
+                dataset.train.iter().map(|v| v.camera.position()).collect();
+            super::clearance::CameraPath::through(&centres)
+        });
         Ok(Trainer {
             ctx: ctx.clone(),
             rng_state: config.seed,
@@ -169,6 +176,7 @@ impl Trainer {
             due_evaluation: None,
             lpips: std::cell::OnceCell::new(),
             keep_inside,
+            camera_path,
             exposure,
             poses,
         })

@@ -253,6 +253,16 @@ impl Trainer {
                     crate::train::bounds::prune_outside(&self.ctx, &mut self.state, &step, &inside)
                         .await?;
             }
+            if let Some(path) = self.camera_path.as_ref().filter(|_| refinement) {
+                self.last_refinement.on_camera_path = crate::train::clearance::prune_on_path(
+                    &self.ctx,
+                    &mut self.state,
+                    &step,
+                    path,
+                    self.config.path_clearance,
+                )
+                .await?;
+            }
         }
         // The model's tensors of the old size are in the pool now, and no request will ask for
         // that size again: give them back rather than hold them until the pool's limit.

@@ -163,6 +163,7 @@ fn the_evaluation_stays_within_the_smallest_memory_budget() {
             "{extra:?}: peak {peak} bytes above the smallest budget, {budget} bytes"
         );
         assert!(metrics["test_psnr"].as_f64().is_some(), "{metrics}");
+        expect_per_view_scores(&metrics);
         let stderr = String::from_utf8_lossy(&run.stderr);
         match metrics["lpips_skipped"].as_str() {
             Some(note) => {
@@ -177,4 +178,22 @@ fn the_evaluation_stays_within_the_smallest_memory_budget() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// metrics.json scores each test view by name, its mean is the per-view scores' mean, and the
+/// worst view is the lowest of them.
+fn expect_per_view_scores(metrics: &serde_json::Value) {
+    let views = metrics["per_view"].as_array().expect("per_view scores");
+    assert_eq!(
+        views.len() as u64,
+        metrics["test_views"].as_u64().unwrap(),
+        "{metrics}"
+    );
+    let psnrs: Vec<f64> = views.iter().map(|v| v["psnr"].as_f64().unwrap()).collect();
+    let mean = psnrs.iter().sum::<f64>() / psnrs.len() as f64;
+    let reported = metrics["test_psnr"].as_f64().unwrap();
+    assert!((mean - reported).abs() < 1e-9, "mean {mean} against {reported}");
+    let worst = psnrs.iter().copied().fold(f64::INFINITY, f64::min);
+    assert_eq!(metrics["worst_view"]["psnr"].as_f64(), Some(worst), "{metrics}");
+    assert!(views.iter().all(|v| v["name"].as_str().is_some_and(|n| !n.is_empty())));
 }
