@@ -7,10 +7,11 @@
 // composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
 // intersections it consumed up to its last contributor (the backward pass starts there).
 //
-// It runs once per chunk of splats (shared/chunk.wgsl), `splats` being the chunk's page. Between
-// chunks the outputs hold the running state: `rgba` = (colour so far, transmittance), `depth` =
-// depth so far, `consumed` = consumed count with DONE_BIT set once the pixel has terminated. The
-// first chunk starts from the empty state without reading; the last composites the background.
+// It runs once per chunk of splats and slice of the tile's run (shared/chunk.wgsl), `splats`
+// being the chunk's page. Between dispatches the outputs hold the running state: `rgba` =
+// (colour so far, transmittance), `depth` = depth so far, `consumed` = consumed count with
+// DONE_BIT set once the pixel has terminated. The first dispatch starts from the empty state
+// without reading; the last composites the background.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 #import "shared/tile_layout.wgsl"
@@ -160,13 +161,15 @@ fn rasterize(
     }
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
+    let slice = slice_from_front(chunk_run(start, end));
     // The loops below hold barriers, so what they depend on goes through `uniform_vec4u`.
-    let chunk = uniform_vec4u(lid, vec4<u32>(chunk_run(start, end), u32(chunk_is_first()), u32(chunk_is_last())));
+    let chunk = uniform_vec4u(lid, vec4<u32>(slice.xy, u32(chunk_is_first() && slice.z != 0u), u32(chunk_is_last() && slice.w != 0u)));
     let run = chunk.xy;
+    // Whether this dispatch starts the tile's state, and whether it finishes its pixels.
     let first_chunk = chunk.z != 0u;
     let last_chunk = chunk.w != 0u;
     if run.x == run.y && !first_chunk && !last_chunk {
-        return; // uniform: this chunk leaves the tile's state as it is
+        return; // uniform: this dispatch leaves the tile's state as it is
     }
     let origin = column_origin(tile, u.tile_counts.x, lid);
     let px = origin.x;

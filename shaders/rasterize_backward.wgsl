@@ -19,11 +19,11 @@
 //   memory and two levels (4 invocations, then 16 partial sums) add them, two barriers per group.
 // Batches behind every pixel's last contributor are skipped (their rows stay zero).
 //
-// It runs once per chunk of splats (shared/chunk.wgsl) and window of intersections
-// (shared/isect_window.wgsl), back to front: `splats` is the chunk's page, and `carry` passes each
-// pixel's (transmittance, colour behind) from one dispatch to the one in front of it. The backmost
-// dispatch starts from the rendered image; the frontmost writes no carry (with one dispatch,
-// `carry` is never touched).
+// It runs once per chunk of splats and slice of the tile's run (shared/chunk.wgsl) and window of
+// intersections (shared/isect_window.wgsl), back to front: `splats` is the chunk's page, and
+// `carry` passes each pixel's (transmittance, colour behind) from one dispatch to the one in front
+// of it. The backmost dispatch starts from the rendered image; the frontmost writes no carry (with
+// one dispatch, `carry` is never touched).
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 #import "shared/tile_layout.wgsl"
@@ -227,12 +227,13 @@ fn rasterize_backward(
     let start = ranges[2u * tile];
     let end = ranges[2u * tile + 1u];
     let chunk = chunk_run(start, end);
+    let in_window = max(chunk.x, window.begin);
+    let slice = slice_from_back(vec2<u32>(in_window, max(min(chunk.y, window.end), in_window)));
     // The loops below hold barriers, so what they depend on goes through `uniform_vec4u`.
     let run = uniform_vec4u(lid, vec4<u32>(
-        max(chunk.x, window.begin),
-        max(min(chunk.y, window.end), max(chunk.x, window.begin)),
-        u32(chunk_is_first() && window.begin == 0u),
-        u32(chunk_is_last() && window.end >= window.total),
+        slice.xy,
+        u32(chunk_is_first() && window.begin == 0u && slice.w != 0u),
+        u32(chunk_is_last() && window.end >= window.total && slice.z != 0u),
     ));
     let run_start = run.x;
     let run_end = run.y;

@@ -6,6 +6,12 @@
 // Within one tile's run of `splat_from_isect`, splat ids ascend (depth order), so a chunk's
 // intersections are a contiguous sub-run, found by binary search. The importer declares
 // `u: RenderUniform` and `splat_from_isect: array<u32>`.
+//
+// On CPU adapters a chunk's sub-run is further cut into slices of at most `u.slice_len`
+// intersections, one dispatch each (`u.slice` = 0, 1, ...): llvmpipe leaves every loop of an
+// invocation once it has run 65,535 loop iterations in all, so no dispatch may walk a long run
+// whole. A tile whose sub-run is shorter takes it all in slice 0 and leaves the later slices at
+// once. With `slice_len` 0 (GPUs) slice 0 is the whole sub-run.
 
 // Whether this dispatch rasterizes the frontmost chunk (splat 0).
 fn chunk_is_first() -> bool {
@@ -44,4 +50,32 @@ fn chunk_run(start: u32, end: u32) -> vec2<u32> {
         hi = first_isect_from_splat(lo, end, u.page_offset + u.count);
     }
     return vec2<u32>(lo, hi);
+}
+
+// Slice `u.slice` of the sub-run `run`, counted from its front (forward pass): (begin, end,
+// whether it holds the sub-run's first intersection, whether it holds its last). A slice past the
+// end of the run is empty and holds neither; slice 0 of an empty run holds both.
+fn slice_from_front(run: vec2<u32>) -> vec4<u32> {
+    if u.slice_len == 0u {
+        return vec4<u32>(run, 1u, 1u);
+    }
+    let len = run.y - run.x;
+    let skip = min(u.slice * u.slice_len, len);
+    let take = min(u.slice_len, len - skip);
+    let holds = u.slice == 0u || skip < len;
+    return vec4<u32>(run.x + skip, run.x + skip + take, u32(u.slice == 0u), u32(holds && skip + take == len));
+}
+
+// Slice `u.slice` of the sub-run `run`, counted from its back (backward pass): (begin, end,
+// whether it holds the sub-run's last intersection, whether it holds its first). A slice past the
+// front of the run is empty and holds neither; slice 0 of an empty run holds both.
+fn slice_from_back(run: vec2<u32>) -> vec4<u32> {
+    if u.slice_len == 0u {
+        return vec4<u32>(run, 1u, 1u);
+    }
+    let len = run.y - run.x;
+    let skip = min(u.slice * u.slice_len, len);
+    let take = min(u.slice_len, len - skip);
+    let holds = u.slice == 0u || skip < len;
+    return vec4<u32>(run.y - skip - take, run.y - skip, u32(u.slice == 0u), u32(holds && skip + take == len));
 }

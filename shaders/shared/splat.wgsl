@@ -30,9 +30,11 @@ struct RenderUniform {
     aux: u32,
     // RASTER_CLASSIC or RASTER_ANTIALIASED.
     raster_mode: u32,
+    // Rasterizers (see chunk.wgsl): which slice of each tile's run in the chunk this dispatch
+    // takes, and the intersections per slice (0 = the whole run in one dispatch).
+    slice: u32,
+    slice_len: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 // 3DGS: the 2D covariance is dilated by COV2D_DILATION and the opacity is kept.

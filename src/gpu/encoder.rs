@@ -38,6 +38,17 @@ struct ArenaChunk {
     shadow: Vec<u8>,
 }
 
+/// Where a dispatch's workgroup counts come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Launch<'a> {
+    /// A grid known when the dispatch is recorded.
+    Grid(WorkgroupGrid),
+    /// Three u32 (x, y, z) at a byte offset (a multiple of 4) of a buffer, written by GPU work
+    /// recorded before the dispatch; z must be 1 (kernels read their parameters only where
+    /// `num_workgroups.z` is nonzero, see `shaders/shared/dispatch.wgsl`).
+    Indirect(&'a wgpu::Buffer, u64),
+}
+
 /// A command encoder with an upload arena. Create with [`GpuContext::encoder`].
 pub struct Encoder {
     ctx: GpuContext,
@@ -230,16 +241,18 @@ impl Encoder {
         Ok(())
     }
 
-    /// Records one dispatch of `kernel` with the uniform bytes `params` at binding 0 and the
-    /// storage buffers `storage` at the binding numbers given.
-    pub(crate) fn dispatch_bound(
+    /// Records one dispatch of `kernel` with the uniform bytes `params` at binding 0, the storage
+    /// buffers `storage` at the binding numbers given, and the workgroup counts of `launch`.
+    pub(crate) fn dispatch_launch(
         &mut self,
         kernel: &Kernel,
         params: &[u8],
         storage: &[(u32, wgpu::BufferBinding<'_>)],
-        grid: WorkgroupGrid,
+        launch: Launch<'_>,
     ) -> Result<()> {
-        if grid.is_empty() {
+        if let Launch::Grid(grid) = launch
+            && grid.is_empty()
+        {
             return Ok(());
         }
         // wgpu rejects a buffer bound read-write and at another binding of the same dispatch,
@@ -298,7 +311,10 @@ impl Encoder {
         });
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(grid.x, grid.y, 1);
+        match launch {
+            Launch::Grid(grid) => pass.dispatch_workgroups(grid.x, grid.y, 1),
+            Launch::Indirect(args, offset) => pass.dispatch_workgroups_indirect(args, offset),
+        }
         drop(pass);
         self.dispatches += 1;
         Ok(())

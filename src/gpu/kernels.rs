@@ -33,6 +33,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
+use crate::gpu::encoder::Launch;
 use crate::gpu::kernel::Kernel;
 use crate::tensor::DType;
 use std::marker::PhantomData;
@@ -320,6 +321,31 @@ impl crate::gpu::Encoder {
         bindings: K::Bindings<'_>,
         grid: crate::gpu::WorkgroupGrid,
     ) -> Result<()> {
+        self.run_launch(kernel, params, bindings, Launch::Grid(grid))
+    }
+
+    /// [`crate::gpu::Encoder::run`] with the workgroup counts of `launch`: a grid, or (x, y, 1)
+    /// that earlier GPU work wrote into a buffer (a storage buffer, which every allocation also
+    /// allows as indirect arguments).
+    pub fn run_launch<K: KernelSpec>(
+        &mut self,
+        kernel: &TypedKernel<K>,
+        params: &K::Params,
+        bindings: K::Bindings<'_>,
+        launch: Launch<'_>,
+    ) -> Result<()> {
+        if let Launch::Indirect(args, offset) = launch
+            && (!offset.is_multiple_of(4) || offset + 12 > args.size())
+        {
+            return Err(Error::InvalidArgument {
+                op: "dispatch",
+                detail: format!(
+                    "{}: indirect arguments at byte {offset} of a {}-byte buffer; they need 12 bytes at a multiple of 4",
+                    kernel.kernel.name,
+                    args.size()
+                ),
+            });
+        }
         let kernel = &kernel.kernel;
         let slots = <K::Bindings<'_> as BindingSet<'_>>::SLOTS;
         let args = bindings.into_args();
@@ -345,7 +371,7 @@ impl crate::gpu::Encoder {
             };
             entries.push((slot.binding, binding));
         }
-        self.dispatch_bound(kernel, bytemuck::bytes_of(params), &entries, grid)
+        self.dispatch_launch(kernel, bytemuck::bytes_of(params), &entries, launch)
     }
 
     /// Records one dispatch of `kernel` per page of `total_rows` rows paged `rows_per_page` to a

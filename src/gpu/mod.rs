@@ -19,7 +19,7 @@ pub mod wgsl_source;
 pub use allocator::{Allocator, BufferKind, GpuBuffer};
 pub use context::{ContextOptions, GpuContext, POISON_WORD};
 pub use dispatch::WorkgroupGrid;
-pub use encoder::Encoder;
+pub use encoder::{Encoder, Launch};
 pub use host::{ProcessMemory, WgpuObjectCounts};
 pub use info::ContextInfo;
 pub use kernel::Kernel;

@@ -116,4 +116,12 @@ impl RenderUniform {
         self.aux = aux as u32;
         self
     }
+
+    /// A copy naming a rasterizer dispatch's slice of each tile's run: slice `slice` of `len`
+    /// intersections each (`len` 0: the whole run; see `shaders/shared/chunk.wgsl`).
+    pub(crate) fn with_slice(mut self, slice: u64, len: u32) -> Self {
+        self.slice = slice as u32;
+        self.slice_len = len;
+        self
+    }
 }

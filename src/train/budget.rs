@@ -6,8 +6,8 @@
 //! - persistent bytes: [`ModelState::planned_bytes`] (parameters, Adam's moments in their storage
 //!   and the densification statistics, each paged and rounded to the allocator's size classes);
 //! - per-frame scratch: [`frame_scratch_bytes`] (the gradient chunk included), planned with every
-//!   Gaussian visible (V = N) and [`PLANNED_TILES_PER_GAUSSIAN`] intersections each, at the
-//!   largest view;
+//!   Gaussian visible (V = N) and [`planned_intersections`] tile intersections, at the largest
+//!   view;
 //! - the training images' GPU cache ([`crate::train::image_cache`]): its slots, each
 //!   [`Tensor::planned_bytes`] of the largest training view's packed pixels, and the staging of
 //!   one image's upload ([`crate::gpu::encoder::upload_staging_bytes`]).
@@ -52,6 +52,19 @@ pub use super::byte_size::{
 
 /// Intersections per Gaussian the plan reserves scratch for (a trained scene averages 3 to 6).
 pub const PLANNED_TILES_PER_GAUSSIAN: u64 = 8;
+
+/// Intersections per tile the plan reserves scratch for, whatever the count: a few thousand
+/// Gaussians of an initial cloud are large enough to cover a 1024² view about 20 deep
+/// (`tests/suite/memory/budget.rs` measures 80,774 intersections for 4,000 Gaussians, 20 a
+/// Gaussian), past [`PLANNED_TILES_PER_GAUSSIAN`].
+pub const PLANNED_DEPTH_PER_TILE: u64 = 32;
+
+/// The tile intersections a frame of `n` Gaussians at `width` × `height` is planned for:
+/// [`PLANNED_TILES_PER_GAUSSIAN`] a Gaussian, and at least [`PLANNED_DEPTH_PER_TILE`] a tile.
+pub fn planned_intersections(n: u64, width: u32, height: u32) -> u64 {
+    let tiles = u64::from(width.div_ceil(TILE_SIZE)) * u64::from(height.div_ceil(TILE_SIZE));
+    (n * PLANNED_TILES_PER_GAUSSIAN).max(tiles * PLANNED_DEPTH_PER_TILE)
+}
 
 /// Applies `--memory-budget` to `config`: the cap becomes the plan's count (or the smaller of it
 /// and an explicit `max_gaussians`), and `image_cache` the bytes of the cache the plan holds (its
@@ -283,7 +296,7 @@ pub fn planned_training_bytes(
     width: u32,
     height: u32,
 ) -> u64 {
-    let intersections = n * PLANNED_TILES_PER_GAUSSIAN;
+    let intersections = planned_intersections(n, width, height);
     ModelState::planned_bytes(ctx, n, degree, moments)
         + frame_scratch_bytes(ctx, n, n, intersections, width, height, degree)
 }
@@ -321,7 +334,7 @@ pub fn planned_total_with_evaluation(
         ctx,
         n,
         n,
-        n * PLANNED_TILES_PER_GAUSSIAN,
+        planned_intersections(n, width, height),
         width,
         height,
         degree,

@@ -179,17 +179,15 @@ fn measured_and_planned(points: usize) -> (u64, u64, u64, u64) {
 /// model, and the training images through a GPU cache of 2 slots for 4 views, so the steps evict
 /// and upload (an upload's staging is live while its step records).
 ///
-/// Measured on lavapipe (fast path): 4,000 Gaussians, 63,308,800 B measured, 75,710,464 B
-/// planned (1.20×); 40,000 Gaussians, 91,063,296 B against 111,607,808 B (1.23×). (With the one
-/// view uploaded whole at the start, before the cache: 52,954,112 B against 67,321,856 B, 1.27×;
-/// 80,118,784 B against 103,219,200 B, 1.29×.) The margin is
-/// the backward's per-pixel carry (16 B a pixel: 16 MiB at 1024²), which the plan reserves and
-/// which a frame allocates only past 262,144 intersections or one page of splats (these had
-/// 80,774 and 184,281). The reserve also covers the frames that have more intersections than
-/// the plan's 8 per Gaussian: at 4,000 Gaussians of the initial size, 1024² gives 20 each.
-/// Hence the bounds: never below the measured peak, and at most 1.5× it (the unused carry alone
-/// adds 0.32× to the peak of a 1024² frame of few Gaussians; 1.5× leaves room for the paths and
-/// drivers whose pages or size classes differ, and still fails a plan that charges a frame's
+/// Measured on lavapipe (fast path): 4,000 Gaussians, 80,086,016 B measured, 80,822,272 B
+/// planned (1.01×); 40,000 Gaussians, 107,840,512 B against 111,607,808 B (1.03×). Both frames
+/// hold the backward's per-pixel carry (16 B a pixel: 16 MiB at 1024²), which a CPU adapter's
+/// sliced backward allocates for any chunk of more than 2,048 splats, and which the plan always
+/// reserves. The 4,000 Gaussians of the initial size cover the view about 20 deep (80,774
+/// intersections, 20 a Gaussian): the plan's floor of 32 intersections a tile
+/// ([`wgsplat::train::budget::PLANNED_DEPTH_PER_TILE`]) holds them where 8 a Gaussian would not.
+/// Hence the bounds: never below the measured peak, and at most 1.5× it (room for the paths and
+/// drivers whose pages or size classes differ, while still failing a plan that charges a frame's
 /// buffers more than once).
 #[test]
 fn the_plan_bounds_a_training_run_at_1024() {

@@ -1,9 +1,11 @@
 //! The rasterizer: the forward pass ([`forward`]) and the gradients ([`backward`]) against
 //! gsplat's peer cases, the CPU reference and finite differences, in chunks of small pages
-//! ([`paged`]), and the CPU reference itself against gsplat ([`peer_reference`]).
+//! ([`paged`]), over tile runs longer than one dispatch may loop over ([`long_runs`]), and the CPU
+//! reference itself against gsplat ([`peer_reference`]).
 
 mod backward;
 mod forward;
+mod long_runs;
 mod paged;
 mod peer_reference;
 mod pose;
