@@ -8,6 +8,7 @@ use wgsplat::testing::fresh_context;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::{TrainConfig, Trainer};
 
+mod clearance;
 mod densification;
 mod refinement_schedule;
 
