@@ -77,7 +77,9 @@ impl CameraPath {
             let hi = cell_of(max3(a, b), cell);
             match cell_count(lo, hi) > MAX_CELLS_PER_QUERY {
                 true => long.push(index as u32),
-                false => for_cells(lo, hi, |key| grid.entry(key).or_default().push(index as u32)),
+                false => for_cells(lo, hi, |key| {
+                    grid.entry(key).or_default().push(index as u32)
+                }),
             }
         }
         Self {
@@ -202,7 +204,9 @@ pub fn segment_distance(p: [f32; 3], a: [f32; 3], b: [f32; 3]) -> f32 {
 }
 
 fn cell_count(lo: [i32; 3], hi: [i32; 3]) -> i64 {
-    (0..3).fold(1i64, |n, k| n.saturating_mul(hi[k] as i64 - lo[k] as i64 + 1))
+    (0..3).fold(1i64, |n, k| {
+        n.saturating_mul(hi[k] as i64 - lo[k] as i64 + 1)
+    })
 }
 
 fn for_cells(lo: [i32; 3], hi: [i32; 3], mut visit: impl FnMut([i32; 3])) {
@@ -216,7 +220,11 @@ fn for_cells(lo: [i32; 3], hi: [i32; 3], mut visit: impl FnMut([i32; 3])) {
 }
 
 fn cell_of(p: [f32; 3], cell: f32) -> [i32; 3] {
-    p.map(|v| (v / cell).floor().clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32)
+    p.map(|v| {
+        (v / cell)
+            .floor()
+            .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32
+    })
 }
 
 fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {

@@ -15,9 +15,7 @@ fn sampled_distance(
     for (i, row) in inverse.iter_mut().enumerate() {
         for (j, value) in row.iter_mut().enumerate() {
             *value = (0..3)
-                .map(|k| {
-                    rotation[i][k] as f64 * rotation[j][k] as f64 / (scales[k] as f64).powi(2)
-                })
+                .map(|k| rotation[i][k] as f64 * rotation[j][k] as f64 / (scales[k] as f64).powi(2))
                 .sum();
         }
     }
@@ -37,7 +35,9 @@ fn sampled_distance(
 }
 
 fn pseudo_random(seed: &mut u64) -> f32 {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     ((*seed >> 40) as f32) / (1u64 << 24) as f32
 }
 
@@ -48,7 +48,11 @@ fn the_whitened_distance_matches_a_sampled_mahalanobis_distance() {
     for case in 0..200 {
         let mut r = || pseudo_random(&mut seed) * 2.0 - 1.0;
         let mean = [r(), r(), r()];
-        let scales = [0.05 + r().abs(), 0.05 + r().abs() * 0.5, 0.01 + r().abs() * 0.1];
+        let scales = [
+            0.05 + r().abs(),
+            0.05 + r().abs() * 0.5,
+            0.01 + r().abs() * 0.1,
+        ];
         let rotation = quat_to_matrix([r(), r(), r(), r() + 0.1]);
         let (a, b) = ([2.0 * r(), r(), r()], [r(), 2.0 * r(), r()]);
         let fast = whitened_distance(mean, scales, rotation, a, b);
@@ -58,7 +62,12 @@ fn the_whitened_distance_matches_a_sampled_mahalanobis_distance() {
             worst = (error, case);
         }
     }
-    assert!(worst.0 < 2e-3, "relative error {} at case {}", worst.0, worst.1);
+    assert!(
+        worst.0 < 2e-3,
+        "relative error {} at case {}",
+        worst.0,
+        worst.1
+    );
 }
 
 /// Eight cameras on a ring of radius 4 looking in, one of them held out.
@@ -100,11 +109,16 @@ fn the_grid_finds_what_testing_every_segment_finds() {
     let (mut found, mut cases) = (0, 0);
     for _ in 0..3000 {
         let mean = [6.0 * r(), 2.0 * r(), 6.0 * r()];
-        let scales = [0.02 + r().abs() * 0.6, 0.02 + r().abs() * 0.3, 0.02 + r().abs()];
+        let scales = [
+            0.02 + r().abs() * 0.6,
+            0.02 + r().abs() * 0.3,
+            0.02 + r().abs(),
+        ];
         let rotation = quat_to_matrix([r(), r(), r(), r() + 0.1]);
-        let brute = path.segments.iter().any(|&[a, b]| {
-            whitened_distance(mean, scales, rotation, a, b) <= 3.0
-        });
+        let brute = path
+            .segments
+            .iter()
+            .any(|&[a, b]| whitened_distance(mean, scales, rotation, a, b) <= 3.0);
         assert_eq!(
             path.passes_through(mean, scales, rotation, 3.0),
             brute,

@@ -2,9 +2,9 @@
 //! message stream the front ends consume.
 
 pub mod bounds;
-pub mod clearance;
 pub mod budget;
 pub mod byte_size;
+pub mod clearance;
 pub mod config;
 pub mod densify;
 pub mod evaluate;

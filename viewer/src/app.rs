@@ -499,6 +499,7 @@ impl eframe::App for ViewerApp {
                     .map(|p| p.shown.clone())
                     .unwrap_or_default(),
                 crop_box_segments: self.edit_panel.crop_segments,
+                crop_box: self.edit_panel.crop_on.then_some(self.edit_panel.crop),
                 path: self.path_panel.shown.clone(),
                 selected,
                 remaining,

@@ -13,6 +13,9 @@ use eframe::egui;
 use std::sync::Arc;
 use wgsplat::splat::{Camera, RasterMode};
 
+/// How near a scripted `crop-drag` must start to a handle, in image pixels.
+const SCRIPT_PICK_PIXELS: f32 = 3.0;
+
 impl ViewerApp {
     /// The scene view's camera now, at the size of the last image drawn.
     fn view_camera(&self) -> Camera {
@@ -69,6 +72,15 @@ impl ViewerApp {
 
     /// Applies `action` to the model shown (starting the edit state at the first edit).
     fn apply_edit(&mut self, action: &EditAction) -> anyhow::Result<String> {
+        if let EditAction::CropDrag([x0, y0, x1, y1]) = *action {
+            let camera = self
+                .scene_camera
+                .as_ref()
+                .map_or_else(|| self.view_camera(), |(c, _)| c.clone());
+            return self
+                .edit_panel
+                .drag_crop(&camera, [x0, y0], [x1, y1], SCRIPT_PICK_PIXELS);
+        }
         let Model::Fixed { params, .. } = &self.model else {
             anyhow::bail!("editing needs a fixed model: save the trained one and open it");
         };
@@ -167,9 +179,10 @@ impl ViewerApp {
         self.edit_panel.paint(&painter, &projector);
         self.scene_camera = Some((camera.clone(), scene_rect));
         let editable = matches!(self.model, Model::Fixed { .. });
-        let size = [camera.width, camera.height];
         if editable
-            && let Some(action) = self.edit_panel.scene_input(ui, response, scene_rect, size)
+            && let Some(action) = self
+                .edit_panel
+                .scene_input(ui, response, scene_rect, camera)
         {
             self.log_edit(&action);
         }
@@ -203,7 +216,9 @@ impl ViewerApp {
                 .apply_edit(&action)
                 .map_err(|e| e.context(format!("edit step {text:?}")))?;
             self.log.push((Level::Info, line));
-            let (selected, remaining) = self.edits.as_ref().map_or((0, 0), |s| {
+            // Before the first edit of the model (a crop box drag), nothing is selected or gone.
+            let total = self.current_params().map_or(0, |(p, _)| p.len() as usize);
+            let (selected, remaining) = self.edits.as_ref().map_or((0, total), |s| {
                 (s.session.selected_count(), s.session.remaining())
             });
             self.edit_steps.push(EditStep {

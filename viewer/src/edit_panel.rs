@@ -3,15 +3,19 @@
 //! brush, select inside the box, invert, delete, undo and redo, the counts, and saving the edited
 //! model in any format. The edits themselves are [`EditAction`]s applied by the app.
 
+use crate::crop_handles;
 use crate::editing::{EditAction, EditState};
 use crate::plan_view::geometry::Projector;
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke};
 use wgsplat::io::formats::ModelFormat;
 use wgsplat::show::edit::CropBox;
 use wgsplat::show::selection::SelectMode;
+use wgsplat::splat::Camera;
 
 /// Colour of the crop box's wireframe.
 pub const CROP_COLOR: Color32 = Color32::from_rgb(255, 170, 0);
+/// How near a handle (in points) the pointer must press to grab it.
+const HANDLE_PICK_POINTS: f32 = 8.0;
 /// Colour of a selection rectangle or brush being drawn.
 const TOOL_COLOR: Color32 = Color32::from_rgb(255, 255, 255);
 
@@ -24,6 +28,8 @@ pub enum Tool {
     Box,
     /// Select under a brush.
     Brush,
+    /// Drag the crop box's handles: a face along its axis, the centre across the view.
+    Crop,
 }
 
 /// State of the edit panel.
@@ -42,6 +48,8 @@ pub struct EditPanel {
     drag: Vec<Pos2>,
     /// Crop box edges drawn last frame.
     pub crop_segments: usize,
+    /// The crop handle being dragged: handle, the box and the pointer (image pixels) at the start.
+    crop_drag: Option<(usize, [f32; 6], [f32; 2])>,
 }
 
 impl EditPanel {
@@ -57,6 +65,7 @@ impl EditPanel {
             save_file: "edited.ply".to_owned(),
             drag: Vec::new(),
             crop_segments: 0,
+            crop_drag: None,
         }
     }
 
@@ -87,12 +96,24 @@ impl EditPanel {
             ui.selectable_value(&mut self.tool, Tool::Orbit, "orbit");
             ui.selectable_value(&mut self.tool, Tool::Box, "box select");
             ui.selectable_value(&mut self.tool, Tool::Brush, "brush");
+            if self.crop_on {
+                ui.selectable_value(&mut self.tool, Tool::Crop, "crop handles");
+            }
         });
+        if self.tool == Tool::Crop && !self.crop_on {
+            self.tool = Tool::Orbit;
+        }
         if self.tool == Tool::Brush {
             ui.add(egui::Slider::new(&mut self.brush_radius, 2.0..=100.0).text("brush radius"));
         }
-        if self.tool != Tool::Orbit {
-            ui.weak("shift: add to the selection, ctrl: take from it");
+        match self.tool {
+            Tool::Orbit => {}
+            Tool::Crop => {
+                ui.weak("drag a face's handle along its axis, the centre's across the view");
+            }
+            _ => {
+                ui.weak("shift: add to the selection, ctrl: take from it");
+            }
         }
         let (selected, remaining) = state.map_or((0, total as usize), |s| {
             (s.session.selected_count(), s.session.remaining())
@@ -212,18 +233,30 @@ impl EditPanel {
         ui: &egui::Ui,
         response: &egui::Response,
         rect: Rect,
-        image_size: [u32; 2],
+        camera: &Camera,
     ) -> Option<EditAction> {
-        if self.tool == Tool::Orbit {
-            self.drag.clear();
-            return None;
-        }
+        let image_size = [camera.width, camera.height];
         let to_image = |p: Pos2| -> [f32; 2] {
             [
                 (p.x - rect.min.x) * image_size[0] as f32 / rect.width().max(1.0),
                 (p.y - rect.min.y) * image_size[1] as f32 / rect.height().max(1.0),
             ]
         };
+        if self.tool != Tool::Crop {
+            self.crop_drag = None;
+        }
+        match self.tool {
+            Tool::Orbit => {
+                self.drag.clear();
+                return None;
+            }
+            Tool::Crop => {
+                let radius = HANDLE_PICK_POINTS * image_size[0] as f32 / rect.width().max(1.0);
+                self.crop_input(response, camera, radius, to_image);
+                return None;
+            }
+            _ => {}
+        }
         let pressed = response.dragged_by(egui::PointerButton::Primary)
             || response.clicked_by(egui::PointerButton::Primary);
         if pressed && let Some(p) = response.interact_pointer_pos() {
@@ -281,6 +314,57 @@ impl EditPanel {
         }
     }
 
+    /// Drags the crop box's handles with the primary button (pointer positions in image pixels
+    /// through `to_image`; a handle is picked within `radius` image pixels).
+    fn crop_input(
+        &mut self,
+        response: &egui::Response,
+        camera: &Camera,
+        radius: f32,
+        to_image: impl Fn(Pos2) -> [f32; 2],
+    ) {
+        let pointer = response.interact_pointer_pos().map(&to_image);
+        if response.drag_started_by(egui::PointerButton::Primary)
+            && let Some(at) = pointer
+        {
+            self.crop_drag =
+                crop_handles::pick(camera, &self.crop, at, radius).map(|h| (h, self.crop, at));
+        }
+        if let (Some((handle, start, from)), Some(to)) = (self.crop_drag, pointer)
+            && response.dragged_by(egui::PointerButton::Primary)
+        {
+            self.crop = crop_handles::dragged(camera, &start, handle, from, to);
+        }
+        if response.drag_stopped() {
+            self.crop_drag = None;
+        }
+    }
+
+    /// Drags the crop box's handle nearest image point `from` (within `radius` pixels) to `to`,
+    /// as a mouse drag would (scripted `crop-drag` steps).
+    pub fn drag_crop(
+        &mut self,
+        camera: &Camera,
+        from: [f32; 2],
+        to: [f32; 2],
+        radius: f32,
+    ) -> anyhow::Result<String> {
+        anyhow::ensure!(self.crop_on, "turn the crop box on to drag its handles");
+        let handle = crop_handles::pick(camera, &self.crop, from, radius).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no crop box handle within {radius} pixels of ({}, {})",
+                from[0],
+                from[1]
+            )
+        })?;
+        self.crop = crop_handles::dragged(camera, &self.crop, handle, from, to);
+        let c = self.crop;
+        Ok(format!(
+            "crop box: min ({:.3}, {:.3}, {:.3}), max ({:.3}, {:.3}, {:.3})",
+            c[0], c[1], c[2], c[3], c[4], c[5]
+        ))
+    }
+
     /// Draws the crop box's twelve edges with `projector` (when it is on).
     pub fn paint(&mut self, painter: &egui::Painter, projector: &Projector<'_>) {
         self.crop_segments = 0;
@@ -306,6 +390,20 @@ impl EditPanel {
                     painter.line_segment(ends, Stroke::new(2.0, CROP_COLOR));
                     self.crop_segments += 1;
                 }
+            }
+        }
+        if self.tool == Tool::Crop {
+            let active = self.crop_drag.map(|(h, _, _)| h);
+            for handle in 0..crop_handles::HANDLES {
+                let Some(at) = projector.point(crop_handles::handle_point(&self.crop, handle))
+                else {
+                    continue;
+                };
+                let fill = match Some(handle) == active {
+                    true => Color32::WHITE,
+                    false => CROP_COLOR,
+                };
+                painter.circle(at, 4.0, fill, Stroke::new(1.0, Color32::BLACK));
             }
         }
     }

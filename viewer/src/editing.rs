@@ -40,10 +40,14 @@ pub enum EditAction {
     Redo,
     /// Write the edited model to a file, in the format its name says.
     Save(PathBuf),
+    /// Drag the crop box's handle at image point `[x0, y0]` to `[x1, y1]` (pixels of the scene
+    /// image; see [`crate::crop_handles`]).
+    CropDrag([f32; 4]),
 }
 
 impl EditAction {
     /// Parses one scripted step: `select-box:X0,Y0,X1,Y1`, `brush:X,Y,R`, `select-crop`,
+    /// `crop-drag:X0,Y0,X1,Y1`,
     /// `invert`, `clear`, `delete`, `undo`, `redo` or `save:PATH`.
     pub fn parse(step: &str) -> anyhow::Result<EditAction> {
         let (name, value) = step.trim().split_once(':').unwrap_or((step.trim(), ""));
@@ -69,6 +73,10 @@ impl EditAction {
                 EditAction::SelectBrush(vec![([v[0], v[1]], v[2])], SelectMode::Replace)
             }
             "select-crop" => EditAction::SelectInCrop(SelectMode::Replace),
+            "crop-drag" => {
+                let v = numbers(4)?;
+                EditAction::CropDrag([v[0], v[1], v[2], v[3]])
+            }
             "invert" => EditAction::Invert,
             "clear" => EditAction::Clear,
             "delete" => EditAction::Delete,
@@ -76,7 +84,7 @@ impl EditAction {
             "redo" => EditAction::Redo,
             "save" if !value.is_empty() => EditAction::Save(PathBuf::from(value)),
             _ => anyhow::bail!(
-                "unknown edit step {step:?}: use select-box:X0,Y0,X1,Y1, brush:X,Y,R, select-crop, invert, clear, delete, undo, redo or save:PATH, separated by ';'"
+                "unknown edit step {step:?}: use select-box:X0,Y0,X1,Y1, brush:X,Y,R, select-crop, crop-drag:X0,Y0,X1,Y1, invert, clear, delete, undo, redo or save:PATH, separated by ';'"
             ),
         })
     }
@@ -197,6 +205,9 @@ impl EditState {
                 None => "nothing to redo".to_owned(),
             },
             EditAction::Save(path) => return self.save(path),
+            EditAction::CropDrag(_) => {
+                anyhow::bail!("a crop box drag moves the panel's box, not the model's Gaussians")
+            }
         };
         self.refresh(ctx)?;
         Ok(line)

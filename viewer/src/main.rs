@@ -2,6 +2,7 @@
 //! on the same GPU device egui draws with.
 
 mod app;
+mod crop_handles;
 mod edit_panel;
 mod editing;
 mod panels;

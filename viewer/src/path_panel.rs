@@ -109,7 +109,28 @@ impl PathPanel {
         let Some(started) = self.playing else {
             return false;
         };
-        let seconds = started.elapsed().as_secs_f64();
+        self.preview_at(camera, started.elapsed().as_secs_f64())
+    }
+
+    /// Starts the preview (the "Play" button), or stops it when it plays ("Stop").
+    pub fn toggle_play(&mut self) {
+        self.playing = match self.playing {
+            Some(_) => None,
+            None => Some(Instant::now()),
+        };
+    }
+
+    /// True while the preview plays.
+    pub fn is_playing(&self) -> bool {
+        self.playing.is_some()
+    }
+
+    /// [`PathPanel::preview`] at `seconds` into the path: the camera goes to the path's frame
+    /// then, and the preview stops one frame past the end.
+    fn preview_at(&mut self, camera: &mut ViewCamera, seconds: f64) -> bool {
+        if self.playing.is_none() {
+            return false;
+        }
         if seconds > self.keys.duration_seconds() + 1.0 / self.fps {
             self.playing = None;
         }
@@ -173,7 +194,7 @@ impl PathPanel {
                 .add_enabled(!self.keys.keys.is_empty(), egui::Button::new(label))
                 .clicked()
             {
-                self.playing = (!playing).then(Instant::now);
+                self.toggle_play();
             }
             ui.checkbox(&mut self.overlay, "draw");
         });
@@ -352,3 +373,7 @@ impl PathPanel {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "path_panel_tests.rs"]
+mod tests;

@@ -58,6 +58,8 @@ pub struct Sidecar {
     pub plan_blocks: Vec<crate::plan_view::overlay::BlockShown>,
     /// Edges of the crop box drawn over the scene.
     pub crop_box_segments: usize,
+    /// The crop box's corners (min x, y, z, max x, y, z) when it is on.
+    pub crop_box: Option<[f32; 6]>,
     /// The camera path as drawn over the scene.
     pub path: crate::path_panel::PathShown,
     /// Gaussians selected.

@@ -144,3 +144,7 @@ fn render(
     path.write(&request.target.with_extension("camera_path.json"))?;
     Ok(written)
 }
+
+#[cfg(test)]
+#[path = "video_job_tests.rs"]
+mod tests;

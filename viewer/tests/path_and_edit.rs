@@ -1,6 +1,6 @@
 //! The viewer's camera-path and editing tools end to end, in one scripted run of a small model
-//! (a few hundred Gaussians at 64²): the crop box and a keyframe path are drawn where the
-//! renderer's camera puts them, a box selection counts what a CPU projection counts, delete and
+//! (a few hundred Gaussians at 64²): the crop box, one face dragged by its handle, and a
+//! keyframe path are drawn where the renderer's camera puts them, a box selection counts what a CPU projection counts, delete and
 //! save leave that many fewer, undo restores them, and the path renders into a video of the
 //! frames asked for.
 
@@ -77,8 +77,24 @@ fn the_path_and_crop_box_are_drawn_and_edits_count_save_undo_and_render() {
     let mut camera = dataset.train[0].camera.clone();
     camera.background = [0.0; 3];
 
-    // The crop box: around the objects at the origin, every corner in view.
-    let crop = [-0.6f32, -0.6, -0.3, 0.6, 0.6, 0.6];
+    // The crop box: around the objects at the origin, every corner in view. The script drags
+    // the handle at the centre of its +x or +y face (whichever axis runs more across the view)
+    // to where that point shows with the face at 0.75.
+    let given = [-0.6f32, -0.6, -0.3, 0.6, 0.6, 0.6];
+    let face = |axis: usize, at: f32| {
+        let mut p = [0.0, 0.0, 0.15];
+        p[axis] = at;
+        project(&camera, p).expect("the face's handle in view")
+    };
+    let travel = |axis: usize| {
+        let (a, b) = (face(axis, 0.6), face(axis, 0.75));
+        (a[0] - b[0]).hypot(a[1] - b[1])
+    };
+    let axis = if travel(0) >= travel(1) { 0 } else { 1 };
+    assert!(travel(axis) > 3.0, "the face moves {} pixels", travel(axis));
+    let (grab, release) = (face(axis, given[3 + axis]), face(axis, 0.75));
+    let mut crop = given;
+    crop[3 + axis] = 0.75;
     let corner = |k: usize| [0, 1, 2].map(|a| crop[a + 3 * (k >> a & 1)]);
     let corners: Vec<[f32; 2]> = (0..8)
         .map(|k| project(&camera, corner(k)).expect("a corner in front of the camera"))
@@ -108,9 +124,13 @@ fn the_path_and_crop_box_are_drawn_and_edits_count_save_undo_and_render() {
         .join(",");
     let saved = dir.join("edited.spz");
     let video = dir.join("path.mp4");
-    let crop_text = crop.map(|v| v.to_string()).join(",");
+    let crop_text = given.map(|v| v.to_string()).join(",");
     let edits = format!(
-        "select-box:8,10,40,44;delete;save:{};undo;undo",
+        "crop-drag:{:.4},{:.4},{:.4},{:.4};select-box:8,10,40,44;delete;save:{};undo;undo",
+        grab[0],
+        grab[1],
+        release[0],
+        release[1],
         saved.display()
     );
     let resolution = RESOLUTION.to_string();
@@ -141,6 +161,7 @@ fn the_path_and_crop_box_are_drawn_and_edits_count_save_undo_and_render() {
 
     // (b) The counts after each step, against the CPU count; (c) the saved model.
     let expected = [
+        ("crop-drag", 0, total),
         ("select-box:8,10,40,44", in_rect, total),
         ("delete", 0, total - in_rect),
         ("save", 0, total - in_rect),
@@ -194,6 +215,18 @@ fn the_path_and_crop_box_are_drawn_and_edits_count_save_undo_and_render() {
         (shot.get_pixel(x0 + x, y0 + y).0, &plain.pixels[i..i + 4])
     };
     assert_eq!(sidecar["crop_box_segments"].as_u64(), Some(12), "{sidecar}");
+    // The dragged box: only the dragged face moved, to 0.75; its edges are drawn where they now
+    // are.
+    let shown_crop: Vec<f32> = (sidecar["crop_box"].as_array().expect("the crop box"))
+        .iter()
+        .map(|v| v.as_f64().unwrap_or(f64::NAN) as f32)
+        .collect();
+    for (k, (got, want)) in shown_crop.iter().zip(crop).enumerate() {
+        assert!(
+            (got - want).abs() < 2e-3,
+            "corner {k}: {shown_crop:?} against {crop:?}"
+        );
+    }
     let (mut samples, mut marked) = (0, 0);
     for a in 0..8usize {
         for axis in 0..3 {

@@ -192,8 +192,19 @@ fn expect_per_view_scores(metrics: &serde_json::Value) {
     let psnrs: Vec<f64> = views.iter().map(|v| v["psnr"].as_f64().unwrap()).collect();
     let mean = psnrs.iter().sum::<f64>() / psnrs.len() as f64;
     let reported = metrics["test_psnr"].as_f64().unwrap();
-    assert!((mean - reported).abs() < 1e-9, "mean {mean} against {reported}");
+    assert!(
+        (mean - reported).abs() < 1e-9,
+        "mean {mean} against {reported}"
+    );
     let worst = psnrs.iter().copied().fold(f64::INFINITY, f64::min);
-    assert_eq!(metrics["worst_view"]["psnr"].as_f64(), Some(worst), "{metrics}");
-    assert!(views.iter().all(|v| v["name"].as_str().is_some_and(|n| !n.is_empty())));
+    assert_eq!(
+        metrics["worst_view"]["psnr"].as_f64(),
+        Some(worst),
+        "{metrics}"
+    );
+    assert!(
+        views
+            .iter()
+            .all(|v| v["name"].as_str().is_some_and(|n| !n.is_empty()))
+    );
 }

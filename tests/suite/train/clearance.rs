@@ -15,7 +15,10 @@ fn veil_round(camera: [f32; 3], count: usize) -> Vec<([f32; 3], f32)> {
         .map(|k| {
             let offset = (k as f32 - (count as f32 - 1.0) / 2.0) * 0.02 * distance;
             let centre = camera.map(|v| v * 0.8);
-            ([centre[0] + offset, centre[1] - offset, centre[2]], 0.1 * distance)
+            (
+                [centre[0] + offset, centre[1] - offset, centre[2]],
+                0.1 * distance,
+            )
         })
         .collect()
 }
@@ -85,7 +88,10 @@ fn train_with_a_veil(clearance: f32) -> (f64, usize, u64) {
         .iter()
         .zip(&model.log_scales)
         .filter(|(m, s)| {
-            let d = (0..3).map(|k| (m[k] - camera[k]).powi(2)).sum::<f32>().sqrt();
+            let d = (0..3)
+                .map(|k| (m[k] - camera[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
             d < 0.5 * camera.iter().map(|v| v * v).sum::<f32>().sqrt()
                 && s.iter().copied().fold(f32::MIN, f32::max).exp() > 0.5 * radius
         })
