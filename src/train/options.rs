@@ -4,8 +4,8 @@
 
 use super::budget::{MemoryPlan, apply_memory_budget, parse_image_cache_size};
 use super::config::{
-    Background, CAPTURE_OPACITY_LR, CAPTURE_PRUNE_OPACITY, DEFAULT_SKY_POINTS, StrategyKind,
-    TrainConfig,
+    Background, CAPTURE_OPACITY_LR, CAPTURE_PATH_CLEARANCE, CAPTURE_PRUNE_OPACITY,
+    DEFAULT_SKY_POINTS, StrategyKind, TrainConfig,
 };
 use super::setup::{
     BUILTIN_RESOLUTIONS, BuiltinScene, DOWNSCALE_FACTORS, DataOptions, apply_builtin_recipe,
@@ -257,6 +257,7 @@ impl TrainOptions {
             if config.strategy == StrategyKind::Default {
                 config.prune_opacity = CAPTURE_PRUNE_OPACITY;
                 config.opacity_lr = CAPTURE_OPACITY_LR;
+                config.path_clearance = CAPTURE_PATH_CLEARANCE;
             }
         }
         if let Some(v) = &self.background {
@@ -357,6 +358,14 @@ mod tests {
         assert_eq!(config_of(&[], true).unwrap().prune_opacity, library);
         let mcmc = config_of(&["--strategy", "mcmc"], false).unwrap();
         assert_eq!(mcmc.prune_opacity, library);
+        // The camera path's clearance goes with them, and can be turned off.
+        assert_eq!(capture.path_clearance, CAPTURE_PATH_CLEARANCE);
+        assert_eq!(config_of(&[], true).unwrap().path_clearance, 0.0);
+        assert_eq!(mcmc.path_clearance, 0.0);
+        let off = config_of(&["--path-clearance", "0"], false).unwrap();
+        assert_eq!(off.path_clearance, 0.0);
+        let err = config_of(&["--path-clearance", "11"], false).unwrap_err();
+        assert!(err.to_string().contains("path_clearance"), "{err}");
         let chosen = config_of(&["--prune-opacity", "0.02"], false).unwrap();
         assert_eq!(chosen.prune_opacity, 0.02);
         assert_eq!(
