@@ -14,6 +14,7 @@ use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::io::PlyModel;
 use wgsplat::io::formats::{ModelFormat, read_model};
+use wgsplat::io::lod::city::{centre_bounds, tiled};
 use wgsplat::io::lod::{
     CutOptions, Loading, LodRenderer, PageEncoding, WriteOptions, build_tree, write_lod,
 };
@@ -51,49 +52,6 @@ pub struct LodBenchArgs {
 
 /// The fractions of the Gaussians measured.
 const BUDGETS: [f64; 5] = [0.05, 0.1, 0.25, 0.5, 1.0];
-
-/// The model's bounding box: (min, max).
-fn bounds(model: &PlyModel) -> ([f32; 3], [f32; 3]) {
-    let mut lo = [f32::INFINITY; 3];
-    let mut hi = [f32::NEG_INFINITY; 3];
-    for m in &model.gaussians.means {
-        for k in 0..3 {
-            lo[k] = lo[k].min(m[k]);
-            hi[k] = hi[k].max(m[k]);
-        }
-    }
-    (lo, hi)
-}
-
-/// `model` tiled `tile` × `tile` times along its two widest axes, edge to edge; returns the
-/// tiled model and its up axis (the narrowest).
-fn tiled(model: &PlyModel, tile: usize) -> (PlyModel, usize) {
-    let (lo, hi) = bounds(model);
-    let extent = [0, 1, 2].map(|k| hi[k] - lo[k]);
-    let mut axes = [0usize, 1, 2];
-    axes.sort_by(|&a, &b| extent[b].total_cmp(&extent[a]));
-    let (u, v, up) = (axes[0], axes[1], axes[2]);
-    let g = &model.gaussians;
-    let mut out = PlyModel {
-        gaussians: Default::default(),
-        sh_degree: model.sh_degree,
-    };
-    for i in 0..tile {
-        for j in 0..tile {
-            let mut offset = [0f32; 3];
-            offset[u] = i as f32 * extent[u];
-            offset[v] = j as f32 * extent[v];
-            let o = &mut out.gaussians;
-            o.means
-                .extend(g.means.iter().map(|m| [0, 1, 2].map(|k| m[k] + offset[k])));
-            o.log_scales.extend_from_slice(&g.log_scales);
-            o.quats.extend_from_slice(&g.quats);
-            o.opacity_logits.extend_from_slice(&g.opacity_logits);
-            o.sh.extend_from_slice(&g.sh);
-        }
-    }
-    (out, up)
-}
 
 /// A camera at `eye` looking at `target`, `up` along `up_axis` (sign chosen by the model's
 /// heights: the side the camera is on).
@@ -185,7 +143,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
         .context("opening the GPU")?;
     let model = read_model(&args.model, ModelFormat::from_path(&args.model)?)
         .with_context(|| format!("reading {}", args.model.display()))?;
-    let (city, up) = tiled(&model, args.tile.max(1));
+    let (city, up) = tiled(&model, args.tile.max(1), args.tile.max(1));
     let total = city.gaussians.means.len() as u64;
     let started = Instant::now();
     let tree = build_tree(&city)?;
@@ -217,7 +175,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
         index.depth,
         index.pages.len()
     );
-    let (lo, hi) = bounds(&city);
+    let (lo, hi) = centre_bounds(&city);
     let centre = [0, 1, 2].map(|k| f64::from(lo[k] + hi[k]) / 2.0);
     let span = [0, 1, 2]
         .map(|k| f64::from(hi[k] - lo[k]))

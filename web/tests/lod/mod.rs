@@ -1,6 +1,6 @@
-//! The page streaming a level-of-detail folder over HTTP (`?lod=scene.lod/`): a folder built
-//! here from the built-in scene's initial Gaussians, served beside the page, drawn under a
-//! memory budget smaller than the folder. The page draws it, fetches only pages some cut wanted
+//! The page streaming a level-of-detail folder over HTTP (`?lod=scene.lod/`): a city of over a
+//! million Gaussians built here from the built-in scene's initial Gaussians tiled 8 × 7, served
+//! beside the page, drawn under a memory budget far smaller than the folder. The page draws it, fetches only pages some cut wanted
 //! (or their parent pages, which the pool loads first), keeps its resident pages within the
 //! budget and every tensor within WebGPU's default binding size.
 
@@ -8,14 +8,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use wgsplat::GpuContext;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
+use wgsplat::io::lod::city::tiled;
 use wgsplat::io::lod::{LodScene, PageEncoding, WriteOptions, build_tree, write_lod};
 use wgsplat::io::ply::PlyModel;
 use wgsplat::train::TrainConfig;
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::apply_builtin_recipe;
 
+/// Gaussians of one copy of the scene, and the copies of the city.
 const GAUSSIANS: usize = 20_000;
-const PAGE_NODES: u64 = 256;
+const TILES: (usize, usize) = (8, 7);
+/// At least this many Gaussians in the city.
+const CITY_GAUSSIANS: usize = 1_000_000;
+const PAGE_NODES: u64 = 4096;
 const POOL_PAGES: u64 = 24;
 
 /// Builds the folder in `scratch`; returns its path.
@@ -30,10 +35,12 @@ pub fn build(scratch: &Path) -> PathBuf {
     let mut config = TrainConfig::default();
     apply_builtin_recipe(&mut config);
     let params = initial_gaussians(&ctx, &dataset, &config).expect("initial Gaussians");
-    let model = PlyModel {
+    let one = PlyModel {
         gaussians: params.download(&ctx).expect("download"),
         sh_degree: 0,
     };
+    let (model, _) = tiled(&one, TILES.0, TILES.1);
+    assert!(model.gaussians.means.len() >= CITY_GAUSSIANS);
     let folder = scratch.join("scene.lod");
     let options = WriteOptions {
         page_nodes: PAGE_NODES,
