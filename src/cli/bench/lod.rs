@@ -12,7 +12,6 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
 use wgsplat::GpuContext;
-use wgsplat::io::PlyModel;
 use wgsplat::io::formats::{ModelFormat, read_model};
 use wgsplat::io::lod::city::{centre_bounds, tiled};
 use wgsplat::io::lod::{
