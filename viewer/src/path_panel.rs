@@ -188,7 +188,7 @@ impl PathPanel {
             {
                 self.add_key(view);
             }
-            let playing = self.playing.is_some();
+            let playing = self.is_playing();
             let label = if playing { "Stop" } else { "Play" };
             if ui
                 .add_enabled(!self.keys.keys.is_empty(), egui::Button::new(label))
