@@ -28,17 +28,28 @@ pub(crate) async fn prune_outside(
         .filter(|(_, m)| inside([m[0], m[1], m[2]]))
         .map(|(i, _)| i as u32)
         .collect();
+    keep_only(ctx, state, step, &keep)
+}
+
+/// Keeps the rows `keep` (ascending) of the model, with their optimizer state, and drops the
+/// rest; returns how many were dropped. Keeping every row changes nothing.
+pub(crate) fn keep_only(
+    ctx: &GpuContext,
+    state: &mut ModelState,
+    step: &StepInfo<'_>,
+    keep: &[u32],
+) -> Result<u64> {
     let dropped = state.len() - keep.len() as u64;
     if dropped == 0 {
         return Ok(0);
     }
-    let mut enc = ctx.encoder("bounds: keep list");
+    let mut enc = ctx.encoder("keep list");
     let kept = Tensor::from_slice(
         &mut enc,
-        &keep,
+        keep,
         &[keep.len()],
         MemoryCategory::FrameScratch,
-        "bounds/keep",
+        "keep-list",
     )?;
     ctx.submit(enc)?;
     let none = kept.prefix(0)?;

@@ -13,9 +13,8 @@
 use super::state::ModelState;
 use super::strategy::StepInfo;
 use crate::error::Result;
-use crate::gpu::{GpuContext, MemoryCategory};
+use crate::gpu::GpuContext;
 use crate::splat::reference::quat_to_matrix;
-use crate::tensor::Tensor;
 use std::collections::HashMap;
 
 /// How far past its nearest neighbour a camera's path segments reach, as a multiple of that
@@ -153,22 +152,7 @@ pub(crate) async fn prune_on_path(
         })
         .map(|i| i as u32)
         .collect();
-    let dropped = state.len() - keep.len() as u64;
-    if dropped == 0 {
-        return Ok(0);
-    }
-    let mut enc = ctx.encoder("clearance: keep list");
-    let kept = Tensor::from_slice(
-        &mut enc,
-        &keep,
-        &[keep.len()],
-        MemoryCategory::FrameScratch,
-        "clearance/keep",
-    )?;
-    ctx.submit(enc)?;
-    let none = kept.prefix(0)?;
-    super::densify::apply_row_changes(ctx, state, step, &kept, &none, &none)?;
-    Ok(dropped)
+    super::bounds::keep_only(ctx, state, step, &keep)
 }
 
 /// The Mahalanobis distance from `mean` to the segment `a`–`b` under the Gaussian's covariance:
