@@ -13,10 +13,10 @@ pub const MAX_SKY_POINTS: usize = 1_000_000;
 /// The opacity below which `wgsplat train` and the viewer prune Gaussians of a dataset read from
 /// disk with the default strategy: 3DGS's 0.005, as [`TrainConfig::prune_opacity`]. Splatfacto's
 /// and OpenSplat's 0.1 led on Sceaux at 1,000 iterations (+0.44 dB over five seeds) but not past
-/// them: at 2,000 iterations 0.005 leads on duck_colmap (+0.62 dB, two seeds) and Sceaux (+0.31
-/// dB, two seeds), and on all three captures in SSIM and LPIPS, and at 7,000 on duck_colmap
-/// (+0.26 dB, two seeds); monstree's one seed at 2,000 gives 0.1 0.20 dB more
-/// (docs/measurements.md). `--prune-opacity 0.1` is splatfacto's.
+/// them: at 2,000 iterations 0.005 leads on duck_colmap (+0.62 dB), Sceaux (+0.31 dB) and
+/// monstree (+0.05 dB), two seeds each, and in SSIM and LPIPS on all three; at 7,000 on
+/// duck_colmap (+0.26 dB, two seeds) (docs/measurements.md). `--prune-opacity 0.1` is
+/// splatfacto's.
 pub const CAPTURE_PRUNE_OPACITY: f32 = 0.005;
 
 /// [`TrainConfig::path_clearance`] of a capture trained with the default strategy: the
