@@ -68,6 +68,8 @@ pub struct MergeArgs {
     lod: Option<PathBuf>,
     #[command(flatten)]
     pages: super::lod::PageArgs,
+    #[command(flatten)]
+    refine: super::lod::RefineArgs,
 }
 
 /// Options of `wgsplat run-plan`.
@@ -330,7 +332,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
         };
         let model = wgsplat::io::formats::read_model(&args.out, written)
             .with_context(|| format!("reading back {}", args.out.display()))?;
-        super::lod::write_lod_of(&model, lod, args.pages)?;
+        super::lod::write_lod_of(&model, lod, args.pages, args.refine)?;
     }
     Ok(())
 }

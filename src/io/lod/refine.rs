@@ -1,0 +1,577 @@
+//! Optimising a level of detail's merged nodes against the model they stand for (Hierarchical
+//! 3DGS's hierarchy optimisation, as distillation). The merge ([`super::merge`]) matches moments,
+//! which keeps a node's mass and colour but not what its children look like from afar: texture
+//! finer than the node is averaged away and its edges blur. Here each step renders the full model
+//! from a random camera as the target, draws the cut of a random splat budget from the same camera
+//! ([`super::cut_reference`]), and moves the interior nodes in that cut down the gradient of the
+//! training loss (L1 and SSIM) between the two images. The leaves, the model's own Gaussians,
+//! never change, so a cut that reaches them is the full model as before.
+//!
+//! Adam runs on the host, one moment pair per interior node, each node counting its own steps (a
+//! node is in few cuts: its bias correction follows its own updates, not the run's). A mean moves
+//! in units of its node's size, so one learning rate serves every level. Afterwards every interior
+//! node's bounding sphere is rebuilt from the leaves up so that the spheres still nest.
+
+use super::cut_reference;
+use super::tree::{LodTree, SPHERE_SIGMAS, Skeleton};
+use crate::error::{Error, Result};
+use crate::gpu::{GpuContext, MemoryCategory};
+use crate::loss::{LossOptions, loss_and_grad};
+use crate::rng::SplitMix64;
+use crate::show::PathFrame;
+use crate::show::paths::look_at;
+use crate::splat::backward::{BackwardOptions, record_backward};
+use crate::splat::forward::{RenderOptions, render};
+use crate::splat::reference::CpuGaussians;
+use crate::splat::{Camera, GaussianTensors};
+use crate::tensor::Tensor;
+
+/// How a level of detail's interior nodes are optimised.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefineOptions {
+    /// Optimisation steps (0: none).
+    pub steps: usize,
+    /// Cameras the full model is rendered from as targets; the steps cycle through them.
+    pub views: usize,
+    /// Side of the square images in pixels.
+    pub size: u32,
+    /// A step's splat budget is drawn log-uniformly from this range of fractions of the leaves.
+    pub budget_fractions: (f64, f64),
+    /// The world's up: cameras look down from above the ground at 15–75°. `None`: from anywhere.
+    pub up: Option<[f64; 3]>,
+    /// Seed of the cameras and budgets.
+    pub seed: u64,
+    /// Multiplies every learning rate.
+    pub learning_rate_scale: f32,
+}
+
+impl Default for RefineOptions {
+    fn default() -> Self {
+        RefineOptions {
+            steps: 0,
+            views: 24,
+            size: 128,
+            budget_fractions: (0.02, 0.5),
+            up: None,
+            seed: 0,
+            learning_rate_scale: 1.0,
+        }
+    }
+}
+
+/// What a refinement did, with the held-out views' scores before and after.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RefineReport {
+    /// Steps run.
+    pub steps: usize,
+    /// Interior nodes that were in at least one step's cut.
+    pub nodes_updated: usize,
+    /// Mean PSNR (dB) of the held-out views' cuts against the full model, before.
+    pub held_out_psnr_before: f64,
+    /// The same after.
+    pub held_out_psnr_after: f64,
+}
+
+/// Held-out cameras scored before and after, at a tenth of the leaves.
+const HELD_OUT_VIEWS: usize = 4;
+const HELD_OUT_BUDGET: f64 = 0.1;
+/// The cut's threshold in pixels while refining (the renderers' default).
+const TAU_PIXELS: f32 = 0.25;
+/// Adam's moment decay rates and epsilon.
+const BETA1: f32 = 0.9;
+const BETA2: f32 = 0.999;
+const EPSILON: f32 = 1e-15;
+/// Learning rates: a mean's in units of its node's largest scale, then log-scales, rotations,
+/// opacity logits, the DC colour and the higher SH bands (3DGS's, the mean's made relative).
+const LR_MEAN_PER_SIZE: f32 = 0.01;
+const LR_LOG_SCALE: f32 = 0.005;
+const LR_QUAT: f32 = 0.001;
+const LR_OPACITY: f32 = 0.025;
+const LR_SH_DC: f32 = 0.0025;
+const LR_SH_REST: f32 = 0.0025 / 20.0;
+
+/// The box of the leaves' centres and its largest side.
+struct Frame {
+    lo: [f64; 3],
+    hi: [f64; 3],
+    span: f64,
+}
+
+fn frame_of(tree: &LodTree) -> Frame {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for (n, m) in tree.gaussians.means.iter().enumerate() {
+        if tree.skeleton.child_count[n] == 0 {
+            for k in 0..3 {
+                lo[k] = lo[k].min(f64::from(m[k]));
+                hi[k] = hi[k].max(f64::from(m[k]));
+            }
+        }
+    }
+    let span = (0..3).map(|k| hi[k] - lo[k]).fold(1e-6, f64::max);
+    Frame { lo, hi, span }
+}
+
+fn normalised(v: [f64; 3]) -> [f64; 3] {
+    let l = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt().max(1e-12);
+    v.map(|x| x / l)
+}
+
+/// A random camera looking into the scene from 0.1–1.3 of its span (log-uniform).
+fn random_camera(rng: &mut SplitMix64, frame: &Frame, up: Option<[f64; 3]>, size: u32) -> Camera {
+    let mut unit = || f64::from(rng.unit());
+    let target =
+        [0, 1, 2].map(|k| frame.lo[k] + (0.1 + 0.8 * unit()) * (frame.hi[k] - frame.lo[k]));
+    let distance = frame.span * 0.1 * 13f64.powf(unit());
+    let azimuth = std::f64::consts::TAU * unit();
+    let (direction, world_up) = match up {
+        Some(up) => {
+            let up = normalised(up);
+            let helper = if up[0].abs() < 0.9 {
+                [1.0, 0.0, 0.0]
+            } else {
+                [0.0, 1.0, 0.0]
+            };
+            let a = normalised(cross(up, helper));
+            let b = cross(up, a);
+            let elevation = (15.0 + 60.0 * unit()).to_radians();
+            let (s, c) = (elevation.sin(), elevation.cos());
+            let d =
+                [0, 1, 2].map(|k| c * (azimuth.cos() * a[k] + azimuth.sin() * b[k]) + s * up[k]);
+            (d, up)
+        }
+        None => {
+            let z = 2.0 * unit() - 1.0;
+            let r = (1.0 - z * z).sqrt();
+            let d = [r * azimuth.cos(), r * azimuth.sin(), z];
+            let least = (0..3)
+                .min_by(|&i, &j| d[i].abs().total_cmp(&d[j].abs()))
+                .unwrap_or(0);
+            let mut world_up = [0.0; 3];
+            world_up[least] = 1.0;
+            (d, world_up)
+        }
+    };
+    let eye = [0, 1, 2].map(|k| target[k] + distance * direction[k]);
+    // The direction is never along `world_up` (elevation ≤ 75°, or the least axis), so look_at
+    // has a rotation; the identity stands in should rounding say otherwise.
+    let rotation = look_at(eye, target, world_up).unwrap_or([
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ]);
+    let frame = PathFrame {
+        rotation,
+        position: eye,
+        fov_y_degrees: 60.0,
+    };
+    frame.to_camera(size, size, [0.0; 3])
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+/// The rows `nodes` of `g`, as a model of their own.
+fn gather(g: &CpuGaussians, nodes: impl Iterator<Item = usize>) -> CpuGaussians {
+    let mut out = CpuGaussians::default();
+    for n in nodes {
+        out.means.push(g.means[n]);
+        out.log_scales.push(g.log_scales[n]);
+        out.quats.push(g.quats[n]);
+        out.opacity_logits.push(g.opacity_logits[n]);
+        out.sh.push(g.sh[n]);
+    }
+    out
+}
+
+fn upload(ctx: &GpuContext, g: &CpuGaussians, sh_degree: u32) -> Result<GaussianTensors> {
+    let mut enc = ctx.encoder("lod refine: upload");
+    let t = GaussianTensors::upload(
+        &mut enc,
+        g,
+        sh_degree,
+        MemoryCategory::Parameters,
+        "lod refine",
+    )?;
+    ctx.submit(enc)?;
+    Ok(t)
+}
+
+fn render_options(sh_degree: u32) -> RenderOptions {
+    RenderOptions {
+        sh_degree,
+        ..Default::default()
+    }
+}
+
+/// The cut of `budget` nodes from `camera`, every page resident.
+fn cut_nodes(s: &Skeleton, camera: &Camera, budget: u64) -> Vec<u32> {
+    let node_page = vec![0u32; s.len()];
+    cut_reference::cut(s, &node_page, &[true], camera, TAU_PIXELS, budget.max(1)).1
+}
+
+fn rgb(image: &[f32]) -> impl Iterator<Item = f32> + '_ {
+    image
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
+}
+
+fn psnr(a: &[f32], b: &[f32]) -> f64 {
+    let (mut sum, mut n) = (0.0f64, 0usize);
+    for (x, y) in rgb(a).zip(rgb(b)) {
+        sum += f64::from(x - y).powi(2);
+        n += 1;
+    }
+    let mse = sum / n.max(1) as f64;
+    if mse <= 1e-12 {
+        120.0
+    } else {
+        -10.0 * mse.log10()
+    }
+}
+
+/// Mean PSNR of each camera's cut at `fraction` of the leaves against its full render.
+fn score(
+    ctx: &GpuContext,
+    tree: &LodTree,
+    cameras: &[Camera],
+    targets: &[Vec<f32>],
+    fraction: f64,
+) -> Result<f64> {
+    let leaves = tree.skeleton.leaves() as f64;
+    let mut total = 0.0;
+    for (camera, target) in cameras.iter().zip(targets) {
+        let nodes = cut_nodes(&tree.skeleton, camera, (leaves * fraction) as u64);
+        let cut = gather(&tree.gaussians, nodes.iter().map(|&n| n as usize));
+        let g = upload(ctx, &cut, tree.sh_degree)?;
+        let image = render(ctx, &g, camera, render_options(tree.sh_degree))?
+            .image
+            .read::<f32>(ctx)?;
+        total += psnr(&image, target);
+    }
+    Ok(total / cameras.len().max(1) as f64)
+}
+
+/// Host Adam over the interior nodes' parameters.
+struct NodeAdam {
+    width: usize,
+    coefficients: usize,
+    slot_of_node: Vec<u32>,
+    moments: Vec<[f32; 2]>,
+    steps: Vec<u32>,
+}
+
+impl NodeAdam {
+    fn new(s: &Skeleton, sh_degree: u32) -> Self {
+        let coefficients = ((sh_degree + 1) * (sh_degree + 1)) as usize;
+        let width = 11 + 3 * coefficients;
+        let mut slot_of_node = vec![u32::MAX; s.len()];
+        let mut slots = 0u32;
+        for (n, slot) in slot_of_node.iter_mut().enumerate() {
+            if s.child_count[n] > 0 {
+                *slot = slots;
+                slots += 1;
+            }
+        }
+        NodeAdam {
+            width,
+            coefficients,
+            slot_of_node,
+            moments: vec![[0.0; 2]; slots as usize * width],
+            steps: vec![0; slots as usize],
+        }
+    }
+
+    /// One Adam step of node `n` (interior) with its row `row` of `grads`.
+    fn step(&mut self, g: &mut CpuGaussians, n: usize, grads: &CpuGaussians, row: usize, lr: f32) {
+        let slot = self.slot_of_node[n] as usize;
+        self.steps[slot] += 1;
+        let t = self.steps[slot] as i32;
+        let (c1, c2) = (1.0 - BETA1.powi(t), 1.0 - BETA2.powi(t));
+        let size = g.log_scales[n].into_iter().fold(f32::MIN, f32::max).exp();
+        let moments = &mut self.moments[slot * self.width..(slot + 1) * self.width];
+        let mut k = 0;
+        let mut update = |value: &mut f32, grad: f32, rate: f32| {
+            let m = &mut moments[k];
+            k += 1;
+            if !grad.is_finite() {
+                return;
+            }
+            m[0] = BETA1 * m[0] + (1.0 - BETA1) * grad;
+            m[1] = BETA2 * m[1] + (1.0 - BETA2) * grad * grad;
+            *value -= lr * rate * (m[0] / c1) / ((m[1] / c2).sqrt() + EPSILON);
+        };
+        for a in 0..3 {
+            update(
+                &mut g.means[n][a],
+                grads.means[row][a],
+                LR_MEAN_PER_SIZE * size,
+            );
+        }
+        for a in 0..3 {
+            update(
+                &mut g.log_scales[n][a],
+                grads.log_scales[row][a],
+                LR_LOG_SCALE,
+            );
+        }
+        for a in 0..4 {
+            update(&mut g.quats[n][a], grads.quats[row][a], LR_QUAT);
+        }
+        update(
+            &mut g.opacity_logits[n],
+            grads.opacity_logits[row],
+            LR_OPACITY,
+        );
+        for c in 0..self.coefficients {
+            let rate = if c == 0 { LR_SH_DC } else { LR_SH_REST };
+            for a in 0..3 {
+                update(&mut g.sh[n][c][a], grads.sh[row][c][a], rate);
+            }
+        }
+    }
+}
+
+/// Rebuilds every interior node's bounding sphere from the leaves up: its own 3σ sphere grown
+/// to hold its children's, as [`super::tree::build_tree`] makes them.
+pub fn rebuild_spheres(tree: &mut LodTree) {
+    let s = &mut tree.skeleton;
+    for n in (0..s.len()).rev() {
+        let count = s.child_count[n] as usize;
+        if count == 0 {
+            continue;
+        }
+        let m = tree.gaussians.means[n].map(f64::from);
+        let largest = tree.gaussians.log_scales[n]
+            .into_iter()
+            .fold(f32::MIN, f32::max);
+        let mut radius = SPHERE_SIGMAS * f64::from(largest).exp();
+        let first = s.first_child[n] as usize;
+        for c in first..first + count {
+            let [x, y, z, r] = s.spheres[c].map(f64::from);
+            let d = ((m[0] - x).powi(2) + (m[1] - y).powi(2) + (m[2] - z).powi(2)).sqrt();
+            radius = radius.max(d + r);
+        }
+        radius *= 1.0 + 1e-5;
+        s.spheres[n] = [m[0] as f32, m[1] as f32, m[2] as f32, radius as f32];
+    }
+}
+
+fn check(options: &RefineOptions) -> Result<()> {
+    let (lo, hi) = options.budget_fractions;
+    let problem = if options.views == 0 {
+        Some("needs at least one view".to_string())
+    } else if !(options.size >= 16 && options.size <= 4096) {
+        Some(format!(
+            "an image side of {} px is outside 16–4096",
+            options.size
+        ))
+    } else if !(lo > 0.0 && lo <= hi && hi <= 1.0) {
+        Some(format!(
+            "budget fractions {lo}–{hi} must satisfy 0 < low ≤ high ≤ 1"
+        ))
+    } else if !(options.learning_rate_scale.is_finite() && options.learning_rate_scale > 0.0) {
+        Some(format!(
+            "a learning-rate scale of {} must be positive",
+            options.learning_rate_scale
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(detail) => Err(Error::InvalidArgument {
+            op: "lod refine",
+            detail,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Optimises `tree`'s interior nodes for `options.steps` steps (module docs); `on_step` hears
+/// each step's number and loss. The leaves are not changed.
+pub fn refine_tree(
+    ctx: &GpuContext,
+    tree: &mut LodTree,
+    options: &RefineOptions,
+    on_step: &mut dyn FnMut(usize, f32),
+) -> Result<RefineReport> {
+    check(options)?;
+    let frame = frame_of(tree);
+    let mut rng = SplitMix64::new(options.seed ^ 0x10D_0F1E);
+    let leaves: Vec<usize> = (0..tree.skeleton.len())
+        .filter(|&n| tree.skeleton.child_count[n] == 0)
+        .collect();
+    let full = upload(
+        ctx,
+        &gather(&tree.gaussians, leaves.iter().copied()),
+        tree.sh_degree,
+    )?;
+    let sh = tree.sh_degree;
+    let render_full = |camera: &Camera| -> Result<Tensor> {
+        Ok(render(ctx, &full, camera, render_options(sh))?.image)
+    };
+    let cameras: Vec<Camera> = (0..options.views)
+        .map(|_| random_camera(&mut rng, &frame, options.up, options.size))
+        .collect();
+    let targets = cameras
+        .iter()
+        .map(render_full)
+        .collect::<Result<Vec<_>>>()?;
+    let held_out: Vec<Camera> = (0..HELD_OUT_VIEWS)
+        .map(|_| random_camera(&mut rng, &frame, options.up, options.size))
+        .collect();
+    let held_out_targets = held_out
+        .iter()
+        .map(|c| render_full(c)?.read::<f32>(ctx))
+        .collect::<Result<Vec<_>>>()?;
+    drop(full);
+    let before = score(ctx, tree, &held_out, &held_out_targets, HELD_OUT_BUDGET)?;
+
+    let mut adam = NodeAdam::new(&tree.skeleton, tree.sh_degree);
+    let (lo, hi) = options.budget_fractions;
+    let loss_options = LossOptions::default();
+    for step in 0..options.steps {
+        let view = step % cameras.len();
+        let camera = &cameras[view];
+        let fraction = lo * (hi / lo).powf(f64::from(rng.unit()));
+        let budget = (leaves.len() as f64 * fraction) as u64;
+        let nodes = cut_nodes(&tree.skeleton, camera, budget);
+        if !nodes
+            .iter()
+            .any(|&n| tree.skeleton.child_count[n as usize] > 0)
+        {
+            on_step(step, 0.0);
+            continue;
+        }
+        let cut = gather(&tree.gaussians, nodes.iter().map(|&n| n as usize));
+        let g = upload(ctx, &cut, sh)?;
+        let fwd = render(ctx, &g, camera, render_options(sh))?;
+        let mut enc = ctx.encoder("lod refine: loss and backward");
+        let loss = loss_and_grad(&mut enc, &fwd.image, &targets[view], &loss_options)?;
+        let grads = GaussianTensors::zeros_like(
+            &mut enc,
+            &g,
+            MemoryCategory::Gradients,
+            "lod refine grads",
+        )?;
+        record_backward(
+            &mut enc,
+            &g,
+            &fwd,
+            &loss.grad,
+            &grads,
+            None,
+            BackwardOptions::default(),
+        )?;
+        ctx.submit(enc)?;
+        drop(fwd);
+        let grads = grads.download(ctx)?;
+        let value = loss
+            .loss
+            .read::<f32>(ctx)?
+            .first()
+            .copied()
+            .unwrap_or(f32::NAN);
+        for (row, &n) in nodes.iter().enumerate() {
+            if tree.skeleton.child_count[n as usize] > 0 {
+                adam.step(
+                    &mut tree.gaussians,
+                    n as usize,
+                    &grads,
+                    row,
+                    options.learning_rate_scale,
+                );
+            }
+        }
+        on_step(step, value);
+    }
+    rebuild_spheres(tree);
+    let after = score(ctx, tree, &held_out, &held_out_targets, HELD_OUT_BUDGET)?;
+    Ok(RefineReport {
+        steps: options.steps,
+        nodes_updated: adam.steps.iter().filter(|&&t| t > 0).count(),
+        held_out_psnr_before: before,
+        held_out_psnr_after: after,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::lod::build_tree;
+    use crate::io::lod::tree::tests::random_model;
+
+    #[test]
+    fn spheres_rebuilt_after_nodes_move_still_nest_and_hold_their_nodes() {
+        let mut tree = build_tree(&random_model(2000, 7)).unwrap();
+        let mut rng = SplitMix64::new(3);
+        for n in 0..tree.skeleton.len() {
+            if tree.skeleton.child_count[n] > 0 {
+                for k in 0..3 {
+                    tree.gaussians.means[n][k] += rng.range(-2.0, 2.0);
+                    tree.gaussians.log_scales[n][k] += rng.range(0.0, 1.5);
+                }
+            }
+        }
+        let leaf_spheres: Vec<[f32; 4]> = (0..tree.skeleton.len())
+            .filter(|&n| tree.skeleton.child_count[n] == 0)
+            .map(|n| tree.skeleton.spheres[n])
+            .collect();
+        rebuild_spheres(&mut tree);
+        let s = &tree.skeleton;
+        for c in 1..s.len() {
+            let p = s.parent[c] as usize;
+            let [px, py, pz, pr] = s.spheres[p];
+            let [cx, cy, cz, cr] = s.spheres[c];
+            let d = ((px - cx).powi(2) + (py - cy).powi(2) + (pz - cz).powi(2)).sqrt();
+            assert!(d + cr <= pr * (1.0 + 1e-6), "sphere of {c} leaves {p}'s");
+        }
+        for n in 0..s.len() {
+            let largest = tree.gaussians.log_scales[n]
+                .into_iter()
+                .fold(f32::MIN, f32::max);
+            let own = SPHERE_SIGMAS as f32 * largest.exp();
+            assert!(
+                s.spheres[n][3] >= own * (1.0 - 1e-5),
+                "node {n} outgrew its sphere"
+            );
+        }
+        let after: Vec<[f32; 4]> = (0..s.len())
+            .filter(|&n| s.child_count[n] == 0)
+            .map(|n| s.spheres[n])
+            .collect();
+        assert_eq!(after, leaf_spheres, "leaves keep their spheres");
+    }
+
+    #[test]
+    fn options_outside_their_ranges_are_refused() {
+        let bad = [
+            RefineOptions {
+                views: 0,
+                ..Default::default()
+            },
+            RefineOptions {
+                size: 8,
+                ..Default::default()
+            },
+            RefineOptions {
+                budget_fractions: (0.5, 0.1),
+                ..Default::default()
+            },
+            RefineOptions {
+                learning_rate_scale: f32::NAN,
+                ..Default::default()
+            },
+        ];
+        for options in bad {
+            let err = check(&options).unwrap_err().to_string();
+            assert!(err.contains("lod refine"), "{err}");
+        }
+        check(&RefineOptions::default()).unwrap();
+    }
+}
