@@ -26,13 +26,18 @@ pub struct LodArgs {
     refine: RefineArgs,
 }
 
+/// Refinement steps unless told: on the built-in town tiled 3 × 3 (364k Gaussians), 400 steps
+/// raised a far view's cut at a tenth of the Gaussians from 28.2 to 32.5 dB (docs/lod.md).
+const DEFAULT_REFINE_STEPS: usize = 400;
+
 /// How the merged nodes are optimised before writing (`lod`, `merge --lod`).
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct RefineArgs {
     /// Optimise the merged nodes for this many steps against renders of the model from random
     /// cameras, so that coarse cuts keep its look (Hierarchical 3DGS's hierarchy optimisation;
-    /// docs/lod.md); 0 keeps the plain merge.
-    #[arg(long, default_value_t = 0)]
+    /// docs/lod.md); 0 keeps the plain merge. Each step draws one cut: about a second for a
+    /// million Gaussians on a CPU adapter, much less on a GPU.
+    #[arg(long, default_value_t = DEFAULT_REFINE_STEPS)]
     refine_steps: usize,
     /// Side of the square views the refinement renders, in pixels.
     #[arg(long, default_value_t = 128)]
@@ -67,13 +72,7 @@ fn parse_axis(text: &str) -> Result<[f64; 3], String> {
 }
 
 impl RefineArgs {
-    /// Optimises `tree`'s merged nodes as asked (nothing with `--refine-steps 0`).
-    fn run(self, tree: &mut LodTree) -> anyhow::Result<()> {
-        if self.refine_steps == 0 {
-            return Ok(());
-        }
-        let ctx = wgsplat::GpuContext::new(wgsplat::ContextOptions::from_env()?)
-            .context("opening the GPU for the refinement")?;
+    fn options(self) -> anyhow::Result<RefineOptions> {
         let options = RefineOptions {
             steps: self.refine_steps,
             size: self.refine_size,
@@ -81,6 +80,18 @@ impl RefineArgs {
             seed: self.refine_seed,
             ..Default::default()
         };
+        options.check()?;
+        Ok(options)
+    }
+
+    /// Optimises `tree`'s merged nodes as asked (nothing with `--refine-steps 0`).
+    fn run(self, tree: &mut LodTree) -> anyhow::Result<()> {
+        let options = self.options()?;
+        if self.refine_steps == 0 {
+            return Ok(());
+        }
+        let ctx = wgsplat::GpuContext::new(wgsplat::ContextOptions::from_env()?)
+            .context("opening the GPU for the refinement")?;
         let started = Instant::now();
         let total = self.refine_steps;
         let mut last_print = Instant::now();
@@ -143,6 +154,8 @@ pub fn write_lod_of(
     refine: RefineArgs,
 ) -> anyhow::Result<()> {
     let options = pages.options()?;
+    refine.options()?;
+    wgsplat::io::lod::write::check_output(out)?;
     let started = Instant::now();
     let mut tree = build_tree(model)?;
     let built = started.elapsed().as_secs_f64();

@@ -74,18 +74,25 @@ fn sibling(dir: &Path, tag: &str) -> PathBuf {
     dir.with_file_name(format!(".{name}.{tag}-{}-{call}", std::process::id()))
 }
 
+/// Fails unless `out` may receive a level-of-detail folder: it does not exist, is empty, or holds
+/// one (which [`write_lod`] replaces). Commands check it before the work of building a tree.
+pub fn check_output(out: &Path) -> Result<()> {
+    if replaceable(out)? {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op: "lod",
+        detail: format!(
+            "{} exists and is not a level-of-detail folder: choose another output, or remove it",
+            out.display()
+        ),
+    })
+}
+
 /// Writes `tree` as a level-of-detail folder at `out`, replacing a previous one there. Refuses a
 /// non-empty folder that is not one. Returns the index written.
 pub fn write_lod(tree: &LodTree, out: &Path, options: WriteOptions) -> Result<LodIndex> {
-    if !replaceable(out)? {
-        return Err(Error::InvalidArgument {
-            op: "lod",
-            detail: format!(
-                "{} exists and is not a level-of-detail folder: choose another output, or remove it",
-                out.display()
-            ),
-        });
-    }
+    check_output(out)?;
     let page_nodes = options.page_nodes.max(super::tree::MAX_CHILDREN as u64);
     let partial = sibling(out, "partial");
     let _ = std::fs::remove_dir_all(&partial);

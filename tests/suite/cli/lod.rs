@@ -40,13 +40,35 @@ fn lod_writes_a_folder_of_the_models_gaussians_and_replaces_only_its_own_kind() 
         out.to_str().unwrap(),
         "--page-nodes",
         "64",
+        "--refine-steps",
+        "12",
+        "--refine-size",
+        "32",
+        "--lossless",
     ];
     let run = wgsplat(&args);
     let text = output_text(&run);
     assert!(run.status.success(), "{text}");
     assert!(text.contains("600 Gaussians under"), "{text}");
+    assert!(text.contains("in 12 steps"), "{text}");
     let scene = LodScene::open(&out).unwrap();
-    assert_eq!(scene.read_leaves().unwrap().means.len(), 600);
+    // The refinement moves merged nodes only: the leaves are the model's Gaussians.
+    let mut leaves: Vec<[u32; 3]> = scene
+        .read_leaves()
+        .unwrap()
+        .means
+        .iter()
+        .map(|m| m.map(f32::to_bits))
+        .collect();
+    let mut means: Vec<[u32; 3]> = m
+        .gaussians
+        .means
+        .iter()
+        .map(|m| m.map(f32::to_bits))
+        .collect();
+    leaves.sort();
+    means.sort();
+    assert!(leaves == means, "the leaves are not the model's Gaussians");
     assert!(scene.page_count() > 5, "{} pages", scene.page_count());
     // A second run replaces the folder.
     let again = wgsplat(&args);
@@ -63,7 +85,17 @@ fn lod_writes_a_folder_of_the_models_gaussians_and_replaces_only_its_own_kind() 
         photos.to_str().unwrap(),
     ]);
     assert!(text.contains("is not a level-of-detail folder"), "{text}");
+    assert!(!text.contains("refine"), "refused before any work: {text}");
     assert!(photos.join("a.jpg").exists());
+    let text = expect_failure(&[
+        "lod",
+        ply.to_str().unwrap(),
+        "--out",
+        dir.join("other.lod").to_str().unwrap(),
+        "--refine-size",
+        "8",
+    ]);
+    assert!(text.contains("8 px is outside 16"), "{text}");
 
     // A budget is for a level-of-detail folder.
     let text = expect_failure(&["render", ply.to_str().unwrap(), "--splat-budget", "10"]);

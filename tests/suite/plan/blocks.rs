@@ -282,8 +282,13 @@ fn partition_run_plan_and_merge_from_the_command_line() {
         lod.to_str().unwrap(),
         "--page-nodes",
         "256",
+        "--refine-steps",
+        "4",
+        "--refine-size",
+        "32",
     ]);
     assert!(ok, "{text}");
+    assert!(text.contains("in 4 steps"), "{text}");
     assert!(dir.join("m.splat").is_file());
     // The level of detail's leaves are the merged model's Gaussians.
     let merged = wgsplat::io::formats::read_model(
