@@ -26,10 +26,6 @@ pub struct LodArgs {
     refine: RefineArgs,
 }
 
-/// Refinement steps unless told: on the built-in town tiled 3 × 3 (364k Gaussians), 400 steps
-/// raised a far view's cut at a tenth of the Gaussians from 28.2 to 32.5 dB (docs/lod.md).
-const DEFAULT_REFINE_STEPS: usize = 400;
-
 /// How the merged nodes are optimised before writing (`lod`, `merge --lod`).
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct RefineArgs {
@@ -37,7 +33,7 @@ pub struct RefineArgs {
     /// cameras, so that coarse cuts keep its look (Hierarchical 3DGS's hierarchy optimisation;
     /// docs/lod.md); 0 keeps the plain merge. Each step draws one cut: about a second for a
     /// million Gaussians on a CPU adapter, much less on a GPU.
-    #[arg(long, default_value_t = DEFAULT_REFINE_STEPS)]
+    #[arg(long, default_value_t = wgsplat::io::lod::refine::DEFAULT_STEPS)]
     refine_steps: usize,
     /// Side of the square views the refinement renders, in pixels.
     #[arg(long, default_value_t = 128)]

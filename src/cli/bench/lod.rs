@@ -45,9 +45,9 @@ pub struct LodBenchArgs {
     /// Also write each view's full render and every cut's render as PNGs into this folder.
     #[arg(long)]
     images: Option<PathBuf>,
-    /// Optimise the merged nodes for this many steps before writing (`wgsplat lod
-    /// --refine-steps`); 0 measures the merge alone.
-    #[arg(long, default_value_t = 0)]
+    /// Optimise the merged nodes for this many steps before writing, as `wgsplat lod
+    /// --refine-steps` does; 0 measures the merge alone.
+    #[arg(long, default_value_t = wgsplat::io::lod::refine::DEFAULT_STEPS)]
     refine_steps: usize,
     /// Output JSON path (default target/bench/lod.json).
     #[arg(long)]

@@ -26,6 +26,11 @@ use crate::splat::reference::CpuGaussians;
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::Tensor;
 
+/// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told: on the built-in
+/// town tiled 5 × 5 (1.01M Gaussians), 400 steps raised a far view's cut at a tenth of the
+/// Gaussians from 28.2 to 34.0 dB against the full model (docs/lod.md).
+pub const DEFAULT_STEPS: usize = 400;
+
 /// How a level of detail's interior nodes are optimised.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RefineOptions {
