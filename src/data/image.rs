@@ -193,7 +193,9 @@ pub(crate) struct CheckedDecoder<'a> {
     pub decoder: Box<dyn ::image::ImageDecoder + 'a>,
     /// Width and height in the header.
     pub size: (u32, u32),
-    /// The most bytes the decoded image takes: in its own format or as 8-bit RGBA.
+    /// The most bytes the decoded image takes: in its own format or as 8-bit RGBA (read by
+    /// `wgsplat sfm`'s memory gate, which the browser build does not have).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub decoded_bytes: u64,
 }
 

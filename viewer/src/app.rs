@@ -3,11 +3,10 @@
 //! dataset cameras, drag-and-drop and the scripted screenshot mode.
 
 use crate::Args;
-use crate::edit_panel::{EditPanel, Tool};
+use crate::edit_panel::EditPanel;
 use crate::editing::EditState;
 use crate::panels;
 use crate::path_panel::PathPanel;
-use crate::plan_view::geometry::Projector;
 use crate::plan_view::overlay::PlanOverlay;
 use crate::render::{DisplayOptions, SceneRenderer};
 use crate::scene::ViewCamera;
@@ -16,6 +15,7 @@ use crate::source::Source;
 use crate::training::{Level, TrainingHandle, TrainingJob};
 use crate::views::{DatasetViews, ViewPanel};
 use eframe::egui;
+use model_panel::ModelSummary;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wgsplat::GpuContext;
@@ -23,6 +23,10 @@ use wgsplat::splat::{Camera, GaussianTensors};
 
 #[path = "app_lod.rs"]
 mod lod;
+#[path = "app_model_panel.rs"]
+mod model_panel;
+#[path = "app_scene.rs"]
+mod scene_view;
 #[path = "app_tools.rs"]
 mod tools;
 
@@ -247,109 +251,6 @@ impl ViewerApp {
             Model::Training(handle) => handle.shared().snapshot.clone(),
         }
     }
-
-    /// Draws the scene into `ui`; returns (drew a model, the image's rectangle).
-    fn scene(&mut self, ui: &mut egui::Ui, frame: &eframe::Frame) -> (bool, Option<egui::Rect>) {
-        let area = ui.available_rect_before_wrap();
-        let response = ui.allocate_rect(area, egui::Sense::click_and_drag());
-        let ppp = ui.ctx().pixels_per_point();
-        let selecting =
-            self.edit_panel.tool != Tool::Orbit && matches!(self.model, Model::Fixed { .. });
-        self.camera
-            .handle_input_with(ui, &response, self.views.extent, !selecting);
-        let lod = matches!(self.model, Model::Lod { .. });
-        let current = self.current_params().filter(|(p, _)| !p.is_empty());
-        if current.is_none() && !lod {
-            ui.painter().text(
-                area.center(),
-                egui::Align2::CENTER_CENTER,
-                "waiting for the model...",
-                egui::FontId::proportional(16.0),
-                ui.visuals().text_color(),
-            );
-            return (false, None);
-        }
-        let Some(render_state) = frame.wgpu_render_state() else {
-            return (false, None);
-        };
-        let comparing = self.panel.comparison_view(&self.views, &self.camera);
-        let columns = 1
-            + u32::from(comparing.is_some() && self.panel.show_truth)
-            + u32::from(comparing.is_some() && self.panel.show_difference);
-        let (width, height) = match self.panel.exact {
-            Some(size) => size,
-            None => {
-                let scale = self.panel.render_scale * ppp;
-                (
-                    ((area.width() / columns as f32) * scale).max(8.0) as u32,
-                    (area.height() * scale).max(8.0) as u32,
-                )
-            }
-        };
-        let camera = self.camera.camera(width, height, self.display.background);
-        let truth = comparing.map(|v| (v.label.as_str(), v.image.pixels.as_slice()));
-        let params = match current {
-            Some((params, _)) => Ok(params),
-            None => Self::lod_params(&mut self.model, &self.ctx, &camera),
-        };
-        let drawn = params.and_then(|params| {
-            let mut egui_renderer = render_state.renderer.write();
-            self.renderer.draw(
-                &self.ctx,
-                &mut egui_renderer,
-                &params,
-                &camera,
-                &self.display,
-                truth,
-                self.panel.show_difference,
-            )
-        });
-        let (id, difference) = match drawn {
-            Ok(ids) => ids,
-            Err(e) => {
-                let message = format!("rendering failed: {e:#}");
-                if self.script.is_some() {
-                    self.outcome.fail(message.clone());
-                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
-                }
-                self.log.push((Level::Error, message));
-                return (false, None);
-            }
-        };
-        // 1:1 pixels when the image fits; otherwise scaled down to fit.
-        let natural = egui::vec2(width as f32, height as f32) / ppp;
-        let fit = (area.width() / (natural.x * columns as f32))
-            .min(area.height() / natural.y)
-            .min(1.0);
-        let size = natural
-            * if self.panel.exact.is_some() {
-                fit
-            } else {
-                1.0 / self.panel.render_scale
-            };
-        let origin = (area.min * ppp).round() / ppp;
-        let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
-        let scene_rect = egui::Rect::from_min_size(origin, size);
-        let painter = ui.painter_at(area);
-        painter.image(id, scene_rect, uv, egui::Color32::WHITE);
-        let mut next = scene_rect.translate(egui::vec2(size.x, 0.0));
-        if let (Some(view), true) = (comparing, self.panel.show_truth) {
-            let texture = self.panel.truth_texture(ui.ctx(), view);
-            painter.image(texture, next, uv, egui::Color32::WHITE);
-            next = next.translate(egui::vec2(size.x, 0.0));
-        }
-        if let Some(diff) = difference {
-            painter.image(diff, next, uv, egui::Color32::WHITE);
-        }
-        if let Some(plan) = &mut self.plan {
-            plan.paint(
-                &painter.with_clip_rect(scene_rect.intersect(area)),
-                &Projector::new(&camera, scene_rect),
-            );
-        }
-        self.scene_tools(ui, &response, &camera, scene_rect, area);
-        (true, Some(scene_rect))
-    }
 }
 
 impl eframe::App for ViewerApp {
@@ -369,60 +270,25 @@ impl eframe::App for ViewerApp {
                     .show(ui, &self.views, &mut self.camera, &mut self.display);
             });
         regions.push(Region::new("view", left.response.rect, ppp));
-        let (mut loss_rect, mut loss_points, mut iteration, mut gaussians, mut training_done) =
-            (None, 0, 0, 0, true);
-        let mut plan_rect = None;
+        let mut summary = ModelSummary::default();
         let mut tool_rects = None;
         let right = egui::Panel::right("training")
             .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| {
-                    match &mut self.model {
-                        Model::Training(handle) => {
-                            loss_rect = panels::training(ui, handle, &mut self.ply_path);
-                            let shared = handle.shared();
-                            (loss_points, iteration, gaussians, training_done) = (
-                                shared.loss.len(),
-                                shared.iteration,
-                                shared.gaussians,
-                                shared.finished,
-                            );
-                        }
-                        Model::Fixed { params, label } => {
-                            ui.heading("Model");
-                            ui.label(label.as_str());
-                            ui.label(format!(
-                                "{} Gaussians, SH degree {}",
-                                params.len(),
-                                params.max_sh_degree()
-                            ));
-                            gaussians = params.len();
-                            if let Some(plan) = &mut self.plan {
-                                ui.separator();
-                                plan_rect = Some(ui.scope(|ui| plan.show_panel(ui)).response.rect);
-                            }
-                        }
-                        Model::Lod { stream, label } => {
-                            ui.heading("Level of detail");
-                            ui.label(label.as_str());
-                            let loading = stream.needs_more();
-                            wgsplat_viewer::lod_panel::show(
-                                ui,
-                                &mut stream.options,
-                                &stream.stats,
-                                loading,
-                            );
-                            gaussians = stream.stats.gaussians;
-                        }
-                        Model::Empty => {
-                            ui.heading("Model");
-                            ui.label("drop a PLY file or a dataset folder here");
-                        }
-                    }
+                    summary = self.model_panel(ui);
                     ui.separator();
                     tool_rects = Some(self.tool_panels(ui, &egui_ctx));
                 });
             });
+        let ModelSummary {
+            loss_rect,
+            loss_points,
+            iteration,
+            gaussians,
+            training_done,
+            plan_rect,
+        } = summary;
         if let Some((path_rect, edit_rect)) = tool_rects {
             regions.push(Region::new("camera path", path_rect, ppp));
             regions.push(Region::new("edit", edit_rect, ppp));
