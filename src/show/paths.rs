@@ -20,14 +20,14 @@ fn scale(a: Vec3, s: f64) -> Vec3 {
 fn dot(a: Vec3, b: Vec3) -> f64 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
-fn cross(a: Vec3, b: Vec3) -> Vec3 {
+pub(crate) fn cross(a: Vec3, b: Vec3) -> Vec3 {
     [
         a[1] * b[2] - a[2] * b[1],
         a[2] * b[0] - a[0] * b[2],
         a[0] * b[1] - a[1] * b[0],
     ]
 }
-fn normalised(a: Vec3) -> Option<Vec3> {
+pub(crate) fn normalised(a: Vec3) -> Option<Vec3> {
     let length = dot(a, a).sqrt();
     (length > 1e-12 && length.is_finite()).then(|| scale(a, 1.0 / length))
 }

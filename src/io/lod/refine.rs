@@ -13,13 +13,13 @@
 //! node's bounding sphere is rebuilt from the leaves up so that the spheres still nest.
 
 use super::cut_reference;
-use super::tree::{LodTree, SPHERE_SIGMAS, Skeleton};
+use super::tree::{LodTree, SPHERE_SIGMAS, Skeleton, copy_leaf};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::{LossOptions, loss_and_grad};
 use crate::rng::SplitMix64;
 use crate::show::PathFrame;
-use crate::show::paths::look_at;
+use crate::show::paths::{cross, look_at, normalised};
 use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, render};
 use crate::splat::reference::CpuGaussians;
@@ -119,11 +119,6 @@ fn frame_of(tree: &LodTree) -> Frame {
     Frame { lo, hi, span }
 }
 
-fn normalised(v: [f64; 3]) -> [f64; 3] {
-    let l = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt().max(1e-12);
-    v.map(|x| x / l)
-}
-
 /// A random camera looking into the scene from 0.1–1.3 of its span (log-uniform).
 fn random_camera(rng: &mut SplitMix64, frame: &Frame, up: Option<[f64; 3]>, size: u32) -> Camera {
     let mut unit = || f64::from(rng.unit());
@@ -133,13 +128,13 @@ fn random_camera(rng: &mut SplitMix64, frame: &Frame, up: Option<[f64; 3]>, size
     let azimuth = std::f64::consts::TAU * unit();
     let (direction, world_up) = match up {
         Some(up) => {
-            let up = normalised(up);
+            let up = normalised(up).unwrap_or([0.0, 0.0, 1.0]);
             let helper = if up[0].abs() < 0.9 {
                 [1.0, 0.0, 0.0]
             } else {
                 [0.0, 1.0, 0.0]
             };
-            let a = normalised(cross(up, helper));
+            let a = normalised(cross(up, helper)).unwrap_or(helper);
             let b = cross(up, a);
             let elevation = (15.0 + 60.0 * unit()).to_radians();
             let (s, c) = (elevation.sin(), elevation.cos());
@@ -175,23 +170,11 @@ fn random_camera(rng: &mut SplitMix64, frame: &Frame, up: Option<[f64; 3]>, size
     frame.to_camera(size, size, [0.0; 3])
 }
 
-fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
 /// The rows `nodes` of `g`, as a model of their own.
 fn gather(g: &CpuGaussians, nodes: impl Iterator<Item = usize>) -> CpuGaussians {
     let mut out = CpuGaussians::default();
     for n in nodes {
-        out.means.push(g.means[n]);
-        out.log_scales.push(g.log_scales[n]);
-        out.quats.push(g.quats[n]);
-        out.opacity_logits.push(g.opacity_logits[n]);
-        out.sh.push(g.sh[n]);
+        copy_leaf(&mut out, g, n);
     }
     out
 }
@@ -216,10 +199,10 @@ fn render_options(sh_degree: u32) -> RenderOptions {
     }
 }
 
-/// The cut of `budget` nodes from `camera`, every page resident.
-fn cut_nodes(s: &Skeleton, camera: &Camera, budget: u64) -> Vec<u32> {
-    let node_page = vec![0u32; s.len()];
-    cut_reference::cut(s, &node_page, &[true], camera, TAU_PIXELS, budget.max(1)).1
+/// The cut of `budget` nodes from `camera`, every page resident (`one_page`: every node on
+/// page 0, made once per refinement).
+fn cut_nodes(s: &Skeleton, one_page: &[u32], camera: &Camera, budget: u64) -> Vec<u32> {
+    cut_reference::cut(s, one_page, &[true], camera, TAU_PIXELS, budget.max(1)).1
 }
 
 fn rgb(image: &[f32]) -> impl Iterator<Item = f32> + '_ {
@@ -249,11 +232,12 @@ fn score(
     cameras: &[Camera],
     targets: &[Vec<f32>],
     fraction: f64,
+    one_page: &[u32],
 ) -> Result<f64> {
     let leaves = tree.skeleton.leaves() as f64;
     let mut total = 0.0;
     for (camera, target) in cameras.iter().zip(targets) {
-        let nodes = cut_nodes(&tree.skeleton, camera, (leaves * fraction) as u64);
+        let nodes = cut_nodes(&tree.skeleton, one_page, camera, (leaves * fraction) as u64);
         let cut = gather(&tree.gaussians, nodes.iter().map(|&n| n as usize));
         let g = upload(ctx, &cut, tree.sh_degree)?;
         let image = render(ctx, &g, camera, render_options(tree.sh_degree))?
@@ -444,7 +428,15 @@ pub fn refine_tree(
         .map(|c| render_full(c)?.read::<f32>(ctx))
         .collect::<Result<Vec<_>>>()?;
     drop(full);
-    let before = score(ctx, tree, &held_out, &held_out_targets, HELD_OUT_BUDGET)?;
+    let one_page = vec![0u32; tree.skeleton.len()];
+    let before = score(
+        ctx,
+        tree,
+        &held_out,
+        &held_out_targets,
+        HELD_OUT_BUDGET,
+        &one_page,
+    )?;
 
     let mut adam = NodeAdam::new(&tree.skeleton, tree.sh_degree);
     let (lo, hi) = options.budget_fractions;
@@ -454,7 +446,7 @@ pub fn refine_tree(
         let camera = &cameras[view];
         let fraction = lo * (hi / lo).powf(f64::from(rng.unit()));
         let budget = (leaves.len() as f64 * fraction) as u64;
-        let nodes = cut_nodes(&tree.skeleton, camera, budget);
+        let nodes = cut_nodes(&tree.skeleton, &one_page, camera, budget);
         if !nodes
             .iter()
             .any(|&n| tree.skeleton.child_count[n as usize] > 0)
@@ -505,7 +497,14 @@ pub fn refine_tree(
         on_step(step, value);
     }
     rebuild_spheres(tree);
-    let after = score(ctx, tree, &held_out, &held_out_targets, HELD_OUT_BUDGET)?;
+    let after = score(
+        ctx,
+        tree,
+        &held_out,
+        &held_out_targets,
+        HELD_OUT_BUDGET,
+        &one_page,
+    )?;
     Ok(RefineReport {
         steps: options.steps,
         nodes_updated: adam.steps.iter().filter(|&&t| t > 0).count(),

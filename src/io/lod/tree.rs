@@ -175,7 +175,8 @@ fn build_group(g: &CpuGaussians, indices: &mut [u32]) -> Built {
     }
 }
 
-fn copy_leaf(out: &mut CpuGaussians, g: &CpuGaussians, i: usize) {
+/// Appends row `i` of `g` to `out`.
+pub(super) fn copy_leaf(out: &mut CpuGaussians, g: &CpuGaussians, i: usize) {
     out.means.push(g.means[i]);
     out.log_scales.push(g.log_scales[i]);
     out.quats.push(g.quats[i]);
