@@ -369,6 +369,11 @@ fn psnr_after_training(train: Dataset, clean: &Dataset, exposure: bool) -> f64 {
     scores.psnr
 }
 
+/// How far above the plain recipe exposure compensation must score on the exposure-varied
+/// views (measured: 24.70 dB without, 25.43 with, where the same views unvaried scored 25.69; a
+/// compensation that learned nothing scores the same as the plain recipe).
+const EXPOSURE_GAIN_DB: f64 = 0.35;
+
 #[test]
 fn exposure_compensation_keeps_per_image_exposure_out_of_the_colours() {
     let dir = TempDir::new("exposure");
@@ -381,22 +386,13 @@ fn exposure_compensation_keeps_per_image_exposure_out_of_the_colours() {
     let clean = load(&dir.0, &test);
     let mut exposed = clean.clone();
     expose_differently(&mut exposed);
-    let clean_psnr = psnr_after_training(clean.clone(), &clean, false);
     let without = psnr_after_training(exposed.clone(), &clean, false);
     let with = psnr_after_training(exposed, &clean, true);
     eprintln!(
-        "test PSNR: {clean_psnr:.2} dB trained on the clean views; on exposure-varied views {without:.2} dB \
-         without --exposure, {with:.2} dB with"
-    );
-    // The varied exposure costs the plain recipe; exposure compensation wins back at least a
-    // third of that cost (measured: 25.69 / 24.68 / 25.42 dB, nearly three quarters of it).
-    assert!(
-        clean_psnr > without + 0.5,
-        "the varied exposure cost only {:.2} dB",
-        clean_psnr - without
+        "test PSNR on exposure-varied views: {without:.2} dB without --exposure, {with:.2} dB with"
     );
     assert!(
-        with - without > (clean_psnr - without) / 3.0,
-        "exposure compensation scored {with:.2} dB against {without:.2} dB without it (clean: {clean_psnr:.2} dB)"
+        with - without > EXPOSURE_GAIN_DB,
+        "exposure compensation scored {with:.2} dB against {without:.2} dB without it (needs {EXPOSURE_GAIN_DB} dB more)"
     );
 }
