@@ -429,14 +429,17 @@ pub fn refine_tree(
         .collect::<Result<Vec<_>>>()?;
     drop(full);
     let one_page = vec![0u32; tree.skeleton.len()];
-    let before = score(
-        ctx,
-        tree,
-        &held_out,
-        &held_out_targets,
-        HELD_OUT_BUDGET,
-        &one_page,
-    )?;
+    let held_out_psnr = |tree: &LodTree| {
+        score(
+            ctx,
+            tree,
+            &held_out,
+            &held_out_targets,
+            HELD_OUT_BUDGET,
+            &one_page,
+        )
+    };
+    let before = held_out_psnr(tree)?;
 
     let mut adam = NodeAdam::new(&tree.skeleton, tree.sh_degree);
     let (lo, hi) = options.budget_fractions;
@@ -474,12 +477,13 @@ pub fn refine_tree(
             None,
             BackwardOptions::default(),
         )?;
+        // The loss is read back with the gradients' submission, not after it in one of its own.
+        let loss_read = loss.loss.record_read(&mut enc)?;
         ctx.submit(enc)?;
         drop(fwd);
         let grads = grads.download(ctx)?;
-        let value = loss
-            .loss
-            .read::<f32>(ctx)?
+        let value = loss_read
+            .wait::<f32>(ctx)?
             .first()
             .copied()
             .unwrap_or(f32::NAN);
@@ -497,14 +501,7 @@ pub fn refine_tree(
         on_step(step, value);
     }
     rebuild_spheres(tree);
-    let after = score(
-        ctx,
-        tree,
-        &held_out,
-        &held_out_targets,
-        HELD_OUT_BUDGET,
-        &one_page,
-    )?;
+    let after = held_out_psnr(tree)?;
     Ok(RefineReport {
         steps: options.steps,
         nodes_updated: adam.steps.iter().filter(|&&t| t > 0).count(),
