@@ -1,17 +1,17 @@
 //! The cut of a level-of-detail tree on the GPU (`shaders/lod_cut.wgsl`, `shaders/lod_emit.wgsl`)
 //! and the page pool it reads: the skeleton stays in GPU memory, the pages the cut reads live in
 //! a fixed pool of slots ([`super::pool`]), and each frame's cut is written as the renderer's
-//! tensors, blended towards the parents near the threshold.
+//! tensors, blended towards the parents near the threshold ([`super::emit`]).
 
 use super::cut_reference::BINS;
 use super::pool::{LoadPlan, NOT_RESIDENT, PagePool};
 use super::read::LodScene;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{self, Arg};
+use crate::gpu::kernels;
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::ops;
+use crate::splat::Camera;
 use crate::splat::reference::CpuGaussians;
-use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor};
 
 /// What a frame's cut is asked for.
@@ -33,7 +33,7 @@ pub struct Cut {
     /// The threshold's size bin (see [`super::cut_reference`]).
     pub bin: u32,
     /// The cut's state as the GPU chose it (bin first), which the resolve stage reads.
-    state: Tensor,
+    pub(super) state: Tensor,
     /// The threshold used, in pixels (the asked one, or above it to meet the budget).
     pub tau_pixels: f32,
     /// Whether the budget raised the threshold.
@@ -46,18 +46,18 @@ pub struct Cut {
 
 /// An opened tree's GPU state: skeleton, page table and page pool.
 pub struct LodGpu {
-    spheres: Tensor,
-    links: Tensor,
-    pages_info: Tensor,
+    pub(super) spheres: Tensor,
+    pub(super) links: Tensor,
+    pub(super) pages_info: Tensor,
     first_nodes: Vec<u32>,
-    pool_buffers: Vec<Tensor>,
-    rows_per_buffer: u64,
+    pub(super) pool_buffers: Vec<Tensor>,
+    pub(super) rows_per_buffer: u64,
     /// Residency of every page.
     pub pool: PagePool,
     nodes: u32,
     page_nodes: u32,
-    row_width: u32,
-    sh_degree: u32,
+    pub(super) row_width: u32,
+    pub(super) sh_degree: u32,
 }
 
 /// Floats per pool row for SH degree `degree`: mean, log scale, rotation, opacity, SH.
@@ -65,7 +65,7 @@ pub fn row_width(degree: u32) -> u32 {
     11 + 3 * (degree + 1) * (degree + 1)
 }
 
-fn single_page(ctx: &GpuContext, t: &Tensor, what: &str) -> Result<()> {
+pub(super) fn single_page(ctx: &GpuContext, t: &Tensor, what: &str) -> Result<()> {
     if t.num_pages() > 1 {
         return Err(Error::Overflow {
             what: format!("level-of-detail {what}"),
@@ -247,7 +247,7 @@ impl LodGpu {
         Ok(())
     }
 
-    fn cut_params(
+    pub(super) fn cut_params(
         &self,
         camera: &Camera,
         options: CutOptions,
@@ -385,119 +385,6 @@ impl LodGpu {
             wanted_pages: listed(0..pages),
             used_pages: listed(pages..2 * pages),
         })
-    }
-
-    /// Writes the cut's Gaussians, blended towards their parents, as renderer tensors.
-    pub fn emit(
-        &self,
-        ctx: &GpuContext,
-        camera: &Camera,
-        options: CutOptions,
-        cut: &Cut,
-    ) -> Result<GaussianTensors> {
-        let n = cut.count as usize;
-        let mut enc = ctx.encoder("lod-emit");
-        let out = GaussianTensors::uninit(
-            &mut enc,
-            n.max(1),
-            self.sh_degree,
-            MemoryCategory::FrameScratch,
-            "wgsplat/lod-cut",
-        )?;
-        let rows_per_page = out.rows_per_page;
-        if n == 0 {
-            // Nothing in view: one Gaussian that draws nothing.
-            out.means.write(&mut enc, &[0f32; 3])?;
-            out.log_scales.write(&mut enc, &[-20f32; 3])?;
-            out.quats.write(&mut enc, &[1f32, 0.0, 0.0, 0.0])?;
-            out.opacity_logits.write(&mut enc, &[-30f32])?;
-            out.sh_dc.write(&mut enc, &[0f32; 3])?;
-            out.sh_rest
-                .write(&mut enc, &vec![0f32; out.sh_rest.len() as usize])?;
-            ctx.submit(enc)?;
-            return Ok(out);
-        }
-        let records = Tensor::uninit(
-            &mut enc,
-            DType::U32,
-            &[4 * n],
-            MemoryCategory::FrameScratch,
-            "wgsplat/lod-records",
-        )?;
-        single_page(ctx, &records, "cut records")?;
-        let resolve = ctx.typed::<kernels::lod_resolve::CutResolve>()?;
-        let grid = ops::grid(&enc, cut.count, resolve.threads())?;
-        let params = self.cut_params(camera, options, cut.count as u32);
-        enc.run(
-            &resolve,
-            &params,
-            kernels::lod_resolve::CutResolveBindings {
-                cut_nodes: cut.nodes.page_arg(0),
-                spheres: self.spheres.page_arg(0),
-                links: self.links.page_arg(0),
-                pages_info: self.pages_info.page_arg(0),
-                cut_state: cut.state.page_arg(0),
-                records: records.page_arg(0),
-            },
-            grid,
-        )?;
-        let emit = ctx.typed::<kernels::lod_emit::EmitRows>()?;
-        let blend = ctx.typed::<kernels::lod_emit::BlendParent>()?;
-        let coeffs = (self.sh_degree + 1) * (self.sh_degree + 1);
-        let pages = cut.count.div_ceil(rows_per_page) as usize;
-        for blending in [false, true] {
-            for page in 0..pages {
-                let out_row0 = page as u64 * rows_per_page;
-                let out_rows = rows_per_page.min(cut.count - out_row0);
-                let grid = ops::grid(&enc, out_rows, emit.threads())?;
-                for (b, buffer) in self.pool_buffers.iter().enumerate() {
-                    let params = kernels::lod_emit::EmitParams {
-                        count: cut.count as u32,
-                        pool_row0: (b as u64 * self.rows_per_buffer) as u32,
-                        pool_rows: (buffer.len() / u64::from(self.row_width)) as u32,
-                        row_width: self.row_width,
-                        sh_coeffs: coeffs,
-                        out_row0: out_row0 as u32,
-                        out_rows: out_rows as u32,
-                        ..Default::default()
-                    };
-                    let sh_rest = || {
-                        if out.sh_rest.is_empty() {
-                            Arg::Absent
-                        } else {
-                            out.sh_rest.page_arg(page)
-                        }
-                    };
-                    if blending {
-                        let bindings = kernels::lod_emit::BlendParentBindings {
-                            records: records.page_arg(0),
-                            pool: buffer.page_arg(0),
-                            means: out.means.page_arg(page),
-                            log_scales: out.log_scales.page_arg(page),
-                            quats: out.quats.page_arg(page),
-                            opacity_logits: out.opacity_logits.page_arg(page),
-                            sh_dc: out.sh_dc.page_arg(page),
-                            sh_rest: sh_rest(),
-                        };
-                        enc.run(&blend, &params, bindings, grid)?;
-                    } else {
-                        let bindings = kernels::lod_emit::EmitRowsBindings {
-                            records: records.page_arg(0),
-                            pool: buffer.page_arg(0),
-                            means: out.means.page_arg(page),
-                            log_scales: out.log_scales.page_arg(page),
-                            quats: out.quats.page_arg(page),
-                            opacity_logits: out.opacity_logits.page_arg(page),
-                            sh_dc: out.sh_dc.page_arg(page),
-                            sh_rest: sh_rest(),
-                        };
-                        enc.run(&emit, &params, bindings, grid)?;
-                    }
-                }
-            }
-        }
-        ctx.submit(enc)?;
-        Ok(out)
     }
 
     /// Whether a page is resident (for tests and statistics).

@@ -7,11 +7,14 @@
 pub mod city;
 pub mod cut;
 pub mod cut_reference;
+mod emit;
 pub mod format;
 pub mod merge;
 pub mod pool;
 pub mod read;
 pub mod refine;
+mod refine_adam;
+mod refine_cameras;
 pub mod render;
 pub mod tree;
 pub mod write;

@@ -7,19 +7,18 @@
 //! training loss (L1 and SSIM) between the two images. The leaves, the model's own Gaussians,
 //! never change, so a cut that reaches them is the full model as before.
 //!
-//! Adam runs on the host, one moment pair per interior node, each node counting its own steps (a
-//! node is in few cuts: its bias correction follows its own updates, not the run's). A mean moves
-//! in units of its node's size, so one learning rate serves every level. Afterwards every interior
-//! node's bounding sphere is rebuilt from the leaves up so that the spheres still nest.
+//! Adam runs on the host ([`super::refine_adam`]), from random cameras
+//! ([`super::refine_cameras`]). Afterwards every interior node's bounding sphere is rebuilt from
+//! the leaves up ([`super::tree::rebuild_spheres`]) so that the spheres still nest.
 
 use super::cut_reference;
-use super::tree::{LodTree, SPHERE_SIGMAS, Skeleton, copy_leaf};
+use super::refine_adam::NodeAdam;
+use super::refine_cameras::{frame_of, random_camera};
+use super::tree::{LodTree, Skeleton, copy_leaf, rebuild_spheres};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::{LossOptions, loss_and_grad};
 use crate::rng::SplitMix64;
-use crate::show::PathFrame;
-use crate::show::paths::{cross, look_at, normalised};
 use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, render};
 use crate::splat::reference::CpuGaussians;
@@ -82,93 +81,6 @@ const HELD_OUT_VIEWS: usize = 4;
 const HELD_OUT_BUDGET: f64 = 0.1;
 /// The cut's threshold in pixels while refining (the renderers' default).
 const TAU_PIXELS: f32 = 0.25;
-/// Adam's moment decay rates and epsilon.
-const BETA1: f32 = 0.9;
-const BETA2: f32 = 0.999;
-const EPSILON: f32 = 1e-15;
-/// Learning rates: a mean's in units of its node's largest scale, then log-scales, rotations,
-/// opacity logits, the DC colour and the higher SH bands: twice 3DGS's (the mean's made
-/// relative), since a node is in few cuts. On the test's city, 100 steps at 1×, 2× and 4× raised
-/// the far view's tenth by 1.3, 1.8 and 2.2 dB and the held-out views by 0.9, 1.0 and 0.5 dB.
-const LR_MEAN_PER_SIZE: f32 = 0.02;
-const LR_LOG_SCALE: f32 = 0.01;
-const LR_QUAT: f32 = 0.002;
-const LR_OPACITY: f32 = 0.05;
-const LR_SH_DC: f32 = 0.005;
-const LR_SH_REST: f32 = 0.005 / 20.0;
-
-/// The box of the leaves' centres and its largest side.
-struct Frame {
-    lo: [f64; 3],
-    hi: [f64; 3],
-    span: f64,
-}
-
-fn frame_of(tree: &LodTree) -> Frame {
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for (n, m) in tree.gaussians.means.iter().enumerate() {
-        if tree.skeleton.child_count[n] == 0 {
-            for k in 0..3 {
-                lo[k] = lo[k].min(f64::from(m[k]));
-                hi[k] = hi[k].max(f64::from(m[k]));
-            }
-        }
-    }
-    let span = (0..3).map(|k| hi[k] - lo[k]).fold(1e-6, f64::max);
-    Frame { lo, hi, span }
-}
-
-/// A random camera looking into the scene from 0.1–1.3 of its span (log-uniform).
-fn random_camera(rng: &mut SplitMix64, frame: &Frame, up: Option<[f64; 3]>, size: u32) -> Camera {
-    let mut unit = || f64::from(rng.unit());
-    let target =
-        [0, 1, 2].map(|k| frame.lo[k] + (0.1 + 0.8 * unit()) * (frame.hi[k] - frame.lo[k]));
-    let distance = frame.span * 0.1 * 13f64.powf(unit());
-    let azimuth = std::f64::consts::TAU * unit();
-    let (direction, world_up) = match up {
-        Some(up) => {
-            let up = normalised(up).unwrap_or([0.0, 0.0, 1.0]);
-            let helper = if up[0].abs() < 0.9 {
-                [1.0, 0.0, 0.0]
-            } else {
-                [0.0, 1.0, 0.0]
-            };
-            let a = normalised(cross(up, helper)).unwrap_or(helper);
-            let b = cross(up, a);
-            let elevation = (15.0 + 60.0 * unit()).to_radians();
-            let (s, c) = (elevation.sin(), elevation.cos());
-            let d =
-                [0, 1, 2].map(|k| c * (azimuth.cos() * a[k] + azimuth.sin() * b[k]) + s * up[k]);
-            (d, up)
-        }
-        None => {
-            let z = 2.0 * unit() - 1.0;
-            let r = (1.0 - z * z).sqrt();
-            let d = [r * azimuth.cos(), r * azimuth.sin(), z];
-            let least = (0..3)
-                .min_by(|&i, &j| d[i].abs().total_cmp(&d[j].abs()))
-                .unwrap_or(0);
-            let mut world_up = [0.0; 3];
-            world_up[least] = 1.0;
-            (d, world_up)
-        }
-    };
-    let eye = [0, 1, 2].map(|k| target[k] + distance * direction[k]);
-    // The direction is never along `world_up` (elevation ≤ 75°, or the least axis), so look_at
-    // has a rotation; the identity stands in should rounding say otherwise.
-    let rotation = look_at(eye, target, world_up).unwrap_or([
-        [1.0, 0.0, 0.0],
-        [0.0, 1.0, 0.0],
-        [0.0, 0.0, 1.0],
-    ]);
-    let frame = PathFrame {
-        rotation,
-        position: eye,
-        fov_y_degrees: 60.0,
-    };
-    frame.to_camera(size, size, [0.0; 3])
-}
 
 /// The rows `nodes` of `g`, as a model of their own.
 fn gather(g: &CpuGaussians, nodes: impl Iterator<Item = usize>) -> CpuGaussians {
@@ -246,111 +158,6 @@ fn score(
         total += psnr(&image, target);
     }
     Ok(total / cameras.len().max(1) as f64)
-}
-
-/// Host Adam over the interior nodes' parameters.
-struct NodeAdam {
-    width: usize,
-    coefficients: usize,
-    slot_of_node: Vec<u32>,
-    moments: Vec<[f32; 2]>,
-    steps: Vec<u32>,
-}
-
-impl NodeAdam {
-    fn new(s: &Skeleton, sh_degree: u32) -> Self {
-        let coefficients = ((sh_degree + 1) * (sh_degree + 1)) as usize;
-        let width = 11 + 3 * coefficients;
-        let mut slot_of_node = vec![u32::MAX; s.len()];
-        let mut slots = 0u32;
-        for (n, slot) in slot_of_node.iter_mut().enumerate() {
-            if s.child_count[n] > 0 {
-                *slot = slots;
-                slots += 1;
-            }
-        }
-        NodeAdam {
-            width,
-            coefficients,
-            slot_of_node,
-            moments: vec![[0.0; 2]; slots as usize * width],
-            steps: vec![0; slots as usize],
-        }
-    }
-
-    /// One Adam step of node `n` (interior) with its row `row` of `grads`.
-    fn step(&mut self, g: &mut CpuGaussians, n: usize, grads: &CpuGaussians, row: usize, lr: f32) {
-        let slot = self.slot_of_node[n] as usize;
-        self.steps[slot] += 1;
-        let t = self.steps[slot] as i32;
-        let (c1, c2) = (1.0 - BETA1.powi(t), 1.0 - BETA2.powi(t));
-        let size = g.log_scales[n].into_iter().fold(f32::MIN, f32::max).exp();
-        let moments = &mut self.moments[slot * self.width..(slot + 1) * self.width];
-        let mut k = 0;
-        let mut update = |value: &mut f32, grad: f32, rate: f32| {
-            let m = &mut moments[k];
-            k += 1;
-            if !grad.is_finite() {
-                return;
-            }
-            m[0] = BETA1 * m[0] + (1.0 - BETA1) * grad;
-            m[1] = BETA2 * m[1] + (1.0 - BETA2) * grad * grad;
-            *value -= lr * rate * (m[0] / c1) / ((m[1] / c2).sqrt() + EPSILON);
-        };
-        for a in 0..3 {
-            update(
-                &mut g.means[n][a],
-                grads.means[row][a],
-                LR_MEAN_PER_SIZE * size,
-            );
-        }
-        for a in 0..3 {
-            update(
-                &mut g.log_scales[n][a],
-                grads.log_scales[row][a],
-                LR_LOG_SCALE,
-            );
-        }
-        for a in 0..4 {
-            update(&mut g.quats[n][a], grads.quats[row][a], LR_QUAT);
-        }
-        update(
-            &mut g.opacity_logits[n],
-            grads.opacity_logits[row],
-            LR_OPACITY,
-        );
-        for c in 0..self.coefficients {
-            let rate = if c == 0 { LR_SH_DC } else { LR_SH_REST };
-            for a in 0..3 {
-                update(&mut g.sh[n][c][a], grads.sh[row][c][a], rate);
-            }
-        }
-    }
-}
-
-/// Rebuilds every interior node's bounding sphere from the leaves up: its own 3σ sphere grown
-/// to hold its children's, as [`super::tree::build_tree`] makes them.
-pub fn rebuild_spheres(tree: &mut LodTree) {
-    let s = &mut tree.skeleton;
-    for n in (0..s.len()).rev() {
-        let count = s.child_count[n] as usize;
-        if count == 0 {
-            continue;
-        }
-        let m = tree.gaussians.means[n].map(f64::from);
-        let largest = tree.gaussians.log_scales[n]
-            .into_iter()
-            .fold(f32::MIN, f32::max);
-        let mut radius = SPHERE_SIGMAS * f64::from(largest).exp();
-        let first = s.first_child[n] as usize;
-        for c in first..first + count {
-            let [x, y, z, r] = s.spheres[c].map(f64::from);
-            let d = ((m[0] - x).powi(2) + (m[1] - y).powi(2) + (m[2] - z).powi(2)).sqrt();
-            radius = radius.max(d + r);
-        }
-        radius *= 1.0 + 1e-5;
-        s.spheres[n] = [m[0] as f32, m[1] as f32, m[2] as f32, radius as f32];
-    }
 }
 
 impl RefineOptions {
@@ -504,7 +311,7 @@ pub fn refine_tree(
     let after = held_out_psnr(tree)?;
     Ok(RefineReport {
         steps: options.steps,
-        nodes_updated: adam.steps.iter().filter(|&&t| t > 0).count(),
+        nodes_updated: adam.nodes_updated(),
         held_out_psnr_before: before,
         held_out_psnr_after: after,
     })
@@ -513,50 +320,6 @@ pub fn refine_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::lod::build_tree;
-    use crate::io::lod::tree::tests::random_model;
-
-    #[test]
-    fn spheres_rebuilt_after_nodes_move_still_nest_and_hold_their_nodes() {
-        let mut tree = build_tree(&random_model(2000, 7)).unwrap();
-        let mut rng = SplitMix64::new(3);
-        for n in 0..tree.skeleton.len() {
-            if tree.skeleton.child_count[n] > 0 {
-                for k in 0..3 {
-                    tree.gaussians.means[n][k] += rng.range(-2.0, 2.0);
-                    tree.gaussians.log_scales[n][k] += rng.range(0.0, 1.5);
-                }
-            }
-        }
-        let leaf_spheres: Vec<[f32; 4]> = (0..tree.skeleton.len())
-            .filter(|&n| tree.skeleton.child_count[n] == 0)
-            .map(|n| tree.skeleton.spheres[n])
-            .collect();
-        rebuild_spheres(&mut tree);
-        let s = &tree.skeleton;
-        for c in 1..s.len() {
-            let p = s.parent[c] as usize;
-            let [px, py, pz, pr] = s.spheres[p];
-            let [cx, cy, cz, cr] = s.spheres[c];
-            let d = ((px - cx).powi(2) + (py - cy).powi(2) + (pz - cz).powi(2)).sqrt();
-            assert!(d + cr <= pr * (1.0 + 1e-6), "sphere of {c} leaves {p}'s");
-        }
-        for n in 0..s.len() {
-            let largest = tree.gaussians.log_scales[n]
-                .into_iter()
-                .fold(f32::MIN, f32::max);
-            let own = SPHERE_SIGMAS as f32 * largest.exp();
-            assert!(
-                s.spheres[n][3] >= own * (1.0 - 1e-5),
-                "node {n} outgrew its sphere"
-            );
-        }
-        let after: Vec<[f32; 4]> = (0..s.len())
-            .filter(|&n| s.child_count[n] == 0)
-            .map(|n| s.spheres[n])
-            .collect();
-        assert_eq!(after, leaf_spheres, "leaves keep their spheres");
-    }
 
     #[test]
     fn options_outside_their_ranges_are_refused() {

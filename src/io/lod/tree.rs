@@ -234,6 +234,31 @@ pub fn build_tree(model: &PlyModel) -> Result<LodTree> {
     Ok(tree)
 }
 
+/// Rebuilds every interior node's bounding sphere from the leaves up: its own 3σ sphere grown
+/// to hold its children's, as [`build_tree`] makes them.
+pub fn rebuild_spheres(tree: &mut LodTree) {
+    let s = &mut tree.skeleton;
+    for n in (0..s.len()).rev() {
+        let count = s.child_count[n] as usize;
+        if count == 0 {
+            continue;
+        }
+        let m = tree.gaussians.means[n].map(f64::from);
+        let largest = tree.gaussians.log_scales[n]
+            .into_iter()
+            .fold(f32::MIN, f32::max);
+        let mut radius = SPHERE_SIGMAS * f64::from(largest).exp();
+        let first = s.first_child[n] as usize;
+        for c in first..first + count {
+            let [x, y, z, r] = s.spheres[c].map(f64::from);
+            let d = ((m[0] - x).powi(2) + (m[1] - y).powi(2) + (m[2] - z).powi(2)).sqrt();
+            radius = radius.max(d + r);
+        }
+        radius *= 1.0 + 1e-5;
+        s.spheres[n] = [m[0] as f32, m[1] as f32, m[2] as f32, radius as f32];
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -296,5 +321,47 @@ pub(crate) mod tests {
     fn an_empty_model_is_refused() {
         let err = build_tree(&random_model(0, 1)).unwrap_err().to_string();
         assert!(err.contains("no Gaussians"), "{err}");
+    }
+
+    #[test]
+    fn spheres_rebuilt_after_nodes_move_still_nest_and_hold_their_nodes() {
+        let mut tree = build_tree(&random_model(2000, 7)).unwrap();
+        let mut rng = SplitMix64::new(3);
+        for n in 0..tree.skeleton.len() {
+            if tree.skeleton.child_count[n] > 0 {
+                for k in 0..3 {
+                    tree.gaussians.means[n][k] += rng.range(-2.0, 2.0);
+                    tree.gaussians.log_scales[n][k] += rng.range(0.0, 1.5);
+                }
+            }
+        }
+        let leaf_spheres: Vec<[f32; 4]> = (0..tree.skeleton.len())
+            .filter(|&n| tree.skeleton.child_count[n] == 0)
+            .map(|n| tree.skeleton.spheres[n])
+            .collect();
+        rebuild_spheres(&mut tree);
+        let s = &tree.skeleton;
+        for c in 1..s.len() {
+            let p = s.parent[c] as usize;
+            let [px, py, pz, pr] = s.spheres[p];
+            let [cx, cy, cz, cr] = s.spheres[c];
+            let d = ((px - cx).powi(2) + (py - cy).powi(2) + (pz - cz).powi(2)).sqrt();
+            assert!(d + cr <= pr * (1.0 + 1e-6), "sphere of {c} leaves {p}'s");
+        }
+        for n in 0..s.len() {
+            let largest = tree.gaussians.log_scales[n]
+                .into_iter()
+                .fold(f32::MIN, f32::max);
+            let own = SPHERE_SIGMAS as f32 * largest.exp();
+            assert!(
+                s.spheres[n][3] >= own * (1.0 - 1e-5),
+                "node {n} outgrew its sphere"
+            );
+        }
+        let after: Vec<[f32; 4]> = (0..s.len())
+            .filter(|&n| s.child_count[n] == 0)
+            .map(|n| s.spheres[n])
+            .collect();
+        assert_eq!(after, leaf_spheres, "leaves keep their spheres");
     }
 }

@@ -1,0 +1,86 @@
+//! The random cameras a level of detail is refined and scored from ([`super::refine`]): looking
+//! into the box of the model's leaves from a tenth of its span to 1.3 times it.
+
+use super::tree::LodTree;
+use crate::rng::SplitMix64;
+use crate::show::PathFrame;
+use crate::show::paths::{cross, look_at, normalised};
+use crate::splat::Camera;
+
+/// The box of the leaves' centres and its largest side.
+pub(super) struct Frame {
+    lo: [f64; 3],
+    hi: [f64; 3],
+    span: f64,
+}
+
+pub(super) fn frame_of(tree: &LodTree) -> Frame {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for (n, m) in tree.gaussians.means.iter().enumerate() {
+        if tree.skeleton.child_count[n] == 0 {
+            for k in 0..3 {
+                lo[k] = lo[k].min(f64::from(m[k]));
+                hi[k] = hi[k].max(f64::from(m[k]));
+            }
+        }
+    }
+    let span = (0..3).map(|k| hi[k] - lo[k]).fold(1e-6, f64::max);
+    Frame { lo, hi, span }
+}
+
+/// A random camera looking into the scene from 0.1–1.3 of its span (log-uniform).
+pub(super) fn random_camera(
+    rng: &mut SplitMix64,
+    frame: &Frame,
+    up: Option<[f64; 3]>,
+    size: u32,
+) -> Camera {
+    let mut unit = || f64::from(rng.unit());
+    let target =
+        [0, 1, 2].map(|k| frame.lo[k] + (0.1 + 0.8 * unit()) * (frame.hi[k] - frame.lo[k]));
+    let distance = frame.span * 0.1 * 13f64.powf(unit());
+    let azimuth = std::f64::consts::TAU * unit();
+    let (direction, world_up) = match up {
+        Some(up) => {
+            let up = normalised(up).unwrap_or([0.0, 0.0, 1.0]);
+            let helper = if up[0].abs() < 0.9 {
+                [1.0, 0.0, 0.0]
+            } else {
+                [0.0, 1.0, 0.0]
+            };
+            let a = normalised(cross(up, helper)).unwrap_or(helper);
+            let b = cross(up, a);
+            let elevation = (15.0 + 60.0 * unit()).to_radians();
+            let (s, c) = (elevation.sin(), elevation.cos());
+            let d =
+                [0, 1, 2].map(|k| c * (azimuth.cos() * a[k] + azimuth.sin() * b[k]) + s * up[k]);
+            (d, up)
+        }
+        None => {
+            let z = 2.0 * unit() - 1.0;
+            let r = (1.0 - z * z).sqrt();
+            let d = [r * azimuth.cos(), r * azimuth.sin(), z];
+            let least = (0..3)
+                .min_by(|&i, &j| d[i].abs().total_cmp(&d[j].abs()))
+                .unwrap_or(0);
+            let mut world_up = [0.0; 3];
+            world_up[least] = 1.0;
+            (d, world_up)
+        }
+    };
+    let eye = [0, 1, 2].map(|k| target[k] + distance * direction[k]);
+    // The direction is never along `world_up` (elevation ≤ 75°, or the least axis), so look_at
+    // has a rotation; the identity stands in should rounding say otherwise.
+    let rotation = look_at(eye, target, world_up).unwrap_or([
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ]);
+    let frame = PathFrame {
+        rotation,
+        position: eye,
+        fov_y_degrees: 60.0,
+    };
+    frame.to_camera(size, size, [0.0; 3])
+}
