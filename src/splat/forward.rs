@@ -19,8 +19,7 @@ use super::gaussians::GaussianTensors;
 use super::uniform::{AlphaMode, RasterMode, RenderUniform};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    self, Arg, index_isects, map_intersections, page_rows, project_forward, sh_forward,
-    shared_splat,
+    self, index_isects, map_intersections, page_rows, project_forward, sh_forward, shared_splat,
 };
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
@@ -161,11 +160,7 @@ pub fn record_projection(
         let bindings = sh_forward::ColorBindings {
             means: g.means.page_arg(page),
             sh_dc: g.sh_dc.page_arg(page),
-            sh_rest: if g.sh_rest.is_empty() {
-                Arg::Absent
-            } else {
-                g.sh_rest.page_arg(page)
-            },
+            sh_rest: g.sh_rest.page_arg_or_absent(page),
             projected: projected.page_arg(page),
             tiles_touched: tiles_touched.page_arg(page),
         };

@@ -346,6 +346,16 @@ impl Tensor {
         crate::gpu::kernels::Arg::Typed(self.page_binding(index), self.dtype)
     }
 
+    /// Page `index` as a kernel argument, or [`crate::gpu::kernels::Arg::Absent`] where the tensor
+    /// is empty (an optional binding, such as the higher SH bands of a degree-0 model).
+    pub fn page_arg_or_absent(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
+        if self.is_empty() {
+            crate::gpu::kernels::Arg::Absent
+        } else {
+            self.page_arg(index)
+        }
+    }
+
     /// Page `index` as an untyped kernel argument ([`crate::gpu::kernels::Arg::Raw`]), for kernels
     /// that move 32-bit words of any dtype.
     pub fn page_raw(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {

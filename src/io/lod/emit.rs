@@ -4,7 +4,8 @@
 
 use super::cut::{Cut, CutOptions, LodGpu, single_page};
 use crate::error::Result;
-use crate::gpu::kernels::{self, Arg};
+use crate::gpu::kernels;
+use crate::gpu::kernels::lod_emit::{BlendParentBindings, EmitRowsBindings};
 use crate::gpu::{GpuContext, MemoryCategory};
 use crate::ops;
 use crate::splat::{Camera, GaussianTensors};
@@ -85,36 +86,27 @@ impl LodGpu {
                         out_rows: out_rows as u32,
                         ..Default::default()
                     };
-                    let sh_rest = || {
-                        if out.sh_rest.is_empty() {
-                            Arg::Absent
-                        } else {
-                            out.sh_rest.page_arg(page)
-                        }
-                    };
-                    if blending {
-                        let bindings = kernels::lod_emit::BlendParentBindings {
-                            records: records.page_arg(0),
-                            pool: buffer.page_arg(0),
-                            means: out.means.page_arg(page),
-                            log_scales: out.log_scales.page_arg(page),
-                            quats: out.quats.page_arg(page),
-                            opacity_logits: out.opacity_logits.page_arg(page),
-                            sh_dc: out.sh_dc.page_arg(page),
-                            sh_rest: sh_rest(),
+                    // Both kernels bind the same buffers (their binding structs are generated
+                    // one per entry point).
+                    macro_rules! row_bindings {
+                        ($bindings:ident) => {
+                            $bindings {
+                                records: records.page_arg(0),
+                                pool: buffer.page_arg(0),
+                                means: out.means.page_arg(page),
+                                log_scales: out.log_scales.page_arg(page),
+                                quats: out.quats.page_arg(page),
+                                opacity_logits: out.opacity_logits.page_arg(page),
+                                sh_dc: out.sh_dc.page_arg(page),
+                                sh_rest: out.sh_rest.page_arg_or_absent(page),
+                            }
                         };
+                    }
+                    if blending {
+                        let bindings = row_bindings!(BlendParentBindings);
                         enc.run(&blend, &params, bindings, grid)?;
                     } else {
-                        let bindings = kernels::lod_emit::EmitRowsBindings {
-                            records: records.page_arg(0),
-                            pool: buffer.page_arg(0),
-                            means: out.means.page_arg(page),
-                            log_scales: out.log_scales.page_arg(page),
-                            quats: out.quats.page_arg(page),
-                            opacity_logits: out.opacity_logits.page_arg(page),
-                            sh_dc: out.sh_dc.page_arg(page),
-                            sh_rest: sh_rest(),
-                        };
+                        let bindings = row_bindings!(EmitRowsBindings);
                         enc.run(&emit, &params, bindings, grid)?;
                     }
                 }
