@@ -30,7 +30,8 @@ pub const CAPTURE_PATH_CLEARANCE: f32 = 3.0;
 /// With splatfacto's pruning (0.1) it raised Sceaux's mean test PSNR over five seeds at 1,000
 /// iterations from 14.65 to 14.80 dB and kept monstree level; at 2,000 iterations on duck_colmap
 /// it leads with 3DGS's pruning (39.47 against 39.33 dB) and with splatfacto's (38.85 against
-/// 38.50) (docs/measurements.md).
+/// 38.50). At 2,000 iterations with 3DGS's pruning, over two seeds, monstree favours it by
+/// 0.16 dB and Sceaux favours 0.05 by 1.05 dB (docs/measurements.md).
 pub const CAPTURE_OPACITY_LR: f64 = 0.025;
 
 /// Background behind the splats (and behind RGBA ground truth).
