@@ -96,6 +96,17 @@ fn own_sphere(m: &Moments) -> [f64; 4] {
     [m.mean[0], m.mean[1], m.mean[2], radius]
 }
 
+/// `own` grown to hold every sphere of `children`, with a margin so that f32 rounding of the
+/// stored centres never lets a child's sphere poke out of its parent's.
+fn enclosing(own: [f64; 4], children: impl Iterator<Item = [f64; 4]>) -> [f64; 4] {
+    let centre = [own[0], own[1], own[2]];
+    let mut radius = own[3];
+    for [x, y, z, r] in children {
+        radius = radius.max(distance(centre, [x, y, z]) + r);
+    }
+    [own[0], own[1], own[2], radius * (1.0 + 1e-5)]
+}
+
 /// Splits `indices` into up to 8 groups at the median of the centres along the longest axis.
 fn split_eight<'a>(g: &CpuGaussians, indices: &'a mut [u32]) -> Vec<&'a mut [u32]> {
     let mut parts = vec![indices];
@@ -158,15 +169,7 @@ fn build_group(g: &CpuGaussians, indices: &mut [u32]) -> Built {
     };
     let member_moments: Vec<Moments> = children.iter().map(|c| c.moments.clone()).collect();
     let moments = merge_moments(&member_moments);
-    let mut sphere = own_sphere(&moments);
-    let centre = [sphere[0], sphere[1], sphere[2]];
-    for child in &children {
-        let reach =
-            distance(centre, [child.sphere[0], child.sphere[1], child.sphere[2]]) + child.sphere[3];
-        sphere[3] = sphere[3].max(reach);
-    }
-    // f32 rounding of the stored centres must not let a child's sphere poke out of its parent's.
-    sphere[3] *= 1.0 + 1e-5;
+    let sphere = enclosing(own_sphere(&moments), children.iter().map(|c| c.sphere));
     Built {
         leaf: None,
         children,
@@ -243,19 +246,16 @@ pub fn rebuild_spheres(tree: &mut LodTree) {
         if count == 0 {
             continue;
         }
-        let m = tree.gaussians.means[n].map(f64::from);
+        let [x, y, z] = tree.gaussians.means[n].map(f64::from);
         let largest = tree.gaussians.log_scales[n]
             .into_iter()
             .fold(f32::MIN, f32::max);
-        let mut radius = SPHERE_SIGMAS * f64::from(largest).exp();
+        let own = [x, y, z, SPHERE_SIGMAS * f64::from(largest).exp()];
         let first = s.first_child[n] as usize;
-        for c in first..first + count {
-            let [x, y, z, r] = s.spheres[c].map(f64::from);
-            let d = ((m[0] - x).powi(2) + (m[1] - y).powi(2) + (m[2] - z).powi(2)).sqrt();
-            radius = radius.max(d + r);
-        }
-        radius *= 1.0 + 1e-5;
-        s.spheres[n] = [m[0] as f32, m[1] as f32, m[2] as f32, radius as f32];
+        let children = s.spheres[first..first + count]
+            .iter()
+            .map(|c| c.map(f64::from));
+        s.spheres[n] = enclosing(own, children).map(|v| v as f32);
     }
 }
 
