@@ -3,6 +3,7 @@
 //! cuts, so its bias correction follows its own updates, not the run's). A mean moves in units of
 //! its node's size, so one learning rate serves every level.
 
+use super::cut::row_width;
 use super::tree::Skeleton;
 use crate::splat::reference::CpuGaussians;
 
@@ -33,7 +34,8 @@ pub(super) struct NodeAdam {
 impl NodeAdam {
     pub(super) fn new(s: &Skeleton, sh_degree: u32) -> Self {
         let coefficients = ((sh_degree + 1) * (sh_degree + 1)) as usize;
-        let width = 11 + 3 * coefficients;
+        // One moment pair per float of a node's row: mean, log scale, rotation, opacity, SH.
+        let width = row_width(sh_degree) as usize;
         let mut slot_of_node = vec![u32::MAX; s.len()];
         let mut slots = 0u32;
         for (n, slot) in slot_of_node.iter_mut().enumerate() {
