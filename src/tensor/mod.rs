@@ -7,8 +7,10 @@
 //! page. Handles are cheap to clone (an `Arc`); the pages go back to the allocator when the last
 //! handle drops.
 
+mod pages;
 mod read;
 mod rows;
+mod views;
 pub use rows::BINDING_OFFSET_ALIGNMENT;
 
 use crate::error::{Error, Result};
@@ -296,157 +298,6 @@ impl Tensor {
     /// Accounting category of the storage.
     pub fn category(&self) -> MemoryCategory {
         self.storage.category
-    }
-
-    /// Elements per full page.
-    pub fn page_elems(&self) -> u64 {
-        self.storage.page_elems
-    }
-
-    /// Pages covering this tensor's elements (a prefix view may use fewer than the storage has).
-    pub fn num_pages(&self) -> usize {
-        self.len.div_ceil(self.storage.page_elems) as usize
-    }
-
-    /// The buffer of page `index`.
-    pub fn page(&self, index: usize) -> &GpuBuffer {
-        &self.storage.pages[index]
-    }
-
-    /// First element index of page `index`.
-    pub fn page_start(&self, index: usize) -> u64 {
-        index as u64 * self.storage.page_elems
-    }
-
-    /// Elements of this tensor in page `index`.
-    pub fn page_len(&self, index: usize) -> u64 {
-        self.len
-            .saturating_sub(self.page_start(index))
-            .min(self.storage.page_elems)
-    }
-
-    /// Binding of the whole allocated part of page `index` (the kernel is told the length).
-    pub fn page_binding(&self, index: usize) -> wgpu::BufferBinding<'_> {
-        let page = &self.storage.pages[index];
-        let elems = self
-            .storage
-            .capacity
-            .saturating_sub(self.page_start(index))
-            .min(self.storage.page_elems);
-        wgpu::BufferBinding {
-            buffer: page.raw(),
-            offset: 0,
-            size: std::num::NonZeroU64::new(elems * self.dtype.size()),
-        }
-    }
-
-    /// Page `index` as a typed kernel argument ([`crate::gpu::kernels::Arg::Typed`]): the dispatch
-    /// checks this tensor's dtype against the WGSL binding.
-    pub fn page_arg(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
-        crate::gpu::kernels::Arg::Typed(self.page_binding(index), self.dtype)
-    }
-
-    /// Page `index` as a kernel argument, or [`crate::gpu::kernels::Arg::Absent`] where the tensor
-    /// is empty (an optional binding, such as the higher SH bands of a degree-0 model).
-    pub fn page_arg_or_absent(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
-        if self.is_empty() {
-            crate::gpu::kernels::Arg::Absent
-        } else {
-            self.page_arg(index)
-        }
-    }
-
-    /// Page `index` as an untyped kernel argument ([`crate::gpu::kernels::Arg::Raw`]), for kernels
-    /// that move 32-bit words of any dtype.
-    pub fn page_raw(&self, index: usize) -> crate::gpu::kernels::Arg<'_> {
-        let binding = self.page_binding(index);
-        crate::gpu::kernels::Arg::Raw(binding)
-    }
-
-    /// The same storage with another shape of equal element count.
-    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        let len = element_count(shape)?;
-        if len != self.len {
-            return Err(Error::Shape {
-                op: "reshape",
-                detail: format!(
-                    "{:?} has {} elements, {shape:?} has {len}",
-                    self.shape, self.len
-                ),
-            });
-        }
-        Ok(Tensor {
-            shape: shape.to_vec(),
-            ..self.clone()
-        })
-    }
-
-    /// A 1-D view of the first `len` elements, sharing storage.
-    pub fn prefix(&self, len: u64) -> Result<Tensor> {
-        if len > self.len {
-            return Err(Error::Shape {
-                op: "prefix",
-                detail: format!("asked for {len} elements of a tensor of {}", self.len),
-            });
-        }
-        Ok(Tensor {
-            shape: vec![len as usize],
-            len,
-            ..self.clone()
-        })
-    }
-
-    /// The same storage viewed as another 32-bit dtype (bit patterns unchanged).
-    pub fn bitcast(&self, dtype: DType) -> Tensor {
-        Tensor {
-            dtype,
-            ..self.clone()
-        }
-    }
-
-    /// Whether two handles share storage.
-    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.storage, &other.storage)
-    }
-
-    /// Checks the element type.
-    pub fn expect_dtype(&self, op: &'static str, dtype: DType) -> Result<()> {
-        if self.dtype != dtype {
-            return Err(Error::DType {
-                op,
-                expected: format!("{dtype:?}"),
-                got: format!("{:?}", self.dtype),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks that two tensors have the same length and the same page layout, so element-wise
-    /// kernels can pair page `p` of one with page `p` of the other.
-    pub fn expect_same_layout(&self, op: &'static str, other: &Tensor) -> Result<()> {
-        self.expect_same_len(op, other)?;
-        if self.page_elems() != other.page_elems() {
-            return Err(Error::Shape {
-                op,
-                detail: format!(
-                    "page layouts differ ({} vs {} elements per page); create both tensors the same way",
-                    self.page_elems(),
-                    other.page_elems()
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks that two tensors have the same number of elements.
-    pub fn expect_same_len(&self, op: &'static str, other: &Tensor) -> Result<()> {
-        if self.len != other.len {
-            return Err(Error::Shape {
-                op,
-                detail: format!("lengths differ: {} vs {}", self.len, other.len),
-            });
-        }
-        Ok(())
     }
 }
 
