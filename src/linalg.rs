@@ -1,5 +1,14 @@
-//! Small dense linear algebra on 3×3 matrices in f64, shared by the ground frame of a partition
-//! plan, the merged Gaussians of a level-of-detail tree, camera paths and captures.
+//! Small dense linear algebra in f64 beyond what [glam] (the vectors and matrices all host-side
+//! maths uses) offers, shared by the ground frame of a partition plan, the merged Gaussians of a
+//! level-of-detail tree, camera paths and captures.
+
+use glam::DVec3;
+
+/// `v` scaled to unit length; `None` when its length is at most 1e-12 or not finite, a direction
+/// rounding could have made up (glam's `try_normalize` takes any non-zero length).
+pub fn unit(v: DVec3) -> Option<DVec3> {
+    (v.length() > 1e-12).then(|| v.try_normalize()).flatten()
+}
 
 /// Eigenvalues (ascending) and unit eigenvectors of a symmetric 3×3 matrix, by Jacobi rotations.
 pub fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
@@ -82,10 +91,6 @@ pub fn matrix_to_quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
 mod tests {
     use super::*;
 
-    fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
-        a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-    }
-
     #[test]
     fn eigen_of_a_diagonal_and_a_rotated_matrix() {
         let (values, vectors) =
@@ -99,6 +104,20 @@ mod tests {
             assert!((got - want).abs() < 1e-9, "{values:?}");
         }
         let s = 0.5f64.sqrt();
-        assert!((dot(vectors[0], [s, -s, 0.0]).abs() - 1.0).abs() < 1e-9);
+        let dot = DVec3::from(vectors[0]).dot(DVec3::new(s, -s, 0.0));
+        assert!((dot.abs() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unit_refuses_vectors_too_short_or_not_finite() {
+        let v = unit(DVec3::new(3.0, 0.0, 4.0)).unwrap();
+        assert!(
+            (v - DVec3::new(0.6, 0.0, 0.8)).abs().max_element() < 1e-15,
+            "{v}"
+        );
+        assert_eq!(unit(DVec3::new(1e-13, 0.0, 0.0)), None);
+        assert_eq!(unit(DVec3::new(f64::INFINITY, 0.0, 0.0)), None);
+        assert_eq!(unit(DVec3::new(f64::NAN, 1.0, 0.0)), None);
+        assert!(unit(DVec3::new(2e-12, 0.0, 0.0)).is_some());
     }
 }

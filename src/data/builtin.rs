@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
+use glam::Vec3;
 use serde_json::json;
 
 use super::init::SplitMix64;
 use super::nerf::opencv_w2c_to_opengl_c2w;
-use super::raytrace::{Object, Scene, Shape, Texture, cross, dot, normalize, sub};
+use super::raytrace::{Object, Scene, Shape, Texture};
 use super::{Dataset, PointCloud, View, dataset_error, parallel_map};
 use crate::error::{Error, Result};
 use crate::splat::Camera;
@@ -110,7 +111,7 @@ pub fn scene() -> Scene {
                 },
             },
         ],
-        normalize([0.5, 0.3, 1.0]),
+        Vec3::new(0.5, 0.3, 1.0).normalize().to_array(),
         0.3,
     )
 }
@@ -125,14 +126,14 @@ pub fn look_at(
     fx: f32,
     background: [f32; 3],
 ) -> Camera {
-    let forward = normalize(sub(target, eye));
-    let right = normalize(cross(forward, up));
-    let down = cross(forward, right);
+    let (eye, up) = (Vec3::from(eye), Vec3::from(up));
+    let forward = (Vec3::from(target) - eye).normalize();
+    let right = forward.cross(up).normalize();
+    let down = forward.cross(right);
     let rotation = [right, down, forward];
-    let translation = [0, 1, 2].map(|r| -dot(rotation[r], eye));
     Camera {
-        rotation,
-        translation,
+        rotation: rotation.map(|row| row.to_array()),
+        translation: rotation.map(|row| -row.dot(eye)),
         fx,
         fy: fx,
         cx: 0.5 * width as f32,
@@ -190,8 +191,8 @@ pub fn cameras(options: &BuiltinOptions) -> (Vec<Camera>, Vec<Camera>) {
 fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool {
     cameras.iter().any(|camera| {
         let eye = camera.position();
-        let to_eye = sub(eye, p);
-        if dot(to_eye, n) <= 0.0 {
+        let to_eye = Vec3::from(eye) - Vec3::from(p);
+        if to_eye.dot(Vec3::from(n)) <= 0.0 {
             return false;
         }
         let c = camera.to_camera(p);
@@ -207,10 +208,10 @@ fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool 
         {
             return false;
         }
-        let distance = dot(to_eye, to_eye).sqrt();
-        let origin = super::raytrace::add(p, super::raytrace::scale(n, 1e-4));
+        let distance = to_eye.length();
+        let origin = Vec3::from(p) + Vec3::from(n) * 1e-4;
         scene
-            .intersect(origin, normalize(to_eye))
+            .intersect(origin.to_array(), to_eye.normalize().to_array())
             .is_none_or(|hit| hit.t >= distance)
     })
 }

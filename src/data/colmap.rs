@@ -387,9 +387,10 @@ impl ColmapImage {
 
 /// Row-major rotation matrix of a Hamilton quaternion (w, x, y, z), normalised first.
 pub fn quaternion_to_matrix(q: [f64; 4]) -> [[f64; 3]; 3] {
-    let norm = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
+    let q = glam::DVec4::from(q);
+    let norm = q.length();
     let [w, x, y, z] = if norm > 0.0 {
-        q.map(|v| v / norm)
+        (q / norm).to_array()
     } else {
         [1.0, 0.0, 0.0, 0.0]
     };

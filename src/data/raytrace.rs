@@ -4,6 +4,8 @@
 //! hierarchy ([`Bvh`]), so large scenes stay fast. It is independent of the splat rasterizer, so
 //! images it makes are honest ground truth.
 
+use glam::{Mat3, Vec3};
+
 use super::RgbaImage;
 use super::bvh::Bvh;
 use super::lens::Lens;
@@ -97,7 +99,7 @@ impl Scene {
         })?;
         Some(Hit {
             t,
-            position: add(origin, scale(direction, t)),
+            position: (Vec3::from(origin) + Vec3::from(direction) * t).to_array(),
             normal,
             object,
         })
@@ -112,7 +114,7 @@ impl Scene {
             {
                 best = Some(Hit {
                     t,
-                    position: add(origin, scale(direction, t)),
+                    position: (Vec3::from(origin) + Vec3::from(direction) * t).to_array(),
                     normal,
                     object,
                 });
@@ -149,9 +151,10 @@ impl Scene {
     /// independent: diffuse with a shadow test towards the light, plus ambient).
     pub fn radiance(&self, object: usize, position: [f32; 3], normal: [f32; 3]) -> [f32; 3] {
         let albedo = self.objects[object].texture.albedo(position);
-        let facing = dot(normal, self.light_direction).max(0.0);
-        let lit = facing > 0.0
-            && !self.occluded(add(position, scale(normal, 1e-4)), self.light_direction);
+        let normal = Vec3::from(normal);
+        let facing = normal.dot(Vec3::from(self.light_direction)).max(0.0);
+        let origin = Vec3::from(position) + normal * 1e-4;
+        let lit = facing > 0.0 && !self.occluded(origin.to_array(), self.light_direction);
         let light = self.ambient + (1.0 - self.ambient) * if lit { facing } else { 0.0 };
         albedo.map(|a| a * light)
     }
@@ -189,7 +192,7 @@ impl Scene {
         let r = camera.rotation;
         for y in 0..camera.height {
             for x in 0..camera.width {
-                let (mut sum, mut hits) = ([0.0f32; 3], 0u32);
+                let (mut sum, mut hits) = (Vec3::ZERO, 0u32);
                 for &[dx, dy] in samples {
                     let local = if lens.is_pinhole() {
                         [
@@ -204,12 +207,11 @@ impl Scene {
                         };
                         [lx as f32, ly as f32, 1.0]
                     };
-                    // World direction = Rᵀ · local.
-                    let world = [0, 1, 2]
-                        .map(|c| r[0][c] * local[0] + r[1][c] * local[1] + r[2][c] * local[2]);
-                    if let Some(hit) = self.intersect(origin, normalize(world)) {
-                        let radiance = self.radiance(hit.object, hit.position, hit.normal);
-                        sum = add(sum, radiance);
+                    // World direction = Rᵀ · local (the rows of R as columns).
+                    let world = Mat3::from_cols_array_2d(&r) * Vec3::from(local);
+                    let direction = world.normalize().to_array();
+                    if let Some(hit) = self.intersect(origin, direction) {
+                        sum += Vec3::from(self.radiance(hit.object, hit.position, hit.normal));
                         hits += 1;
                     }
                 }
@@ -230,36 +232,4 @@ impl Scene {
 /// A [0, 1] value as a rounded byte.
 pub fn to_u8(v: f32) -> u8 {
     (v.clamp(0.0, 1.0) * 255.0).round() as u8
-}
-
-pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-pub(crate) fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-pub(crate) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-pub(crate) fn scale(a: [f32; 3], s: f32) -> [f32; 3] {
-    [a[0] * s, a[1] * s, a[2] * s]
-}
-
-pub(crate) fn length(a: [f32; 3]) -> f32 {
-    dot(a, a).sqrt()
-}
-
-pub(crate) fn normalize(a: [f32; 3]) -> [f32; 3] {
-    scale(a, 1.0 / length(a))
-}
-
-pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
 }

@@ -1,9 +1,10 @@
 //! The ray tracer's analytic shapes: spheres, axis-aligned boxes and upright cylinders, with ray
 //! intersection, point containment, bounds, area and uniform surface sampling.
 
+use glam::Vec3;
+
 use super::bvh::Aabb;
 use super::init::SplitMix64;
-use super::raytrace::{add, dot, length, scale, sub};
 
 /// An analytic shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,17 +45,22 @@ impl Shape {
     ) -> Option<(f32, [f32; 3])> {
         match self {
             Shape::Sphere { center, radius } => {
-                let oc = sub(origin, *center);
-                let b = dot(oc, direction);
-                let c = dot(oc, oc) - radius * radius;
+                let (center, origin, direction) = (
+                    Vec3::from(*center),
+                    Vec3::from(origin),
+                    Vec3::from(direction),
+                );
+                let oc = origin - center;
+                let b = oc.dot(direction);
+                let c = oc.dot(oc) - radius * radius;
                 let disc = b * b - c;
                 if disc < 0.0 {
                     return None;
                 }
                 let root = disc.sqrt();
                 let t = [-b - root, -b + root].into_iter().find(|&t| t > t_min)?;
-                let p = add(origin, scale(direction, t));
-                Some((t, scale(sub(p, *center), 1.0 / radius)))
+                let p = origin + direction * t;
+                Some((t, ((p - center) * (1.0 / radius)).to_array()))
             }
             Shape::Cuboid { min, max } => intersect_box(*min, *max, origin, direction, t_min),
             Shape::Cylinder {
@@ -68,7 +74,9 @@ impl Shape {
     /// True when `p` is inside the shape by more than `margin`.
     pub fn contains(&self, p: [f32; 3], margin: f32) -> bool {
         match self {
-            Shape::Sphere { center, radius } => length(sub(p, *center)) < radius - margin,
+            Shape::Sphere { center, radius } => {
+                Vec3::from(p).distance(Vec3::from(*center)) < radius - margin
+            }
             Shape::Cuboid { min, max } => {
                 (0..3).all(|k| p[k] > min[k] + margin && p[k] < max[k] - margin)
             }

@@ -13,6 +13,8 @@
 //! views that see it takes the scene's colour and sits hidden behind it (below the horizon, such
 //! points lie behind the ground).
 
+use glam::Vec3;
+
 use super::image::composite;
 use super::{AlphaMeaning, Dataset, PointCloud};
 use crate::error::Result;
@@ -78,7 +80,7 @@ pub fn sky_radius(dataset: &Dataset, radius_factor: f32) -> f32 {
         .points
         .iter()
         .flat_map(|cloud| &cloud.positions)
-        .map(|p| distance(*p, dataset.center))
+        .map(|p| Vec3::from(*p).distance(Vec3::from(dataset.center)))
         .filter(|d| d.is_finite())
         .collect();
     let from_points = if distances.is_empty() {
@@ -89,10 +91,6 @@ pub fn sky_radius(dataset: &Dataset, radius_factor: f32) -> f32 {
         2.0 * *q99
     };
     (radius_factor * dataset.extent).max(from_points)
-}
-
-fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
-    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
 }
 
 /// The far-field points of `dataset` (see the module documentation): `count` directions on the
@@ -177,7 +175,7 @@ mod tests {
         let dirs = fibonacci_directions(1000);
         assert!(
             dirs.iter()
-                .all(|d| (distance(*d, [0.0; 3]) - 1.0).abs() < 1e-5)
+                .all(|d| (Vec3::from(*d).length() - 1.0).abs() < 1e-5)
         );
         // Every octant holds about an eighth of them.
         let mut octants = [0usize; 8];

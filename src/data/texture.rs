@@ -3,7 +3,7 @@
 //! parameterising it. The simple patterns serve the objects scene; the facade, street and foliage
 //! patterns serve the town ([`super::town`]).
 
-use super::raytrace::dot;
+use glam::Vec3;
 
 /// A solid (3D) procedural texture: albedo as a function of the world position.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +139,7 @@ impl Texture {
                 axis,
                 period,
             } => {
-                let band = (dot(p, *axis) / period).floor() as i64;
+                let band = (Vec3::from(p).dot(Vec3::from(*axis)) / period).floor() as i64;
                 if band.rem_euclid(2) == 0 { *even } else { *odd }
             }
             Texture::Gradient {
@@ -149,7 +149,8 @@ impl Texture {
                 start,
                 end,
             } => {
-                let t = ((dot(p, *axis) - start) / (end - start)).clamp(0.0, 1.0);
+                let t = ((Vec3::from(p).dot(Vec3::from(*axis)) - start) / (end - start))
+                    .clamp(0.0, 1.0);
                 [0, 1, 2].map(|k| from[k] + (to[k] - from[k]) * t)
             }
             Texture::Facade(facade) => facade.albedo(p),

@@ -7,6 +7,7 @@
 use crate::error::{Error, Result};
 use crate::train::TrainConfig;
 use crate::train::setup::BuiltinScene;
+use glam::DVec3;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -56,13 +57,8 @@ pub struct GroundFrame {
 impl GroundFrame {
     /// The ground coordinates `(u, v)` of a world point.
     pub fn ground(&self, p: [f32; 3]) -> [f64; 2] {
-        let d = [
-            f64::from(p[0]) - self.origin[0],
-            f64::from(p[1]) - self.origin[1],
-            f64::from(p[2]) - self.origin[2],
-        ];
-        let dot = |a: [f64; 3]| d[0] * a[0] + d[1] * a[1] + d[2] * a[2];
-        [dot(self.u), dot(self.v)]
+        let d = DVec3::from(p.map(f64::from)) - DVec3::from(self.origin);
+        [d.dot(DVec3::from(self.u)), d.dot(DVec3::from(self.v))]
     }
 }
 

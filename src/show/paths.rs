@@ -3,46 +3,35 @@
 //! spline through the positions, spherical interpolation between the rotations, the field of view
 //! interpolated linearly), as gsplat's and nerfstudio's interpolated paths are.
 
+use glam::{DVec3, DVec4};
+
 use super::camera_path::PathFrame;
 use crate::data::colmap::quaternion_to_matrix;
+use crate::linalg::unit;
 
 type Vec3 = [f64; 3];
 
-fn sub(a: Vec3, b: Vec3) -> Vec3 {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+/// `a × b` on arrays (glam's [`DVec3::cross`]).
+pub fn cross(a: Vec3, b: Vec3) -> Vec3 {
+    DVec3::from(a).cross(DVec3::from(b)).to_array()
 }
-fn add(a: Vec3, b: Vec3) -> Vec3 {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-fn scale(a: Vec3, s: f64) -> Vec3 {
-    a.map(|v| v * s)
-}
-fn dot(a: Vec3, b: Vec3) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-pub(crate) fn cross(a: Vec3, b: Vec3) -> Vec3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-pub(crate) fn normalised(a: Vec3) -> Option<Vec3> {
-    let length = dot(a, a).sqrt();
-    (length > 1e-12 && length.is_finite()).then(|| scale(a, 1.0 / length))
+
+/// `a` at unit length on arrays; `None` when it is too short or not finite ([`unit`]).
+pub fn normalised(a: Vec3) -> Option<Vec3> {
+    unit(DVec3::from(a)).map(|v| v.to_array())
 }
 
 /// The column `k` of a row-major matrix.
-fn column(m: &[[f64; 3]; 3], k: usize) -> Vec3 {
-    [m[0][k], m[1][k], m[2][k]]
+fn column(m: &[[f64; 3]; 3], k: usize) -> DVec3 {
+    DVec3::new(m[0][k], m[1][k], m[2][k])
 }
 
 /// A camera-to-world rotation (OpenGL: columns right, up, backward) for a camera at `eye`
 /// looking at `target` with `up` as the world's up; `None` when the view is along `up`.
 pub fn look_at(eye: Vec3, target: Vec3, up: Vec3) -> Option<[[f64; 3]; 3]> {
-    let backward = normalised(sub(eye, target))?;
-    let right = normalised(cross(up, backward))?;
-    let true_up = cross(backward, right);
+    let backward = unit(DVec3::from(eye) - DVec3::from(target))?;
+    let right = unit(DVec3::from(up).cross(backward))?;
+    let true_up = backward.cross(right);
     Some([0, 1, 2].map(|i| [right[i], true_up[i], backward[i]]))
 }
 
@@ -50,8 +39,8 @@ pub fn look_at(eye: Vec3, target: Vec3, up: Vec3) -> Option<[[f64; 3]; 3]> {
 pub fn mean_up(frames: &[PathFrame]) -> Option<Vec3> {
     let sum = frames
         .iter()
-        .fold([0.0; 3], |acc, f| add(acc, column(&f.rotation, 1)));
-    normalised(sum)
+        .fold(DVec3::ZERO, |acc, f| acc + column(&f.rotation, 1));
+    unit(sum).map(|v| v.to_array())
 }
 
 /// The point nearest to every camera's optical axis (least squares), where cameras pointed at
@@ -60,7 +49,7 @@ pub fn look_centre(frames: &[PathFrame]) -> Vec3 {
     let mut a = [[0.0; 3]; 3];
     let mut b = [0.0; 3];
     for frame in frames {
-        let d = scale(column(&frame.rotation, 2), -1.0);
+        let d = -column(&frame.rotation, 2);
         // (I − d dᵀ) x = (I − d dᵀ) p, summed.
         for i in 0..3 {
             for j in 0..3 {
@@ -71,14 +60,16 @@ pub fn look_centre(frames: &[PathFrame]) -> Vec3 {
         }
     }
     solve3(a, b).unwrap_or_else(|| {
-        let sum = frames.iter().fold([0.0; 3], |acc, f| add(acc, f.position));
-        scale(sum, 1.0 / frames.len().max(1) as f64)
+        let sum = frames
+            .iter()
+            .fold(DVec3::ZERO, |acc, f| acc + DVec3::from(f.position));
+        (sum * (1.0 / frames.len().max(1) as f64)).to_array()
     })
 }
 
 /// Solves `a x = b` by Cramer's rule; `None` when `a` is near singular.
 fn solve3(a: [[f64; 3]; 3], b: Vec3) -> Option<Vec3> {
-    let det = |m: &[[f64; 3]; 3]| dot(m[0], cross(m[1], m[2]));
+    let det = |m: &[[f64; 3]; 3]| DVec3::from(m[0]).dot(DVec3::from(m[1]).cross(DVec3::from(m[2])));
     let d = det(&a);
     let size = a.iter().flatten().map(|v| v.abs()).fold(0.0, f64::max);
     if d.abs() <= 1e-9 * size.powi(3).max(1e-300) {
@@ -100,29 +91,29 @@ fn solve3(a: [[f64; 3]; 3], b: Vec3) -> Option<Vec3> {
 /// above it, each looking at the centre, with the mean field of view. Starts at the first
 /// camera's bearing.
 pub fn orbit(cameras: &[PathFrame], count: usize) -> Option<Vec<PathFrame>> {
-    let up = mean_up(cameras)?;
-    let centre = look_centre(cameras);
+    let up = DVec3::from(mean_up(cameras)?);
+    let centre = DVec3::from(look_centre(cameras));
     let n = cameras.len() as f64;
     let (mut height, mut radius) = (0.0, 0.0);
     for camera in cameras {
-        let offset = sub(camera.position, centre);
-        let h = dot(offset, up);
+        let offset = DVec3::from(camera.position) - centre;
+        let h = offset.dot(up);
         height += h / n;
-        radius += dot(sub(offset, scale(up, h)), sub(offset, scale(up, h))).sqrt() / n;
+        radius += (offset - up * h).length() / n;
     }
-    let first = sub(cameras[0].position, centre);
-    let e1 = normalised(sub(first, scale(up, dot(first, up))))
-        .or_else(|| normalised(cross(up, [1.0, 0.0, 0.0])))
-        .or_else(|| normalised(cross(up, [0.0, 1.0, 0.0])))?;
-    let e2 = cross(up, e1);
+    let first = DVec3::from(cameras[0].position) - centre;
+    let e1 = unit(first - up * first.dot(up))
+        .or_else(|| unit(up.cross(DVec3::X)))
+        .or_else(|| unit(up.cross(DVec3::Y)))?;
+    let e2 = up.cross(e1);
     let fov = cameras.iter().map(|c| c.fov_y_degrees).sum::<f64>() / n;
     (0..count)
         .map(|i| {
             let angle = std::f64::consts::TAU * i as f64 / count as f64;
-            let around = add(scale(e1, angle.cos()), scale(e2, angle.sin()));
-            let eye = add(centre, add(scale(around, radius), scale(up, height)));
+            let around = e1 * angle.cos() + e2 * angle.sin();
+            let eye = (centre + (around * radius + up * height)).to_array();
             Some(PathFrame {
-                rotation: look_at(eye, centre, up)?,
+                rotation: look_at(eye, centre.to_array(), up.to_array())?,
                 position: eye,
                 fov_y_degrees: fov,
             })
@@ -137,10 +128,11 @@ pub fn quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
 
 /// Spherical linear interpolation between unit quaternions, along the shorter arc.
 pub fn slerp(a: [f64; 4], b: [f64; 4], t: f64) -> [f64; 4] {
-    let mut cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f64>();
+    let (a, b) = (DVec4::from(a), DVec4::from(b));
+    let mut cos = a.dot(b);
     let b = if cos < 0.0 {
         cos = -cos;
-        b.map(|v| -v)
+        -b
     } else {
         b
     };
@@ -151,20 +143,20 @@ pub fn slerp(a: [f64; 4], b: [f64; 4], t: f64) -> [f64; 4] {
         let sin = theta.sin();
         (((1.0 - t) * theta).sin() / sin, (t * theta).sin() / sin)
     };
-    let q: Vec<f64> = a.iter().zip(&b).map(|(x, y)| wa * x + wb * y).collect();
-    let length = q.iter().map(|v| v * v).sum::<f64>().sqrt();
-    [q[0] / length, q[1] / length, q[2] / length, q[3] / length]
+    let q = a * wa + b * wb;
+    (q / q.length()).to_array()
 }
 
 /// The centripetal-free (uniform) Catmull-Rom point between `p1` and `p2` at `t` in [0, 1].
 fn catmull_rom(p0: Vec3, p1: Vec3, p2: Vec3, p3: Vec3, t: f64) -> Vec3 {
     let (t2, t3) = (t * t, t * t * t);
-    [0, 1, 2].map(|k| {
-        0.5 * (2.0 * p1[k]
-            + (p2[k] - p0[k]) * t
-            + (2.0 * p0[k] - 5.0 * p1[k] + 4.0 * p2[k] - p3[k]) * t2
-            + (3.0 * p1[k] - p0[k] - 3.0 * p2[k] + p3[k]) * t3)
-    })
+    let [p0, p1, p2, p3] = [p0, p1, p2, p3].map(DVec3::from);
+    let point = 0.5
+        * (2.0 * p1
+            + (p2 - p0) * t
+            + (2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3) * t2
+            + (3.0 * p1 - p0 - 3.0 * p2 + p3) * t3);
+    point.to_array()
 }
 
 /// `count` frames through `keys` in order, equally spaced in time from the first key to the last:
@@ -220,21 +212,22 @@ mod tests {
         let keys: Vec<PathFrame> = (0..5)
             .map(|i| {
                 let a = i as f64 * std::f64::consts::TAU / 5.0;
-                key(add(centre, [3.0 * a.cos(), 1.0, 3.0 * a.sin()]), centre)
+                let eye = DVec3::from(centre) + DVec3::new(3.0 * a.cos(), 1.0, 3.0 * a.sin());
+                key(eye.to_array(), centre)
             })
             .collect();
         let found = look_centre(&keys);
         assert!(
-            dot(sub(found, centre), sub(found, centre)).sqrt() < 1e-9,
+            DVec3::from(found).distance(DVec3::from(centre)) < 1e-9,
             "{found:?}"
         );
         let frames = orbit(&keys, 12).unwrap();
         assert_eq!(frames.len(), 12);
         for frame in &frames {
-            let to_centre = normalised(sub(centre, frame.position)).unwrap();
-            let forward = scale(column(&frame.rotation, 2), -1.0);
-            assert!(dot(to_centre, forward) > 1.0 - 1e-9, "{frame:?}");
-            let offset = sub(frame.position, centre);
+            let to_centre = unit(DVec3::from(centre) - DVec3::from(frame.position)).unwrap();
+            let forward = -column(&frame.rotation, 2);
+            assert!(to_centre.dot(forward) > 1.0 - 1e-9, "{frame:?}");
+            let offset = DVec3::from(frame.position) - DVec3::from(centre);
             assert!((offset[1] - 1.0).abs() < 1e-9);
             assert!(((offset[0].powi(2) + offset[2].powi(2)).sqrt() - 3.0).abs() < 1e-9);
         }
@@ -249,12 +242,8 @@ mod tests {
         let frames = through(&keys, 13);
         for (k, frame) in keys.iter().enumerate() {
             let at = &frames[4 * k];
-            assert!(
-                dot(
-                    sub(at.position, frame.position),
-                    sub(at.position, frame.position)
-                ) < 1e-18
-            );
+            let step = DVec3::from(at.position) - DVec3::from(frame.position);
+            assert!(step.length_squared() < 1e-18);
             for (a, b) in at
                 .rotation
                 .iter()

@@ -12,6 +12,8 @@
 
 pub mod reference;
 
+use glam::{DMat3, DVec3};
+
 use super::Camera;
 use super::GaussianTensors;
 use crate::error::Result;
@@ -159,25 +161,28 @@ impl PoseCorrection {
 
     /// `camera` moved by the correction (intrinsics and background unchanged).
     pub fn apply(&self, camera: &Camera) -> Camera {
-        let r = rotation_matrix(self.rotation);
-        let w0 = camera.rotation.map(|row| row.map(f64::from));
-        let t0 = camera.translation.map(f64::from);
-        let w = mat_mul(&r, &w0);
-        let rt0 = mat_vec(&r, t0);
+        let r = rotation_matrix(DVec3::from(self.rotation));
+        let w = r * widen_rows(&camera.rotation);
+        let rt0 = r * DVec3::from(camera.translation.map(f64::from));
         let mut out = camera.clone();
-        out.rotation = w.map(|row| row.map(|x| x as f32));
-        out.translation = std::array::from_fn(|k| (rt0[k] + self.translation[k]) as f32);
+        out.rotation = w
+            .transpose()
+            .to_cols_array_2d()
+            .map(|row| row.map(|x| x as f32));
+        out.translation = (rt0 + DVec3::from(self.translation))
+            .to_array()
+            .map(|x| x as f32);
         out
     }
 
     /// The rotation angle in degrees.
     pub fn angle_degrees(&self) -> f64 {
-        norm(self.rotation).to_degrees()
+        DVec3::from(self.rotation).length().to_degrees()
     }
 
     /// The length of the translation (world units).
     pub fn shift(&self) -> f64 {
-        norm(self.translation)
+        DVec3::from(self.translation).length()
     }
 }
 
@@ -189,61 +194,39 @@ pub fn correction_gradient(
     correction: &PoseCorrection,
     world: &WorldPoseGradient,
 ) -> [f64; 6] {
-    let r = rotation_matrix(correction.rotation);
-    let w = mat_mul(&r, &base.rotation.map(|row| row.map(f64::from)));
-    let rt0 = mat_vec(&r, base.translation.map(f64::from));
-    let d_tau = mat_vec(&w, world.shift);
-    let left = add(mat_vec(&w, world.rotation), cross(rt0, d_tau));
-    let d_eps = mat_vec(&transpose(&left_jacobian(correction.rotation)), left);
-    [d_tau[0], d_tau[1], d_tau[2], d_eps[0], d_eps[1], d_eps[2]]
+    let epsilon = DVec3::from(correction.rotation);
+    let r = rotation_matrix(epsilon);
+    let w = r * widen_rows(&base.rotation);
+    let rt0 = r * DVec3::from(base.translation.map(f64::from));
+    let d_tau = w * DVec3::from(world.shift);
+    let left = w * DVec3::from(world.rotation) + rt0.cross(d_tau);
+    let d_eps = left_jacobian(epsilon).transpose() * left;
+    [d_tau.x, d_tau.y, d_tau.z, d_eps.x, d_eps.y, d_eps.z]
 }
 
-type Mat3 = [[f64; 3]; 3];
-
-fn norm(v: [f64; 3]) -> f64 {
-    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+/// A row-major f32 rotation (a [`Camera`]'s) as an f64 matrix.
+fn widen_rows(rows: &[[f32; 3]; 3]) -> DMat3 {
+    DMat3::from_cols_array_2d(&rows.map(|row| row.map(f64::from))).transpose()
 }
 
-fn add(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn mat_vec(m: &Mat3, v: [f64; 3]) -> [f64; 3] {
-    std::array::from_fn(|i| m[i][0] * v[0] + m[i][1] * v[1] + m[i][2] * v[2])
-}
-
-fn mat_mul(a: &Mat3, b: &Mat3) -> Mat3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
-}
-
-fn transpose(m: &Mat3) -> Mat3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| m[j][i]))
-}
-
-fn skew(v: [f64; 3]) -> Mat3 {
-    [[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]]
+/// The cross-product matrix `[v]×`: `[v]× u = v × u`.
+fn skew(v: DVec3) -> DMat3 {
+    DMat3::from_cols(
+        DVec3::new(0.0, v.z, -v.y),
+        DVec3::new(-v.z, 0.0, v.x),
+        DVec3::new(v.y, -v.x, 0.0),
+    )
 }
 
 /// `I + a [v]× + b [v]×²`.
-fn skew_series(v: [f64; 3], a: f64, b: f64) -> Mat3 {
+fn skew_series(v: DVec3, a: f64, b: f64) -> DMat3 {
     let k = skew(v);
-    let k2 = mat_mul(&k, &k);
-    std::array::from_fn(|i| {
-        std::array::from_fn(|j| f64::from(u8::from(i == j)) + a * k[i][j] + b * k2[i][j])
-    })
+    DMat3::IDENTITY + k * a + (k * k) * b
 }
 
 /// `exp([v]×)` (Rodrigues).
-pub fn rotation_matrix(v: [f64; 3]) -> Mat3 {
-    let theta = norm(v);
+pub fn rotation_matrix(v: DVec3) -> DMat3 {
+    let theta = v.length();
     if theta < 1e-8 {
         return skew_series(v, 1.0, 0.5);
     }
@@ -252,8 +235,8 @@ pub fn rotation_matrix(v: [f64; 3]) -> Mat3 {
 }
 
 /// The left Jacobian of SO(3): `exp([v + δ]×) ≈ exp([J_l(v) δ]×) exp([v]×)`.
-fn left_jacobian(v: [f64; 3]) -> Mat3 {
-    let theta = norm(v);
+fn left_jacobian(v: DVec3) -> DMat3 {
+    let theta = v.length();
     if theta < 1e-6 {
         return skew_series(v, 0.5, 1.0 / 6.0);
     }

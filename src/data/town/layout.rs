@@ -4,7 +4,7 @@
 //! (a round tower among trees); cars on the roads. Everything is drawn from one seeded generator.
 
 use super::{BLOCK_PITCH, ROAD_WIDTH, TownOptions, ground_half_size};
-use crate::data::raytrace::{Facade, Object, Scene, Shape, Streets, Texture, normalize};
+use crate::data::raytrace::{Facade, Object, Scene, Shape, Streets, Texture};
 use crate::rng::SplitMix64;
 
 /// Wall colour and whether the wall is brick.
@@ -310,5 +310,9 @@ pub fn scene(options: &TownOptions) -> Scene {
         }
     }
     builder.cars(options.blocks_per_side, half);
-    Scene::new(builder.objects, normalize([0.45, 0.3, 1.0]), 0.35)
+    Scene::new(
+        builder.objects,
+        glam::Vec3::new(0.45, 0.3, 1.0).normalize().to_array(),
+        0.35,
+    )
 }
