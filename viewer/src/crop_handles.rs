@@ -5,6 +5,7 @@
 //! plane facing the camera at its depth. Everything here works in the scene image's pixels, so
 //! scripted runs (`crop-drag:X0,Y0,X1,Y1`) and the mouse take one path.
 
+use glam::{Mat3, Vec3};
 use wgsplat::show::edit::project_centre;
 use wgsplat::splat::Camera;
 
@@ -50,12 +51,12 @@ pub fn dragged(
     to: [f32; 2],
 ) -> [f32; 6] {
     let mut crop = *start;
-    let origin = camera.position();
-    let anchor = handle_point(start, handle);
+    let origin = Vec3::from(camera.position());
+    let anchor = Vec3::from(handle_point(start, handle));
     if handle >= CENTRE {
         // The plane through the centre facing the camera: depth along the optical axis.
-        let axis = world_direction(camera, [0.0, 0.0, 1.0]);
-        let depth = dot(sub(anchor, origin), axis);
+        let axis = world_direction(camera, Vec3::Z);
+        let depth = (anchor - origin).dot(axis);
         let (Some(a), Some(b)) = (
             ray_at_depth(camera, from, depth),
             ray_at_depth(camera, to, depth),
@@ -69,8 +70,7 @@ pub fn dragged(
         return crop;
     }
     let (axis, side) = (handle / 2, handle % 2);
-    let mut unit = [0.0; 3];
-    unit[axis] = 1.0;
+    let unit = Vec3::AXES[axis];
     let along = |at: [f32; 2]| nearest_on_line(anchor, unit, origin, pixel_ray(camera, at));
     let (Some(a), Some(b)) = (along(from), along(to)) else {
         return crop;
@@ -87,41 +87,38 @@ pub fn dragged(
 }
 
 /// The world direction of the ray through image point `at` (not normalised).
-fn pixel_ray(camera: &Camera, at: [f32; 2]) -> [f32; 3] {
+fn pixel_ray(camera: &Camera, at: [f32; 2]) -> Vec3 {
     world_direction(
         camera,
-        [
+        Vec3::new(
             (at[0] - camera.cx) / camera.fx,
             (at[1] - camera.cy) / camera.fy,
             1.0,
-        ],
+        ),
     )
 }
 
-/// A camera-space direction in world space (the rotation's transpose).
-fn world_direction(camera: &Camera, d: [f32; 3]) -> [f32; 3] {
-    let r = &camera.rotation;
-    [0, 1, 2].map(|k| r[0][k] * d[0] + r[1][k] * d[1] + r[2][k] * d[2])
+/// A camera-space direction in world space (the rotation's transpose: its rows as columns).
+fn world_direction(camera: &Camera, d: Vec3) -> Vec3 {
+    Mat3::from_cols_array_2d(&camera.rotation) * d
 }
 
 /// Where the ray through image point `at` reaches optical depth `depth` (`None` at or behind the
 /// camera).
-fn ray_at_depth(camera: &Camera, at: [f32; 2], depth: f32) -> Option<[f32; 3]> {
+fn ray_at_depth(camera: &Camera, at: [f32; 2], depth: f32) -> Option<Vec3> {
     if depth.is_nan() || depth <= 0.0 {
         return None;
     }
     // The ray's camera-space z is 1 per unit of `pixel_ray`, so depth scales it directly.
-    let d = pixel_ray(camera, at);
-    let o = camera.position();
-    Some([0, 1, 2].map(|k| o[k] + depth * d[k]))
+    Some(Vec3::from(camera.position()) + depth * pixel_ray(camera, at))
 }
 
 /// The parameter `t` of the point `p + t·e` nearest the ray `o + s·d` (s > 0), or `None` when the
 /// line runs along the ray or the nearest point lies behind the camera.
-fn nearest_on_line(p: [f32; 3], e: [f32; 3], o: [f32; 3], d: [f32; 3]) -> Option<f32> {
-    let w = sub(p, o);
-    let (a, b, c) = (dot(e, e), dot(e, d), dot(d, d));
-    let (dd, ee) = (dot(e, w), dot(d, w));
+fn nearest_on_line(p: Vec3, e: Vec3, o: Vec3, d: Vec3) -> Option<f32> {
+    let w = p - o;
+    let (a, b, c) = (e.dot(e), e.dot(d), d.dot(d));
+    let (dd, ee) = (e.dot(w), d.dot(w));
     let denom = a * c - b * b;
     if denom <= 1e-6 * a * c {
         return None;
@@ -129,14 +126,6 @@ fn nearest_on_line(p: [f32; 3], e: [f32; 3], o: [f32; 3], d: [f32; 3]) -> Option
     let t = (b * ee - c * dd) / denom;
     let s = (a * ee - b * dd) / denom;
     (s > 0.0 && t.is_finite()).then_some(t)
-}
-
-fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 #[cfg(test)]

@@ -2,55 +2,31 @@
 //! conventions (OpenCV axes: x right, y down, z forward), and snapping to dataset cameras.
 
 use eframe::egui;
+use glam::{DVec3, Vec3};
 use wgsplat::splat::Camera;
 
-type Vec3 = [f32; 3];
-
-fn add(a: Vec3, b: Vec3) -> Vec3 {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-fn scale(a: Vec3, s: f32) -> Vec3 {
-    [a[0] * s, a[1] * s, a[2] * s]
-}
-
-fn dot(a: Vec3, b: Vec3) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-fn cross(a: Vec3, b: Vec3) -> Vec3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
+/// `a` at unit length, or `a` itself when it is too short to have a direction.
 fn normalize(a: Vec3) -> Vec3 {
-    let n = dot(a, a).sqrt();
-    if n > 1e-12 { scale(a, 1.0 / n) } else { a }
+    if a.length() > 1e-12 { a.normalize() } else { a }
 }
 
 /// Rotates `v` by `angle` radians about the unit `axis` (Rodrigues).
 fn rotate(v: Vec3, axis: Vec3, angle: f32) -> Vec3 {
     let (s, c) = angle.sin_cos();
-    add(
-        add(scale(v, c), scale(cross(axis, v), s)),
-        scale(axis, dot(axis, v) * (1.0 - c)),
-    )
+    v * c + axis.cross(v) * s + axis * (axis.dot(v) * (1.0 - c))
 }
 
 /// An interactive camera: a pose, an orbit centre in front of it and a vertical field of view.
 #[derive(Clone, Debug)]
 pub struct ViewCamera {
     /// Camera centre in world space.
-    pub eye: Vec3,
+    pub eye: [f32; 3],
     /// World-space unit axes of the camera: right, down, forward.
-    pub axes: [Vec3; 3],
+    pub axes: [[f32; 3]; 3],
     /// Distance from the eye to the orbit centre along the forward axis.
     pub distance: f32,
     /// World direction orbiting turns about.
-    pub up: Vec3,
+    pub up: [f32; 3],
     /// Vertical field of view in degrees.
     pub fov_y_degrees: f32,
     /// A dataset camera shown exactly (its intrinsics and resolution) until the view moves.
@@ -66,18 +42,18 @@ impl ViewCamera {
             eye: camera.position(),
             axes,
             distance: distance.max(1e-3),
-            up: scale(axes[1], -1.0),
+            up: (-Vec3::from(axes[1])).to_array(),
             fov_y_degrees: 2.0 * (0.5 * camera.height as f32 / camera.fy).atan().to_degrees(),
             exact: Some(camera.clone()),
         }
     }
 
     /// A default view of a scene around `center` with radius `extent`, looking along +y.
-    pub fn looking_at(center: Vec3, extent: f32) -> ViewCamera {
+    pub fn looking_at(center: [f32; 3], extent: f32) -> ViewCamera {
         let distance = (2.5 * extent).max(1e-3);
         let axes = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]];
         ViewCamera {
-            eye: add(center, scale(axes[2], -distance)),
+            eye: (Vec3::from(center) + Vec3::from(axes[2]) * -distance).to_array(),
             axes,
             distance,
             up: [0.0, 0.0, 1.0],
@@ -87,7 +63,7 @@ impl ViewCamera {
     }
 
     fn target(&self) -> Vec3 {
-        add(self.eye, scale(self.axes[2], self.distance))
+        Vec3::from(self.eye) + Vec3::from(self.axes[2]) * self.distance
     }
 
     fn moved(&mut self) {
@@ -99,12 +75,12 @@ impl ViewCamera {
         let target = self.target();
         let yaw = -delta.x * 0.006;
         let pitch = delta.y * 0.006;
-        let up = normalize(self.up);
-        let mut axes = self.axes.map(|a| rotate(a, up, yaw));
+        let up = normalize(Vec3::from(self.up));
+        let mut axes = self.axes.map(|a| rotate(Vec3::from(a), up, yaw));
         let right = normalize(axes[0]);
-        axes = axes.map(|a| rotate(a, right, pitch));
-        self.axes = axes.map(normalize);
-        self.eye = add(target, scale(self.axes[2], -self.distance));
+        axes = axes.map(|a| normalize(rotate(a, right, pitch)));
+        self.axes = axes.map(|a| a.to_array());
+        self.eye = (target + axes[2] * -self.distance).to_array();
         self.moved();
     }
 
@@ -112,11 +88,9 @@ impl ViewCamera {
     pub fn pan(&mut self, delta: egui::Vec2, view_height: f32) {
         let per_pixel = 2.0 * self.distance * (0.5 * self.fov_y_degrees.to_radians()).tan()
             / view_height.max(1.0);
-        let shift = add(
-            scale(self.axes[0], -delta.x * per_pixel),
-            scale(self.axes[1], -delta.y * per_pixel),
-        );
-        self.eye = add(self.eye, shift);
+        let [right, down, _] = self.axes.map(Vec3::from);
+        let shift = right * (-delta.x * per_pixel) + down * (-delta.y * per_pixel);
+        self.eye = (Vec3::from(self.eye) + shift).to_array();
         self.moved();
     }
 
@@ -124,20 +98,15 @@ impl ViewCamera {
     pub fn zoom(&mut self, steps: f32) {
         let target = self.target();
         self.distance = (self.distance * (-steps * 0.1).exp()).clamp(1e-3, 1e5);
-        self.eye = add(target, scale(self.axes[2], -self.distance));
+        self.eye = (target + Vec3::from(self.axes[2]) * -self.distance).to_array();
         self.moved();
     }
 
     /// Flies along the camera axes: `motion` is (right, up, forward) in scene units.
-    pub fn fly(&mut self, motion: Vec3) {
-        let step = add(
-            add(
-                scale(self.axes[0], motion[0]),
-                scale(self.axes[1], -motion[1]),
-            ),
-            scale(self.axes[2], motion[2]),
-        );
-        self.eye = add(self.eye, step);
+    pub fn fly(&mut self, motion: [f32; 3]) {
+        let [right, down, forward] = self.axes.map(Vec3::from);
+        let step = right * motion[0] + down * -motion[1] + forward * motion[2];
+        self.eye = (Vec3::from(self.eye) + step).to_array();
         self.moved();
     }
 
@@ -185,7 +154,7 @@ impl ViewCamera {
             });
             if keys.iter().any(|k| *k != 0.0) {
                 let speed = 0.5 * extent.max(1e-3) * dt;
-                self.fly(scale(keys, speed));
+                self.fly((Vec3::from(keys) * speed).to_array());
                 moved = true;
             }
         }
@@ -193,7 +162,7 @@ impl ViewCamera {
     }
 
     /// The wgsplat camera for a `width` x `height` image.
-    pub fn camera(&self, width: u32, height: u32, background: Vec3) -> Camera {
+    pub fn camera(&self, width: u32, height: u32, background: [f32; 3]) -> Camera {
         if let Some(exact) = &self.exact
             && exact.width == width
             && exact.height == height
@@ -205,11 +174,8 @@ impl ViewCamera {
         }
         let f = 0.5 * height as f32 / (0.5 * self.fov_y_degrees.to_radians()).tan();
         let rotation = self.axes;
-        let translation = [
-            -dot(rotation[0], self.eye),
-            -dot(rotation[1], self.eye),
-            -dot(rotation[2], self.eye),
-        ];
+        let eye = Vec3::from(self.eye);
+        let translation = rotation.map(|row| -Vec3::from(row).dot(eye));
         Camera {
             rotation,
             translation,
@@ -229,22 +195,16 @@ impl ViewCamera {
 /// Centre and RMS radius of a point set.
 pub fn point_bounds(points: &[[f32; 3]]) -> ([f32; 3], f32) {
     let n = points.len().max(1) as f64;
-    let mut center = [0.0f64; 3];
-    for p in points {
-        for k in 0..3 {
-            center[k] += f64::from(p[k]) / n;
-        }
-    }
+    let widen = |p: &[f32; 3]| DVec3::from(p.map(f64::from));
+    let center = points.iter().fold(DVec3::ZERO, |sum, p| sum + widen(p) / n);
     let spread: f64 = points
         .iter()
-        .map(|p| {
-            (0..3)
-                .map(|k| (f64::from(p[k]) - center[k]).powi(2))
-                .sum::<f64>()
-                / n
-        })
+        .map(|p| (widen(p) - center).length_squared() / n)
         .sum();
-    (center.map(|c| c as f32), spread.sqrt().max(1e-3) as f32)
+    (
+        center.to_array().map(|c| c as f32),
+        spread.sqrt().max(1e-3) as f32,
+    )
 }
 
 #[cfg(test)]
@@ -266,7 +226,7 @@ mod tests {
             );
         }
         let c = view.camera(64, 48, [0.0; 3]);
-        let p = c.to_camera(centre);
+        let p = c.to_camera(centre.to_array());
         assert!(
             p[0].abs() < 1e-4 && p[1].abs() < 1e-4 && (p[2] - 4.0).abs() < 1e-3,
             "{p:?}"

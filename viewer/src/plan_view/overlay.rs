@@ -5,6 +5,7 @@
 use super::geometry::{GroundRect, Outline, Projector, cell_outline, ground_point};
 use crate::scene::ViewCamera;
 use eframe::egui::{self, Color32, Stroke};
+use glam::Vec3;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -182,20 +183,15 @@ impl PlanOverlay {
         let up = f(frame.up).map(|x| x * flip);
         let (u, v) = (f(frame.u), f(frame.v));
         let tilt = 25f32.to_radians();
-        let forward = [0, 1, 2].map(|k| -up[k] * tilt.cos() + v[k] * tilt.sin());
-        let right = u.map(|x| x * flip);
-        let down = [
-            forward[1] * right[2] - forward[2] * right[1],
-            forward[2] * right[0] - forward[0] * right[2],
-            forward[0] * right[1] - forward[1] * right[0],
-        ];
+        let forward = -Vec3::from(up) * tilt.cos() + Vec3::from(v) * tilt.sin();
+        let right = Vec3::from(u) * flip;
+        let down = forward.cross(right);
         let fov_y_degrees = 50.0f32;
         // Half-angles with a 10% margin, horizontally for the narrowest view expected.
         let tan_y = (0.5 * fov_y_degrees.to_radians()).tan() / 1.1;
         let tan_x = 0.75 * tan_y;
         let e = &self.extent;
-        let target = ground_point(frame, e.center());
-        let dot = |a: [f32; 3], b: [f32; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let target = Vec3::from(ground_point(frame, e.center()));
         // The distance back from the target along `forward` that brings every corner of the
         // extent inside the view: corner offset r is seen at depth r·forward + d.
         let mut distance = 1e-3f32;
@@ -205,16 +201,15 @@ impl PlanOverlay {
             [e.u_max, e.v_max],
             [e.u_min, e.v_max],
         ] {
-            let p = ground_point(frame, corner);
-            let r = [0, 1, 2].map(|k| p[k] - target[k]);
-            let depth = dot(r, forward);
+            let r = Vec3::from(ground_point(frame, corner)) - target;
+            let depth = r.dot(forward);
             distance = distance
-                .max(dot(r, right).abs() / tan_x - depth)
-                .max(dot(r, down).abs() / tan_y - depth);
+                .max(r.dot(right).abs() / tan_x - depth)
+                .max(r.dot(down).abs() / tan_y - depth);
         }
         ViewCamera {
-            eye: [0, 1, 2].map(|k| target[k] - forward[k] * distance),
-            axes: [right, down, forward],
+            eye: (target - forward * distance).to_array(),
+            axes: [right, down, forward].map(|a| a.to_array()),
             distance,
             up,
             fov_y_degrees,
