@@ -3,7 +3,9 @@
 //!
 //! Layers, each using only those below it:
 //! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`]: device, memory accounting, paged tensors,
-//!    generic kernels, the pseudo-random generator and 3×3 linear algebra.
+//!    generic kernels, the pseudo-random generator and 3×3 linear algebra; beside them `external`
+//!    (not in the browser build) finds and runs the programs [`sfm`] and [`show`] drive (COLMAP,
+//!    ffmpeg).
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
@@ -15,6 +17,8 @@
 
 pub mod data;
 pub mod error;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod external;
 pub mod gpu;
 pub mod io;
 pub mod knn;

@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::external::{Tool, query};
 
 /// The camera models `wgsplat train` can undistort (COLMAP's names).
 pub const CAMERA_MODELS: &[&str] = &[
@@ -181,9 +182,32 @@ pub fn mapper(mapper: Mapper, database: &Path, images: &Path, output: &Path) -> 
     args
 }
 
+/// True when this COLMAP was built with CUDA (its banner says "with CUDA"): only then can its
+/// SIFT run on the GPU.
+pub fn colmap_has_cuda(colmap: &Tool) -> bool {
+    query(colmap, &["-h"])
+        .map(|banner| banner_has_cuda(&banner))
+        .unwrap_or(false)
+}
+
+/// Reads COLMAP's banner: "(Commit … with CUDA)" or "… without CUDA".
+pub fn banner_has_cuda(banner: &str) -> bool {
+    banner.contains("with CUDA") && !banner.contains("without CUDA")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_is_read_from_the_banner() {
+        assert!(!banner_has_cuda(
+            "COLMAP 3.8 -- Structure-from-Motion\n (Commit Unknown on Unknown without CUDA)"
+        ));
+        assert!(banner_has_cuda(
+            "COLMAP 3.9 -- Structure-from-Motion\n (Commit 1 on 2024-01-01 with CUDA)"
+        ));
+    }
 
     #[test]
     fn camera_models_are_checked() {

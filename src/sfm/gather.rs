@@ -9,9 +9,9 @@ use serde_json::json;
 use super::frame_select::select_frames;
 use super::inputs::Inputs;
 use super::photos;
-use super::tools::{Tool, ToolLog};
 use super::video;
 use crate::error::Result;
+use crate::external::{Tool, ToolLog};
 
 /// How the images stage is set up.
 #[derive(Clone, Debug)]

@@ -18,7 +18,6 @@ pub mod model;
 pub mod photos;
 pub mod progress;
 pub mod stages;
-pub mod tools;
 pub mod video;
 
 use std::path::{Path, PathBuf};
@@ -31,9 +30,9 @@ pub use colmap::{Mapper, Matcher};
 pub use model::Registration;
 
 use crate::error::{Error, Result};
+use crate::external::{Tool, ToolKind, ToolLog, locate};
 use progress::StageProgress;
 use stages::{Decision, Paths, Stage, StageState};
-use tools::{Tool, ToolKind, ToolLog, locate};
 
 /// Long side images are brought to by default (INRIA's loader rescales wider images to 1600 px).
 pub const DEFAULT_MAX_SIZE: u32 = 1600;
@@ -226,7 +225,7 @@ pub fn run(options: &SfmOptions, line: &(dyn Fn(&str) + Sync)) -> Result<SfmRepo
             .matcher
             .unwrap_or_else(|| Matcher::automatic(names.len(), !inputs.videos.is_empty())),
         mapper: options.mapper,
-        use_gpu: tools::colmap_has_cuda(&colmap),
+        use_gpu: colmap::colmap_has_cuda(&colmap),
     };
     let database = layout.work.join("database.db");
     let features_key = json!({"images": images_key, "camera_model": settings.camera_model,

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::error::{Error, Result};
-use crate::sfm::tools::{Tool, ToolKind, locate};
-use crate::sfm::video::ffmpeg_file_arg;
+use crate::external::{Tool, ToolKind, ffmpeg_file_arg, locate};
 
 /// Constant rate factor of the H.264 encoding: 18 is visually lossless for rendered frames.
 pub const H264_CRF: u32 = 18;
