@@ -8,16 +8,20 @@
 //! The only CPU round trips are the forward pass's 8-byte size readback and, every
 //! `loss_readback_every` iterations, the loss.
 
+mod refine;
 mod step;
+mod views;
 
-use super::config::{Background, TrainConfig};
-use super::densify;
+use refine::step_info;
+use views::check_views_fit_one_binding;
+pub use views::view_loss_options;
+
+use super::config::TrainConfig;
 use super::events::Evaluation;
 use super::image_cache::{ImageCache, ImageCachePlan};
-use super::mcmc;
 use super::profile::{Stage, StageProfile};
 use super::state::ModelState;
-use super::strategy::{self, RefinementReport, StepInfo, Strategy};
+use super::strategy::{self, RefinementReport, Strategy};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::gpu::Encoder;
@@ -25,11 +29,8 @@ use crate::gpu::{GpuContext, MemoryCategory};
 use crate::loss::lpips::Lpips;
 use crate::loss::{LossOptions, loss_and_grad};
 use crate::optim::schedule::{ExponentialDecay, LearningRateSchedule};
-use crate::optim::{AdamConfig, GaussianOptimizer, LearningRates};
-use crate::rng::SplitMix64;
-use crate::splat::forward::{
-    RenderOptions, image_bytes, record_binning, record_projection, record_raster,
-};
+use crate::optim::{AdamConfig, GaussianOptimizer};
+use crate::splat::forward::{RenderOptions, record_binning, record_projection, record_raster};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::{DType, Tensor, TensorReadback};
 
@@ -193,16 +194,6 @@ impl Trainer {
         });
     }
 
-    /// The camera training view `view` renders with: the dataset's, moved by its learned
-    /// correction when pose refinement is on.
-    pub fn training_camera(&self, view: usize) -> Camera {
-        let base = &self.dataset.train[view].camera;
-        match &self.poses {
-            Some(poses) => poses.camera(view, base),
-            None => base.clone(),
-        }
-    }
-
     /// The learned pose corrections (`None` without pose refinement).
     pub fn poses(&self) -> Option<&super::pose::PoseState> {
         self.poses.as_ref()
@@ -257,123 +248,6 @@ impl Trainer {
             .min(self.state.params.max_sh_degree())
     }
 
-    /// The random stream of one iteration: a pure function of the seed and the iteration, so a
-    /// resumed run makes exactly the same choices as an uninterrupted one.
-    fn iteration_rng(&self, iteration: u64) -> SplitMix64 {
-        SplitMix64::new(self.config.seed ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    /// The training view of an iteration: epoch `e` visits every view once, in an order shuffled
-    /// from the seed and `e`.
-    pub fn view_for(&self, iteration: u64) -> usize {
-        let n = self.dataset.train.len();
-        let epoch = iteration / n as u64;
-        let mut order: Vec<usize> = (0..n).collect();
-        let mut rng = SplitMix64::new(
-            self.config
-                .seed
-                .wrapping_add(epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)),
-        );
-        for i in (1..n).rev() {
-            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-            order.swap(i, j);
-        }
-        order[(iteration % n as u64) as usize]
-    }
-
-    /// Training view `view_index`'s image on the GPU, from the cache (a miss records its upload
-    /// into `enc`; see [`ImageCache::resident`]).
-    fn training_image(&mut self, enc: &mut Encoder, view_index: usize) -> Result<Tensor> {
-        let view = &self.dataset.train[view_index];
-        self.image_cache.resident(enc, view_index, view)
-    }
-
-    fn background(&self, rng: &mut SplitMix64) -> [f32; 3] {
-        match self.config.background {
-            Background::Random => [rng.unit(), rng.unit(), rng.unit()],
-            fixed => super::setup::background_color(fixed),
-        }
-    }
-
-    /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
-    /// charge the time to that stage (see [`StageProfile`]).
-    pub fn enable_profiling(&mut self) {
-        self.profile = Some(StageProfile::default());
-    }
-
-    /// The stage timings collected since [`Trainer::enable_profiling`].
-    pub fn profile(&self) -> Option<&StageProfile> {
-        self.profile.as_ref()
-    }
-
-    /// With a profiler, submits `enc` and charges the time to `stage`; otherwise returns `enc`.
-    fn boundary(&mut self, enc: Encoder, stage: Stage) -> Result<Encoder> {
-        match &mut self.profile {
-            Some(profile) => profile.boundary(enc, stage),
-            None => Ok(enc),
-        }
-    }
-
-    fn lap(&mut self, stage: Stage) -> Result<()> {
-        match &mut self.profile {
-            Some(profile) => profile.lap(&self.ctx, stage),
-            None => Ok(()),
-        }
-    }
-
-    /// Runs one densify-and-prune step now, from the statistics accumulated so far (benchmarks
-    /// and front ends; training runs it on the configured schedule).
-    pub fn densify_now(&mut self) -> Result<strategy::DensifyReport> {
-        let prune_big = self.iteration > self.config.opacity_reset_every;
-        self.with_step(|_, ctx, state, step| {
-            crate::gpu::readback::blocking("densify", densify::densify(ctx, state, step, prune_big))
-        })
-    }
-
-    /// Applies a densification decision now (see [`densify::apply_row_changes`]): benchmarks
-    /// and tests of the row operations.
-    pub fn apply_row_changes(
-        &mut self,
-        keep: &Tensor,
-        clone: &Tensor,
-        split: &Tensor,
-    ) -> Result<()> {
-        self.with_step(|_, ctx, state, step| {
-            densify::apply_row_changes(ctx, state, step, keep, clone, split)
-        })
-    }
-
-    /// Relocates dead Gaussians now, as an MCMC refinement does (see
-    /// [`mcmc::relocate_dead`]); returns how many moved.
-    pub fn relocate_dead(&mut self) -> Result<u64> {
-        self.with_step(|_, ctx, state, step| {
-            crate::gpu::readback::blocking("relocation", mcmc::relocate_dead(ctx, state, step))
-        })
-    }
-
-    /// Grows the model now, as an MCMC refinement does (see [`mcmc::grow`]); returns how many
-    /// Gaussians were added.
-    pub fn grow(&mut self) -> Result<u64> {
-        self.with_step(|_, ctx, state, step| mcmc::grow(ctx, state, step))
-    }
-
-    /// Runs `f` on the strategy and the model state with the current iteration's [`StepInfo`]
-    /// (its learning rates from the schedule): the one place the hooks' view is built.
-    pub(super) fn with_step<R>(
-        &mut self,
-        f: impl FnOnce(&mut dyn Strategy, &GpuContext, &mut ModelState, &StepInfo) -> Result<R>,
-    ) -> Result<R> {
-        let lrs = self.schedule.at(self.iteration);
-        let step = step_info(
-            &self.config,
-            &self.dataset,
-            self.iteration,
-            self.rng_state,
-            &lrs,
-        );
-        f(self.strategy.as_mut(), &self.ctx, &mut self.state, &step)
-    }
-
     /// The densification statistics accumulated since the last densification step, `[N, 4]`:
     /// screen-space gradient-norm sum, absgrad-norm sum, views seen, largest screen radius (px).
     /// Tests write them to drive [`Trainer::densify_now`].
@@ -389,78 +263,5 @@ impl Trainer {
     /// The RNG state of the last iteration (stored in checkpoints).
     pub fn rng_state(&self) -> u64 {
         self.rng_state
-    }
-}
-
-/// The hooks' view of iteration `iteration` (see [`Trainer::with_step`]); a function of the
-/// fields it reads, so callers can borrow the strategy and the state beside it.
-pub(super) fn step_info<'a>(
-    config: &'a TrainConfig,
-    dataset: &Dataset,
-    iteration: u64,
-    rng_state: u64,
-    learning_rates: &'a LearningRates,
-) -> StepInfo<'a> {
-    StepInfo {
-        config,
-        iteration,
-        extent: dataset.extent,
-        center: dataset.center,
-        rng_state,
-        learning_rates,
-    }
-}
-
-/// Refuses, before any image is uploaded, a dataset whose largest view (train or test) renders
-/// into more than one storage binding of this adapter (the rasterizer's rule, `image_bytes` in
-/// [`crate::splat::forward`]), naming the view and how much smaller it must be: a photograph
-/// trained at full size (`-r 1`) can pass a mobile or browser adapter's 128 MiB binding limit,
-/// where the 1,600-px default would not.
-fn check_views_fit_one_binding(ctx: &GpuContext, dataset: &Dataset) -> Result<()> {
-    let bytes = |v: &crate::data::View| image_bytes(v.camera.width, v.camera.height);
-    let Some(view) = dataset.views().max_by_key(|v| bytes(v)) else {
-        return Ok(());
-    };
-    let max = ctx.page_bytes();
-    let needed = bytes(view);
-    if needed <= max {
-        return Ok(());
-    }
-    let (width, height) = (view.camera.width, view.camera.height);
-    let shrink = (2u32..)
-        .find(|k| image_bytes(width.div_ceil(*k), height.div_ceil(*k)) <= max)
-        .unwrap_or(u32::MAX);
-    Err(Error::Overflow {
-        what: format!(
-            "view {} ({width}×{height}): the bytes of its render target ({} per pixel) in one GPU binding",
-            view.name,
-            image_bytes(1, 1)
-        ),
-        needed,
-        max,
-        hint: format!(
-            "this adapter binds at most {} pixels per image; train at a lower resolution, {shrink}× \
-             smaller on each side or more (a larger -r, or no -r for photographs: they are \
-             then capped at 1,600 px wide)",
-            max / image_bytes(1, 1)
-        ),
-    })
-}
-
-/// How a view's ground truth enters the loss and the metrics: composited on `background` by its
-/// alpha, or (masked views) taken as it is with the alpha as each pixel's weight (masked pixels
-/// count nowhere; see [`crate::loss`]).
-pub fn view_loss_options(view: &crate::data::View, background: [f32; 3]) -> LossOptions {
-    if view.is_masked() {
-        LossOptions {
-            background: None,
-            mask_by_alpha: true,
-            ..Default::default()
-        }
-    } else {
-        LossOptions {
-            background: Some(background),
-            ..Default::default()
-        }
     }
 }

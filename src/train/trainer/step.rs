@@ -1,4 +1,5 @@
-//! [`Trainer::step`]: one training iteration (its stages are listed on the method).
+//! [`Trainer::step`]: one training iteration (its stages are listed on the method), and the stage
+//! profiler that times them.
 
 use super::*;
 
@@ -270,5 +271,31 @@ impl Trainer {
             self.ctx.trim();
         }
         Ok(())
+    }
+
+    /// Attaches a stage profiler: later iterations drain the device at every stage boundary and
+    /// charge the time to that stage (see [`StageProfile`]).
+    pub fn enable_profiling(&mut self) {
+        self.profile = Some(StageProfile::default());
+    }
+
+    /// The stage timings collected since [`Trainer::enable_profiling`].
+    pub fn profile(&self) -> Option<&StageProfile> {
+        self.profile.as_ref()
+    }
+
+    /// With a profiler, submits `enc` and charges the time to `stage`; otherwise returns `enc`.
+    fn boundary(&mut self, enc: Encoder, stage: Stage) -> Result<Encoder> {
+        match &mut self.profile {
+            Some(profile) => profile.boundary(enc, stage),
+            None => Ok(enc),
+        }
+    }
+
+    fn lap(&mut self, stage: Stage) -> Result<()> {
+        match &mut self.profile {
+            Some(profile) => profile.lap(&self.ctx, stage),
+            None => Ok(()),
+        }
     }
 }
