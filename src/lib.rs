@@ -2,8 +2,9 @@
 //! run through wgpu on Vulkan, Metal or DX12.
 //!
 //! Layers, each using only those below it:
-//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`]: device, memory accounting, paged tensors,
-//!    generic kernels, the pseudo-random generator and 3×3 linear algebra.
+//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`], [`geometry`]: device, memory accounting,
+//!    paged tensors, generic kernels, the pseudo-random generator, 3×3 linear algebra, and
+//!    nearest neighbours and segment-to-ellipsoid distances.
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
@@ -15,6 +16,7 @@
 
 pub mod data;
 pub mod error;
+pub mod geometry;
 pub mod gpu;
 pub mod io;
 pub mod knn;
