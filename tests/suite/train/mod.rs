@@ -10,6 +10,7 @@ use wgsplat::train::{TrainConfig, Trainer};
 
 mod clearance;
 mod densification;
+mod near_plane;
 mod refinement_schedule;
 
 fn short_config(iterations: u64) -> TrainConfig {
