@@ -218,7 +218,13 @@ fn fifty_iterations_as_ply(portable: bool, run: u32) -> Vec<u8> {
         "wgsplat-determinism-{}-{portable}-{run}.ply",
         std::process::id()
     ));
-    wgsplat::io::model::save_gpu_model_as_ply(&ctx, trainer.params(), &path).unwrap();
+    wgsplat::io::model::save_gpu_model_as_ply(
+        &ctx,
+        trainer.params(),
+        &path,
+        Some(trainer.near_plane()),
+    )
+    .unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     bytes
