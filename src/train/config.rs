@@ -20,8 +20,8 @@ pub const MAX_SKY_POINTS: usize = 1_000_000;
 pub const CAPTURE_PRUNE_OPACITY: f32 = 0.005;
 
 /// [`TrainConfig::path_clearance`] of a capture trained with the default strategy: the
-/// Gaussians a camera moving between neighbouring training cameras would sit within 3 standard
-/// deviations of are pruned. On Sceaux and monstree it prunes nothing and scores the same
+/// Gaussians whose ellipsoid of 3 standard deviations comes within the tube round the path
+/// between neighbouring training cameras ([`super::clearance::TUBE_RADIUS`]) are pruned. On Sceaux and monstree it prunes nothing and scores the same
 /// (docs/measurements.md); on a veil grown round a held-out view it lifts that view from 6.4 to
 /// 21.0 dB (`tests/suite/train/clearance.rs`).
 pub const CAPTURE_PATH_CLEARANCE: f32 = 3.0;
@@ -217,7 +217,7 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "is_zero")]
     pub prune_min_views: u32,
     /// Prune, at every refinement, the Gaussians whose ellipsoid of this many standard
-    /// deviations holds a point of the path between neighbouring training cameras
+    /// deviations comes within the tube round the path between neighbouring training cameras
     /// (`--path-clearance`; 0: off, the library's default; see [`super::clearance`]).
     pub path_clearance: f32,
     /// Gaussians whose centre lies nearer a camera than this depth are not drawn

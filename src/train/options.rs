@@ -195,9 +195,10 @@ pub struct TrainOptions {
     /// see (floaters; the count `convert --min-views` uses) [default: off].
     #[arg(long, value_name = "K")]
     pub prune_min_views: Option<u32>,
-    /// Prune, at every densification, the Gaussians so large that a camera moving between two
-    /// neighbouring training cameras would sit within SIGMAS standard deviations of them: the
-    /// veils in front of views between the training views [captures: 3; otherwise off; 0: off].
+    /// Prune, at every densification, the Gaussians whose ellipsoid of SIGMAS standard
+    /// deviations comes within 0.12 camera spacings of the path a camera moving between two
+    /// neighbouring training cameras takes: the veils in front of views between the training
+    /// views [captures: 3; otherwise off; 0: off].
     #[arg(long, value_name = "SIGMAS")]
     pub path_clearance: Option<f32>,
     /// Do not draw Gaussians whose centre lies nearer a camera than DIST (a depth in the
