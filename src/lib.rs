@@ -2,10 +2,10 @@
 //! run through wgpu on Vulkan, Metal or DX12.
 //!
 //! Layers, each using only those below it:
-//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`]: device, memory accounting, paged tensors,
-//!    generic kernels, the pseudo-random generator and 3×3 linear algebra; beside them `external`
-//!    (not in the browser build) finds and runs the programs [`sfm`] and [`show`] drive (COLMAP,
-//!    ffmpeg).
+//! 1. [`gpu`], [`tensor`], [`ops`], [`rng`], [`linalg`], [`geometry`]: device, memory accounting,
+//!    paged tensors, generic kernels, the pseudo-random generator, 3×3 linear algebra, and
+//!    nearest neighbours and segment-to-ellipsoid distances; beside them `external` (not in the
+//!    browser build) finds and runs the programs [`sfm`] and [`show`] drive (COLMAP, ffmpeg).
 //! 2. [`splat`]: projection, binning, sorting, rasterization and their backward passes.
 //! 3. [`loss`] (L1 + D-SSIM, metrics), [`knn`] (k-NN initial scales), [`optim`] (Adam, schedules,
 //!    row surgery for densification).
@@ -19,6 +19,7 @@ pub mod data;
 pub mod error;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod external;
+pub mod geometry;
 pub mod gpu;
 pub mod io;
 pub mod knn;

@@ -119,6 +119,11 @@ pub struct RenderArgs {
     /// Render antialiased splats: for models trained with --antialiased.
     #[arg(long)]
     antialiased: bool,
+    /// Do not draw Gaussians whose centre lies nearer a camera than DIST (a depth in the
+    /// scene's units) [default: the near plane the PLY records, else 0.2 × the median spacing of
+    /// neighbouring training cameras, at least 0.01].
+    #[arg(long, value_name = "DIST")]
+    near_plane: Option<f32>,
     #[command(flatten)]
     video: super::video::VideoArgs,
     #[command(flatten)]
@@ -211,11 +216,30 @@ fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result
     )
 }
 
+/// The near plane `render` and `eval` draw the model with: `--near-plane`, else the one the
+/// model file records, else the dataset's default (which the training run used, when the
+/// dataset is the one it trained on).
+fn near_plane_of(args: &RenderArgs, dataset: &Dataset) -> anyhow::Result<f32> {
+    if let Some(near) = args.near_plane {
+        return Ok(wgsplat::data::near_plane::check_near_plane(
+            near,
+            "--near-plane",
+        )?);
+    }
+    let recorded = match is_lod(&args.ply) {
+        true => None,
+        false => wgsplat::io::model::recorded_near_plane(&args.ply)
+            .with_context(|| format!("reading the near plane {} records", args.ply.display()))?,
+    };
+    Ok(recorded.unwrap_or_else(|| dataset.default_near_plane()))
+}
+
 /// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let mut drawn = open_drawn(ctx, &args)?;
     let background = setup::background_color(setup::parse_background(&args.background)?);
-    let dataset = load_split_dataset(&args, background)?;
+    let mut dataset = load_split_dataset(&args, background)?;
+    dataset.set_near_plane(near_plane_of(&args, &dataset)?);
     if args.video.wanted() {
         if let Some(dir) = &args.video.frames {
             super::guard::refuse_output_among_images(dir, args.dataset.as_deref(), &dataset)?;
@@ -271,6 +295,7 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let params = load_model(ctx, &args.ply)?;
     let background = setup::parse_background(&args.background)?;
     let dataset = load_split_dataset(&args, setup::background_color(background))?;
+    let near_plane = near_plane_of(&args, &dataset)?;
     let degree = params.max_sh_degree();
     let trainer = Trainer::new(
         ctx,
@@ -283,6 +308,7 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             lpips: !args.no_lpips,
             raster_mode: args.raster_mode(),
             exposure: args.exposure,
+            near_plane: Some(near_plane),
             ..TrainConfig::default()
         },
     )?;
@@ -295,7 +321,8 @@ pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             serde_json::to_string_pretty(&json!({
                 "psnr": scores.psnr, "ssim": scores.ssim, "lpips": scores.lpips, "views": views,
                 "masked_views": scores.masked, "exposure_fitted": scores.exposure_fitted,
-                "per_view": scores.per_view, "worst_view": scores.worst_view()
+                "per_view": scores.per_view, "worst_view": scores.worst_view(),
+                "near_plane": near_plane
             }))?
         );
     } else {

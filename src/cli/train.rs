@@ -216,7 +216,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
-    save_gpu_model_as_ply(ctx, trainer.params(), &ply)?;
+    save_gpu_model_as_ply(ctx, trainer.params(), &ply, Some(trainer.near_plane()))?;
     let pose_summary = write_refined_cameras(&trainer, &args.out)?;
     // From here on the model is written: a signal stops what is left and says so.
     let stopped = |stage: &str| {
@@ -267,7 +267,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         "test_views": trainer.dataset().test.len(), "masked_scored_views": scores.masked,
         "exposure_fitted": scores.exposure_fitted, "lpips_skipped": lpips_skipped,
         "per_view": scores.per_view, "worst_view": scores.worst_view(),
-        "pose_refinement": pose_summary,
+        "pose_refinement": pose_summary, "near_plane": trainer.near_plane(),
         "adapter": ctx.info().name, "kernel_path": ctx.info().kernel_path(),
         "peak_gpu_total_bytes": report.total.peak_bytes,
         "peak_rss_bytes": wgsplat::gpu::ProcessMemory::sample().map(|m| m.peak_rss_bytes),

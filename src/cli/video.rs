@@ -69,8 +69,17 @@ fn positive(value: Option<f64>, flag: &str, default: f64) -> anyhow::Result<f64>
     Ok(value)
 }
 
-/// The camera path the options ask for, made from `dataset`'s training cameras or read.
+/// The camera path the options ask for, made from `dataset`'s training cameras or read, drawn
+/// with the near plane of the dataset's views (which `render` gives the model's).
 pub fn build_path(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPath> {
+    let mut path = build_frames(args, dataset)?;
+    if let Some(view) = dataset.views().next() {
+        path.near = view.camera.near;
+    }
+    Ok(path)
+}
+
+fn build_frames(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPath> {
     let kind = args.path.as_deref().unwrap_or("cameras");
     let size = args.size.as_deref().map(parse_size).transpose()?;
     if kind != "cameras" && kind != "orbit" {
@@ -114,6 +123,7 @@ pub fn build_path(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraP
         height: height.max(2),
         fps,
         frames,
+        near: wgsplat::show::camera_path::NEAR,
     })
 }
 

@@ -29,6 +29,7 @@ pub mod image;
 pub mod init;
 mod jpeg_check;
 pub mod lens;
+pub mod near_plane;
 pub mod nerf;
 mod nerf_fields;
 mod options;

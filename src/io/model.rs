@@ -35,13 +35,25 @@ pub fn upload_model(ctx: &GpuContext, model: &PlyModel, label: &str) -> Result<G
     Ok(params)
 }
 
-/// Downloads `params` and writes them to `path` as a 3DGS PLY, atomically.
+/// Downloads `params` and writes them to `path` as a 3DGS PLY, atomically, recording
+/// `near_plane` (the one it was trained with) when given.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_gpu_model_as_ply(
     ctx: &GpuContext,
     params: &GaussianTensors,
     path: &Path,
+    near_plane: Option<f32>,
 ) -> Result<()> {
     let cpu = params.download(ctx)?;
-    super::ply::write_ply(path, &cpu, params.max_sh_degree())
+    super::ply::write_ply_with_near_plane(path, &cpu, params.max_sh_degree(), near_plane)
+}
+
+/// The near plane the model at `path` records: a 3DGS PLY's header comment
+/// ([`super::ply::read_near_plane`]); `None` for a PLY without one and for the formats that hold
+/// no such note.
+pub fn recorded_near_plane(path: &Path) -> Result<Option<f32>> {
+    match ModelFormat::from_path(path) {
+        Ok(ModelFormat::Ply) if path.is_file() => super::ply::read_near_plane(path),
+        _ => Ok(None),
+    }
 }

@@ -50,10 +50,22 @@ pub fn property_names(rest: usize) -> Vec<String> {
 
 /// Writes `gaussians` with SH up to `sh_degree` as a binary 3DGS PLY, atomically (see [`super`]).
 pub fn write_ply(path: &Path, gaussians: &CpuGaussians, sh_degree: u32) -> Result<()> {
-    write_ply_with_progress(
+    write_ply_with_near_plane(path, gaussians, sh_degree, None)
+}
+
+/// [`write_ply`], recording the near plane the model was trained with, when given, in a header
+/// comment (`comment near_plane DIST`; [`read_near_plane`] reads it back).
+pub fn write_ply_with_near_plane(
+    path: &Path,
+    gaussians: &CpuGaussians,
+    sh_degree: u32,
+    near_plane: Option<f32>,
+) -> Result<()> {
+    write_ply_noting(
         path,
         gaussians,
         sh_degree,
+        near_plane,
         &super::progress::Progress::new(),
     )
 }
@@ -65,7 +77,17 @@ pub fn write_ply_with_progress(
     sh_degree: u32,
     progress: &super::progress::Progress,
 ) -> Result<()> {
-    let (header, rest) = ply_header(gaussians, sh_degree)?;
+    write_ply_noting(path, gaussians, sh_degree, None, progress)
+}
+
+fn write_ply_noting(
+    path: &Path,
+    gaussians: &CpuGaussians,
+    sh_degree: u32,
+    near_plane: Option<f32>,
+    progress: &super::progress::Progress,
+) -> Result<()> {
+    let (header, rest) = ply_header(gaussians, sh_degree, near_plane)?;
     let n = gaussians.means.len();
     progress.begin("writing PLY", n as u64);
     write_atomically(path, |w| {
@@ -77,8 +99,17 @@ pub fn write_ply_with_progress(
 
 /// The bytes of [`write_ply`]'s file (for a browser page to offer as a download).
 pub fn ply_bytes(gaussians: &CpuGaussians, sh_degree: u32) -> Result<Vec<u8>> {
+    ply_bytes_with_near_plane(gaussians, sh_degree, None)
+}
+
+/// The bytes of [`write_ply_with_near_plane`]'s file.
+pub fn ply_bytes_with_near_plane(
+    gaussians: &CpuGaussians,
+    sh_degree: u32,
+    near_plane: Option<f32>,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let (header, rest) = ply_header(gaussians, sh_degree)?;
+    let (header, rest) = ply_header(gaussians, sh_degree, near_plane)?;
     encode_ply(
         &mut out,
         Path::new("model.ply"),
@@ -90,9 +121,26 @@ pub fn ply_bytes(gaussians: &CpuGaussians, sh_degree: u32) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Checks `gaussians` and returns the binary PLY header for them with SH up to `sh_degree`, and
-/// the SH rest coefficients per channel.
-fn ply_header(gaussians: &CpuGaussians, sh_degree: u32) -> Result<(String, usize)> {
+/// The near plane the PLY at `path` records (`comment near_plane DIST` in its header, as
+/// [`write_ply_with_near_plane`] writes it); `None` when it records none. Reads the header only.
+pub fn read_near_plane(path: &Path) -> Result<Option<f32>> {
+    let (file, _) = super::host::open_regular_file(path)?;
+    let mut reader = std::io::BufReader::new(file);
+    super::ply_header::parse_header(path, KIND, &mut reader)?.near_plane(path, KIND)
+}
+
+/// [`read_near_plane`] of a whole file held in memory; `name` names it in messages.
+pub fn near_plane_of_bytes(name: &Path, mut bytes: &[u8]) -> Result<Option<f32>> {
+    super::ply_header::parse_header(name, KIND, &mut bytes)?.near_plane(name, KIND)
+}
+
+/// Checks `gaussians` and returns the binary PLY header for them with SH up to `sh_degree` (and
+/// the near plane's comment, when given), and the SH rest coefficients per channel.
+fn ply_header(
+    gaussians: &CpuGaussians,
+    sh_degree: u32,
+    near_plane: Option<f32>,
+) -> Result<(String, usize)> {
     let n = gaussians.means.len();
     let lengths = [
         gaussians.log_scales.len(),
@@ -114,7 +162,15 @@ fn ply_header(gaussians: &CpuGaussians, sh_degree: u32) -> Result<(String, usize
     }
     let rest = coefficient_count(sh_degree) - 1;
     let names = property_names(rest);
-    let mut header = format!("ply\nformat binary_little_endian 1.0\nelement vertex {n}\n");
+    let mut header = String::from("ply\nformat binary_little_endian 1.0\n");
+    if let Some(near) = near_plane {
+        let near = crate::data::near_plane::check_near_plane(near, "near_plane")?;
+        header.push_str(&format!(
+            "comment {} {near}\n",
+            super::ply_header::NEAR_PLANE_COMMENT
+        ));
+    }
+    header.push_str(&format!("element vertex {n}\n"));
     for name in &names {
         header.push_str(&format!("property float {name}\n"));
     }

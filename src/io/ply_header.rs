@@ -63,11 +63,51 @@ pub(super) struct Header {
     pub(super) encoding: Encoding,
     pub(super) elements: Vec<Element>,
     pub(super) bytes: u64,
+    /// The text of each `comment` line, after the word `comment`, in order.
+    pub(super) comments: Vec<String>,
+}
+
+/// The word that starts the header comment recording a model's near plane:
+/// `comment near_plane 0.16` (see [`crate::data::near_plane`]). Readers that do not know it
+/// skip it, as every comment.
+pub const NEAR_PLANE_COMMENT: &str = "near_plane";
+
+impl Header {
+    /// The near plane the `comment near_plane DIST` line records; `None` without one. A line
+    /// whose distance is not a positive number is an error naming the file.
+    pub(super) fn near_plane(&self, path: &Path, kind: &str) -> Result<Option<f32>> {
+        let mut found = None;
+        for comment in &self.comments {
+            let words: Vec<&str> = comment.split_whitespace().collect();
+            if words.first() != Some(&NEAR_PLANE_COMMENT) {
+                continue;
+            }
+            let value = match words.as_slice() {
+                [_, value] => value.parse::<f32>().ok(),
+                _ => None,
+            };
+            let near = value
+                .and_then(|v| crate::data::near_plane::check_near_plane(v, "near_plane").ok())
+                .ok_or_else(|| {
+                    format_error(
+                        path,
+                        kind,
+                        format!(
+                            "the header's comment {comment:?} should give the near plane as one \
+                             positive distance (`comment near_plane 0.16`); fix or remove the line"
+                        ),
+                    )
+                })?;
+            found = Some(near);
+        }
+        Ok(found)
+    }
 }
 
 pub(super) fn parse_header(path: &Path, kind: &str, reader: &mut impl BufRead) -> Result<Header> {
     let mut encoding = None;
     let mut elements: Vec<Element> = Vec::new();
+    let mut comments = Vec::new();
     let mut bytes = 0u64;
     let mut line = Vec::new();
     for number in 1..=MAX_HEADER_LINES {
@@ -127,7 +167,14 @@ pub(super) fn parse_header(path: &Path, kind: &str, reader: &mut impl BufRead) -
             continue;
         }
         match words.as_slice() {
-            [] | ["comment", ..] | ["obj_info", ..] => {}
+            ["comment", ..] => {
+                let rest = text
+                    .trim_start()
+                    .strip_prefix("comment")
+                    .unwrap_or_default();
+                comments.push(rest.trim().to_owned());
+            }
+            [] | ["obj_info", ..] => {}
             ["format", kind, version] => {
                 if !version.starts_with('1') {
                     return Err(bad("only PLY version 1.0 is supported"));
@@ -184,6 +231,7 @@ pub(super) fn parse_header(path: &Path, kind: &str, reader: &mut impl BufRead) -
                     encoding,
                     elements,
                     bytes,
+                    comments,
                 });
             }
             _ => return Err(bad("not a PLY header line")),

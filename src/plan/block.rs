@@ -217,7 +217,12 @@ pub fn train_block(
         });
     }
     let seconds = started.elapsed().as_secs_f64();
-    save_gpu_model_as_ply(ctx, trainer.params(), &dir.join(MODEL_FILE))?;
+    save_gpu_model_as_ply(
+        ctx,
+        trainer.params(),
+        &dir.join(MODEL_FILE),
+        Some(trainer.near_plane()),
+    )?;
     let Some(scores) = trainer.evaluate_unless_stopped(requested)? else {
         // Asked to stop during the final evaluation (minutes on a large block): a checkpoint at
         // the last iteration lets the requeued task score the block without training it again.

@@ -34,10 +34,14 @@ pub struct CameraPath {
     pub fps: f64,
     /// The frames.
     pub frames: Vec<PathFrame>,
+    /// The near plane of the cameras the frames are drawn with (the model's; not in the file:
+    /// a path read from one gets [`NEAR`] until its user sets the model's).
+    pub near: f32,
 }
 
-/// Near and far planes of the cameras made from a path.
-const NEAR: f32 = 0.01;
+/// The near plane of a path made without a model's ([`crate::data::DEFAULT_NEAR`]).
+pub const NEAR: f32 = crate::data::DEFAULT_NEAR;
+/// The far plane of every camera made from a path.
 const FAR: f32 = 1.0e4;
 
 fn path_error(path: &Path, message: String) -> Error {
@@ -239,6 +243,7 @@ impl CameraPath {
             height,
             fps,
             frames,
+            near: NEAR,
         })
     }
 

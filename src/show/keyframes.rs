@@ -148,6 +148,7 @@ impl Keyframes {
             height,
             fps,
             frames: self.sample(count),
+            near: super::camera_path::NEAR,
         })
     }
 }

@@ -69,7 +69,8 @@ pub fn render_path(
     render_path_of(ctx, &mut drawn, path, background, raster_mode, sink, stop)
 }
 
-/// [`render_path`] of any [`Drawn`] model: a level of detail draws each frame's own cut.
+/// [`render_path`] of any [`Drawn`] model: a level of detail draws each frame's own cut. The
+/// frames' cameras have the path's near plane.
 pub fn render_path_of(
     ctx: &GpuContext,
     drawn: &mut Drawn,
@@ -83,7 +84,10 @@ pub fn render_path_of(
         if stop() {
             return Ok(index);
         }
-        let camera = frame.to_camera(path.width, path.height, background);
+        let camera = Camera {
+            near: path.near,
+            ..frame.to_camera(path.width, path.height, background)
+        };
         let params = drawn.gaussians_for(ctx, &camera)?;
         let image = render_rgba8(ctx, &params, &camera, raster_mode)?;
         sink(index, &image)?;

@@ -3,16 +3,20 @@
 //! no training view as more than a faint wash over the whole image, so nothing trains it away;
 //! a view from between them (a test view, a flythrough along the cameras) looks through it as
 //! through a veil. At every refinement the Gaussians whose ellipsoid of `sigmas` standard
-//! deviations holds a point of that path are pruned, with their optimizer state.
+//! deviations comes within the path's tube are pruned, with their optimizer state.
 //!
 //! The path is a set of segments: each training camera to each other camera within
 //! [`NEIGHBOUR_REACH`] times its nearest neighbour's distance (at most
 //! [`MAX_NEIGHBOURS`] of them), and each camera alone, so a capture taken in any order is
-//! covered where it was walked, and a gap left by a held-out view is bridged.
+//! covered where it was walked, and a gap left by a held-out view is bridged. A view between two
+//! cameras is never exactly on their segment, so each segment is thickened into a tube of
+//! [`TUBE_RADIUS`] times the nearer-neighbour spacing of its two cameras: a thin Gaussian beside
+//! the segment, round a view a little off it, is caught too.
 
 use super::state::ModelState;
 use super::strategy::StepInfo;
 use crate::error::Result;
+pub use crate::geometry::{segment_distance, segment_ellipsoid_distance, whitened_distance};
 use crate::gpu::GpuContext;
 use crate::splat::reference::quat_to_matrix;
 use std::collections::HashMap;
@@ -23,13 +27,20 @@ use std::collections::HashMap;
 pub const NEIGHBOUR_REACH: f32 = 2.1;
 /// The most segments one camera starts.
 pub const MAX_NEIGHBOURS: usize = 4;
+/// The radius of the tube round a segment between two cameras, times the smaller of the two
+/// cameras' nearest-neighbour distances: 0.12 catches the veil round a held-out view 0.1 of the
+/// spacing off its neighbours' chord, and on a ring of eight cameras round an object leaves the
+/// object out to 60% of the ring's radius (`clearance_tests.rs`). A camera alone has no tube.
+pub const TUBE_RADIUS: f32 = 0.12;
 /// A Gaussian's box covering more grid cells than this is tested against every segment.
 const MAX_CELLS_PER_QUERY: i64 = 4096;
 
-/// The camera path: segments between neighbouring training cameras, with a grid over them.
+/// The camera path: segments between neighbouring training cameras, each with its tube's
+/// radius, with a grid over them.
 #[derive(Debug, Clone)]
 pub struct CameraPath {
     segments: Vec<[[f32; 3]; 2]>,
+    radii: Vec<f32>,
     cell: f32,
     grid: HashMap<[i32; 3], Vec<u32>>,
     /// Segments spanning too many cells to be listed in each: tested against every Gaussian.
@@ -37,43 +48,46 @@ pub struct CameraPath {
 }
 
 impl CameraPath {
-    /// The path through the camera centres `centres` (see the module's note).
+    /// The path through the camera centres `centres`, with tubes of [`TUBE_RADIUS`] (see the
+    /// module's note).
     pub fn through(centres: &[[f32; 3]]) -> Self {
+        Self::with_tube(centres, TUBE_RADIUS)
+    }
+
+    /// The path through `centres` with tubes of `tube` times the cameras' spacing (0: the
+    /// segments alone).
+    pub fn with_tube(centres: &[[f32; 3]], tube: f32) -> Self {
+        let neighbours = crate::geometry::nearest_others(centres, MAX_NEIGHBOURS);
+        let spacing = neighbours.spacings();
         let mut segments: Vec<[[f32; 3]; 2]> = centres.iter().map(|&c| [c, c]).collect();
-        let mut spacing = Vec::new();
+        let mut radii = vec![0.0; segments.len()];
         let mut pairs = std::collections::BTreeSet::new();
-        for (i, &a) in centres.iter().enumerate() {
-            let mut others: Vec<(f32, usize)> = centres
-                .iter()
-                .enumerate()
-                .map(|(j, &b)| (distance(a, b), j))
-                .filter(|&(d, j)| j != i && d > 0.0 && d.is_finite())
-                .collect();
-            others.sort_by(|x, y| x.0.total_cmp(&y.0));
-            let Some(&(nearest, _)) = others.first() else {
+        for (i, list) in neighbours.lists.iter().enumerate() {
+            let Some(&(nearest, _)) = list.first() else {
                 continue;
             };
-            spacing.push(nearest);
-            for &(_, j) in others
+            for &(_, j) in list
                 .iter()
-                .take(MAX_NEIGHBOURS)
                 .filter(|&&(d, _)| d <= NEIGHBOUR_REACH * nearest)
             {
+                let j = j as usize;
                 pairs.insert((i.min(j), i.max(j)));
             }
         }
-        segments.extend(pairs.into_iter().map(|(i, j)| [centres[i], centres[j]]));
-        spacing.sort_by(f32::total_cmp);
-        let cell = spacing
-            .get(spacing.len() / 2)
-            .copied()
+        for (i, j) in pairs {
+            segments.push([centres[i], centres[j]]);
+            let nearer = spacing[i].unwrap_or(0.0).min(spacing[j].unwrap_or(0.0));
+            radii.push((tube * nearer).max(0.0));
+        }
+        let cell = neighbours
+            .median_spacing()
             .filter(|s| s.is_finite() && *s > 0.0)
             .unwrap_or(1.0);
         let mut grid: HashMap<[i32; 3], Vec<u32>> = HashMap::new();
         let mut long = Vec::new();
-        for (index, &[a, b]) in segments.iter().enumerate() {
-            let lo = cell_of(min3(a, b), cell);
-            let hi = cell_of(max3(a, b), cell);
+        for (index, (&[a, b], &radius)) in segments.iter().zip(&radii).enumerate() {
+            let lo = cell_of(min3(a, b).map(|v| v - radius), cell);
+            let hi = cell_of(max3(a, b).map(|v| v + radius), cell);
             match cell_count(lo, hi) > MAX_CELLS_PER_QUERY {
                 true => long.push(index as u32),
                 false => for_cells(lo, hi, |key| {
@@ -83,6 +97,7 @@ impl CameraPath {
         }
         Self {
             segments,
+            radii,
             cell,
             grid,
             long,
@@ -95,8 +110,8 @@ impl CameraPath {
     }
 
     /// True when the ellipsoid of `sigmas` standard deviations of the Gaussian at `mean`, with
-    /// scales `scales` and rotation `rotation` (row-major, columns the axes), holds a point of
-    /// the path.
+    /// scales `scales` and rotation `rotation` (row-major, columns the axes), comes within a
+    /// segment's tube (holds a point of a segment, for a camera alone).
     pub fn passes_through(
         &self,
         mean: [f32; 3],
@@ -108,12 +123,23 @@ impl CameraPath {
         if !(reach.is_finite() && reach > 0.0) {
             return false;
         }
+        let thinnest = scales.iter().copied().fold(f32::INFINITY, f32::min);
         let lo = cell_of(mean.map(|m| m - reach), self.cell);
         let hi = cell_of(mean.map(|m| m + reach), self.cell);
         let hits = |index: usize| {
-            let [a, b] = self.segments[index];
-            segment_distance(mean, a, b) <= reach
-                && whitened_distance(mean, scales, rotation, a, b) <= sigmas
+            let ([a, b], radius) = (self.segments[index], self.radii[index]);
+            if segment_distance(mean, a, b) > reach + radius {
+                return false;
+            }
+            let whitened = whitened_distance(mean, scales, rotation, a, b);
+            if whitened <= sigmas {
+                return true;
+            }
+            // The ellipsoid grown by the radius lies within the ellipsoid of
+            // `sigmas + radius / thinnest` standard deviations.
+            radius > 0.0
+                && whitened <= sigmas + radius / thinnest.max(f32::MIN_POSITIVE)
+                && segment_ellipsoid_distance(mean, scales, rotation, sigmas, a, b) <= radius
         };
         if cell_count(lo, hi) > MAX_CELLS_PER_QUERY {
             return (0..self.segments.len()).any(hits);
@@ -155,38 +181,6 @@ pub(crate) async fn prune_on_path(
     super::bounds::keep_only(ctx, state, step, &keep)
 }
 
-/// The Mahalanobis distance from `mean` to the segment `a`–`b` under the Gaussian's covariance:
-/// the segment mapped into the Gaussian's whitened frame, where its distance to the origin is a
-/// plain point-to-segment distance (a linear map keeps a segment a segment).
-pub fn whitened_distance(
-    mean: [f32; 3],
-    scales: [f32; 3],
-    rotation: [[f32; 3]; 3],
-    a: [f32; 3],
-    b: [f32; 3],
-) -> f32 {
-    let whiten = |p: [f32; 3]| {
-        let d = sub(p, mean);
-        // Rᵀ d, divided axis by axis by the scale.
-        [0, 1, 2].map(|k| {
-            (rotation[0][k] * d[0] + rotation[1][k] * d[1] + rotation[2][k] * d[2])
-                / scales[k].max(f32::MIN_POSITIVE)
-        })
-    };
-    segment_distance([0.0; 3], whiten(a), whiten(b))
-}
-
-/// The Euclidean distance from `p` to the segment `a`–`b`.
-pub fn segment_distance(p: [f32; 3], a: [f32; 3], b: [f32; 3]) -> f32 {
-    let ab = sub(b, a);
-    let length2 = dot(ab, ab);
-    let t = match length2 > 0.0 {
-        true => (dot(sub(p, a), ab) / length2).clamp(0.0, 1.0),
-        false => 0.0,
-    };
-    distance(p, [0, 1, 2].map(|k| a[k] + t * ab[k]))
-}
-
 fn cell_count(lo: [i32; 3], hi: [i32; 3]) -> i64 {
     (0..3).fold(1i64, |n, k| {
         n.saturating_mul(hi[k] as i64 - lo[k] as i64 + 1)
@@ -209,18 +203,6 @@ fn cell_of(p: [f32; 3], cell: f32) -> [i32; 3] {
             .floor()
             .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32
     })
-}
-
-fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
-    dot(sub(a, b), sub(a, b)).sqrt()
 }
 
 fn min3(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {

@@ -20,8 +20,8 @@ pub const MAX_SKY_POINTS: usize = 1_000_000;
 pub const CAPTURE_PRUNE_OPACITY: f32 = 0.005;
 
 /// [`TrainConfig::path_clearance`] of a capture trained with the default strategy: the
-/// Gaussians a camera moving between neighbouring training cameras would sit within 3 standard
-/// deviations of are pruned. On Sceaux and monstree it prunes nothing and scores the same
+/// Gaussians whose ellipsoid of 3 standard deviations comes within the tube round the path
+/// between neighbouring training cameras ([`super::clearance::TUBE_RADIUS`]) are pruned. On Sceaux and monstree it prunes nothing and scores the same
 /// (docs/measurements.md); on a veil grown round a held-out view it lifts that view from 6.4 to
 /// 21.0 dB (`tests/suite/train/clearance.rs`).
 pub const CAPTURE_PATH_CLEARANCE: f32 = 3.0;
@@ -217,9 +217,16 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "is_zero")]
     pub prune_min_views: u32,
     /// Prune, at every refinement, the Gaussians whose ellipsoid of this many standard
-    /// deviations holds a point of the path between neighbouring training cameras
+    /// deviations comes within the tube round the path between neighbouring training cameras
     /// (`--path-clearance`; 0: off, the library's default; see [`super::clearance`]).
     pub path_clearance: f32,
+    /// Gaussians whose centre lies nearer a camera than this depth are not drawn
+    /// (`--near-plane`, in the scene's units). `None`: the dataset's default,
+    /// [`crate::data::near_plane::NEAR_PLANE_FRACTION`] of the median spacing of the training
+    /// cameras ([`crate::data::near_plane`]); the trainer records the value it used here, so
+    /// checkpoints and `metrics.json` hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_plane: Option<f32>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -304,6 +311,7 @@ impl Default for TrainConfig {
             crop_box: None,
             prune_min_views: 0,
             path_clearance: 0.0,
+            near_plane: None,
         }
     }
 }
@@ -436,6 +444,9 @@ impl TrainConfig {
                  holds 99% of a Gaussian)",
                 self.path_clearance
             ));
+        }
+        if let Some(near) = self.near_plane {
+            crate::data::near_plane::check_near_plane(near, "near_plane")?;
         }
         if !(0.0..=1.0).contains(&self.mcmc_growth) {
             return bad(format!(

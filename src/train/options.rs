@@ -195,11 +195,17 @@ pub struct TrainOptions {
     /// see (floaters; the count `convert --min-views` uses) [default: off].
     #[arg(long, value_name = "K")]
     pub prune_min_views: Option<u32>,
-    /// Prune, at every densification, the Gaussians so large that a camera moving between two
-    /// neighbouring training cameras would sit within SIGMAS standard deviations of them: the
-    /// veils in front of views between the training views [captures: 3; otherwise off; 0: off].
+    /// Prune, at every densification, the Gaussians whose ellipsoid of SIGMAS standard
+    /// deviations comes within 0.12 camera spacings of the path a camera moving between two
+    /// neighbouring training cameras takes: the veils in front of views between the training
+    /// views [captures: 3; otherwise off; 0: off].
     #[arg(long, value_name = "SIGMAS")]
     pub path_clearance: Option<f32>,
+    /// Do not draw Gaussians whose centre lies nearer a camera than DIST (a depth in the
+    /// scene's units), in training and in every render of the model, which records it [default:
+    /// 0.2 × the median spacing of neighbouring training cameras, at least 0.01].
+    #[arg(long, value_name = "DIST")]
+    pub near_plane: Option<f32>,
     /// Antialiased splats (gsplat's `rasterize_mode="antialiased"`, Mip-Splatting's 2D filter).
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
@@ -272,6 +278,7 @@ impl TrainOptions {
         }
         config.prune_min_views = self.prune_min_views.unwrap_or(config.prune_min_views);
         config.path_clearance = self.path_clearance.unwrap_or(config.path_clearance);
+        config.near_plane = self.near_plane.or(config.near_plane);
         if let Some(text) = &self.image_cache {
             config.image_cache = Some(parse_image_cache_size(text)?);
         }
@@ -367,6 +374,14 @@ mod tests {
         assert_eq!(off.path_clearance, 0.0);
         let err = config_of(&["--path-clearance", "11"], false).unwrap_err();
         assert!(err.to_string().contains("path_clearance"), "{err}");
+        // The near plane: the dataset's unless given, checked.
+        assert_eq!(capture.near_plane, None);
+        let near = config_of(&["--near-plane", "0.3"], false).unwrap();
+        assert_eq!(near.near_plane, Some(0.3));
+        for bad in ["0", "-1", "NaN"] {
+            let err = config_of(&[&format!("--near-plane={bad}")], true).unwrap_err();
+            assert!(err.to_string().contains("near_plane"), "{bad}: {err}");
+        }
         let chosen = config_of(&["--prune-opacity", "0.02"], false).unwrap();
         assert_eq!(chosen.prune_opacity, 0.02);
         assert_eq!(

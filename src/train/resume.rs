@@ -178,9 +178,12 @@ impl Trainer {
         ctx: &GpuContext,
         dataset: Dataset,
         checkpoint: Checkpoint,
-        config: TrainConfig,
+        mut config: TrainConfig,
     ) -> Result<Self> {
         if let Some(saved) = saved_config(&checkpoint)? {
+            // The near plane the run used, unless the options name one (a different one is
+            // refused below).
+            config.near_plane = config.near_plane.or(saved.near_plane);
             let conflicts = resume_conflicts(&saved, &config);
             if !conflicts.is_empty() {
                 return Err(Error::InvalidSetting {

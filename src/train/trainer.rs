@@ -84,13 +84,20 @@ pub struct LossReport {
 
 impl Trainer {
     /// A trainer over `dataset`, starting from `params` (see [`super::init::initial_gaussians`]).
+    /// Every view is drawn with the near plane `config.near_plane` (the dataset's default when
+    /// `None`), which [`Trainer::config`] then records.
     pub fn new(
         ctx: &GpuContext,
-        dataset: Dataset,
+        mut dataset: Dataset,
         params: GaussianTensors,
-        config: TrainConfig,
+        mut config: TrainConfig,
     ) -> Result<Self> {
         config.validate_for_training()?;
+        let near = config
+            .near_plane
+            .unwrap_or_else(|| dataset.default_near_plane());
+        dataset.set_near_plane(near);
+        config.near_plane = Some(near);
         if dataset.train.is_empty() {
             return Err(Error::InvalidArgument {
                 op: "train",
@@ -224,6 +231,11 @@ impl Trainer {
     /// The configuration.
     pub fn config(&self) -> &TrainConfig {
         &self.config
+    }
+
+    /// The near plane every view is drawn with (`config().near_plane`, resolved).
+    pub fn near_plane(&self) -> f32 {
+        self.config.near_plane.unwrap_or(crate::data::DEFAULT_NEAR)
     }
 
     /// The dataset.

@@ -172,6 +172,7 @@ impl ViewerApp {
     /// Replaces the model with `source` (stopping any training run).
     fn show_source(&mut self, source: Source, egui_ctx: &egui::Context) -> anyhow::Result<()> {
         let label = source.describe();
+        self.display.near_plane = source.near_plane(self.args.train.near_plane)?;
         self.views = DatasetViews::new(source.dataset(), source.bounds());
         self.plan = None;
         if let Source::Plan {

@@ -11,6 +11,7 @@ use crate::training::Level;
 use crate::video_job::{VideoJob, VideoRequest};
 use eframe::egui;
 use std::sync::Arc;
+use wgsplat::show::CameraPath;
 use wgsplat::splat::{Camera, RasterMode};
 
 /// How near a scripted `crop-drag` must start to a handle, in image pixels.
@@ -20,8 +21,12 @@ impl ViewerApp {
     /// The scene view's camera now, at the size of the last image drawn.
     fn view_camera(&self) -> Camera {
         let [w, h] = self.renderer.size();
-        self.camera
-            .camera(w.max(2), h.max(2), self.display.background)
+        Camera {
+            near: self.display.near_plane,
+            ..self
+                .camera
+                .camera(w.max(2), h.max(2), self.display.background)
+        }
     }
 
     fn raster_mode(&self) -> RasterMode {
@@ -133,7 +138,10 @@ impl ViewerApp {
             Ok(VideoRequest {
                 ctx: self.ctx.clone(),
                 params: self.video_params()?,
-                path,
+                path: CameraPath {
+                    near: self.display.near_plane,
+                    ..path
+                },
                 target: self.path_panel.video_file.clone().into(),
                 background: self.display.background,
                 raster_mode: self.raster_mode(),

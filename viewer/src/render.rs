@@ -25,6 +25,9 @@ pub struct DisplayOptions {
     pub difference_gain: f32,
     /// Draw antialiased splats (for models trained in that mode).
     pub antialiased: bool,
+    /// Gaussians nearer the camera than this depth are not drawn: the model's near plane
+    /// ([`wgsplat::data::near_plane`]).
+    pub near_plane: f32,
 }
 
 impl Default for DisplayOptions {
@@ -35,6 +38,7 @@ impl Default for DisplayOptions {
             background: [0.0; 3],
             difference_gain: 4.0,
             antialiased: false,
+            near_plane: wgsplat::data::DEFAULT_NEAR,
         }
     }
 }
@@ -209,6 +213,7 @@ impl SceneRenderer {
         };
         let camera = Camera {
             background: key.options.background,
+            near: key.options.near_plane,
             ..camera.clone()
         };
         Ok(Some(PendingFrame {

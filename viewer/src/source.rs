@@ -274,6 +274,28 @@ impl Source {
         }
     }
 
+    /// The near plane to draw this source with: `option` (`--near-plane`), else the one the
+    /// model file records, else the training run's (its options', else its dataset's default,
+    /// as the trainer resolves it), else the dataset's default, else
+    /// [`wgsplat::data::DEFAULT_NEAR`].
+    pub fn near_plane(&self, option: Option<f32>) -> anyhow::Result<f32> {
+        if let Some(near) = option {
+            return Ok(wgsplat::data::near_plane::check_near_plane(
+                near,
+                "--near-plane",
+            )?);
+        }
+        let recorded = match self {
+            Source::Model { path, .. } => wgsplat::io::model::recorded_near_plane(path)
+                .with_context(|| format!("reading the near plane {} records", path.display()))?,
+            Source::Training { config, .. } => config.near_plane,
+            Source::Lod { .. } | Source::Plan { .. } => None,
+        };
+        Ok(recorded
+            .or_else(|| self.dataset().map(Dataset::default_near_plane))
+            .unwrap_or(wgsplat::data::DEFAULT_NEAR))
+    }
+
     /// The dataset, if any.
     pub fn dataset(&self) -> Option<&Dataset> {
         match self {

@@ -281,7 +281,12 @@ fn train_loop(
             Some(Command::Pause) => paused = true,
             Some(Command::Resume) => paused = false,
             Some(Command::SavePly(path)) => {
-                let result = save_gpu_model_as_ply(&ctx, trainer.params(), &path);
+                let result = save_gpu_model_as_ply(
+                    &ctx,
+                    trainer.params(),
+                    &path,
+                    Some(trainer.near_plane()),
+                );
                 let mut s = lock(state);
                 match result {
                     Ok(()) => s.note(Level::Info, format!("wrote {}", path.display())),
@@ -331,7 +336,7 @@ fn train_loop(
             &serde_json::json!({ "written_by": "wgsplat-viewer" }),
         )?;
         let ply = out.join("point_cloud.ply");
-        save_gpu_model_as_ply(&ctx, trainer.params(), &ply)?;
+        save_gpu_model_as_ply(&ctx, trainer.params(), &ply, Some(trainer.near_plane()))?;
         println!(
             "wrote {} and {}",
             out.join("checkpoint.bin").display(),

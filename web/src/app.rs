@@ -172,6 +172,14 @@ impl WebApp {
         self.views = DatasetViews::new(None, point_bounds(&model.gaussians.means));
         self.camera = self.views.default_camera();
         self.display.sh_degree = model.sh_degree;
+        // The near plane a 3DGS PLY records (a compressed PLY, also a PLY, records none).
+        let ply = wgsplat::io::formats::ModelFormat::from_path(std::path::Path::new(name))
+            .is_ok_and(|f| matches!(f, wgsplat::io::formats::ModelFormat::Ply));
+        let recorded = match ply {
+            true => wgsplat::io::ply::near_plane_of_bytes(std::path::Path::new(name), bytes)?,
+            false => None,
+        };
+        self.display.near_plane = recorded.unwrap_or(wgsplat::data::DEFAULT_NEAR);
         self.shown = Some(Shown {
             name: name.to_owned(),
             params: Arc::new(params),

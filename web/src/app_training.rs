@@ -23,6 +23,9 @@ impl WebApp {
             self.camera = self.views.default_camera();
             self.panel = ViewPanel::default();
         }
+        if let Some(near) = p.near_plane {
+            self.display.near_plane = near;
+        }
         if let Some(snapshot) = &p.snapshot {
             let first = self
                 .shown
@@ -125,10 +128,11 @@ impl WebApp {
             return;
         };
         *self.downloading.borrow_mut() = true;
-        let (ctx, params, busy) = (
+        let (ctx, params, busy, near) = (
             self.ctx.clone(),
             shown.params.clone(),
             self.downloading.clone(),
+            self.display.near_plane,
         );
         let stem = shown
             .name
@@ -149,7 +153,11 @@ impl WebApp {
                     wgsplat::io::formats::ModelFormat::Spz => {
                         wgsplat::io::spz::spz_bytes(std::path::Path::new(&name), &model)?
                     }
-                    _ => wgsplat::io::ply::ply_bytes(&model.gaussians, model.sh_degree)?,
+                    _ => wgsplat::io::ply::ply_bytes_with_near_plane(
+                        &model.gaussians,
+                        model.sh_degree,
+                        Some(near),
+                    )?,
                 };
                 page::download(&name, &bytes)
             };

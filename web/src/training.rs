@@ -33,6 +33,8 @@ pub struct Progress {
     pub snapshot: Option<Arc<GaussianTensors>>,
     /// The scene's cameras and images, for the View panel (taken by the app once).
     pub views: Option<DatasetViews>,
+    /// The near plane the trainer draws with, once it has started (the page draws with it).
+    pub near_plane: Option<f32>,
     /// Seconds since the first step.
     pub seconds: f64,
     /// What the task is doing, when not stepping ("generating the scene", "done", ...).
@@ -99,6 +101,7 @@ async fn run(
     shared.borrow_mut().phase = "starting".into();
     let params = initial_gaussians_async(ctx, &dataset, &config).await?;
     let mut trainer = Trainer::new(ctx, dataset, params, config)?;
+    shared.borrow_mut().near_plane = Some(trainer.near_plane());
     let started = Instant::now();
     let mut published = Instant::now();
     loop {

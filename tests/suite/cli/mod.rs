@@ -15,6 +15,7 @@ mod budget;
 mod cleanup;
 mod inputs;
 mod lod;
+mod near_plane;
 mod outputs;
 mod refusals;
 mod signals;

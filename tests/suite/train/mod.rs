@@ -10,6 +10,7 @@ use wgsplat::train::{TrainConfig, Trainer};
 
 mod clearance;
 mod densification;
+mod near_plane;
 mod refinement_schedule;
 
 fn short_config(iterations: u64) -> TrainConfig {
@@ -217,7 +218,13 @@ fn fifty_iterations_as_ply(portable: bool, run: u32) -> Vec<u8> {
         "wgsplat-determinism-{}-{portable}-{run}.ply",
         std::process::id()
     ));
-    wgsplat::io::model::save_gpu_model_as_ply(&ctx, trainer.params(), &path).unwrap();
+    wgsplat::io::model::save_gpu_model_as_ply(
+        &ctx,
+        trainer.params(),
+        &path,
+        Some(trainer.near_plane()),
+    )
+    .unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     bytes
