@@ -90,9 +90,11 @@ fn drawing_the_panel_keeps_a_loaded_paths_rate() {
             fps,
             frames: keys,
         };
-        let mut panel = PathPanel::default();
-        panel.keys = Keyframes::from_path(&path);
-        panel.fps = path.fps;
+        let mut panel = PathPanel {
+            keys: Keyframes::from_path(&path),
+            fps: path.fps,
+            ..PathPanel::default()
+        };
         assert_eq!(panel.keys.frame_count(panel.fps), frames);
         draw(&mut panel);
         assert_eq!(panel.fps, fps);
