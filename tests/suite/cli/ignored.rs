@@ -116,19 +116,22 @@ fn a_level_of_detail_refuses_an_empty_budget_and_names_its_memory() {
         "0",
     ]);
     assert!(made.status.success(), "{}", output_text(&made));
+    let out = dir.join("renders");
+    let out = out.to_str().unwrap();
     // A budget of 0 drew one Gaussian.
-    let err = render_failure(&lod, &["--splat-budget", "0"]);
+    let err = render_failure(&lod, &["--splat-budget", "0", "--out", out]);
     assert!(
         err.contains("--splat-budget 0") && err.contains("at least 1"),
         "{err}"
     );
-    let err = render_failure(&lod, &["--lod-memory", "0.5"]);
+    let err = render_failure(&lod, &["--lod-memory", "0.5", "--out", out]);
     assert!(
         err.contains("--lod-memory 0.5")
             && err.contains("level of detail")
             && !err.contains("image cache"),
         "{err}"
     );
+    assert!(!Path::new(out).exists(), "a refused render wrote {out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
