@@ -49,6 +49,34 @@ impl FilterArgs {
             || self.min_views.is_some()
     }
 
+    /// Refuses the dataset options (`--eval`, `--test-every`, `--test-list`, `-r`,
+    /// `--alpha-as-mask`, `--host-image-memory`) without `--min-views`, the only filter that
+    /// reads the dataset.
+    pub fn refuse_unused_dataset_options(&self) -> anyhow::Result<()> {
+        if self.min_views.is_some() {
+            return Ok(());
+        }
+        let d = &self.data_args;
+        let given = [
+            (d.eval, "--eval"),
+            (d.test_every.is_some(), "--test-every"),
+            (d.test_list.is_some(), "--test-list"),
+            (d.resolution.is_some(), "--resolution (-r)"),
+            (d.alpha_as_mask, "--alpha-as-mask"),
+            (d.host_image_memory.is_some(), "--host-image-memory"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+        if let Some(flag) = given {
+            anyhow::bail!(
+                "{flag} chooses the training cameras of --dataset for --min-views K; without \
+                 --min-views it changes nothing: give --dataset DIR --min-views K, or leave {flag} \
+                 out"
+            );
+        }
+        Ok(())
+    }
+
     /// The filters, checked, with the training cameras loaded for --min-views.
     pub fn filters(&self) -> anyhow::Result<Filters> {
         if let Some(a) = self.min_opacity.filter(|a| !(0.0..=1.0).contains(a)) {

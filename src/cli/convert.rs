@@ -109,6 +109,7 @@ pub fn convert(
     filter_args: &super::cleanup::FilterArgs,
 ) -> anyhow::Result<()> {
     let options = spz_args.options()?;
+    filter_args.refuse_unused_dataset_options()?;
     let from = match input_format {
         Some(name) => ModelFormat::from_name(name)?,
         None => ModelFormat::from_path(input)?,

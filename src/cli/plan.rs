@@ -52,8 +52,15 @@ pub struct PartitionArgs {
     engines: wgsplat::plan::EngineArgs,
 }
 
-/// Options of `wgsplat merge`.
+/// Options of `wgsplat merge`. The level-of-detail options need `--lod` (without it they would
+/// change nothing).
 #[derive(clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("lod_options")
+        .args(["page_nodes", "lossless", "refine_steps", "refine_size", "up", "refine_seed"])
+        .multiple(true)
+        .requires("lod")
+))]
 pub struct MergeArgs {
     /// The plan folder (or its plan.json).
     plan: PathBuf,

@@ -138,12 +138,48 @@ pub struct LodDrawArgs {
     #[arg(long)]
     splat_budget: Option<u64>,
     /// The level-of-detail threshold: a node whose projected radius (3σ) is under this many
-    /// pixels is drawn in place of its children.
-    #[arg(long, default_value_t = 1.0)]
-    tau: f32,
-    /// GPU memory for a level of detail's resident pages (e.g. 512MiB, 2GiB).
-    #[arg(long, default_value = "1GiB")]
-    lod_memory: String,
+    /// pixels is drawn in place of its children [default: 1].
+    #[arg(long)]
+    tau: Option<f32>,
+    /// GPU memory for a level of detail's resident pages (e.g. 512MiB, 2GiB) [default: 1GiB].
+    #[arg(long)]
+    lod_memory: Option<String>,
+}
+
+impl LodDrawArgs {
+    /// The first option given, by its flag: they only draw a level-of-detail folder.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.splat_budget.is_some(), "--splat-budget"),
+            (self.tau.is_some(), "--tau"),
+            (self.lod_memory.is_some(), "--lod-memory"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// The cut options and the page memory in bytes, checked.
+    fn options(&self) -> anyhow::Result<(CutOptions, u64)> {
+        let tau = self.tau.unwrap_or(1.0);
+        if !(tau.is_finite() && tau > 0.0) {
+            anyhow::bail!("--tau {tau}: expected a positive number of pixels");
+        }
+        if self.splat_budget == Some(0) {
+            anyhow::bail!("--splat-budget 0: expected at least 1 Gaussian (omit it for no limit)");
+        }
+        let text = self.lod_memory.as_deref().unwrap_or("1GiB");
+        let pool = wgsplat::train::byte_size::parse_byte_size(
+            text,
+            "level-of-detail memory",
+            "the GPU memory for the level of detail's pages",
+        )
+        .with_context(|| format!("--lod-memory {text}"))?;
+        let options = CutOptions {
+            tau_pixels: tau,
+            splat_budget: self.splat_budget.unwrap_or(u64::MAX),
+        };
+        Ok((options, pool))
+    }
 }
 
 /// Whether `path` is a level-of-detail folder.
@@ -154,36 +190,64 @@ fn is_lod(path: &Path) -> bool {
 /// The model of `render`: a model file, or a level-of-detail folder drawn by its cut.
 fn open_drawn(ctx: &GpuContext, args: &RenderArgs) -> anyhow::Result<Drawn> {
     if !is_lod(&args.ply) {
-        if args.lod.splat_budget.is_some() {
+        if args.ply.is_dir() {
             anyhow::bail!(
-                "--splat-budget draws a level-of-detail folder; {} is a model file (make one with \
-                 `wgsplat lod {} --out SCENE.lod`)",
+                "{} is a folder but not a level-of-detail folder (it has no index.json): give a \
+                 model file, or a folder written by `wgsplat lod MODEL --out SCENE.lod`",
+                args.ply.display()
+            );
+        }
+        if let Some(flag) = args.lod.given() {
+            anyhow::bail!(
+                "{flag} draws a level-of-detail folder; {} is a model file (make one with \
+                 `wgsplat lod {} --out SCENE.lod`, or leave {flag} out)",
                 args.ply.display(),
                 args.ply.display()
             );
         }
         return Ok(Drawn::Model(Box::new(load_model(ctx, &args.ply)?)));
     }
-    if !(args.lod.tau.is_finite() && args.lod.tau > 0.0) {
-        anyhow::bail!(
-            "--tau {}: expected a positive number of pixels",
-            args.lod.tau
-        );
-    }
-    let pool = match wgsplat::train::byte_size::parse_image_cache_size(&args.lod.lod_memory) {
-        Ok(bytes) => bytes,
-        Err(e) => anyhow::bail!("--lod-memory {}: {e}", args.lod.lod_memory),
-    };
+    let (options, pool) = args.lod.options()?;
     let renderer = LodRenderer::open(ctx, &args.ply, pool)
         .with_context(|| format!("opening {}", args.ply.display()))?;
     Ok(Drawn::Lod {
         renderer: Box::new(renderer),
-        options: CutOptions {
-            tau_pixels: args.lod.tau,
-            splat_budget: args.lod.splat_budget.unwrap_or(u64::MAX).max(1),
-        },
+        options,
         last: None,
     })
+}
+
+/// Refuses the options `render` would ignore: the path options without `--video` or
+/// `--frames`.
+fn refuse_ignored_render_options(args: &RenderArgs) -> anyhow::Result<()> {
+    if let Some(flag) = args
+        .video
+        .path_option_given()
+        .filter(|_| !args.video.wanted())
+    {
+        anyhow::bail!(
+            "{flag} shapes a camera path's video or frames: give --video OUT.mp4 or --frames DIR \
+             with it (without them `render` draws the dataset's --split views)"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses the options `eval` would ignore: those of a video and of a level of detail.
+fn refuse_ignored_eval_options(args: &RenderArgs) -> anyhow::Result<()> {
+    let video = [
+        (args.video.video.is_some(), "--video"),
+        (args.video.frames.is_some(), "--frames"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag));
+    if let Some(flag) = video
+        .or_else(|| args.video.path_option_given())
+        .or_else(|| args.lod.given())
+    {
+        anyhow::bail!("{flag} is an option of `render`; `eval` only scores a model file");
+    }
+    Ok(())
 }
 
 impl RenderArgs {
@@ -236,6 +300,7 @@ fn near_plane_of(args: &RenderArgs, dataset: &Dataset) -> anyhow::Result<f32> {
 
 /// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    refuse_ignored_render_options(&args)?;
     let mut drawn = open_drawn(ctx, &args)?;
     let background = setup::background_color(setup::parse_background(&args.background)?);
     let mut dataset = load_split_dataset(&args, background)?;
@@ -285,6 +350,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
 
 /// Runs `wgsplat eval`.
 pub fn eval_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
+    refuse_ignored_eval_options(&args)?;
     if is_lod(&args.ply) {
         anyhow::bail!(
             "eval scores a model file; {} is a level-of-detail folder: score the model it was \

@@ -149,6 +149,7 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
         )?;
         Trainer::new(ctx, dataset, initial.params, config.clone())?
     };
+    wgsplat::train::bounds::check_crop_box(ctx, trainer.params(), trainer.config())?;
     println!(
         "training {} train / {} test views, {} Gaussians, {} iterations on {}",
         trainer.dataset().train.len(),
@@ -216,6 +217,8 @@ pub fn train(ctx: &GpuContext, args: TrainArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let ply = args.out.join("point_cloud.ply");
+    // The last step cropped the model; one stopped earlier (`--stop-at`) is cropped here.
+    trainer.crop_to_box_now()?;
     save_gpu_model_as_ply(ctx, trainer.params(), &ply, Some(trainer.near_plane()))?;
     let pose_summary = write_refined_cameras(&trainer, &args.out)?;
     // From here on the model is written: a signal stops what is left and says so.

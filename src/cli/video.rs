@@ -6,10 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::signals::{Interrupted, StopSignals};
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use wgsplat::GpuContext;
 use wgsplat::data::Dataset;
+use wgsplat::show::camera_path::MAX_FPS;
+use wgsplat::show::keyframes::MAX_FRAMES;
 use wgsplat::show::video::{VideoWriter, find_ffmpeg};
 use wgsplat::show::{CameraPath, Drawn, PathFrame, paths, render_path_of};
 use wgsplat::splat::RasterMode;
@@ -48,6 +51,20 @@ impl VideoArgs {
     pub fn wanted(&self) -> bool {
         self.video.is_some() || self.frames.is_some()
     }
+
+    /// The first path option given (`--path`, `--seconds`, `--fps`, `--size`, `--ffmpeg`), by
+    /// its flag: they only shape a video or frames.
+    pub fn path_option_given(&self) -> Option<&'static str> {
+        [
+            (self.path.is_some(), "--path"),
+            (self.seconds.is_some(), "--seconds"),
+            (self.fps.is_some(), "--fps"),
+            (self.size.is_some(), "--size"),
+            (self.ffmpeg.is_some(), "--ffmpeg"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 /// `WxH` as two positive sides.
@@ -61,10 +78,15 @@ fn parse_size(text: &str) -> anyhow::Result<(u32, u32)> {
     })
 }
 
-fn positive(value: Option<f64>, flag: &str, default: f64) -> anyhow::Result<f64> {
+/// `--seconds` or `--fps` (`value`, else `default`), checked: finite, above 0 and at most
+/// `most` (where that is finite).
+fn positive(value: Option<f64>, flag: &str, default: f64, most: f64) -> anyhow::Result<f64> {
     let value = value.unwrap_or(default);
-    if !(value.is_finite() && value > 0.0 && value <= 100_000.0) {
-        anyhow::bail!("{flag} {value} must be a positive number");
+    if !(value.is_finite() && value > 0.0 && value <= most) {
+        if most.is_finite() {
+            anyhow::bail!("{flag} {value}: expected a number above 0 and at most {most}");
+        }
+        anyhow::bail!("{flag} {value}: expected a number above 0");
     }
     Ok(value)
 }
@@ -89,7 +111,7 @@ fn build_frames(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPat
             (path.width, path.height) = (w, h);
         }
         if let Some(fps) = args.fps {
-            path.fps = positive(Some(fps), "--fps", fps)?;
+            path.fps = positive(Some(fps), "--fps", fps, MAX_FPS)?;
         }
         if args.seconds.is_some() {
             anyhow::bail!(
@@ -109,12 +131,19 @@ fn build_frames(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPat
             "the dataset has no training cameras to make a {kind} path from; give --path FILE.json"
         );
     };
-    let fps = positive(args.fps, "--fps", 30.0)?;
-    let seconds = positive(args.seconds, "--seconds", 8.0)?;
-    let count = ((seconds * fps).round() as usize).max(1);
+    let fps = positive(args.fps, "--fps", 30.0, MAX_FPS)?;
+    let seconds = positive(args.seconds, "--seconds", 8.0, f64::INFINITY)?;
+    let count = (seconds * fps).round().max(1.0);
+    if count > MAX_FRAMES as f64 {
+        anyhow::bail!(
+            "--seconds {seconds} at --fps {fps} is {count} frames: a path has at most {MAX_FRAMES} \
+             (an hour at 60 frames/s); give fewer seconds or a lower rate"
+        );
+    }
+    let count = count as usize;
     let (width, height) = size.unwrap_or((first.camera.width & !1, first.camera.height & !1));
     let frames = if kind == "orbit" {
-        paths::orbit(&keys, count).context("the training cameras share no up direction to orbit around (their up axes cancel out); give --path FILE.json")?
+        orbit_frames(&keys, count)?
     } else {
         paths::through(&keys, count)
     };
@@ -125,6 +154,28 @@ fn build_frames(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPat
         frames,
         near: wgsplat::show::camera_path::NEAR,
     })
+}
+
+/// `count` frames of an orbit around what the training cameras `keys` look at, or an error
+/// saying why there is none.
+fn orbit_frames(keys: &[PathFrame], count: usize) -> anyhow::Result<Vec<PathFrame>> {
+    if let Some(frames) = paths::orbit(keys, count) {
+        return Ok(frames);
+    }
+    if paths::mean_up(keys).is_none() {
+        anyhow::bail!(
+            "the training cameras share no up direction to orbit around (their up axes cancel \
+             out); give --path cameras or --path FILE.json"
+        );
+    }
+    anyhow::bail!(
+        "the {} training camera{} give{} no centre to orbit around at a distance (an orbit circles \
+         the point the cameras look at, found where their optical axes meet; one camera, or \
+         cameras whose axes meet at a camera, give none); give --path cameras or --path FILE.json",
+        keys.len(),
+        if keys.len() == 1 { "" } else { "s" },
+        if keys.len() == 1 { "s" } else { "" },
+    )
 }
 
 /// Where the path used is written: `OUT.camera_path.json` beside the video, or
@@ -158,6 +209,9 @@ pub fn render_video(
         }
     }
     let path = build_path(args, dataset)?;
+    // From here on a signal stops the rendering after the current frame, leaving no partial
+    // video (the frames already written to --frames stay).
+    let signals = StopSignals::install()?;
     let mut writer = match &args.video {
         Some(video) => {
             let ffmpeg = find_ffmpeg(args.ffmpeg.as_deref())?;
@@ -204,9 +258,29 @@ pub fn render_video(
             bar.inc(1);
             Ok(())
         },
-        &|| false,
+        &|| signals.requested(),
     )?;
     bar.finish_and_clear();
+    if let Some(signal) = signals.received().filter(|_| written < total) {
+        // Dropping the writer ends ffmpeg and removes the partial video and its log.
+        drop(writer);
+        let frames = match &args.frames {
+            Some(dir) => format!("; the {written} frames rendered are in {}", dir.display()),
+            None => String::new(),
+        };
+        let video = match &args.video {
+            Some(video) => format!("; no video was written to {}", video.display()),
+            None => String::new(),
+        };
+        return Err(Interrupted {
+            signal,
+            message: format!(
+                "stopped by {} after {written} of {total} frames{video}{frames}",
+                signal.name
+            ),
+        }
+        .into());
+    }
     let seconds = start.elapsed().as_secs_f64();
     if let Some(writer) = writer {
         writer.finish()?;
@@ -237,4 +311,37 @@ pub fn render_video(
     }
     println!("{summary}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(position: [f64; 3], up: f64) -> PathFrame {
+        PathFrame {
+            rotation: [[1.0, 0.0, 0.0], [0.0, up, 0.0], [0.0, 0.0, up]],
+            position,
+            fov_y_degrees: 50.0,
+        }
+    }
+
+    /// One camera gives an orbit no centre: the error says so, not that up axes cancel out
+    /// (one camera's up cannot); cameras whose up axes do cancel are told that.
+    #[test]
+    fn an_orbit_without_a_centre_or_an_up_says_which() {
+        let err = orbit_frames(&[key([0.0, 0.0, 3.0], 1.0)], 10)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("1 training camera gives no centre") && !err.contains("cancel"),
+            "{err}"
+        );
+        let err = orbit_frames(
+            &[key([0.0, 0.0, 3.0], 1.0), key([0.0, 0.0, -3.0], -1.0)],
+            10,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("cancel out"), "{err}");
+    }
 }

@@ -1,7 +1,8 @@
 //! Which of a video's frames become images: exact and near duplicates of the frame before are
 //! dropped (a video whose encoder repeats frames, a camera held still), then the blurriest frame
 //! of each run of neighbours (variance of the Laplacian, the sharpness measure the common capture
-//! tools use).
+//! tools use), where the run's frames were taken close enough together to overlap and spare one
+//! ([`RUN_GAP_SECONDS`]).
 
 use std::path::{Path, PathBuf};
 
@@ -100,15 +101,29 @@ pub fn duplicates(thumbnails: &[&[f32]]) -> Vec<bool> {
     duplicate
 }
 
+/// The longest time, in seconds of the video, between neighbouring frames of a run that the
+/// blurriest frame is dropped from: frames taken 6 a second or more. Frames that close see nearly
+/// the same view (a phone carried round a subject turns a degree or two between them), so the
+/// sharper ones cover what the blurriest saw; frames further apart are not near copies, and each
+/// is kept. That is a video's own rate, or the default rate of a video under 50 s.
+pub const RUN_GAP_SECONDS: f64 = 1.0 / 6.0;
+
 /// Which frames to keep: in each run of `run` neighbours (the last run may be shorter), the one
-/// with the lowest sharpness is dropped; runs of one frame keep it. `run` < 2 keeps every frame.
-pub fn keep_sharpest(scores: &[f64], run: usize) -> Vec<bool> {
+/// with the lowest sharpness is dropped, where no two neighbours of the run are more than
+/// [`RUN_GAP_SECONDS`] apart by `times` (each frame's time in the video, in seconds); runs of one
+/// frame, and runs with a longer gap, keep every frame. `run` < 2 keeps every frame.
+pub fn keep_sharpest(scores: &[f64], times: &[f64], run: usize) -> Vec<bool> {
     let mut keep = vec![true; scores.len()];
     if run < 2 {
         return keep;
     }
     for (chunk_index, chunk) in scores.chunks(run).enumerate() {
-        if chunk.len() < 2 {
+        let first = chunk_index * run;
+        let close = times.get(first..first + chunk.len()).is_some_and(|t| {
+            t.windows(2)
+                .all(|w| w[1] - w[0] <= RUN_GAP_SECONDS * (1.0 + 1e-9))
+        });
+        if chunk.len() < 2 || !close {
             continue;
         }
         let blurriest = chunk
@@ -133,9 +148,11 @@ pub struct Selection {
     pub blurred: usize,
 }
 
-/// Summarises `frames` on every core, deletes the duplicates ([`duplicates`]) and then the
-/// blurriest of each run of `run` of those left ([`keep_sharpest`]); returns what is kept.
-pub fn select_frames(frames: Vec<PathBuf>, run: usize) -> Result<Selection> {
+/// Summarises `frames` (taken from a video at `fps` frames per second, in order) on every core,
+/// deletes the duplicates ([`duplicates`]) and then the blurriest of each run of `run` of those
+/// left whose frames are at most [`RUN_GAP_SECONDS`] apart ([`keep_sharpest`]); returns what is
+/// kept.
+pub fn select_frames(frames: Vec<PathBuf>, run: usize, fps: f64) -> Result<Selection> {
     let summaries: Vec<FrameSummary> = frames
         .par_iter()
         .map(|f| summarise(f))
@@ -144,16 +161,23 @@ pub fn select_frames(frames: Vec<PathBuf>, run: usize) -> Result<Selection> {
     let duplicate = duplicates(&thumbnails);
     let mut selection = Selection::default();
     let mut unique = Vec::new();
-    for ((frame, summary), duplicate) in frames.into_iter().zip(&summaries).zip(duplicate) {
+    let mut times = Vec::new();
+    for (index, ((frame, summary), duplicate)) in frames
+        .into_iter()
+        .zip(&summaries)
+        .zip(duplicate)
+        .enumerate()
+    {
         if duplicate {
             remove(&frame)?;
             selection.duplicates += 1;
         } else {
             unique.push((frame, summary.sharpness));
+            times.push(index as f64 / fps);
         }
     }
     let scores: Vec<f64> = unique.iter().map(|u| u.1).collect();
-    for ((frame, _), keep) in unique.into_iter().zip(keep_sharpest(&scores, run)) {
+    for ((frame, _), keep) in unique.into_iter().zip(keep_sharpest(&scores, &times, run)) {
         if keep {
             selection.kept.push(frame);
         } else {
@@ -175,11 +199,34 @@ mod tests {
     #[test]
     fn the_blurriest_of_each_run_is_dropped() {
         let scores = [5.0, 1.0, 7.0, 9.0, 3.0, 8.0, 2.0, 6.0, 4.0];
+        // A 30 frames/s video's own frames.
+        let times: Vec<f64> = (0..scores.len()).map(|i| i as f64 / 30.0).collect();
         assert_eq!(
-            keep_sharpest(&scores, 4),
+            keep_sharpest(&scores, &times, 4),
             [true, false, true, true, true, true, false, true, true]
         );
-        assert!(keep_sharpest(&scores, 1).iter().all(|k| *k));
+        assert!(keep_sharpest(&scores, &times, 1).iter().all(|k| *k));
+    }
+
+    /// Frames taken 0.2 s apart (5 a second: a 10 s phone video gives 50) are not near copies:
+    /// none is dropped as the blurriest of its run, where the same scores at 30 a second lose a
+    /// quarter. Each run is judged by its own span.
+    #[test]
+    fn frames_too_far_apart_to_overlap_are_all_kept() {
+        let scores: Vec<f64> = (0..50).map(|i| f64::from((i * 37) % 11)).collect();
+        let at = |fps: f64| -> Vec<f64> { (0..50).map(|i| f64::from(i) / fps).collect() };
+        let kept = |keep: Vec<bool>| keep.iter().filter(|k| **k).count();
+        assert_eq!(kept(keep_sharpest(&scores, &at(5.0), 4)), 50);
+        assert_eq!(kept(keep_sharpest(&scores, &at(30.0), 4)), 37);
+        // At 6 frames/s and more, neighbours still see one view.
+        assert_eq!(kept(keep_sharpest(&scores, &at(6.0), 4)), 37);
+        assert_eq!(kept(keep_sharpest(&scores, &at(5.9), 4)), 50);
+        // A run across a gap of a second (duplicates dropped there) keeps every frame.
+        let mut across = at(30.0);
+        across[6..].iter_mut().for_each(|t| *t += 1.0);
+        let keep = keep_sharpest(&scores, &across, 4);
+        assert!(keep[4..8].iter().all(|k| *k), "{keep:?}");
+        assert_eq!(kept(keep), 38);
     }
 
     #[test]

@@ -92,14 +92,15 @@ fn video_frames(
             &mut |_| {},
         )?;
         let count = extracted.len();
-        let selection = select_frames(extracted, settings.blur_run)?;
+        let selection = select_frames(extracted, settings.blur_run, fps)?;
         line(&format!(
-            "{}: {:.1} s of video at {fps:.2} frames/s: {count} frames, {} kept ({} duplicates of the frame before dropped, and the blurriest of each {}: {})",
+            "{}: {:.1} s of video at {fps:.2} frames/s: {count} frames, {} kept ({} duplicates of the frame before dropped, and the blurriest of each {} taken at least {:.0} frames/s: {})",
             v.display(),
             info.seconds,
             selection.kept.len(),
             selection.duplicates,
             settings.blur_run,
+            1.0 / super::frame_select::RUN_GAP_SECONDS,
             selection.blurred
         ));
         frames.extend(selection.kept);

@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::external::{Tool, ToolLog, ffmpeg_file_arg, query};
 
 /// Frames extracted from a video when `--fps` is not given (before the blurriest of each run is
-/// dropped): with runs of [`DEFAULT_BLUR_RUN`], about 225 images stay.
+/// dropped): with runs of [`DEFAULT_BLUR_RUN`], about 225 images stay where the frames are close
+/// enough for runs ([`super::frame_select::RUN_GAP_SECONDS`]: videos under about 50 s), 300
+/// otherwise.
 pub const DEFAULT_FRAME_TARGET: f64 = 300.0;
 /// Neighbouring frames per run, of which the blurriest is dropped.
 pub const DEFAULT_BLUR_RUN: usize = 4;

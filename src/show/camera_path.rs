@@ -39,6 +39,15 @@ pub struct CameraPath {
     pub near: f32,
 }
 
+/// The highest frame rate a path is rendered at, frames per second: a path file's rate and
+/// `render --fps` are held to it.
+pub const MAX_FPS: f64 = 100_000.0;
+
+/// Whether `fps` is a frame rate a path can have: finite, above 0 and at most [`MAX_FPS`].
+pub fn valid_fps(fps: f64) -> bool {
+    fps.is_finite() && fps > 0.0 && fps <= MAX_FPS
+}
+
 /// The near plane of a path made without a model's ([`crate::data::DEFAULT_NEAR`]).
 pub const NEAR: f32 = crate::data::DEFAULT_NEAR;
 /// The far plane of every camera made from a path.
@@ -194,7 +203,10 @@ fn rigid_frame(m: &[f64], index: usize, path: &Path) -> Result<([[f64; 3]; 3], [
 
 impl CameraPath {
     /// Reads a nerfstudio `camera_path.json`; a missing field, a matrix that is not rigid, or a
-    /// field of view that is not between 0 and 180 degrees is an error naming the frame.
+    /// field of view that is not between 0 and 180 degrees is an error naming the frame. The
+    /// frames are played over the file's `seconds`, as nerfstudio renders them: the rate is the
+    /// frames ÷ `seconds` (a file nerfstudio or wgsplat wrote has `fps` × `seconds` frames, so
+    /// the two agree); a rate above [`MAX_FPS`] is an error.
     pub fn read(path: &Path) -> Result<CameraPath> {
         let text = crate::data::read_regular_text(path, "the camera path")?;
         let document: Document = serde_json::from_str(&text).map_err(|e| {
@@ -215,10 +227,33 @@ impl CameraPath {
         }
         let width = pixels(&document.render_width, "render_width", path)?;
         let height = pixels(&document.render_height, "render_height", path)?;
-        let fps = positive(&document.fps, "fps", path)?;
-        positive(&document.seconds, "seconds", path)?;
+        let written_fps = positive(&document.fps, "fps", path)?;
+        if !valid_fps(written_fps) {
+            return Err(path_error(
+                path,
+                format!("`fps` is {written_fps}: it must be at most {MAX_FPS} frames per second"),
+            ));
+        }
+        let seconds = positive(&document.seconds, "seconds", path)?;
         if document.camera_path.is_empty() {
             return Err(path_error(path, "`camera_path` has no frames".into()));
+        }
+        let frames_per_second = document.camera_path.len() as f64 / seconds;
+        // The written rate where the two agree but for rounding (a file this module wrote).
+        let fps = if (frames_per_second - written_fps).abs() <= 1e-9 * written_fps {
+            written_fps
+        } else {
+            frames_per_second
+        };
+        if !valid_fps(fps) {
+            return Err(path_error(
+                path,
+                format!(
+                    "{} frames in `seconds` {seconds} play at {fps} frames per second: the rate \
+                     (frames / seconds) must be at most {MAX_FPS}",
+                    document.camera_path.len()
+                ),
+            ));
         }
         let mut frames = Vec::with_capacity(document.camera_path.len());
         for (index, frame) in document.camera_path.iter().enumerate() {
@@ -316,6 +351,49 @@ mod tests {
 }
 
 #[cfg(test)]
+mod rate {
+    use super::*;
+
+    fn path_of(fps: f64, seconds: f64, frames: usize) -> CameraPath {
+        let frame =
+            r#"{"camera_to_world":[1,0,0,0, 0,1,0,0, 0,0,1,3, 0,0,0,1],"fov":50,"aspect":1}"#;
+        let text = format!(
+            r#"{{"camera_type":"perspective","render_height":48,"render_width":64,
+            "camera_path":[{}],"fps":{fps},"seconds":{seconds}}}"#,
+            vec![frame; frames].join(",")
+        );
+        let dir = std::env::temp_dir().join(format!(
+            "wgsplat-path-rate-{}-{fps}-{seconds}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("camera_path.json");
+        std::fs::write(&file, text).unwrap();
+        let path = CameraPath::read(&file).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        path
+    }
+
+    /// nerfstudio plays a path's frames over its `seconds` (its render script takes the rate as
+    /// frames / seconds), so 12 frames over 2 s play at 6 frames/s whatever `fps` says.
+    #[test]
+    fn the_frames_play_over_the_files_seconds() {
+        assert_eq!(path_of(30.0, 2.0, 12).fps, 6.0);
+        assert_eq!(path_of(10.0, 1.2, 12).fps, 10.0);
+        // A path written and read again keeps its rate exactly.
+        let mut path = path_of(7.0, 3.0, 21);
+        path.fps = 29.97;
+        path.frames.truncate(19);
+        let dir = std::env::temp_dir().join(format!("wgsplat-path-again-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("camera_path.json");
+        path.write(&file).unwrap();
+        assert_eq!(CameraPath::read(&file).unwrap().fps, 29.97);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
 mod hostile {
     use super::*;
 
@@ -380,6 +458,16 @@ mod hostile {
                 "reflection",
             ),
             ("zero-fps", GOOD.replace("\"fps\":10", "\"fps\":0"), "`fps`"),
+            (
+                "huge-fps",
+                GOOD.replace("\"fps\":10", "\"fps\":1e300"),
+                "at most 100000",
+            ),
+            (
+                "huge-rate",
+                GOOD.replace("\"seconds\":0.1", "\"seconds\":1e-300"),
+                "must be at most 100000",
+            ),
             (
                 "no-frames",
                 GOOD.replace(r#"[{"camera_to_world""#, r#"[],"x":[{"camera_to_world""#),

@@ -40,6 +40,8 @@ pub struct VideoWriter {
     frames: usize,
     /// One frame's RGB bytes, reused from frame to frame.
     rgb: Vec<u8>,
+    /// Whether an error named ffmpeg's log (which is then kept for the user to read).
+    log_named: bool,
 }
 
 impl VideoWriter {
@@ -54,6 +56,22 @@ impl VideoWriter {
                     width.max(2) & !1,
                     height.max(2) & !1
                 ),
+            ));
+        }
+        if !super::camera_path::valid_fps(fps) {
+            return Err(video_error(
+                target,
+                format!(
+                    "{fps} frames per second: the rate must be above 0 and at most {}",
+                    super::camera_path::MAX_FPS
+                ),
+            ));
+        }
+        if target.is_dir() {
+            return Err(video_error(
+                target,
+                "is a folder: give the video a file name, e.g. path.mp4 (nothing was written)"
+                    .into(),
             ));
         }
         let name = target
@@ -121,6 +139,7 @@ impl VideoWriter {
             height,
             frames: 0,
             rgb: Vec::new(),
+            log_named: false,
         })
     }
 
@@ -147,6 +166,7 @@ impl VideoWriter {
             ));
         };
         if let Err(e) = stdin.write_all(&self.rgb) {
+            self.log_named = true;
             let log = self.log_tail();
             return Err(video_error(
                 &self.target,
@@ -172,9 +192,12 @@ impl VideoWriter {
                 format!("ffmpeg failed ({status}): {}", self.log_tail()),
             ));
         }
-        std::fs::rename(&self.temporary, &self.target)
-            .map_err(|e| crate::io::io_error(&self.target, "rename into place", e))?;
+        let moved = std::fs::rename(&self.temporary, &self.target);
+        if moved.is_err() {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
         let _ = std::fs::remove_file(self.target.with_extension("ffmpeg.log"));
+        moved.map_err(|e| crate::io::io_error(&self.target, "rename into place", e))?;
         Ok(self.frames)
     }
 
@@ -193,11 +216,15 @@ impl VideoWriter {
 impl Drop for VideoWriter {
     fn drop(&mut self) {
         if self.stdin.is_some() {
-            // Not finished (an error or a stop): end ffmpeg and leave no partial file.
+            // Not finished (an error or a stop): end ffmpeg and leave no partial file, nor its
+            // log unless an error pointed to it.
             drop(self.stdin.take());
             let _ = self.child.kill();
             let _ = self.child.wait();
             let _ = std::fs::remove_file(&self.temporary);
+            if !self.log_named {
+                let _ = std::fs::remove_file(self.target.with_extension("ffmpeg.log"));
+            }
         }
     }
 }

@@ -26,11 +26,17 @@ pub fn parse_byte_budget(text: &str) -> Result<ByteBudget> {
 /// Parses `--image-cache`: an absolute size such as `256MiB`, `2GiB` or `500000000` (no
 /// fraction: the cache is sized in bytes, apart from any budget).
 pub fn parse_image_cache_size(text: &str) -> Result<u64> {
-    let how = "write the GPU image cache's size in bytes with a unit (256MiB, 2GiB, 500MB)";
-    match parse_size(text, "image cache", how, false)? {
+    parse_byte_size(text, "image cache", "the GPU image cache's size")
+}
+
+/// Parses an absolute size such as `256MiB`, `2GiB` or `500000000` (no fraction) of `what`
+/// (e.g. "the level of detail's GPU page memory"); errors name `op`.
+pub fn parse_byte_size(text: &str, op: &'static str, what: &str) -> Result<u64> {
+    let how = format!("write {what} in bytes with a unit (256MiB, 2GiB, 500MB)");
+    match parse_size(text, op, &how, false)? {
         ByteBudget::Bytes(bytes) => Ok(bytes),
         ByteBudget::Fraction(f) => Err(Error::InvalidArgument {
-            op: "image cache",
+            op,
             detail: format!("{text:?} reads as a fraction ({f}), which it does not take; {how}"),
         }),
     }

@@ -207,16 +207,74 @@ pub fn log(ui: &mut egui::Ui, lines: &[(Level, String)]) {
         .stick_to_bottom(true)
         .auto_shrink([false, false])
         .show(ui, |ui| {
-            if lines.is_empty() {
-                ui.weak("no warnings or errors");
-            }
-            for (level, text) in lines {
-                let color = match level {
-                    Level::Info => ui.visuals().text_color(),
-                    Level::Warning => egui::Color32::from_rgb(230, 180, 60),
-                    Level::Error => egui::Color32::from_rgb(240, 90, 80),
-                };
-                ui.colored_label(color, text);
-            }
+            // Left-aligned, not justified: in the status bar's column (a justified layout) a
+            // line that wraps would have its first row spread over the width, letter by letter.
+            ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
+                if lines.is_empty() {
+                    ui.weak("no warnings or errors");
+                }
+                for (level, text) in lines {
+                    let color = match level {
+                        Level::Info => ui.visuals().text_color(),
+                        Level::Warning => egui::Color32::from_rgb(230, 180, 60),
+                        Level::Error => egui::Color32::from_rgb(240, 90, 80),
+                    };
+                    ui.colored_label(color, text);
+                }
+            });
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log line too long for its column wraps as text does, its first row not spread out: in
+    /// the status bar's column (as the app lays it out) the galleys are not justified, and the
+    /// first row of "opened model …/a_long_name.ply" is as wide as its letters.
+    #[test]
+    fn a_long_log_line_wraps_without_spreading_its_first_row() {
+        let line = format!(
+            "opened model /{}/point_cloud.ply",
+            ["a_rather_long_folder_name"; 8].join("/")
+        );
+        let lines = vec![(Level::Info, line.clone())];
+        let ctx = egui::Context::default();
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::pos2(0.0, 0.0),
+                egui::vec2(800.0, 300.0),
+            )),
+            ..Default::default()
+        };
+        let mut output = ctx.run_ui(input, |ui| {
+            ui.columns(2, |columns| log(&mut columns[1], &lines));
+        });
+        let shapes = std::mem::take(&mut output.shapes);
+        output.drop_without_applying_deltas();
+        let galley = shapes
+            .into_iter()
+            .find_map(|s| match s.shape {
+                egui::Shape::Text(text) if text.galley.job.text == line => Some(text.galley),
+                _ => None,
+            })
+            .expect("the log line was drawn");
+        assert!(galley.rows.len() > 1, "the line should wrap in its column");
+        assert!(!galley.job.justify, "the log's text is justified");
+        // The first row ("opened model ") is no wider than its glyphs laid out alone.
+        let first = &galley.rows[0];
+        let font = galley.job.sections[0].format.font_id.clone();
+        let natural = ctx.fonts_mut(|fonts| {
+            fonts
+                .layout_no_wrap(first.text(), font, egui::Color32::WHITE)
+                .size()
+                .x
+        });
+        assert!(
+            first.rect().width() <= natural + 1.0,
+            "the first row {:?} spans {} points, its letters {natural}",
+            first.text(),
+            first.rect().width()
+        );
+    }
 }

@@ -10,6 +10,7 @@ use eframe::egui::{self, Color32, Stroke};
 use serde::Serialize;
 use std::path::Path;
 use web_time::Instant;
+use wgsplat::show::camera_path::MAX_FPS;
 use wgsplat::show::keyframes::Keyframes;
 use wgsplat::show::{CameraPath, PathFrame};
 use wgsplat::splat::Camera;
@@ -202,15 +203,22 @@ impl PathPanel {
         egui::Grid::new("path-settings")
             .num_columns(2)
             .show(ui, |ui| {
+                // Any rate a path file may hold is kept (a 60 fps file has keys 1/60 s apart);
+                // only a drag is held to the ranges.
                 ui.label("seconds between keys");
                 ui.add(
                     egui::DragValue::new(&mut self.keys.seconds_between)
-                        .range(0.02..=600.0)
+                        .range(1.0 / MAX_FPS..=3600.0)
+                        .clamp_existing_to_range(false)
                         .speed(0.05),
                 );
                 ui.end_row();
                 ui.label("frames per second");
-                ui.add(egui::DragValue::new(&mut self.fps).range(1.0..=240.0));
+                ui.add(
+                    egui::DragValue::new(&mut self.fps)
+                        .range(0.01..=MAX_FPS)
+                        .clamp_existing_to_range(false),
+                );
                 ui.end_row();
                 ui.label("size");
                 ui.horizontal(|ui| {

@@ -58,3 +58,47 @@ fn play_moves_the_view_along_the_path_and_stops_after_its_end() {
     assert!(!panel.is_playing());
     assert!(!panel.preview(&mut view));
 }
+
+/// Draws `panel` once, as the app does each frame.
+fn draw(panel: &mut PathPanel) {
+    let ctx = egui::Context::default();
+    let input = egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(
+            egui::pos2(0.0, 0.0),
+            egui::vec2(800.0, 600.0),
+        )),
+        ..Default::default()
+    };
+    let view = Camera::facing_origin(64, 48, 4.0, [0.0; 3]);
+    let mut log = Vec::new();
+    let output = ctx.run_ui(input, |ui| {
+        panel.show(ui, &view, &mut log);
+    });
+    output.drop_without_applying_deltas();
+}
+
+/// A path file's rate survives the panel: a 60 fps `camera_path.json` of 121 frames keeps its
+/// keys 1/60 s apart once the panel has drawn (121 frames, not 145), and one at half a frame per
+/// second keeps its rate.
+#[test]
+fn drawing_the_panel_keeps_a_loaded_paths_rate() {
+    for (fps, frames) in [(60.0, 121), (0.5, 5)] {
+        let keys = panel().keys.sample(frames);
+        let path = CameraPath {
+            width: 64,
+            height: 48,
+            fps,
+            frames: keys,
+        };
+        let mut panel = PathPanel {
+            keys: Keyframes::from_path(&path),
+            fps: path.fps,
+            ..PathPanel::default()
+        };
+        assert_eq!(panel.keys.frame_count(panel.fps), frames);
+        draw(&mut panel);
+        assert_eq!(panel.fps, fps);
+        assert_eq!(panel.keys.seconds_between, 1.0 / fps);
+        assert_eq!(panel.keys.frame_count(panel.fps), frames, "at {fps} fps");
+    }
+}

@@ -186,8 +186,12 @@ fn open_lod(ctx: &GpuContext, dir: &Path, args: &Args) -> anyhow::Result<Source>
         "--tau {}: expected a positive number of pixels",
         args.tau
     );
-    let budget = wgsplat::train::byte_size::parse_image_cache_size(&args.lod_memory)
-        .map_err(|e| anyhow::anyhow!("--lod-memory {}: {e}", args.lod_memory))?;
+    let budget = wgsplat::train::byte_size::parse_byte_size(
+        &args.lod_memory,
+        "level-of-detail memory",
+        "the GPU memory for the level of detail's pages",
+    )
+    .map_err(|e| anyhow::anyhow!("--lod-memory {}: {e}", args.lod_memory))?;
     let scene = LodScene::open(dir).with_context(|| format!("opening {}", dir.display()))?;
     check_budget(&scene, budget)?;
     let gpu = LodGpu::new(ctx, &scene, budget)

@@ -250,6 +250,7 @@ fn train_loop(
     // `--save-every` comes with `--out` (checked when the options are read).
     let save_every = config.save_every;
     let mut trainer = Trainer::new(&ctx, job.dataset, params, config)?;
+    wgsplat::train::bounds::check_crop_box(&ctx, trainer.params(), trainer.config())?;
     let mut last_saved = 0;
     let mut paused = false;
     let mut published: Option<u64> = None;

@@ -181,6 +181,11 @@ impl Trainer {
                 train_psnr: psnr,
             });
         }
+        // The model a run ends with lies inside its crop box: Gaussians drift out between
+        // densifications and after the last one.
+        if self.iteration == self.config.iterations {
+            self.crop_to_box().await?;
+        }
         // Score the model the optimizer step produced. Its refinement waits for the next step
         // (see `refine_if_due`), so the evaluation never measures a reset or a fresh split.
         self.due_evaluation = None;
@@ -213,6 +218,33 @@ impl Trainer {
             max_steps: self.config.iterations,
         }
         .at(self.iteration)
+    }
+
+    /// Drops the Gaussians outside the configuration's crop box (`--crop-box`; nothing without
+    /// one); returns how many were dropped. The last step runs it, so the model a run ends with
+    /// lies inside the box; run it before writing a model taken earlier (`--stop-at`).
+    pub async fn crop_to_box(&mut self) -> Result<u64> {
+        if self.config.crop_box.is_none() {
+            return Ok(0);
+        }
+        let lrs = self.schedule.at(self.iteration);
+        let step = super::step_info(
+            &self.config,
+            &self.dataset,
+            self.iteration,
+            self.rng_state,
+            &lrs,
+        );
+        let dropped = crate::train::bounds::crop_to_box(&self.ctx, &mut self.state, &step).await?;
+        if dropped > 0 {
+            self.ctx.trim();
+        }
+        Ok(dropped)
+    }
+
+    /// [`Trainer::crop_to_box`], waiting for its readback.
+    pub fn crop_to_box_now(&mut self) -> Result<u64> {
+        crate::gpu::readback::blocking("cropping to the crop box", self.crop_to_box())
     }
 
     /// Runs the refinement (densification, opacity reset, MCMC relocation and growth) due after

@@ -13,6 +13,7 @@ use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 
 mod budget;
 mod cleanup;
+mod ignored;
 mod inputs;
 mod lod;
 mod near_plane;

@@ -1,6 +1,7 @@
 //! A signal once training is over: the model is already written, so the final evaluation (and
 //! whatever follows it) stops at the next view, says so, and the process exits with the signal's
-//! status instead of scoring on through a scheduler's grace period.
+//! status instead of scoring on through a scheduler's grace period. A signal while a video
+//! renders stops it at the next frame with no partial file left.
 
 use super::*;
 
@@ -74,5 +75,64 @@ fn sigint_during_the_final_evaluation_keeps_the_model_and_stops() {
         seconds < PROMPT_SECONDS,
         "{seconds:.1} s from SIGINT to the exit:\n{text}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SIGINT while `render --video` renders ends it with status 130 at the next frame, saying how
+/// far it got, and leaves no partial video, temporary file or ffmpeg log behind.
+#[cfg(unix)]
+#[test]
+fn sigint_during_a_video_leaves_no_partial_files() {
+    use std::time::{Duration, Instant};
+    if !super::video::have_ffmpeg() {
+        return;
+    }
+    let dir = temp_dir("sigint-video");
+    let model = dir.join("grid.ply");
+    super::video::write_coloured_grid(&model);
+    let video = dir.join("orbit.mp4");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgsplat"))
+        .args([
+            "render",
+            model.to_str().unwrap(),
+            "--builtin-resolution",
+            "16",
+        ])
+        .args(["--video", video.to_str().unwrap(), "--path", "orbit"])
+        .args(["--seconds", "1000", "--fps", "10", "--size", "32x32"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // ffmpeg's log is created as it starts, just before the first frame.
+    let log = dir.join("orbit.ffmpeg.log");
+    let started = Instant::now();
+    while !log.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no ffmpeg after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = child.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(kill.success(), "kill -INT {pid} failed:\n{text}");
+    assert_eq!(out.status.code(), Some(130), "{}:\n{text}", out.status);
+    assert!(
+        text.contains("stopped by SIGINT after") && text.contains("of 10000 frames"),
+        "{text}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["grid.ply"], "left behind:\n{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -29,7 +29,7 @@ fn psnr(a: &[u8], b: &[u8]) -> f64 {
     10.0 * (255.0f64 * 255.0 / mse.max(1e-12)).log10()
 }
 
-fn have_ffmpeg() -> bool {
+pub(super) fn have_ffmpeg() -> bool {
     let found = Command::new("ffmpeg").arg("-version").output().is_ok();
     assert!(
         found || std::env::var_os("CI").is_none(),
@@ -64,7 +64,7 @@ fn camera_path_json(frames: &[serde_json::Value], angle_x: f64, size: u32) -> St
 
 /// A 9 × 9 × 9 grid of small opaque Gaussians around the origin (where the duck's cameras look),
 /// coloured by position, so that every view of it differs from the others.
-fn write_coloured_grid(path: &Path) {
+pub(super) fn write_coloured_grid(path: &Path) {
     let mut gaussians = wgsplat::splat::reference::CpuGaussians::default();
     const SH_C0: f32 = 0.282_094_8;
     for i in 0..9 * 9 * 9 {
@@ -269,5 +269,46 @@ fn a_video_along_the_test_cameras_matches_their_renders_and_paths_are_checked() 
         assert!(err.contains("input") || err.contains("over"), "{err}");
     }
     assert_eq!(std::fs::read(&ply).unwrap(), model_bytes);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A video asked over an existing folder is refused before any frame is rendered (it used to
+/// fail only when the finished video was moved into place), leaving nothing beside it: no
+/// temporary video, no ffmpeg log.
+#[test]
+fn a_video_over_a_folder_is_refused_first_and_leaves_nothing() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let dir = temp_dir("video-folder");
+    let model = dir.join("grid.ply");
+    write_coloured_grid(&model);
+    let target = dir.join("taken.mp4");
+    std::fs::create_dir_all(&target).unwrap();
+    let err = expect_failure(&[
+        "render",
+        model.to_str().unwrap(),
+        "--builtin-resolution",
+        "16",
+        "--video",
+        target.to_str().unwrap(),
+        "--path",
+        "orbit",
+        "--seconds",
+        "2",
+        "--fps",
+        "10",
+    ]);
+    assert!(
+        err.contains("taken.mp4") && err.contains("is a folder"),
+        "{err}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["grid.ply", "taken.mp4"], "left beside the video");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
