@@ -8,7 +8,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use wgsplat::GpuContext;
 use wgsplat::data::{Dataset, View};
-use wgsplat::io::lod::{CutOptions, LodRenderer};
+use wgsplat::io::lod::{CutOptions, LodRenderer, LodScene};
 use wgsplat::io::model::load_model_to_gpu;
 use wgsplat::show::Drawn;
 use wgsplat::splat::{GaussianTensors, RasterMode};
@@ -169,16 +169,16 @@ fn open_drawn(ctx: &GpuContext, args: &RenderArgs) -> anyhow::Result<Drawn> {
         Ok(bytes) => bytes,
         Err(e) => anyhow::bail!("--lod-memory {}: {e}", args.lod.lod_memory),
     };
+    let scene =
+        LodScene::open(&args.ply).with_context(|| format!("opening {}", args.ply.display()))?;
+    wgsplat::io::lod::pool::check_budget(&scene, pool)?;
     let renderer = LodRenderer::open(ctx, &args.ply, pool)
         .with_context(|| format!("opening {}", args.ply.display()))?;
-    Ok(Drawn::Lod {
-        renderer: Box::new(renderer),
-        options: CutOptions {
-            tau_pixels: args.lod.tau,
-            splat_budget: args.lod.splat_budget.unwrap_or(u64::MAX).max(1),
-        },
-        last: None,
-    })
+    let options = CutOptions {
+        tau_pixels: args.lod.tau,
+        splat_budget: args.lod.splat_budget.unwrap_or(u64::MAX).max(1),
+    };
+    Ok(Drawn::lod(renderer, options))
 }
 
 impl RenderArgs {
@@ -211,6 +211,13 @@ fn load_split_dataset(args: &RenderArgs, background: [f32; 3]) -> anyhow::Result
     )
 }
 
+/// Warns on stderr when a level of detail drew frames without pages their cut wanted.
+pub(crate) fn warn_of_shortfall(drawn: &Drawn) {
+    if let Some(warning) = drawn.shortfall().and_then(|s| s.warning()) {
+        eprintln!("warning: {warning}");
+    }
+}
+
 /// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     let mut drawn = open_drawn(ctx, &args)?;
@@ -220,7 +227,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         if let Some(dir) = &args.video.frames {
             super::guard::refuse_output_among_images(dir, args.dataset.as_deref(), &dataset)?;
         }
-        return super::video::render_video(
+        super::video::render_video(
             ctx,
             &args.ply,
             &mut drawn,
@@ -228,7 +235,9 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             &args.video,
             background,
             args.raster_mode(),
-        );
+        )?;
+        warn_of_shortfall(&drawn);
+        return Ok(());
     }
     let views = match args.split.as_str() {
         "test" => &dataset.test,
@@ -256,6 +265,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         args.split,
         args.out.display()
     );
+    warn_of_shortfall(&drawn);
     Ok(())
 }
 
