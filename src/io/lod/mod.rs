@@ -11,6 +11,7 @@ mod emit;
 pub mod format;
 pub mod merge;
 pub mod pool;
+pub mod quality;
 pub mod read;
 pub mod refine;
 mod refine_adam;

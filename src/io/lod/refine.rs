@@ -30,6 +30,9 @@ use crate::tensor::Tensor;
 /// Gaussians from 28.2 to 34.0 dB against the full model (docs/lod.md).
 pub const DEFAULT_STEPS: usize = 400;
 
+/// [`RefineOptions::target_scale`] unless told.
+pub const DEFAULT_TARGET_SCALE: u32 = 4;
+
 /// How a level of detail's interior nodes are optimised.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RefineOptions {
@@ -47,6 +50,10 @@ pub struct RefineOptions {
     pub seed: u64,
     /// Multiplies every learning rate.
     pub learning_rate_scale: f32,
+    /// The targets are the full model rendered this many times larger along each side and
+    /// area-downsampled (1: at the views' own size). A view's own size aliases where the model's
+    /// Gaussians are smaller than a pixel, and a cut fitted to that aliasing draws it too.
+    pub target_scale: u32,
 }
 
 impl Default for RefineOptions {
@@ -59,6 +66,7 @@ impl Default for RefineOptions {
             up: None,
             seed: 0,
             learning_rate_scale: 1.0,
+            target_scale: DEFAULT_TARGET_SCALE,
         }
     }
 }
@@ -137,6 +145,59 @@ fn psnr(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 
+/// The full model's image from `camera`, rendered `scale` times larger and area-downsampled (an
+/// image tensor of `camera`'s size, as the renderer writes it).
+fn supersampled(
+    ctx: &GpuContext,
+    full: &GaussianTensors,
+    camera: &Camera,
+    scale: u32,
+    sh_degree: u32,
+) -> Result<Tensor> {
+    if scale <= 1 {
+        return Ok(render(ctx, full, camera, render_options(sh_degree))?.image);
+    }
+    let big = super::quality::scaled(camera, scale);
+    let image = render(ctx, full, &big, render_options(sh_degree))?;
+    let shape = image.image.shape().to_vec();
+    let pixels = image.image.read::<f32>(ctx)?;
+    let (w, h, s) = (
+        camera.width as usize,
+        camera.height as usize,
+        scale as usize,
+    );
+    let mut out = vec![0f32; w * h * 4];
+    for y in 0..h * s {
+        for x in 0..w * s {
+            let from = (y * w * s + x) * 4;
+            let to = ((y / s) * w + x / s) * 4;
+            for c in 0..4 {
+                out[to + c] += pixels[from + c];
+            }
+        }
+    }
+    let n = (s * s) as f32;
+    out.iter_mut().for_each(|v| *v /= n);
+    let mut small_shape = shape;
+    let dims = small_shape.len();
+    if dims >= 3 {
+        small_shape[dims - 3] = h;
+        small_shape[dims - 2] = w;
+    } else {
+        small_shape = vec![out.len()];
+    }
+    let mut enc = ctx.encoder("lod refine: target");
+    let t = Tensor::from_slice(
+        &mut enc,
+        &out,
+        &small_shape,
+        MemoryCategory::Other,
+        "lod refine target",
+    )?;
+    ctx.submit(enc)?;
+    Ok(t)
+}
+
 /// Mean PSNR of each camera's cut at `fraction` of the leaves against its full render.
 fn score(
     ctx: &GpuContext,
@@ -180,6 +241,13 @@ fn check(options: &RefineOptions) -> Result<()> {
         Some(format!(
             "budget fractions {lo}–{hi} must satisfy 0 < low ≤ high ≤ 1"
         ))
+    } else if !(1..=8).contains(&options.target_scale)
+        || u64::from(options.size) * u64::from(options.target_scale) > 8192
+    {
+        Some(format!(
+            "a target scale of {} is outside 1–8 or makes targets wider than 8192 px",
+            options.target_scale
+        ))
     } else if !(options.learning_rate_scale.is_finite() && options.learning_rate_scale > 0.0) {
         Some(format!(
             "a learning-rate scale of {} must be positive",
@@ -217,9 +285,7 @@ pub fn refine_tree(
         tree.sh_degree,
     )?;
     let sh = tree.sh_degree;
-    let render_full = |camera: &Camera| -> Result<Tensor> {
-        Ok(render(ctx, &full, camera, render_options(sh))?.image)
-    };
+    let render_full = |camera: &Camera| supersampled(ctx, &full, camera, options.target_scale, sh);
     let cameras: Vec<Camera> = (0..options.views)
         .map(|_| random_camera(&mut rng, &frame, options.up, options.size))
         .collect();
