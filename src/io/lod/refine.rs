@@ -2,8 +2,10 @@
 //! 3DGS's hierarchy optimisation, as distillation). The merge ([`super::merge`]) matches moments,
 //! which keeps a node's mass and colour but not what its children look like from afar: texture
 //! finer than the node is averaged away and its edges blur. Here each step renders the full model
-//! from a random camera as the target, draws the cut of a random splat budget from the same camera
-//! ([`super::cut_reference`]), and moves the interior nodes in that cut down the gradient of the
+//! from a random camera as the target (supersampled: rendered larger and area-downsampled, so
+//! that the nodes learn the model's look rather than the aliasing of its sub-pixel Gaussians),
+//! draws the cut of a random splat budget from the same camera ([`super::cut_reference`]), and
+//! moves the interior nodes in that cut down the gradient of the
 //! training loss (L1 and SSIM) between the two images. The leaves, the model's own Gaussians,
 //! never change, so a cut that reaches them is the full model as before.
 //!
@@ -25,9 +27,8 @@ use crate::splat::reference::CpuGaussians;
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::Tensor;
 
-/// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told: on the built-in
-/// town tiled 5 × 5 (1.01M Gaussians), 400 steps raised a far view's cut at a tenth of the
-/// Gaussians from 28.2 to 34.0 dB against the full model (docs/lod.md).
+/// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told (docs/lod.md gives
+/// the quality for each budget).
 pub const DEFAULT_STEPS: usize = 400;
 
 /// [`RefineOptions::target_scale`] unless told.

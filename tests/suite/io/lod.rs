@@ -1,6 +1,8 @@
 //! Level of detail on a trained model tiled into a city: the near cut draws the full model, a
 //! far cut under a tenth and a quarter of the Gaussians approximates it, a camera approaching in
-//! small steps sees no frame jump, and a small page pool keeps its bytes while flying over.
+//! small steps sees no frame jump, a small page pool keeps its bytes while flying over, identical
+//! tiles at equal distance are drawn alike, and against a supersampled truth a tenth of the city
+//! beats both every Gaussian and the naive tenth.
 
 use std::sync::OnceLock;
 use wgsplat::GpuContext;
@@ -362,8 +364,10 @@ fn identical_tiles_at_equal_distance_are_drawn_alike_and_the_budget_is_spent() {
         };
         let (g, report) = lod.prepare(&ctx, &top, options, Loading::Complete).unwrap();
         assert!(report.cut_nodes <= budget, "{report:?}");
+        // Measured: 99.6, 100 and 100% of the budget spent at 5, 10 and 20%; 91.9, 99.4 and
+        // 92.6% when a budget that fell inside a bin refined none of it.
         assert!(
-            report.cut_nodes as f64 >= 0.9 * budget as f64,
+            report.cut_nodes as f64 >= 0.97 * budget as f64,
             "at {fraction}: {} of a budget of {budget} spent",
             report.cut_nodes
         );
