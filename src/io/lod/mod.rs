@@ -4,6 +4,7 @@
 //!
 //! See `docs/lod.md` for the format and the measured quality for each budget.
 
+pub mod check;
 pub mod city;
 pub mod cut;
 pub mod cut_reference;

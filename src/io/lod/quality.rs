@@ -5,9 +5,18 @@
 
 use crate::GpuContext;
 use crate::error::Result;
+use crate::gpu::MemoryCategory;
 use crate::io::ply::PlyModel;
 use crate::splat::forward::{RenderOptions, render};
 use crate::splat::{Camera, GaussianTensors};
+use crate::tensor::Tensor;
+
+fn options(sh_degree: u32) -> RenderOptions {
+    RenderOptions {
+        sh_degree,
+        ..Default::default()
+    }
+}
 
 /// A view's RGB image (clamped to 0–1), rendered from `camera`.
 pub fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> Result<Vec<f32>> {
@@ -69,6 +78,59 @@ pub fn truth(
     let big = scaled(camera, scale.max(1));
     let image = rgb(ctx, full, &big)?;
     Ok(area_downsample(&image, big.width, big.height, scale.max(1)))
+}
+
+/// The full model's image from `camera`, rendered `scale` times larger and area-downsampled (an
+/// image tensor of `camera`'s size, as the renderer writes it).
+pub fn supersampled(
+    ctx: &GpuContext,
+    full: &GaussianTensors,
+    camera: &Camera,
+    scale: u32,
+    sh_degree: u32,
+) -> Result<Tensor> {
+    if scale <= 1 {
+        return Ok(render(ctx, full, camera, options(sh_degree))?.image);
+    }
+    let big = scaled(camera, scale);
+    let image = render(ctx, full, &big, options(sh_degree))?;
+    let shape = image.image.shape().to_vec();
+    let pixels = image.image.read::<f32>(ctx)?;
+    let (w, h, s) = (
+        camera.width as usize,
+        camera.height as usize,
+        scale as usize,
+    );
+    let mut out = vec![0f32; w * h * 4];
+    for y in 0..h * s {
+        for x in 0..w * s {
+            let from = (y * w * s + x) * 4;
+            let to = ((y / s) * w + x / s) * 4;
+            for c in 0..4 {
+                out[to + c] += pixels[from + c];
+            }
+        }
+    }
+    let n = (s * s) as f32;
+    out.iter_mut().for_each(|v| *v /= n);
+    let mut small_shape = shape;
+    let dims = small_shape.len();
+    if dims >= 3 {
+        small_shape[dims - 3] = h;
+        small_shape[dims - 2] = w;
+    } else {
+        small_shape = vec![out.len()];
+    }
+    let mut enc = ctx.encoder("lod refine: target");
+    let t = Tensor::from_slice(
+        &mut enc,
+        &out,
+        &small_shape,
+        MemoryCategory::Other,
+        "lod refine target",
+    )?;
+    ctx.submit(enc)?;
+    Ok(t)
 }
 
 /// The naive cut of `count` Gaussians: those of largest opacity times the area of their two

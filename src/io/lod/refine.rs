@@ -14,6 +14,7 @@
 //! the leaves up ([`super::tree::rebuild_spheres`]) so that the spheres still nest.
 
 use super::cut_reference;
+use super::quality::supersampled;
 use super::refine_adam::NodeAdam;
 use super::refine_cameras::{frame_of, random_camera};
 use super::tree::{LodTree, Skeleton, copy_leaf, rebuild_spheres};
@@ -25,7 +26,6 @@ use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, render};
 use crate::splat::reference::CpuGaussians;
 use crate::splat::{Camera, GaussianTensors};
-use crate::tensor::Tensor;
 
 /// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told (docs/lod.md gives
 /// the quality for each budget).
@@ -144,59 +144,6 @@ fn psnr(a: &[f32], b: &[f32]) -> f64 {
     } else {
         -10.0 * mse.log10()
     }
-}
-
-/// The full model's image from `camera`, rendered `scale` times larger and area-downsampled (an
-/// image tensor of `camera`'s size, as the renderer writes it).
-fn supersampled(
-    ctx: &GpuContext,
-    full: &GaussianTensors,
-    camera: &Camera,
-    scale: u32,
-    sh_degree: u32,
-) -> Result<Tensor> {
-    if scale <= 1 {
-        return Ok(render(ctx, full, camera, render_options(sh_degree))?.image);
-    }
-    let big = super::quality::scaled(camera, scale);
-    let image = render(ctx, full, &big, render_options(sh_degree))?;
-    let shape = image.image.shape().to_vec();
-    let pixels = image.image.read::<f32>(ctx)?;
-    let (w, h, s) = (
-        camera.width as usize,
-        camera.height as usize,
-        scale as usize,
-    );
-    let mut out = vec![0f32; w * h * 4];
-    for y in 0..h * s {
-        for x in 0..w * s {
-            let from = (y * w * s + x) * 4;
-            let to = ((y / s) * w + x / s) * 4;
-            for c in 0..4 {
-                out[to + c] += pixels[from + c];
-            }
-        }
-    }
-    let n = (s * s) as f32;
-    out.iter_mut().for_each(|v| *v /= n);
-    let mut small_shape = shape;
-    let dims = small_shape.len();
-    if dims >= 3 {
-        small_shape[dims - 3] = h;
-        small_shape[dims - 2] = w;
-    } else {
-        small_shape = vec![out.len()];
-    }
-    let mut enc = ctx.encoder("lod refine: target");
-    let t = Tensor::from_slice(
-        &mut enc,
-        &out,
-        &small_shape,
-        MemoryCategory::Other,
-        "lod refine target",
-    )?;
-    ctx.submit(enc)?;
-    Ok(t)
 }
 
 /// Mean PSNR of each camera's cut at `fraction` of the leaves against its full render.

@@ -122,7 +122,7 @@ pub fn check_output(out: &Path) -> Result<()> {
 /// non-empty folder that is not one. Returns the index written.
 pub fn write_lod(tree: &LodTree, out: &Path, options: WriteOptions) -> Result<LodIndex> {
     check_output(out)?;
-    super::tree::check_spheres(&tree.skeleton)?;
+    super::check::check_spheres(&tree.skeleton)?;
     let shown = out;
     let out = &resolved(out)?;
     let page_nodes = options.page_nodes.max(super::tree::MAX_CHILDREN as u64);
