@@ -13,7 +13,7 @@ var<private> params: CutParams;
 @group(0) @binding(2) var<storage, read> links: array<vec4<u32>>;
 // Per page: first node, and its slot in the pool.
 @group(0) @binding(3) var<storage, read> pages_info: array<vec2<u32>>;
-// The chosen bin first (lod_cut.wgsl's cut_state).
+// The cut's state (lod_cut.wgsl's cut_state): the threshold in fine steps at index 5.
 @group(0) @binding(4) var<storage, read> cut_state: array<u32>;
 // The cut's nodes, ascending.
 @group(0) @binding(5) var<storage, read> cut_nodes: array<u32>;
@@ -46,7 +46,7 @@ fn cut_resolve(
     let n = cut_nodes[i];
     let link = links[n];
     let row = pool_row(n, link.y);
-    let b = f32(cut_state[0]);
+    let b = f32(cut_state[5]) / f32(FINE);
     var weight = 0.0;
     var parent_row = NO_ROW;
     var family = 1u;

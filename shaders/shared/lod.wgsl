@@ -29,6 +29,8 @@ struct CutParams {
 const BINS: u32 = 256u;
 const BIN_ONE_PIXEL: f32 = 128.0;
 const BINS_PER_OCTAVE: f32 = 16.0;
+// Steps per bin of the fine threshold: the cut's threshold is a multiple of 1/FINE of a bin.
+const FINE: u32 = 256u;
 const NOT_RESIDENT: u32 = 0xffffffffu;
 const NO_NODE: u32 = 0xffffffffu;
 
@@ -67,4 +69,15 @@ fn size_level(s: vec4<f32>) -> f32 {
 // The smallest bin at or above a continuous level, clamped to 0..=BINS.
 fn level_bin(level: f32) -> u32 {
     return u32(clamp(ceil(level), 0.0, f32(BINS)));
+}
+
+// The smallest fine step (1/FINE of a bin) at or above a continuous level, clamped to
+// 0..=BINS * FINE; its bin is fine_to_bin of it.
+fn level_fine(level: f32) -> u32 {
+    return u32(clamp(ceil(level * f32(FINE)), 0.0, f32(BINS * FINE)));
+}
+
+// The smallest bin at or above a fine step.
+fn fine_to_bin(f: u32) -> u32 {
+    return (f + FINE - 1u) / FINE;
 }

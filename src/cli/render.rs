@@ -8,7 +8,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use wgsplat::GpuContext;
 use wgsplat::data::{Dataset, View};
-use wgsplat::io::lod::{CutOptions, LodRenderer};
+use wgsplat::io::lod::{CutOptions, LodRenderer, LodScene};
 use wgsplat::io::model::load_model_to_gpu;
 use wgsplat::show::Drawn;
 use wgsplat::splat::{GaussianTensors, RasterMode};
@@ -208,13 +208,12 @@ fn open_drawn(ctx: &GpuContext, args: &RenderArgs) -> anyhow::Result<Drawn> {
         return Ok(Drawn::Model(Box::new(load_model(ctx, &args.ply)?)));
     }
     let (options, pool) = args.lod.options()?;
+    let scene =
+        LodScene::open(&args.ply).with_context(|| format!("opening {}", args.ply.display()))?;
+    wgsplat::io::lod::pool::check_budget(&scene, pool)?;
     let renderer = LodRenderer::open(ctx, &args.ply, pool)
         .with_context(|| format!("opening {}", args.ply.display()))?;
-    Ok(Drawn::Lod {
-        renderer: Box::new(renderer),
-        options,
-        last: None,
-    })
+    Ok(Drawn::lod(renderer, options))
 }
 
 /// Refuses the options `render` would ignore: the path options without `--video` or
@@ -298,6 +297,13 @@ fn near_plane_of(args: &RenderArgs, dataset: &Dataset) -> anyhow::Result<f32> {
     Ok(recorded.unwrap_or_else(|| dataset.default_near_plane()))
 }
 
+/// Warns on stderr when a level of detail drew frames without pages their cut wanted.
+pub(crate) fn warn_of_shortfall(drawn: &Drawn) {
+    if let Some(warning) = drawn.shortfall().and_then(|s| s.warning()) {
+        eprintln!("warning: {warning}");
+    }
+}
+
 /// Runs `wgsplat render`: the requested split's views, one PNG each.
 pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
     refuse_ignored_render_options(&args)?;
@@ -309,7 +315,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         if let Some(dir) = &args.video.frames {
             super::guard::refuse_output_among_images(dir, args.dataset.as_deref(), &dataset)?;
         }
-        return super::video::render_video(
+        super::video::render_video(
             ctx,
             &args.ply,
             &mut drawn,
@@ -317,7 +323,9 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
             &args.video,
             background,
             args.raster_mode(),
-        );
+        )?;
+        warn_of_shortfall(&drawn);
+        return Ok(());
     }
     let views = match args.split.as_str() {
         "test" => &dataset.test,
@@ -345,6 +353,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         args.split,
         args.out.display()
     );
+    warn_of_shortfall(&drawn);
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use crate::splat::forward::{RenderOptions, render};
 use crate::splat::{Camera, GaussianTensors, RasterMode};
 
 pub use camera_path::{CameraPath, PathFrame};
-pub use drawn::Drawn;
+pub use drawn::{Drawn, Shortfall};
 
 /// Renders `params` from `camera` at its full SH degree and reads the image back as 8-bit RGBA
 /// (clamped to [0, 1], rounded).

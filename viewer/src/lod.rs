@@ -10,16 +10,12 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 use wgsplat::GpuContext;
-use wgsplat::io::lod::cut::row_width;
-use wgsplat::io::lod::{CutOptions, LodGpu, LodScene};
-use wgsplat::splat::reference::CpuGaussians;
+use wgsplat::io::lod::render::Settling;
+use wgsplat::io::lod::{CutOptions, Loading, LodGpu, LodScene};
 use wgsplat::splat::{Camera, GaussianTensors};
 
 /// Pages a frame loads by default: enough to fill in quickly, few enough to keep frames short.
 pub const LOADS_PER_FRAME: usize = 4;
-
-/// Most cut-and-load rounds in one frame.
-const MAX_ROUNDS: usize = 16;
 
 /// What the frames of a level of detail did: the figures the panel shows and a test checks.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -82,33 +78,16 @@ pub struct LodStream {
     last: Option<(Camera, CutOptions, Arc<GaussianTensors>)>,
     /// A failed load leaves the pool out of step with the GPU: later frames report it.
     broken: Option<String>,
-    /// The camera and options the pages in `settling` were loaded for.
-    settle_key: Option<(Camera, CutOptions)>,
-    /// Pages loaded since the camera or options last changed. They count as read while the
-    /// view stays, so that a cut wanting more pages than the pool holds fills it and stops,
-    /// instead of evicting each frame what the frame before loaded (a page of children that
-    /// fall outside the view is wanted but never read).
-    settling: BTreeSet<u32>,
+    /// The pages loaded for the current view (the library's residency keeps them).
+    settling: Settling,
 }
 
 /// Checks that `budget_bytes` holds at least two pages of `scene` (the pool's least).
 pub fn check_budget(scene: &LodScene, budget_bytes: u64) -> anyhow::Result<()> {
-    let page = page_bytes(scene);
-    anyhow::ensure!(
-        scene.page_count() < 2 || budget_bytes >= 2 * page,
-        "a level-of-detail memory budget of {budget_bytes} bytes holds fewer than two pages of \
-         {page} bytes ({} Gaussians of SH degree {}): give at least {} bytes (--lod-memory)",
-        scene.index.page_nodes,
-        scene.index.sh_degree,
-        2 * page
-    );
-    Ok(())
+    Ok(wgsplat::io::lod::pool::check_budget(scene, budget_bytes)?)
 }
 
-/// Bytes one page of `scene` takes in the pool.
-pub fn page_bytes(scene: &LodScene) -> u64 {
-    scene.index.page_nodes * u64::from(row_width(scene.index.sh_degree)) * 4
-}
+pub use wgsplat::io::lod::pool::page_bytes;
 
 impl LodStream {
     /// A stream over `scene` whose GPU state `gpu` was made with `budget_bytes` (checked with
@@ -138,8 +117,7 @@ impl LodStream {
             stats,
             last: None,
             broken: None,
-            settle_key: None,
-            settling: BTreeSet::new(),
+            settling: Settling::default(),
         }
     }
 
@@ -159,13 +137,6 @@ impl LodStream {
     /// progress (a full pool that cannot evict makes none until the camera moves).
     pub fn needs_more(&self) -> bool {
         self.broken.is_none() && self.stats.pages_missing > 0 && self.stats.last_loaded > 0
-    }
-
-    /// Marks `used` and the pages loaded for this view as read by a new frame.
-    fn mark_used(&mut self, used: &[u32]) {
-        let mut pages = used.to_vec();
-        pages.extend(self.settling.iter().filter(|&&p| self.gpu.is_resident(p)));
-        self.gpu.pool.mark_used(&pages);
     }
 
     fn note_resident(&mut self) {
@@ -220,54 +191,34 @@ impl LodStream {
         F: Future<Output = anyhow::Result<Vec<u8>>>,
     {
         let options = self.options;
-        let key = Some((camera.clone(), options));
-        if self.settle_key != key {
-            self.settle_key = key;
-            self.settling.clear();
-        }
-        let mut allowance = self.loads_per_frame.max(1);
-        self.stats.last_loaded = 0;
-        let mut cut = self.gpu.cut_async(ctx, camera, options).await?;
-        for round in 0..=MAX_ROUNDS {
-            self.stats.wanted.extend(&cut.wanted_pages);
-            self.stats.used.extend(&cut.used_pages);
-            if cut.wanted_pages.is_empty() || allowance == 0 || round == MAX_ROUNDS {
-                break;
-            }
-            self.mark_used(&cut.used_pages);
-            let plan = self.gpu.pool.plan_loads(&cut.wanted_pages, allowance);
-            if plan.loads.is_empty() {
-                break;
-            }
-            allowance = allowance.saturating_sub(plan.loads.len());
-            let mut pages: Vec<(u32, CpuGaussians)> = Vec::with_capacity(plan.loads.len());
-            for &(page, _) in &plan.loads {
-                let file = self.scene.index.pages[page as usize].file.clone();
-                let bytes = read(page, file.clone())
+        let scene = &self.scene;
+        let read_page = |page: u32| {
+            let file = scene.index.pages[page as usize].file.clone();
+            let bytes = read(page, file.clone());
+            async move {
+                let bytes = bytes
                     .await
                     .with_context(|| format!("loading page {page} ({file})"))?;
-                let g = self.scene.decode_page(page as usize, &bytes)?;
-                pages.push((page, g));
+                Ok::<_, anyhow::Error>(scene.decode_page(page as usize, &bytes)?)
             }
-            self.gpu.upload(ctx, &plan, |page| {
-                let at = pages.iter().position(|(p, _)| *p == page);
-                Ok(at.map(|i| pages.swap_remove(i).1).unwrap_or_default())
-            })?;
-            self.stats.loaded.extend(plan.loads.iter().map(|(p, _)| *p));
-            self.settling.extend(plan.loads.iter().map(|(p, _)| *p));
-            self.stats.pages_loaded += plan.loads.len() as u64;
-            self.stats.pages_evicted += plan.evicted.len() as u64;
-            self.stats.last_loaded += plan.loads.len();
-            self.note_resident();
-            cut = self.gpu.cut_async(ctx, camera, options).await?;
-        }
-        self.mark_used(&cut.used_pages);
+        };
+        let loading = Loading::AtMost(self.loads_per_frame.max(1));
+        let (cut, report) = self
+            .gpu
+            .load_and_cut(ctx, &mut self.settling, camera, options, loading, read_page)
+            .await?;
+        self.stats.wanted.extend(&report.wanted);
+        self.stats.used.extend(&report.used);
+        self.stats.loaded.extend(&report.loaded);
+        self.stats.pages_loaded += report.pages_loaded as u64;
+        self.stats.pages_evicted += report.pages_evicted as u64;
+        self.stats.last_loaded = report.pages_loaded;
         let gaussians = Arc::new(self.gpu.emit(ctx, camera, options, &cut)?);
         self.stats.frames += 1;
         self.stats.gaussians = cut.count;
         self.stats.tau_pixels = cut.tau_pixels;
         self.stats.budget_raised = cut.budget_raised;
-        self.stats.pages_missing = cut.wanted_pages.len();
+        self.stats.pages_missing = report.pages_missing;
         self.note_resident();
         self.last = Some((camera.clone(), options, gaussians.clone()));
         Ok(gaussians)

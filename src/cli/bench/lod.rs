@@ -1,10 +1,13 @@
 //! `wgsplat bench lod MODEL`: the quality and frame time of a level of detail at each splat
 //! budget. The model is tiled over a square grid on its ground plane (a trained town made into a
-//! city), its level of detail built and written, and two views rendered at 5, 10, 25, 50 and 100%
-//! of the Gaussians: a far one that sees the whole grid and a near one inside it. PSNR is each
-//! cut's render against the full model's render on the same adapter; frame times include the
-//! cut, its pages' loading and the render. A camera moving in small steps through the
-//! threshold gives the frame-to-frame PSNR, where a popping level would show as a dip.
+//! city), its level of detail built and written, and three views rendered at 2, 10, 25, 50 and
+//! 100% of the Gaussians: a far one that sees the whole grid, a near one inside it, and one
+//! straight down over the grid's centre. Each cut's render is scored against the full model's
+//! render on the same adapter and against the truth (the full model rendered `--truth-scale`
+//! times larger and area-downsampled, `wgsplat::io::lod::quality`), beside the naive cut of the same
+//! budget and the full model, each against the truth; frame times include the cut, its pages'
+//! loading and the render. A camera moving in small steps through the threshold gives the
+//! frame-to-frame PSNR, where a popping level would show as a dip.
 
 use super::write_json_atomic;
 use anyhow::Context as _;
@@ -14,6 +17,7 @@ use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::io::formats::{ModelFormat, read_model};
 use wgsplat::io::lod::city::{centre_bounds, tiled};
+use wgsplat::io::lod::quality::{naive_cut, psnr, rgb, truth};
 use wgsplat::io::lod::{
     CutOptions, Loading, LodRenderer, PageEncoding, RefineOptions, WriteOptions, build_tree,
     refine_tree, write_lod,
@@ -21,8 +25,7 @@ use wgsplat::io::lod::{
 use wgsplat::io::model::upload_model;
 use wgsplat::show::PathFrame;
 use wgsplat::show::paths::look_at;
-use wgsplat::splat::forward::{RenderOptions, render};
-use wgsplat::splat::{Camera, GaussianTensors};
+use wgsplat::splat::Camera;
 
 /// Options of `wgsplat bench lod`.
 #[derive(clap::Args)]
@@ -49,16 +52,20 @@ pub struct LodBenchArgs {
     /// --refine-steps` does; 0 measures the merge alone.
     #[arg(long, default_value_t = wgsplat::io::lod::refine::DEFAULT_STEPS)]
     refine_steps: usize,
+    /// The truth each render is also scored against: the full model rendered this many times
+    /// larger along each side and area-downsampled.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16))]
+    truth_scale: u32,
     /// Output JSON path (default target/bench/lod.json).
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 /// The fractions of the Gaussians measured.
-const BUDGETS: [f64; 5] = [0.05, 0.1, 0.25, 0.5, 1.0];
+const BUDGETS: [f64; 5] = [0.02, 0.1, 0.25, 0.5, 1.0];
 
 /// A camera at `eye` looking at `target`, `up` along `up_axis` (sign chosen by the model's
-/// heights: the side the camera is on).
+/// heights: the side the camera is on; a camera straight above takes the next axis as its up).
 fn camera(eye: [f64; 3], target: [f64; 3], up_axis: usize, size: u32) -> anyhow::Result<Camera> {
     let mut up = [0.0; 3];
     up[up_axis] = if eye[up_axis] >= target[up_axis] {
@@ -66,6 +73,14 @@ fn camera(eye: [f64; 3], target: [f64; 3], up_axis: usize, size: u32) -> anyhow:
     } else {
         -1.0
     };
+    let off_axis = (0..3)
+        .filter(|&k| k != up_axis)
+        .map(|k| (eye[k] - target[k]).abs())
+        .fold(0.0, f64::max);
+    if off_axis < 1e-9 * (eye[up_axis] - target[up_axis]).abs() {
+        up = [0.0; 3];
+        up[(up_axis + 1) % 3] = 1.0;
+    }
     let rotation = look_at(eye, target, up).context("a view straight along the up axis")?;
     let frame = PathFrame {
         rotation,
@@ -73,37 +88,6 @@ fn camera(eye: [f64; 3], target: [f64; 3], up_axis: usize, size: u32) -> anyhow:
         fov_y_degrees: 60.0,
     };
     Ok(frame.to_camera(size, size, [0.0; 3]))
-}
-
-fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> anyhow::Result<Vec<f32>> {
-    let out = render(
-        ctx,
-        g,
-        camera,
-        RenderOptions {
-            sh_degree: g.max_sh_degree(),
-            ..Default::default()
-        },
-    )?;
-    let rgba = out.image.read::<f32>(ctx)?;
-    Ok(rgba
-        .chunks_exact(4)
-        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
-        .collect())
-}
-
-fn psnr(a: &[f32], b: &[f32]) -> f64 {
-    let mse = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(x - y).powi(2))
-        .sum::<f64>()
-        / a.len().max(1) as f64;
-    if mse == 0.0 {
-        f64::INFINITY
-    } else {
-        -10.0 * mse.log10()
-    }
 }
 
 /// Writes an RGB image as `DIR/NAME.png` when a folder was asked for.
@@ -215,20 +199,49 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
     let mut near_eye = centre;
     near_eye[up] += span * 0.04;
     near_eye[(up + 1) % 3] -= span * 0.08;
+    // Straight down over the centre, high enough that the grid fills most of the view.
+    let mut top_eye = centre;
+    top_eye[up] += span * 1.1;
     let views = [
         ("far", camera(far_eye, centre, up, args.size)?),
         ("near", camera(near_eye, centre, up, args.size)?),
+        ("top", camera(top_eye, centre, up, args.size)?),
     ];
     let full = upload_model(&ctx, &city, "bench lod city")?;
     let mut renderer = LodRenderer::open(&ctx, &lod_dir, 8 << 30)?;
     let repeats = args.repeats.max(1);
     println!(
-        "{:<5} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",
-        "view", "budget", "Gaussians", "tau px", "frame ms", "x full", "PSNR dB"
+        "PSNR in dB against the full render (aliased) and against the truth ({0}x larger, \
+         area-downsampled); the naive cut keeps the largest opaque Gaussians",
+        args.truth_scale
+    );
+    println!(
+        "{:<5} {:>8} {:>10} {:>9} {:>10} {:>7} {:>9} {:>9} {:>11} {:>11}",
+        "view",
+        "budget",
+        "Gaussians",
+        "tau px",
+        "frame ms",
+        "x full",
+        "lod:full",
+        "lod:truth",
+        "naive:full",
+        "naive:truth"
     );
     let mut rows = Vec::new();
+    let mut truths = Vec::new();
     for (name, cam) in &views {
         let reference = rgb(&ctx, &full, cam)?;
+        let truth_image = truth(&ctx, &full, cam, args.truth_scale)?;
+        let full_vs_truth = psnr(&reference, &truth_image);
+        println!("{name:<5} every Gaussian against the truth: {full_vs_truth:.2} dB");
+        truths.push(json!({"view": name, "full_vs_truth_db": db_json(full_vs_truth)}));
+        save_png(
+            args.images.as_deref(),
+            &format!("{name}_truth"),
+            &truth_image,
+            args.size,
+        )?;
         let nans = reference.iter().filter(|v| v.is_nan()).count();
         if nans > 0 {
             anyhow::bail!("the full model's render of the {name} view has {nans} NaN values");
@@ -245,7 +258,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
                     let t = Instant::now();
                     rgb(&ctx, &full, cam).map(|_| t.elapsed().as_secs_f64() * 1e3)
                 })
-                .collect::<anyhow::Result<Vec<_>>>()?,
+                .collect::<wgsplat::Result<Vec<_>>>()?,
         );
         for fraction in BUDGETS {
             let options = CutOptions {
@@ -272,8 +285,22 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
                 args.size,
             )?;
             let db = psnr(&image, &reference);
+            let db_truth = psnr(&image, &truth_image);
+            let naive = naive_cut(&city, options.splat_budget as usize);
+            let naive_image = rgb(&ctx, &upload_model(&ctx, &naive, "bench lod naive")?, cam)?;
+            save_png(
+                args.images.as_deref(),
+                &format!("{name}_{:03.0}_naive", fraction * 100.0),
+                &naive_image,
+                args.size,
+            )?;
+            let (naive_db, naive_truth) = (
+                psnr(&naive_image, &reference),
+                psnr(&naive_image, &truth_image),
+            );
             println!(
-                "{name:<5} {:>7.0}% {:>10} {:>9.2} {ms:>10.1} {:>9.2} {db:>8.2}",
+                "{name:<5} {:>7.0}% {:>10} {:>9.2} {ms:>10.1} {:>7.2} {db:>9.2} {db_truth:>9.2} \
+                 {naive_db:>11.2} {naive_truth:>11.2}",
                 fraction * 100.0,
                 report.cut_nodes,
                 report.tau_pixels,
@@ -282,7 +309,9 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             rows.push(json!({
                 "view": name, "budget_fraction": fraction, "gaussians": report.cut_nodes,
                 "tau_pixels": report.tau_pixels, "frame_ms": ms, "full_frame_ms": full_ms,
-                "psnr_vs_full_db": db_json(db),
+                "psnr_vs_full_db": db_json(db), "psnr_vs_truth_db": db_json(db_truth),
+                "naive_psnr_vs_full_db": db_json(naive_db),
+                "naive_psnr_vs_truth_db": db_json(naive_truth),
             }));
         }
     }
@@ -330,7 +359,8 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             "bench": "lod", "adapter": ctx.info().name, "gaussians": total, "tile": args.tile,
             "nodes": index.nodes, "depth": index.depth, "pages": index.pages.len(),
             "encoding": format!("{encoding:?}"), "size": args.size, "build_s": build_s,
-            "write_s": write_s, "refined": refined, "rows": rows, "approach_steps": steps,
+            "write_s": write_s, "refined": refined, "truth_scale": args.truth_scale,
+            "full_vs_truth": truths, "rows": rows, "approach_steps": steps,
         }),
     )?;
     println!("wrote {}", json_path.display());

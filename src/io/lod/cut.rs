@@ -3,7 +3,7 @@
 //! a fixed pool of slots ([`super::pool`]), and each frame's cut is written as the renderer's
 //! tensors, blended towards the parents near the threshold ([`super::emit`]).
 
-use super::cut_reference::BINS;
+use super::cut_reference::{BINS, FINE};
 use super::pool::{LoadPlan, NOT_RESIDENT, PagePool};
 use super::read::LodScene;
 use crate::error::{Error, Result};
@@ -30,8 +30,8 @@ pub struct Cut {
     pub nodes: Tensor,
     /// Nodes in the cut.
     pub count: u64,
-    /// The threshold's size bin (see [`super::cut_reference`]).
-    pub bin: u32,
+    /// The threshold in fine steps, [`FINE`] per size bin (see [`super::cut_reference`]).
+    pub threshold: u32,
     /// The cut's state as the GPU chose it (bin first), which the resolve stage reads.
     pub(super) state: Tensor,
     /// The threshold used, in pixels (the asked one, or above it to meet the budget).
@@ -302,9 +302,16 @@ impl LodGpu {
         let state = Tensor::zeros(
             &mut enc,
             DType::U32,
-            &[4],
+            &[8],
             MemoryCategory::FrameScratch,
             "wgsplat/lod-cut-state",
+        )?;
+        let fine_histogram = Tensor::zeros(
+            &mut enc,
+            DType::U32,
+            &[2 * FINE as usize],
+            MemoryCategory::FrameScratch,
+            "wgsplat/lod-fine-histogram",
         )?;
         let flags = Tensor::uninit(
             &mut enc,
@@ -345,6 +352,31 @@ impl LodGpu {
             },
             ops::grid(&enc, 1, 1)?,
         )?;
+        let fine_kernel = ctx.typed::<k::CutFineHistogram>()?;
+        let per_group = fine_kernel.threads() * k::ITEMS;
+        let grid = ops::grid(&enc, u64::from(self.nodes), per_group)?;
+        enc.run(
+            &fine_kernel,
+            &params,
+            k::CutFineHistogramBindings {
+                spheres: self.spheres.page_arg(0),
+                links: self.links.page_arg(0),
+                pages_info: self.pages_info.page_arg(0),
+                cut_state: state.page_arg(0),
+                fine_histogram: fine_histogram.page_arg(0),
+            },
+            grid,
+        )?;
+        let fine_threshold = ctx.typed::<k::CutFineThreshold>()?;
+        enc.run(
+            &fine_threshold,
+            &params,
+            k::CutFineThresholdBindings {
+                cut_state: state.page_arg(0),
+                fine_histogram: fine_histogram.page_arg(0),
+            },
+            ops::grid(&enc, 1, 1)?,
+        )?;
         let select = ctx.typed::<k::CutSelect>()?;
         let grid = ops::grid(&enc, u64::from(self.nodes), select.threads())?;
         enc.run(
@@ -378,7 +410,7 @@ impl LodGpu {
         Ok(Cut {
             nodes: compacted.values,
             count,
-            bin: state_words[0],
+            threshold: state_words[5],
             state,
             tau_pixels: f32::from_bits(state_words[2]),
             budget_raised: state_words[3] != 0,

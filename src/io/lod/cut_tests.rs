@@ -46,16 +46,17 @@ fn cut_nodes(
         .unwrap()
         .read::<u32>(ctx)
         .unwrap();
-    (cut.bin, nodes[..cut.count as usize].to_vec())
+    (cut.threshold, nodes[..cut.count as usize].to_vec())
 }
 
-/// Nodes in one set and not the other, except those whose own or parent's size sits on a bin
-/// edge (where the GPU's log2 may round the other way).
+/// Nodes in one set and not the other, except those whose own or parent's size sits on the edge
+/// of a fine step (where the GPU's log2 may round the other way).
 fn unexplained(r: &LodRenderer, camera: &Camera, a: &[u32], b: &[u32]) -> Vec<u32> {
     let s = &r.scene.skeleton;
     let on_edge = |n: u32| {
-        let level = cut_reference::size_level(camera, s.spheres[n as usize]);
-        (level - level.round()).abs() < 1e-3
+        let steps =
+            cut_reference::size_level(camera, s.spheres[n as usize]) * cut_reference::FINE as f32;
+        (steps - steps.round()).abs() < 0.05
     };
     let (sa, sb): (
         std::collections::BTreeSet<u32>,
@@ -289,13 +290,13 @@ fn a_small_pool_keeps_its_rule_while_the_camera_flies_over() {
         assert_eq!(
             (
                 blocking.count,
-                blocking.bin,
+                blocking.threshold,
                 blocking.wanted_pages,
                 blocking.used_pages
             ),
             (
                 awaited.count,
-                awaited.bin,
+                awaited.threshold,
                 awaited.wanted_pages,
                 awaited.used_pages
             ),

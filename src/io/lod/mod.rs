@@ -4,6 +4,7 @@
 //!
 //! See `docs/lod.md` for the format and the measured quality for each budget.
 
+pub mod check;
 pub mod city;
 pub mod cut;
 pub mod cut_reference;
@@ -11,6 +12,7 @@ mod emit;
 pub mod format;
 pub mod merge;
 pub mod pool;
+pub mod quality;
 pub mod read;
 pub mod refine;
 mod refine_adam;

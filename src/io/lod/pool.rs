@@ -7,9 +7,35 @@
 //! evicted only when no resident page depends on it and the last frame did not read it.
 
 use super::read::LodScene;
+use crate::error::{Error, Result};
 
 /// A page's slot when it is not resident (the value the cut kernels test).
 pub const NOT_RESIDENT: u32 = u32::MAX;
+
+/// Bytes one page of `scene` takes in the pool.
+pub fn page_bytes(scene: &LodScene) -> u64 {
+    scene.index.page_nodes * u64::from(super::cut::row_width(scene.index.sh_degree)) * 4
+}
+
+/// Fails unless `budget_bytes` holds at least two pages of `scene` (the pool's least; a pool
+/// never takes more than the budget asks, so a smaller one would be exceeded).
+pub fn check_budget(scene: &LodScene, budget_bytes: u64) -> Result<()> {
+    let page = page_bytes(scene);
+    if scene.page_count() < 2 || budget_bytes >= 2 * page {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op: "lod",
+        detail: format!(
+            "a level-of-detail memory budget of {budget_bytes} bytes holds fewer than two pages \
+             of {page} bytes ({} Gaussians of SH degree {}): give at least {} bytes \
+             (--lod-memory)",
+            scene.index.page_nodes,
+            scene.index.sh_degree,
+            2 * page
+        ),
+    })
+}
 
 /// The residency of every page.
 #[derive(Clone, Debug)]

@@ -2,8 +2,10 @@
 //! 3DGS's hierarchy optimisation, as distillation). The merge ([`super::merge`]) matches moments,
 //! which keeps a node's mass and colour but not what its children look like from afar: texture
 //! finer than the node is averaged away and its edges blur. Here each step renders the full model
-//! from a random camera as the target, draws the cut of a random splat budget from the same camera
-//! ([`super::cut_reference`]), and moves the interior nodes in that cut down the gradient of the
+//! from a random camera as the target (supersampled: rendered larger and area-downsampled, so
+//! that the nodes learn the model's look rather than the aliasing of its sub-pixel Gaussians),
+//! draws the cut of a random splat budget from the same camera ([`super::cut_reference`]), and
+//! moves the interior nodes in that cut down the gradient of the
 //! training loss (L1 and SSIM) between the two images. The leaves, the model's own Gaussians,
 //! never change, so a cut that reaches them is the full model as before.
 //!
@@ -12,6 +14,7 @@
 //! the leaves up ([`super::tree::rebuild_spheres`]) so that the spheres still nest.
 
 use super::cut_reference;
+use super::quality::supersampled;
 use super::refine_adam::NodeAdam;
 use super::refine_cameras::{frame_of, random_camera};
 use super::tree::{LodTree, Skeleton, copy_leaf, rebuild_spheres};
@@ -23,12 +26,13 @@ use crate::splat::backward::{BackwardOptions, record_backward};
 use crate::splat::forward::{RenderOptions, render};
 use crate::splat::reference::CpuGaussians;
 use crate::splat::{Camera, GaussianTensors};
-use crate::tensor::Tensor;
 
-/// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told: on the built-in
-/// town tiled 5 × 5 (1.01M Gaussians), 400 steps raised a far view's cut at a tenth of the
-/// Gaussians from 28.2 to 34.0 dB against the full model (docs/lod.md).
+/// Steps `wgsplat lod`, `merge --lod` and `bench lod` refine for unless told (docs/lod.md gives
+/// the quality for each budget).
 pub const DEFAULT_STEPS: usize = 400;
+
+/// [`RefineOptions::target_scale`] unless told.
+pub const DEFAULT_TARGET_SCALE: u32 = 4;
 
 /// How a level of detail's interior nodes are optimised.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +51,10 @@ pub struct RefineOptions {
     pub seed: u64,
     /// Multiplies every learning rate.
     pub learning_rate_scale: f32,
+    /// The targets are the full model rendered this many times larger along each side and
+    /// area-downsampled (1: at the views' own size). A view's own size aliases where the model's
+    /// Gaussians are smaller than a pixel, and a cut fitted to that aliasing draws it too.
+    pub target_scale: u32,
 }
 
 impl Default for RefineOptions {
@@ -59,6 +67,7 @@ impl Default for RefineOptions {
             up: None,
             seed: 0,
             learning_rate_scale: 1.0,
+            target_scale: DEFAULT_TARGET_SCALE,
         }
     }
 }
@@ -180,6 +189,13 @@ fn check(options: &RefineOptions) -> Result<()> {
         Some(format!(
             "budget fractions {lo}–{hi} must satisfy 0 < low ≤ high ≤ 1"
         ))
+    } else if !(1..=8).contains(&options.target_scale)
+        || u64::from(options.size) * u64::from(options.target_scale) > 8192
+    {
+        Some(format!(
+            "a target scale of {} is outside 1–8 or makes targets wider than 8192 px",
+            options.target_scale
+        ))
     } else if !(options.learning_rate_scale.is_finite() && options.learning_rate_scale > 0.0) {
         Some(format!(
             "a learning-rate scale of {} must be positive",
@@ -217,9 +233,7 @@ pub fn refine_tree(
         tree.sh_degree,
     )?;
     let sh = tree.sh_degree;
-    let render_full = |camera: &Camera| -> Result<Tensor> {
-        Ok(render(ctx, &full, camera, render_options(sh))?.image)
-    };
+    let render_full = |camera: &Camera| supersampled(ctx, &full, camera, options.target_scale, sh);
     let cameras: Vec<Camera> = (0..options.views)
         .map(|_| random_camera(&mut rng, &frame, options.up, options.size))
         .collect();

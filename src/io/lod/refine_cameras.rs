@@ -2,10 +2,15 @@
 //! into the box of the model's leaves from a tenth of its span to 1.3 times it.
 
 use super::tree::LodTree;
+use crate::linalg::{cross, look_at_rows, normalised};
 use crate::rng::SplitMix64;
-use crate::show::PathFrame;
-use crate::show::paths::{cross, look_at, normalised};
 use crate::splat::Camera;
+
+/// The cameras' vertical field of view.
+const FOV_Y_DEGREES: f64 = 60.0;
+/// Their near and far planes.
+const NEAR: f32 = 0.01;
+const FAR: f32 = 1.0e4;
 
 /// The box of the leaves' centres and its largest side.
 pub(super) struct Frame {
@@ -70,17 +75,26 @@ pub(super) fn random_camera(
         }
     };
     let eye = [0, 1, 2].map(|k| target[k] + distance * direction[k]);
-    // The direction is never along `world_up` (elevation ≤ 75°, or the least axis), so look_at
-    // has a rotation; the identity stands in should rounding say otherwise.
-    let rotation = look_at(eye, target, world_up).unwrap_or([
+    // The direction is never along `world_up` (elevation ≤ 75°, or the least axis), so there is
+    // a rotation; the identity stands in should rounding say otherwise.
+    let rows = look_at_rows(eye, target, world_up).unwrap_or([
         [1.0, 0.0, 0.0],
         [0.0, 1.0, 0.0],
         [0.0, 0.0, 1.0],
     ]);
-    let frame = PathFrame {
-        rotation,
-        position: eye,
-        fov_y_degrees: 60.0,
-    };
-    frame.to_camera(size, size, [0.0; 3])
+    let f = 0.5 * f64::from(size) / (0.5 * FOV_Y_DEGREES.to_radians()).tan();
+    let translation = rows.map(|row| -(row[0] * eye[0] + row[1] * eye[1] + row[2] * eye[2]) as f32);
+    Camera {
+        rotation: rows.map(|row| row.map(|v| v as f32)),
+        translation,
+        fx: f as f32,
+        fy: f as f32,
+        cx: 0.5 * size as f32,
+        cy: 0.5 * size as f32,
+        width: size,
+        height: size,
+        near: NEAR,
+        far: FAR,
+        background: [0.0; 3],
+    }
 }

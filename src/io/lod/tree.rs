@@ -12,6 +12,7 @@
 //! sphere, so a child's sphere lies inside its parent's: the rule a cut relies on to be valid
 //! (see [`super::cut_reference`]).
 
+use super::check::{check_gaussians, check_spheres};
 use super::merge::{Moments, merge_moments, moments_of, push_moments};
 use crate::error::{Error, Result};
 use crate::io::ply::PlyModel;
@@ -187,7 +188,8 @@ pub(super) fn copy_leaf(out: &mut CpuGaussians, g: &CpuGaussians, i: usize) {
     out.sh.push(g.sh[i]);
 }
 
-/// Builds the level-of-detail tree of `model`. Fails on an empty model or one past 2³¹ nodes.
+/// Builds the level-of-detail tree of `model`. Fails on an empty model, one past 2³¹ nodes, a
+/// Gaussian [`check_gaussians`] refuses, or a model spread wider than f32 holds.
 pub fn build_tree(model: &PlyModel) -> Result<LodTree> {
     let g = &model.gaussians;
     let n = g.means.len();
@@ -197,6 +199,7 @@ pub fn build_tree(model: &PlyModel) -> Result<LodTree> {
             detail: "the model has no Gaussians: there is nothing to build a tree over".into(),
         });
     }
+    check_gaussians(model)?;
     if n > (1usize << 30) {
         return Err(Error::Overflow {
             what: "level-of-detail tree nodes".into(),
@@ -234,6 +237,7 @@ pub fn build_tree(model: &PlyModel) -> Result<LodTree> {
         tree.skeleton.spheres.push(node.sphere.map(|v| v as f32));
         at += 1;
     }
+    check_spheres(&tree.skeleton)?;
     Ok(tree)
 }
 

@@ -63,6 +63,35 @@ fn replaceable(dir: &Path) -> Result<bool> {
     }
 }
 
+/// `out` as an absolute path without `.` or `..` (a symbolic link itself is kept, not followed),
+/// so that its siblings lie in its parent: `--out .` names the current folder, whose partial
+/// folder must not be made inside it.
+fn resolved(out: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(out).map_err(|e| io_error(out, "resolve", e))?;
+    let mut path = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            other => path.push(other),
+        }
+    }
+    if path.file_name().is_none() {
+        return Err(Error::InvalidArgument {
+            op: "lod",
+            detail: format!(
+                "{} is the root of the file system: write the level of detail into a folder \
+                 (e.g. --out scene.lod)",
+                out.display()
+            ),
+        });
+    }
+    Ok(path)
+}
+
+/// A new name beside `dir` (which has a file name: see [`resolved`]).
 fn sibling(dir: &Path, tag: &str) -> PathBuf {
     let name = dir
         .file_name()
@@ -93,6 +122,9 @@ pub fn check_output(out: &Path) -> Result<()> {
 /// non-empty folder that is not one. Returns the index written.
 pub fn write_lod(tree: &LodTree, out: &Path, options: WriteOptions) -> Result<LodIndex> {
     check_output(out)?;
+    super::check::check_spheres(&tree.skeleton)?;
+    let shown = out;
+    let out = &resolved(out)?;
     let page_nodes = options.page_nodes.max(super::tree::MAX_CHILDREN as u64);
     let partial = sibling(out, "partial");
     let _ = std::fs::remove_dir_all(&partial);
@@ -158,15 +190,16 @@ pub fn write_lod(tree: &LodTree, out: &Path, options: WriteOptions) -> Result<Lo
     // Swap the new folder in: the old one (if any) moves aside first, then goes.
     let old = sibling(out, "old");
     let had_old = out.exists();
-    if had_old {
-        std::fs::rename(out, &old).map_err(|e| io_error(out, "move aside", e))?;
+    if had_old && let Err(e) = std::fs::rename(out, &old) {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(io_error(shown, "move aside", e));
     }
     if let Err(e) = std::fs::rename(&partial, out) {
         if had_old {
             let _ = std::fs::rename(&old, out);
         }
         let _ = std::fs::remove_dir_all(&partial);
-        return Err(io_error(out, "rename the new folder onto", e));
+        return Err(io_error(shown, "rename the new folder onto", e));
     }
     if had_old {
         let _ = std::fs::remove_dir_all(&old);

@@ -1,6 +1,8 @@
 //! Level of detail on a trained model tiled into a city: the near cut draws the full model, a
 //! far cut under a tenth and a quarter of the Gaussians approximates it, a camera approaching in
-//! small steps sees no frame jump, and a small page pool keeps its bytes while flying over.
+//! small steps sees no frame jump, a small page pool keeps its bytes while flying over, identical
+//! tiles at equal distance are drawn alike, and against a supersampled truth a tenth of the city
+//! beats both every Gaussian and the naive tenth.
 
 use std::sync::OnceLock;
 use wgsplat::GpuContext;
@@ -24,7 +26,45 @@ const SIZE: u32 = 96;
 /// The built-in scene trained briefly, tiled 5 × 5 on its ground (x, z; y is up).
 fn city(ctx: &GpuContext) -> &'static PlyModel {
     static CITY: OnceLock<PlyModel> = OnceLock::new();
-    CITY.get_or_init(|| {
+    CITY.get_or_init(|| tiles(one_tile(ctx), 5))
+}
+
+/// `one` tiled `n` × `n` on its ground (x, z), edge to edge.
+fn tiles(one: &PlyModel, n: usize) -> PlyModel {
+    let one_g = &one.gaussians;
+    let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+    for m in &one_g.means {
+        for k in 0..3 {
+            lo[k] = lo[k].min(m[k]);
+            hi[k] = hi[k].max(m[k]);
+        }
+    }
+    let mut g = wgsplat::splat::reference::CpuGaussians::default();
+    for i in 0..n {
+        for j in 0..n {
+            let offset = [i as f32 * (hi[0] - lo[0]), 0.0, j as f32 * (hi[2] - lo[2])];
+            g.means.extend(
+                one_g
+                    .means
+                    .iter()
+                    .map(|m| [0, 1, 2].map(|k| m[k] + offset[k])),
+            );
+            g.log_scales.extend_from_slice(&one_g.log_scales);
+            g.quats.extend_from_slice(&one_g.quats);
+            g.opacity_logits.extend_from_slice(&one_g.opacity_logits);
+            g.sh.extend_from_slice(&one_g.sh);
+        }
+    }
+    PlyModel {
+        gaussians: g,
+        sh_degree: one.sh_degree,
+    }
+}
+
+/// The built-in scene trained briefly: one tile of the cities.
+fn one_tile(ctx: &GpuContext) -> &'static PlyModel {
+    static ONE: OnceLock<PlyModel> = OnceLock::new();
+    ONE.get_or_init(|| {
         let dataset = generate(&BuiltinOptions {
             resolution: 48,
             train_views: 16,
@@ -44,31 +84,8 @@ fn city(ctx: &GpuContext) -> &'static PlyModel {
         let params = initial_gaussians(ctx, &dataset, &config).unwrap();
         let mut trainer = Trainer::new(ctx, dataset, params, config).unwrap();
         trainer.run(&mut |_| {}, &|| false).unwrap();
-        let one = trainer.params().download(ctx).unwrap();
-        let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
-        for m in &one.means {
-            for k in 0..3 {
-                lo[k] = lo[k].min(m[k]);
-                hi[k] = hi[k].max(m[k]);
-            }
-        }
-        let mut g = wgsplat::splat::reference::CpuGaussians::default();
-        for i in 0..5 {
-            for j in 0..5 {
-                let offset = [i as f32 * (hi[0] - lo[0]), 0.0, j as f32 * (hi[2] - lo[2])];
-                g.means.extend(
-                    one.means
-                        .iter()
-                        .map(|m| [0, 1, 2].map(|k| m[k] + offset[k])),
-                );
-                g.log_scales.extend_from_slice(&one.log_scales);
-                g.quats.extend_from_slice(&one.quats);
-                g.opacity_logits.extend_from_slice(&one.opacity_logits);
-                g.sh.extend_from_slice(&one.sh);
-            }
-        }
         PlyModel {
-            gaussians: g,
+            gaussians: trainer.params().download(ctx).unwrap(),
             sh_degree: trainer.params().max_sh_degree(),
         }
     })
@@ -89,7 +106,10 @@ fn bounds(model: &PlyModel) -> ([f64; 3], f64) {
 }
 
 fn camera(eye: [f64; 3], target: [f64; 3]) -> Camera {
-    let up = if eye[1] >= target[1] {
+    let up = if (eye[0] - target[0]).abs() + (eye[2] - target[2]).abs() == 0.0 {
+        // Straight down: the image's up along z.
+        [0.0, 0.0, 1.0]
+    } else if eye[1] >= target[1] {
         [0.0, 1.0, 0.0]
     } else {
         [0.0, -1.0, 0.0]
@@ -219,7 +239,7 @@ fn far_tenth_db(ctx: &GpuContext, dir: &std::path::Path, far: &Camera, reference
 }
 
 #[test]
-fn refining_the_merged_nodes_brings_a_far_cut_closer_to_the_full_model() {
+fn refining_the_merged_nodes_brings_a_far_cut_closer_to_the_truth() {
     let ctx = fresh_context(false);
     let model = city(&ctx);
     let (centre, span) = bounds(model);
@@ -228,7 +248,14 @@ fn refining_the_merged_nodes_brings_a_far_cut_closer_to_the_full_model() {
         centre,
     );
     let full = upload_model(&ctx, model, "city").unwrap();
-    let reference = rgb(&ctx, &full, &far);
+    // The refinement's targets are supersampled: it is scored against the truth, not against
+    // the aliased render at the view's size.
+    let reference = wgsplat::io::lod::quality::truth(&ctx, &full, &far, 4).unwrap();
+    let naive = wgsplat::io::lod::quality::naive_cut(model, model.gaussians.means.len() / 10);
+    let naive_db = psnr(
+        &rgb(&ctx, &upload_model(&ctx, &naive, "naive").unwrap(), &far),
+        &reference,
+    );
     drop(full);
     let merged = build_tree(model).unwrap();
     let mut refined = merged.clone();
@@ -266,11 +293,14 @@ fn refining_the_merged_nodes_brings_a_far_cut_closer_to_the_full_model() {
     assert!(moved > 100, "{moved} merged nodes changed");
     let before = far_tenth_db(&ctx, &write_tree(&merged, "plain"), &far, &reference);
     let after = far_tenth_db(&ctx, &write_tree(&refined, "refined"), &far, &reference);
-    // Measured: 23.04 dB merged, 24.87 dB refined (held-out 30.36 -> 31.39 dB).
-    println!("far view at a tenth: {before:.2} dB merged, {after:.2} dB refined; {report:?}");
+    println!(
+        "far view at a tenth against the truth: {before:.2} dB merged, {after:.2} dB refined, \
+         naive tenth {naive_db:.2} dB; {report:?}"
+    );
     assert!(
-        after >= before + 1.0,
-        "far view at a tenth: {before:.2} dB merged, {after:.2} dB refined"
+        after >= before + 0.3 && after > naive_db,
+        "far view at a tenth against the truth: {before:.2} dB merged, {after:.2} dB refined, \
+         naive tenth {naive_db:.2} dB"
     );
 }
 
@@ -309,4 +339,121 @@ fn a_small_pool_stays_within_its_bytes_over_a_flight() {
         loaded > 6,
         "the flight loaded {loaded} pages: it should have evicted and reloaded"
     );
+}
+
+/// Issue 67: a budget that falls inside a size bin is spent on that bin's largest nodes, so that
+/// the cut fills its budget, and identical tiles at equal distance (a 2 × 2 city seen straight
+/// from above its centre) are drawn alike: as many Gaussians over each tile, each tile's quarter
+/// of the image as close to the full model's as the others'.
+#[test]
+fn identical_tiles_at_equal_distance_are_drawn_alike_and_the_budget_is_spent() {
+    let ctx = fresh_context(false);
+    let model = tiles(one_tile(&ctx), 2);
+    let total = model.gaussians.means.len() as u64;
+    let dir = lod_folder(&model, "symmetry");
+    let (centre, span) = bounds(&model);
+    let top = camera([centre[0], centre[1] + 1.2 * span, centre[2]], centre);
+    let full = upload_model(&ctx, &model, "2x2").unwrap();
+    let reference = rgb(&ctx, &full, &top);
+    let mut lod = LodRenderer::open(&ctx, &dir, 1 << 30).unwrap();
+    for fraction in [0.05, 0.1, 0.2] {
+        let budget = (total as f64 * fraction) as u64;
+        let options = CutOptions {
+            tau_pixels: 0.25,
+            splat_budget: budget,
+        };
+        let (g, report) = lod.prepare(&ctx, &top, options, Loading::Complete).unwrap();
+        assert!(report.cut_nodes <= budget, "{report:?}");
+        // Measured: 99.6, 100 and 100% of the budget spent at 5, 10 and 20%; 91.9, 99.4 and
+        // 92.6% when a budget that fell inside a bin refined none of it.
+        assert!(
+            report.cut_nodes as f64 >= 0.97 * budget as f64,
+            "at {fraction}: {} of a budget of {budget} spent",
+            report.cut_nodes
+        );
+        // Gaussians drawn over each tile.
+        let cut = g.download(&ctx).unwrap();
+        let mut per_tile = [0usize; 4];
+        for m in &cut.means {
+            let tile = usize::from(f64::from(m[0]) >= centre[0])
+                + 2 * usize::from(f64::from(m[2]) >= centre[2]);
+            per_tile[tile] += 1;
+        }
+        let mean = per_tile.iter().sum::<usize>() as f64 / 4.0;
+        assert!(
+            per_tile
+                .iter()
+                .all(|&c| (c as f64 - mean).abs() <= 0.15 * mean),
+            "at {fraction}: Gaussians over each tile {per_tile:?}"
+        );
+        // Each quarter of the image against the full model's.
+        let image = rgb(&ctx, &g, &top);
+        let half = (SIZE / 2) as usize;
+        let quarter = |img: &[f32], q: usize| -> Vec<f32> {
+            let (x0, y0) = ((q % 2) * half, (q / 2) * half);
+            (y0..y0 + half)
+                .flat_map(|y| (x0..x0 + half).map(move |x| (y, x)))
+                .flat_map(|(y, x)| {
+                    let at = (y * SIZE as usize + x) * 3;
+                    img[at..at + 3].to_vec()
+                })
+                .collect()
+        };
+        let scores: Vec<f64> = (0..4)
+            .map(|q| psnr(&quarter(&image, q), &quarter(&reference, q)))
+            .collect();
+        let (lo, hi) = scores
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        println!("at {fraction}: {report:?}, per tile {per_tile:?}, quarters {scores:?} dB");
+        // Each tile is seen from another corner, so the quarters' content differs (measured: a
+        // spread of 2.7 dB at 5%); a tile drawn a level coarser than the others falls further.
+        assert!(
+            hi - lo <= 3.5,
+            "at {fraction}: the quarters score {scores:?} dB against the full model"
+        );
+    }
+}
+
+/// Issue 67: against the truth (the full model rendered 4 times larger and area-downsampled),
+/// the level of detail's far cut at a tenth of the Gaussians scores above the full model drawn at
+/// the view's size (aliased) and above the naive tenth (the largest opaque Gaussians).
+#[test]
+fn a_tenth_of_the_city_beats_the_full_model_and_the_naive_tenth_against_the_truth() {
+    use wgsplat::io::lod::quality::{naive_cut, truth};
+    let ctx = fresh_context(false);
+    let model = city(&ctx);
+    let total = model.gaussians.means.len() as u64;
+    let dir = lod_folder(model, "truth");
+    let (centre, span) = bounds(model);
+    let full = upload_model(&ctx, model, "city").unwrap();
+    let mut lod = LodRenderer::open(&ctx, &dir, 1 << 30).unwrap();
+    let tenth = CutOptions {
+        tau_pixels: 0.25,
+        splat_budget: total / 10,
+    };
+    let naive = upload_model(&ctx, &naive_cut(model, (total / 10) as usize), "naive").unwrap();
+    for (name, eye) in [
+        (
+            "far",
+            [centre[0], centre[1] + 0.9 * span, centre[2] - 0.6 * span],
+        ),
+        ("top", [centre[0], centre[1] + 1.1 * span, centre[2]]),
+    ] {
+        let view = camera(eye, centre);
+        let truth = truth(&ctx, &full, &view, 4).unwrap();
+        let every = psnr(&rgb(&ctx, &full, &view), &truth);
+        let naive_db = psnr(&rgb(&ctx, &naive, &view), &truth);
+        let (g, _) = lod.prepare(&ctx, &view, tenth, Loading::Complete).unwrap();
+        let cut = psnr(&rgb(&ctx, &g, &view), &truth);
+        println!(
+            "{name}: against the truth, every Gaussian {every:.2} dB, naive tenth {naive_db:.2} \
+             dB, level of detail {cut:.2} dB"
+        );
+        assert!(
+            cut > every && cut > naive_db,
+            "{name}: the cut scores {cut:.2} dB against the truth, every Gaussian {every:.2}, \
+             the naive tenth {naive_db:.2}"
+        );
+    }
 }
