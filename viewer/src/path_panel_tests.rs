@@ -89,6 +89,7 @@ fn drawing_the_panel_keeps_a_loaded_paths_rate() {
             height: 48,
             fps,
             frames: keys,
+            near: wgsplat::show::camera_path::NEAR,
         };
         let mut panel = PathPanel {
             keys: Keyframes::from_path(&path),
