@@ -87,29 +87,14 @@ pub fn matrix_to_quaternion(m: &[[f64; 3]; 3]) -> [f64; 4] {
     q.map(|v| v / norm)
 }
 
-/// The cross product `a × b`.
-pub fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-/// `v` scaled to unit length, or `None` when its length is zero or not finite.
-pub fn normalised(v: [f64; 3]) -> Option<[f64; 3]> {
-    let length = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-    (length.is_finite() && length > 0.0).then(|| v.map(|x| x / length))
-}
-
 /// The world-to-camera rotation (rows: right, down, forward; OpenCV's axes) of a camera at `eye`
 /// looking at `target` with `up` upwards in its image; `None` when the view runs along `up` or
 /// `eye` is `target`.
 pub fn look_at_rows(eye: [f64; 3], target: [f64; 3], up: [f64; 3]) -> Option<[[f64; 3]; 3]> {
-    let forward = normalised([0, 1, 2].map(|k| target[k] - eye[k]))?;
-    let right = normalised(cross(forward, up))?;
-    let down = cross(forward, right);
-    Some([right, down, forward])
+    let forward = unit(DVec3::from(target) - DVec3::from(eye))?;
+    let right = unit(forward.cross(DVec3::from(up)))?;
+    let down = forward.cross(right);
+    Some([right.to_array(), down.to_array(), forward.to_array()])
 }
 
 #[cfg(test)]

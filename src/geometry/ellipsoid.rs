@@ -2,6 +2,8 @@
 //! under the Gaussian's covariance ([`whitened_distance`]) and the Euclidean gap between a segment
 //! and the ellipsoid of a number of standard deviations ([`segment_ellipsoid_distance`]).
 
+use glam::Vec3;
+
 /// The Mahalanobis distance from `mean` to the segment `a`–`b` under the covariance of scales
 /// `scales` and rotation `rotation` (row-major, columns the axes): the segment mapped into the
 /// Gaussian's whitened frame, where its distance to the origin is a plain point-to-segment
@@ -14,26 +16,22 @@ pub fn whitened_distance(
     b: [f32; 3],
 ) -> f32 {
     let whiten = |p: [f32; 3]| {
-        local(mean, rotation, p)
-            .iter()
-            .zip(scales)
-            .map(|(v, s)| v / s.max(f32::MIN_POSITIVE))
-            .collect::<Vec<f32>>()
+        let local = local(mean, rotation, p);
+        [0, 1, 2].map(|k| local[k] / scales[k].max(f32::MIN_POSITIVE))
     };
-    let (wa, wb) = (whiten(a), whiten(b));
-    segment_distance([0.0; 3], [wa[0], wa[1], wa[2]], [wb[0], wb[1], wb[2]])
+    segment_distance([0.0; 3], whiten(a), whiten(b))
 }
 
 /// The Euclidean distance from `p` to the segment `a`–`b`.
 pub fn segment_distance(p: [f32; 3], a: [f32; 3], b: [f32; 3]) -> f32 {
-    let ab = sub(b, a);
-    let length2 = dot(ab, ab);
+    let (p, a, b) = (Vec3::from(p), Vec3::from(a), Vec3::from(b));
+    let ab = b - a;
+    let length2 = ab.dot(ab);
     let t = match length2 > 0.0 {
-        true => (dot(sub(p, a), ab) / length2).clamp(0.0, 1.0),
+        true => ((p - a).dot(ab) / length2).clamp(0.0, 1.0),
         false => 0.0,
     };
-    let q = [0, 1, 2].map(|k| a[k] + t * ab[k]);
-    dot(sub(p, q), sub(p, q)).sqrt()
+    (p - (a + t * ab)).length()
 }
 
 /// The Euclidean distance between the segment `a`–`b` and the ellipsoid of `sigmas` standard
@@ -127,16 +125,8 @@ fn point_ellipsoid_distance(p: [f64; 3], axes: [f64; 3]) -> f64 {
 
 /// `p` in the frame of the Gaussian at `mean` with rotation `rotation`: `Rᵀ (p − mean)`.
 fn local(mean: [f32; 3], rotation: [[f32; 3]; 3], p: [f32; 3]) -> [f32; 3] {
-    let d = sub(p, mean);
+    let d = Vec3::from(p) - Vec3::from(mean);
     [0, 1, 2].map(|k| rotation[0][k] * d[0] + rotation[1][k] * d[1] + rotation[2][k] * d[2])
-}
-
-fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 #[cfg(test)]

@@ -37,8 +37,7 @@ impl NearestOthers {
 /// The distance the neighbour lists rank by: the square root of the f32 sum of squared
 /// differences.
 pub fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
-    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()
+    glam::Vec3::from(a).distance(glam::Vec3::from(b))
 }
 
 /// For every point of `points`, its `k` nearest other points at a positive, finite distance

@@ -11,16 +11,6 @@ use crate::linalg::unit;
 
 type Vec3 = [f64; 3];
 
-/// `a × b` on arrays (glam's [`DVec3::cross`]).
-pub fn cross(a: Vec3, b: Vec3) -> Vec3 {
-    DVec3::from(a).cross(DVec3::from(b)).to_array()
-}
-
-/// `a` at unit length on arrays; `None` when it is too short or not finite ([`unit`]).
-pub fn normalised(a: Vec3) -> Option<Vec3> {
-    unit(DVec3::from(a)).map(|v| v.to_array())
-}
-
 /// The column `k` of a row-major matrix.
 fn column(m: &[[f64; 3]; 3], k: usize) -> DVec3 {
     DVec3::new(m[0][k], m[1][k], m[2][k])

@@ -2,9 +2,10 @@
 //! into the box of the model's leaves from a tenth of its span to 1.3 times it.
 
 use super::tree::LodTree;
-use crate::linalg::{cross, look_at_rows, normalised};
+use crate::linalg::{look_at_rows, unit};
 use crate::rng::SplitMix64;
 use crate::splat::Camera;
+use glam::DVec3;
 
 /// The cameras' vertical field of view.
 const FOV_Y_DEGREES: f64 = 60.0;
@@ -41,29 +42,25 @@ pub(super) fn random_camera(
     up: Option<[f64; 3]>,
     size: u32,
 ) -> Camera {
-    let mut unit = || f64::from(rng.unit());
+    let mut random = || f64::from(rng.unit());
     let target =
-        [0, 1, 2].map(|k| frame.lo[k] + (0.1 + 0.8 * unit()) * (frame.hi[k] - frame.lo[k]));
-    let distance = frame.span * 0.1 * 13f64.powf(unit());
-    let azimuth = std::f64::consts::TAU * unit();
+        [0, 1, 2].map(|k| frame.lo[k] + (0.1 + 0.8 * random()) * (frame.hi[k] - frame.lo[k]));
+    let distance = frame.span * 0.1 * 13f64.powf(random());
+    let azimuth = std::f64::consts::TAU * random();
     let (direction, world_up) = match up {
         Some(up) => {
-            let up = normalised(up).unwrap_or([0.0, 0.0, 1.0]);
-            let helper = if up[0].abs() < 0.9 {
-                [1.0, 0.0, 0.0]
-            } else {
-                [0.0, 1.0, 0.0]
-            };
-            let a = normalised(cross(up, helper)).unwrap_or(helper);
-            let b = cross(up, a);
-            let elevation = (15.0 + 60.0 * unit()).to_radians();
+            let up = unit(DVec3::from(up)).unwrap_or(DVec3::Z);
+            let helper = if up.x.abs() < 0.9 { DVec3::X } else { DVec3::Y };
+            let a = unit(up.cross(helper)).unwrap_or(helper);
+            let b = up.cross(a);
+            let elevation = (15.0 + 60.0 * random()).to_radians();
             let (s, c) = (elevation.sin(), elevation.cos());
             let d =
                 [0, 1, 2].map(|k| c * (azimuth.cos() * a[k] + azimuth.sin() * b[k]) + s * up[k]);
-            (d, up)
+            (d, up.to_array())
         }
         None => {
-            let z = 2.0 * unit() - 1.0;
+            let z = 2.0 * random() - 1.0;
             let r = (1.0 - z * z).sqrt();
             let d = [r * azimuth.cos(), r * azimuth.sin(), z];
             let least = (0..3)
