@@ -7,27 +7,11 @@ fn pseudo_random(seed: &mut u64) -> f32 {
     ((*seed >> 40) as f32) / (1u64 << 24) as f32
 }
 
-/// A unit quaternion (w, x, y, z) as a row-major rotation matrix.
+/// A quaternion (w, x, y, z), normalised, as a row-major rotation matrix.
 fn rotation_of(q: [f32; 4]) -> [[f32; 3]; 3] {
-    let n = q.iter().map(|v| v * v).sum::<f32>().sqrt();
-    let [w, x, y, z] = q.map(|v| v / n);
-    [
-        [
-            1.0 - 2.0 * (y * y + z * z),
-            2.0 * (x * y - w * z),
-            2.0 * (x * z + w * y),
-        ],
-        [
-            2.0 * (x * y + w * z),
-            1.0 - 2.0 * (x * x + z * z),
-            2.0 * (y * z - w * x),
-        ],
-        [
-            2.0 * (x * z - w * y),
-            2.0 * (y * z + w * x),
-            1.0 - 2.0 * (x * x + y * y),
-        ],
-    ]
+    let [w, x, y, z] = q;
+    let columns = glam::Mat3::from_quat(glam::Quat::from_xyzw(x, y, z, w).normalize());
+    columns.transpose().to_cols_array_2d()
 }
 
 /// The distance from `p` to the surface of the axis-aligned ellipsoid `axes`, by sampling the
