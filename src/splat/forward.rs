@@ -429,6 +429,20 @@ pub fn render(
     crate::gpu::readback::blocking("render", render_async(ctx, g, camera, options))
 }
 
+/// Renders `g` from `camera` at its own SH degree and reads the image back as RGB (row-major,
+/// clamped to 0–1): what a comparison of renders scores.
+pub fn render_rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> Result<Vec<f32>> {
+    let options = RenderOptions {
+        sh_degree: g.max_sh_degree(),
+        ..Default::default()
+    };
+    let rgba = render(ctx, g, camera, options)?.image.read::<f32>(ctx)?;
+    Ok(rgba
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
+        .collect())
+}
+
 /// [`render`] in the form that also runs in a browser page, where the projection's counts are
 /// awaited instead of blocked on.
 pub async fn render_async(

@@ -13,7 +13,7 @@ use wgsplat::data::View;
 use wgsplat::io::PlyModel;
 use wgsplat::io::formats::{ModelFormat, read_model, write_model};
 use wgsplat::io::model::upload_model;
-use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::forward::render_rgb;
 use wgsplat::train::options::DataArgs;
 
 /// Options of `wgsplat bench formats`.
@@ -46,20 +46,7 @@ fn render_all(
         .map(|view| {
             let mut camera = view.camera.clone();
             camera.background = [0.0; 3];
-            let out = render(
-                ctx,
-                &params,
-                &camera,
-                RenderOptions {
-                    sh_degree: model.sh_degree,
-                    ..Default::default()
-                },
-            )?;
-            let rgba = out.image.read::<f32>(ctx)?;
-            Ok(rgba
-                .chunks_exact(4)
-                .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
-                .collect())
+            Ok(render_rgb(ctx, &params, &camera)?)
         })
         .collect()
 }

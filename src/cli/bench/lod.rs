@@ -17,7 +17,7 @@ use std::time::Instant;
 use wgsplat::GpuContext;
 use wgsplat::io::formats::{ModelFormat, read_model};
 use wgsplat::io::lod::city::{centre_bounds, tiled};
-use wgsplat::io::lod::quality::{naive_cut, psnr, rgb, truth};
+use wgsplat::io::lod::quality::{naive_cut, psnr, truth};
 use wgsplat::io::lod::{
     CutOptions, Loading, LodRenderer, PageEncoding, RefineOptions, WriteOptions, build_tree,
     refine_tree, write_lod,
@@ -26,6 +26,7 @@ use wgsplat::io::model::upload_model;
 use wgsplat::show::PathFrame;
 use wgsplat::show::paths::look_at;
 use wgsplat::splat::Camera;
+use wgsplat::splat::forward::render_rgb;
 
 /// Options of `wgsplat bench lod`.
 #[derive(clap::Args)]
@@ -231,7 +232,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut truths = Vec::new();
     for (name, cam) in &views {
-        let reference = rgb(&ctx, &full, cam)?;
+        let reference = render_rgb(&ctx, &full, cam)?;
         let truth_image = truth(&ctx, &full, cam, args.truth_scale)?;
         let full_vs_truth = psnr(&reference, &truth_image);
         println!("{name:<5} every Gaussian against the truth: {full_vs_truth:.2} dB");
@@ -256,7 +257,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             (0..repeats)
                 .map(|_| {
                     let t = Instant::now();
-                    rgb(&ctx, &full, cam).map(|_| t.elapsed().as_secs_f64() * 1e3)
+                    render_rgb(&ctx, &full, cam).map(|_| t.elapsed().as_secs_f64() * 1e3)
                 })
                 .collect::<wgsplat::Result<Vec<_>>>()?,
         );
@@ -272,7 +273,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             for _ in 0..repeats {
                 let t = Instant::now();
                 let (g, report) = renderer.prepare(&ctx, cam, options, Loading::Complete)?;
-                let image = rgb(&ctx, &g, cam)?;
+                let image = render_rgb(&ctx, &g, cam)?;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
                 last = Some((image, report));
             }
@@ -287,7 +288,8 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
             let db = psnr(&image, &reference);
             let db_truth = psnr(&image, &truth_image);
             let naive = naive_cut(&city, options.splat_budget as usize);
-            let naive_image = rgb(&ctx, &upload_model(&ctx, &naive, "bench lod naive")?, cam)?;
+            let naive_image =
+                render_rgb(&ctx, &upload_model(&ctx, &naive, "bench lod naive")?, cam)?;
             save_png(
                 args.images.as_deref(),
                 &format!("{name}_{:03.0}_naive", fraction * 100.0),
@@ -327,7 +329,7 @@ pub fn run(args: LodBenchArgs, portable_only: bool) -> anyhow::Result<()> {
         let eye = [0, 1, 2].map(|k| centre[k] + (far_eye[k] - centre[k]) * t);
         let cam = camera(eye, centre, up, args.size)?;
         let (g, report) = renderer.prepare(&ctx, &cam, options, Loading::Complete)?;
-        let image = rgb(&ctx, &g, &cam)?;
+        let image = render_rgb(&ctx, &g, &cam)?;
         if let Some(prev) = &previous {
             steps.push(
                 json!({"step": step, "psnr_to_previous_db": db_json(psnr(&image, prev)),

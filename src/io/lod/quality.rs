@@ -7,7 +7,7 @@ use crate::GpuContext;
 use crate::error::Result;
 use crate::gpu::MemoryCategory;
 use crate::io::ply::PlyModel;
-use crate::splat::forward::{RenderOptions, render};
+use crate::splat::forward::{RenderOptions, render, render_rgb};
 use crate::splat::{Camera, GaussianTensors};
 use crate::tensor::Tensor;
 
@@ -16,24 +16,6 @@ fn options(sh_degree: u32) -> RenderOptions {
         sh_degree,
         ..Default::default()
     }
-}
-
-/// A view's RGB image (clamped to 0–1), rendered from `camera`.
-pub fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> Result<Vec<f32>> {
-    let out = render(
-        ctx,
-        g,
-        camera,
-        RenderOptions {
-            sh_degree: g.max_sh_degree(),
-            ..Default::default()
-        },
-    )?;
-    let rgba = out.image.read::<f32>(ctx)?;
-    Ok(rgba
-        .chunks_exact(4)
-        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
-        .collect())
 }
 
 /// `camera` with `scale` times as many pixels along each side, seeing the same view.
@@ -76,7 +58,7 @@ pub fn truth(
     scale: u32,
 ) -> Result<Vec<f32>> {
     let big = scaled(camera, scale.max(1));
-    let image = rgb(ctx, full, &big)?;
+    let image = render_rgb(ctx, full, &big)?;
     Ok(area_downsample(&image, big.width, big.height, scale.max(1)))
 }
 

@@ -15,7 +15,6 @@ use wgsplat::io::lod::{
 use wgsplat::io::model::upload_model;
 use wgsplat::show::PathFrame;
 use wgsplat::show::paths::look_at;
-use wgsplat::splat::forward::{RenderOptions, render};
 use wgsplat::splat::{Camera, GaussianTensors};
 use wgsplat::testing::fresh_context;
 use wgsplat::train::init::initial_gaussians;
@@ -124,18 +123,7 @@ fn camera(eye: [f64; 3], target: [f64; 3]) -> Camera {
 }
 
 fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> Vec<f32> {
-    let options = RenderOptions {
-        sh_degree: g.max_sh_degree(),
-        ..Default::default()
-    };
-    let rgba = render(ctx, g, camera, options)
-        .unwrap()
-        .image
-        .read::<f32>(ctx)
-        .unwrap();
-    rgba.chunks_exact(4)
-        .flat_map(|p| [p[0], p[1], p[2]].map(|v| v.clamp(0.0, 1.0)))
-        .collect()
+    wgsplat::splat::forward::render_rgb(ctx, g, camera).unwrap()
 }
 
 fn psnr(a: &[f32], b: &[f32]) -> f64 {
