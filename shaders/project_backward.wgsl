@@ -3,8 +3,15 @@
 // compensation factor) to the world mean, the log scales and the unnormalised quaternion. The forward quantities are recomputed. Rows of `v_projected` that are
 // all zero (culled or invisible Gaussians) give zero gradients without touching their parameters,
 // so non-finite parameters cannot leak NaN into the gradients.
+//
+// With LENS the Jacobian is the lens's (shared/lens.wgsl), and the mean's gradient takes the
+// Jacobian's own dependence on the mean (∂J/∂μ) from `lens_vjp`.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/lens.wgsl"
+
+// Whether the camera has a lens other than the ideal pinhole (see project_forward.wgsl).
+override LENS: bool = false;
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -70,7 +77,10 @@ fn project_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let t = p.z * clamp(p.xy * rz, -lim_neg, lim_pos);
     let fx = u.focal.x;
     let fy = u.focal.y;
-    let j = mat3x2<f32>(vec2<f32>(fx * rz, 0.0), vec2<f32>(0.0, fy * rz), vec2<f32>(-fx * t.x * rz2, -fy * t.y * rz2));
+    var j = mat3x2<f32>(vec2<f32>(fx * rz, 0.0), vec2<f32>(0.0, fy * rz), vec2<f32>(-fx * t.x * rz2, -fy * t.y * rz2));
+    if LENS {
+        j = lens_project(u, p).jacobian;
+    }
     let cov = j * sigma_cam * transpose(j);
     let a = cov[0][0] + COV2D_DILATION;
     let b = cov[0][1];
@@ -100,21 +110,25 @@ fn project_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let v_sigma_cam = transpose(j) * v_cov * j;
     let v_j = 2.0 * (v_cov * j * sigma_cam);
     // Pixel mean.
-    var v_p = vec3<f32>(fx * rz * v_xy.x, fy * rz * v_xy.y, -(fx * p.x * v_xy.x + fy * p.y * v_xy.y) * rz2);
+    var v_p_pinhole = vec3<f32>(fx * rz * v_xy.x, fy * rz * v_xy.y, -(fx * p.x * v_xy.x + fy * p.y * v_xy.y) * rz2);
     // The Jacobian depends on p (through the clamped tx, ty and 1/z).
     let xr = p.x * rz;
     let yr = p.y * rz;
     if xr <= lim_pos.x && xr >= -lim_neg.x {
-        v_p.x += -fx * rz2 * v_j[2][0];
+        v_p_pinhole.x += -fx * rz2 * v_j[2][0];
     } else {
-        v_p.z += -fx * rz3 * v_j[2][0] * t.x;
+        v_p_pinhole.z += -fx * rz3 * v_j[2][0] * t.x;
     }
     if yr <= lim_pos.y && yr >= -lim_neg.y {
-        v_p.y += -fy * rz2 * v_j[2][1];
+        v_p_pinhole.y += -fy * rz2 * v_j[2][1];
     } else {
-        v_p.z += -fy * rz3 * v_j[2][1] * t.y;
+        v_p_pinhole.z += -fy * rz3 * v_j[2][1] * t.y;
     }
-    v_p.z += -fx * rz2 * v_j[0][0] - fy * rz2 * v_j[1][1] + 2.0 * fx * t.x * rz3 * v_j[2][0] + 2.0 * fy * t.y * rz3 * v_j[2][1];
+    v_p_pinhole.z += -fx * rz2 * v_j[0][0] - fy * rz2 * v_j[1][1] + 2.0 * fx * t.x * rz3 * v_j[2][0] + 2.0 * fy * t.y * rz3 * v_j[2][1];
+    var v_p = v_p_pinhole;
+    if LENS {
+        v_p = lens_vjp(u, p, v_xy, v_j);
+    }
     let v_mean = transpose(w) * v_p;
 
     // Σc = W Σ Wᵀ, Σ = M Mᵀ, M = R S.

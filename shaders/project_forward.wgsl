@@ -3,8 +3,17 @@
 // opacity (scaled by the dilation's compensation in the antialiased mode), the tile
 // footprint and the depth key. Culled Gaussians (behind the near plane, beyond the far plane,
 // non-finite, degenerate, negligible opacity, or off screen) touch zero tiles.
+//
+// With LENS the camera's lens (shared/lens.wgsl) takes the pinhole's place: the mean goes
+// through the lens, the Jacobian is the lens's at the mean (not clamped), the depth is z or, for
+// a fisheye, the ray's length, and a mean the lens does not see one to one is culled.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
+#import "shared/lens.wgsl"
+
+// Whether the camera has a lens other than the ideal pinhole (a separate pipeline, so the
+// pinhole's stays as it was).
+override LENS: bool = false;
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -42,7 +51,12 @@ fn project(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     let inputs_finite = is_finite_f32(p.x) && is_finite_f32(p.y) && is_finite_f32(p.z) && is_finite_f32(opacity)
         && is_finite_f32(log_s.x) && is_finite_f32(log_s.y) && is_finite_f32(log_s.z)
         && is_finite_f32(q.x) && is_finite_f32(q.y) && is_finite_f32(q.z) && is_finite_f32(q.w) && dot(q, q) > 0.0;
-    if !inputs_finite || !(p.z >= u.near && p.z <= u.far) {
+    var lens = LensProjection(vec2<f32>(0.0), mat3x2<f32>(), p.z, true);
+    if LENS && inputs_finite {
+        lens = lens_project(u, p);
+    }
+    let in_range = select(p.z >= u.near && p.z <= u.far, lens.valid, LENS);
+    if !inputs_finite || !in_range {
         write_culled(i);
         return;
     }
@@ -64,17 +78,21 @@ fn project(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     let rz = 1.0 / p.z;
     let t = p.z * clamp(p.xy * rz, -lim_neg, lim_pos);
     // Jacobian of the perspective projection (2x3), stored as a 3x2 matrix (three columns).
-    let j = mat3x2<f32>(
+    var j = mat3x2<f32>(
         vec2<f32>(u.focal.x * rz, 0.0),
         vec2<f32>(0.0, u.focal.y * rz),
         vec2<f32>(-u.focal.x * t.x * rz * rz, -u.focal.y * t.y * rz * rz),
     );
+    var xy = u.focal * p.xy * rz + u.principal;
+    if LENS {
+        j = lens.jacobian;
+        xy = lens.pixel;
+    }
     let cov = j * sigma_cam * transpose(j);
     let a = cov[0][0] + COV2D_DILATION;
     let b = cov[0][1];
     let c = cov[1][1] + COV2D_DILATION;
     let det = a * c - b * b;
-    let xy = u.focal * p.xy * rz + u.principal;
     // The cull below uses the undiminished opacity: conservative for the antialiased mode.
     var shown_opacity = opacity;
     if u.raster_mode == RASTER_ANTIALIASED {
@@ -106,10 +124,10 @@ fn project(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     projected[base + SPLAT_R] = 0.0;
     projected[base + SPLAT_G] = 0.0;
     projected[base + SPLAT_B] = 0.0;
-    projected[base + SPLAT_DEPTH] = p.z;
+    projected[base + SPLAT_DEPTH] = lens.depth;
     projected[base + SPLAT_RADIUS_X] = radius.x;
     projected[base + SPLAT_RADIUS_Y] = radius.y;
     tiles_touched[i] = u32(footprint.x * footprint.y);
     // Positive floats order like their bit patterns.
-    depth_keys[i] = bitcast<u32>(p.z);
+    depth_keys[i] = bitcast<u32>(lens.depth);
 }

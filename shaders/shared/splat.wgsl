@@ -34,7 +34,19 @@ struct RenderUniform {
     // takes, and the intersections per slice (0 = the whole run in one dispatch).
     slice: u32,
     slice_len: u32,
-    _pad0: u32,
+    // LENS_PINHOLE, LENS_PERSPECTIVE, LENS_FISHEYE or LENS_FOV (shared/lens.wgsl): how a
+    // camera-space point reaches its pixel. The pinhole's kernels never read the fields below.
+    lens_kind: u32,
+    // The radial factor's numerator 1 + k1 s + k2 s² + k3 s³ + k4 s⁴ (s = squared radius of the
+    // normalised point, or of the angle-scaled point for a fisheye): (k1, k2, k3, k4).
+    lens_radial: vec4<f32>,
+    // Its denominator 1 + d1 s + d2 s² + d3 s³ (OpenCV's rational model): (d1, d2, d3, unused).
+    lens_rational: vec4<f32>,
+    // Tangential (p1, p2) and thin-prism (s1, s2) coefficients.
+    lens_tangential: vec4<f32>,
+    // x: the largest radius of the normalised point (perspective, FOV) or the largest angle from
+    // the axis (fisheye) the lens maps one to one; y: the FOV model's 2 tan(ω/2); z: its ω.
+    lens_limits: vec4<f32>,
 }
 
 // 3DGS: the 2D covariance is dilated by COV2D_DILATION and the opacity is kept.

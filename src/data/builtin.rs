@@ -132,6 +132,7 @@ pub fn look_at(
     let down = forward.cross(right);
     let rotation = [right, down, forward];
     Camera {
+        lens: Default::default(),
         rotation: rotation.map(|row| row.to_array()),
         translation: rotation.map(|row| -row.dot(eye)),
         fx,

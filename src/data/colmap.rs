@@ -370,6 +370,7 @@ impl ColmapImage {
     pub fn camera(&self, intrinsics: &ColmapCamera, options: &LoadOptions) -> Camera {
         let rotation = quaternion_to_matrix(self.qvec);
         Camera {
+            lens: Default::default(),
             rotation: rotation.map(|row| row.map(|v| v as f32)),
             translation: self.tvec.map(|v| v as f32),
             fx: intrinsics.fx as f32,

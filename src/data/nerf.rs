@@ -200,6 +200,7 @@ impl Frame {
         let (cx, cy) = (i.cx.unwrap_or(0.5 * w), i.cy.unwrap_or(0.5 * h));
         let lens = self.lens(fx, fy, cx, cy)?;
         let camera = Camera {
+            lens: Default::default(),
             rotation: self.rotation.map(|r| r.map(|v| v as f32)),
             translation: self.translation.map(|v| v as f32),
             fx: fx as f32,

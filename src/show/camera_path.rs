@@ -88,6 +88,7 @@ impl PathFrame {
         let p = self.position;
         let translation = rows.map(|row| -(row[0] * p[0] + row[1] * p[1] + row[2] * p[2]) as f32);
         Camera {
+            lens: Default::default(),
             rotation: rows.map(|row| row.map(|v| v as f32)),
             translation,
             fx: f as f32,

@@ -22,7 +22,7 @@ use super::uniform::RenderUniform;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
     Arg, RowChunk, TypedKernel, opacity_backward, project_backward, row_chunks, sh_backward,
-    shared_splat,
+    shared_lens, shared_splat,
 };
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
@@ -149,7 +149,9 @@ pub fn prepare_backward<'a>(
     let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
     let ctx = enc.ctx().clone();
     let kernels = Kernels {
-        project: ctx.typed()?,
+        project: ctx.typed_with(&project_backward::Overrides {
+            lens: fwd.uniform.lens_kind != shared_lens::LENS_PINHOLE,
+        })?,
         sh: ctx.typed()?,
         opacity: ctx.typed()?,
     };

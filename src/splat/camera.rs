@@ -1,9 +1,11 @@
-//! The pinhole camera of the splatting pipeline, in gsplat's conventions (OpenCV: x right, y down,
-//! z forward; pixel centres at +0.5).
+//! The camera of the splatting pipeline, in gsplat's conventions (OpenCV: x right, y down,
+//! z forward; pixel centres at +0.5): a pose, pinhole intrinsics and the lens they go through.
 
 use serde::{Deserialize, Serialize};
 
-/// A pinhole camera with a world-to-camera rigid transform.
+use super::lens::CameraLens;
+
+/// A camera with a world-to-camera rigid transform, intrinsics and lens.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Camera {
     /// Row-major world-to-camera rotation.
@@ -28,6 +30,10 @@ pub struct Camera {
     pub far: f32,
     /// Background colour composited behind the splats.
     pub background: [f32; 3],
+    /// The lens the focal lengths and principal point apply through ([`CameraLens::PINHOLE`]
+    /// for an ideal pinhole).
+    #[serde(default)]
+    pub lens: CameraLens,
 }
 
 impl Camera {
@@ -47,6 +53,7 @@ impl Camera {
             near: 0.01,
             far: 100.0,
             background,
+            lens: CameraLens::PINHOLE,
         }
     }
 

@@ -140,7 +140,10 @@ pub fn record_projection(
     )?;
     let tiles_touched = scratch(enc, &[n], DType::U32, "splat/tiles_touched")?;
     let depth_keys = scratch(enc, &[n], DType::U32, "splat/depth_keys")?;
-    let project = enc.ctx().typed::<project_forward::Project>()?;
+    let lens = project_forward::Overrides {
+        lens: !camera.lens.is_pinhole(),
+    };
+    let project = enc.ctx().typed_with::<project_forward::Project>(&lens)?;
     let color = enc.ctx().typed::<sh_forward::Color>()?;
     // Both kernels of a page run before the next page's, on the projection's grid.
     for span in page_rows(g.len(), rows) {

@@ -2,10 +2,12 @@
 //! rasterizer and its backward pass, and the CPU reference renderer they are tested against.
 
 pub mod camera;
+pub mod lens;
 pub mod reference;
 pub mod sh;
 
 pub use camera::Camera;
+pub use lens::{CameraLens, LensKind};
 pub mod gaussians;
 pub mod uniform;
 

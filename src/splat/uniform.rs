@@ -2,7 +2,8 @@
 //! `shaders/shared/splat.wgsl`; its constructor and accessors live here).
 
 use super::camera::Camera;
-use crate::gpu::kernels::shared_splat;
+use super::lens::{CameraLens, LensKind};
+use crate::gpu::kernels::{shared_lens, shared_splat};
 
 /// Alpha cutoff behaviour.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,6 +98,24 @@ impl RenderUniform {
             },
             ..Default::default()
         }
+        .with_lens(&camera.lens)
+    }
+
+    /// A copy carrying `lens`'s coefficients (`shaders/shared/lens.wgsl` reads them).
+    fn with_lens(mut self, lens: &CameraLens) -> Self {
+        let l = lens;
+        self.lens_kind = match l.kind {
+            LensKind::Pinhole => shared_lens::LENS_PINHOLE,
+            LensKind::Perspective => shared_lens::LENS_PERSPECTIVE,
+            LensKind::Fisheye => shared_lens::LENS_FISHEYE,
+            LensKind::Fov => shared_lens::LENS_FOV,
+        };
+        self.lens_radial = l.radial;
+        self.lens_rational = [l.rational[0], l.rational[1], l.rational[2], 0.0];
+        self.lens_tangential = [l.tangential[0], l.tangential[1], l.prism[0], l.prism[1]];
+        let t = 2.0 * (0.5 * f64::from(l.omega)).tan();
+        self.lens_limits = [l.limit, t as f32, l.omega, 0.0];
+        self
     }
 
     /// Tiles along x and y.

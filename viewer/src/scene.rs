@@ -177,6 +177,7 @@ impl ViewCamera {
         let eye = Vec3::from(self.eye);
         let translation = rotation.map(|row| -Vec3::from(row).dot(eye));
         Camera {
+            lens: Default::default(),
             rotation,
             translation,
             fx: f,

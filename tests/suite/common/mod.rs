@@ -80,6 +80,7 @@ impl PeerCase {
     /// The camera the peer cases were rendered with.
     pub fn camera() -> Camera {
         Camera {
+            lens: Default::default(),
             rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
             translation: [-0.123, -0.456, 8.0],
             fx: 61.5,

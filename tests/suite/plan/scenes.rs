@@ -29,6 +29,7 @@ pub fn down_camera(eye: [f32; 3], world: [[f32; 3]; 3], fov_deg: f32) -> Camera 
         [0, 1, 2].map(|r| -(axes[r][0] * eye[0] + axes[r][1] * eye[1] + axes[r][2] * eye[2]));
     let f = 0.5 * SIDE as f32 / (0.5 * fov_deg.to_radians()).tan();
     Camera {
+        lens: Default::default(),
         rotation: axes,
         translation,
         fx: f,
