@@ -63,6 +63,7 @@ impl FilterArgs {
             (d.test_list.is_some(), "--test-list"),
             (d.resolution.is_some(), "--resolution (-r)"),
             (d.alpha_as_mask, "--alpha-as-mask"),
+            (d.undistort, "--undistort"),
             (d.host_image_memory.is_some(), "--host-image-memory"),
         ]
         .into_iter()

@@ -179,6 +179,7 @@ pub fn partition(ctx: &GpuContext, args: PartitionArgs) -> anyhow::Result<()> {
         test_every: d.test_every,
         test_list: d.test_list.as_deref().map(absolute).transpose()?,
         alpha_as_mask: d.alpha_as_mask,
+        undistort: d.undistort,
     };
     let request = PartitionRequest {
         grid: args.blocks,

@@ -21,6 +21,7 @@
 //! fisheyes, which is then turned back into `(x, y)` with `tan θ`), converged to 1e-12.
 
 pub use super::camera_model::CameraModel;
+use crate::splat::CameraLens;
 
 /// The distortion part of a [`Lens`] (module docs give the formulas).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -366,6 +367,29 @@ impl Lens {
     pub fn undistort_angle(&self, target: [f64; 2]) -> Option<[f64; 2]> {
         match self.distortion {
             Distortion::Fisheye { .. } => newton(|q| self.distort_angle(q), target),
+            _ => None,
+        }
+    }
+
+    /// The rasterizer's lens of this one ([`CameraLens`]; the focal lengths and principal point
+    /// stay on the camera).
+    pub fn camera_lens(&self) -> CameraLens {
+        match self.distortion {
+            Distortion::None => CameraLens::PINHOLE,
+            Distortion::Perspective { k, p } => CameraLens::perspective(k, p),
+            Distortion::Fisheye { k, p, s } => CameraLens::fisheye(k, p, s),
+            Distortion::Fov { omega } => CameraLens::fov(omega),
+        }
+    }
+
+    /// The distorted normalised radius (along x) where [`Lens::camera_lens`] stops being one to
+    /// one ([`CameraLens::limit`]): pixels farther from the principal point see nothing.
+    /// `None` for the lenses that never fold.
+    pub fn fold_radius(&self) -> Option<f64> {
+        let limit = f64::from(self.camera_lens().limit);
+        match self.distortion {
+            Distortion::Perspective { .. } if limit < 1e5 => Some(self.distort([limit, 0.0])[0]),
+            Distortion::Fisheye { .. } => Some(self.distort_angle([limit, 0.0])[0]),
             _ => None,
         }
     }

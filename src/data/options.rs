@@ -23,6 +23,10 @@ pub struct LoadOptions {
     pub far: f32,
     /// Read the images' alpha channel as a loss mask (0 = ignore the pixel) instead of coverage.
     pub alpha_as_mask: bool,
+    /// Resample distorted and fisheye cameras' images into pinhole images (cropped to
+    /// [`MAX_HALF_FOV_DEGREES`](super::undistort::MAX_HALF_FOV_DEGREES) from the axis) instead
+    /// of keeping them as they are, with the lens on the camera.
+    pub undistort: bool,
     /// Bytes of decoded images (RGBA8) kept in host memory; the views loaded past it keep no
     /// pixels and read them from disk at each use ([`View::resident`](super::View::resident)).
     /// `None` keeps every image.
@@ -40,6 +44,7 @@ impl Default for LoadOptions {
             near: DEFAULT_NEAR,
             far: DEFAULT_FAR,
             alpha_as_mask: false,
+            undistort: false,
             host_image_budget: None,
             progress: LoadProgress::default(),
         }

@@ -219,7 +219,19 @@ fn load_view_pixels(
             pixel[3] = ((u16::from(pixel[3]) * u16::from(m) + 127) / 255) as u8;
         }
     }
-    if !lens.is_pinhole() {
+    if !lens.is_pinhole() && !options.undistort {
+        // The lens stays on the camera; the pixels past its fold (which no ray reaches) leave
+        // the loss.
+        if let Some(seen) = lens_coverage(&lens, width, height) {
+            if alpha == AlphaMeaning::Coverage {
+                make_opaque(&mut image, options.background);
+                alpha = AlphaMeaning::Mask;
+            }
+            for (pixel, seen) in image.pixels.chunks_exact_mut(4).zip(seen) {
+                pixel[3] = if seen { pixel[3] } else { 0 };
+            }
+        }
+    } else if !lens.is_pinhole() {
         let undistortion = cache.get(request, &lens, width, height).map_err(|why| {
             dataset_error(
                 path,
@@ -259,6 +271,7 @@ fn load_view_pixels(
     camera.cy = scaled.cy as f32;
     camera.width = target_w;
     camera.height = target_h;
+    camera.lens = scaled.camera_lens();
     check_camera(&request.name, path, &camera)?;
     let image = image.resized_area(target_w, target_h);
     options.progress.tick();
@@ -319,6 +332,22 @@ fn check_camera(name: &str, path: &Path, camera: &Camera) -> Result<()> {
             ),
         )),
     }
+}
+
+/// Which pixels of a `width` × `height` image `lens` sees one to one (`None`: all of them): a
+/// pixel is seen when its distorted radius lies inside the image of the radius (or angle) where
+/// the lens's radial map folds, [`CameraLens::limit`](crate::splat::CameraLens::limit).
+fn lens_coverage(lens: &Lens, width: u32, height: u32) -> Option<Vec<bool>> {
+    let folded = lens.fold_radius()?;
+    let seen: Vec<bool> = (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x, y)))
+        .map(|(x, y)| {
+            let dx = (f64::from(x) + 0.5 - lens.cx) / lens.fx;
+            let dy = (f64::from(y) + 0.5 - lens.cy) / lens.fy;
+            (dx * dx + dy * dy).sqrt() < folded
+        })
+        .collect();
+    seen.contains(&false).then_some(seen)
 }
 
 /// Composites every pixel on `background` and makes it opaque.

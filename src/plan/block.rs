@@ -34,6 +34,7 @@ pub fn load_plan_dataset(plan: &PlanManifest) -> Result<Dataset> {
         builtin_resolution: d.builtin_resolution,
         background: background_color(plan.config.background),
         alpha_as_mask: d.alpha_as_mask,
+        undistort: d.undistort,
         host_image_budget: setup::default_host_image_budget(),
         progress: crate::data::LoadProgress::default(),
     };

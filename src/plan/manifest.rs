@@ -38,6 +38,9 @@ pub struct PlanData {
     pub test_list: Option<PathBuf>,
     /// `--alpha-as-mask`.
     pub alpha_as_mask: bool,
+    /// `--undistort`.
+    #[serde(default)]
+    pub undistort: bool,
 }
 
 /// The ground frame the partition is drawn in: world point `p` has ground coordinates

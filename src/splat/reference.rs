@@ -39,7 +39,7 @@ pub struct Projected {
     pub xy: [f32; 2],
     /// Inverse 2D covariance (a, b, c) of `[[a, b], [b, c]]`.
     pub conic: [f32; 3],
-    /// Camera-space depth.
+    /// Depth: camera-space z, or for a fisheye lens the ray's length.
     pub depth: f32,
     /// Activated opacity.
     pub opacity: f32,
@@ -92,7 +92,16 @@ pub fn project_in_mode(
     let mean = g.means[i];
     let pc = camera.to_camera(mean);
     let (x, y, z) = (pc[0], pc[1], pc[2]);
-    if !(z >= camera.near && z <= camera.far) {
+    // Through a lens: its pixel, Jacobian and depth (z, or a fisheye's ray length).
+    let through_lens = if camera.lens.is_pinhole() {
+        None
+    } else {
+        let focal = [camera.fx, camera.fy].map(f64::from);
+        let principal = [camera.cx, camera.cy].map(f64::from);
+        Some(camera.lens.project(focal, principal, pc.map(f64::from))?)
+    };
+    let depth = through_lens.map_or(z, |l| l.depth as f32);
+    if !(depth >= camera.near && depth <= camera.far) {
         return None;
     }
     let rot = quat_to_matrix(g.quats[i]);
@@ -117,10 +126,13 @@ pub fn project_in_mode(
     let rz = 1.0 / z;
     let tx = z * (x * rz).clamp(-lim_x_neg, lim_x_pos);
     let ty = z * (y * rz).clamp(-lim_y_neg, lim_y_pos);
-    let j = [
-        [fx * rz, 0.0, -fx * tx * rz * rz],
-        [0.0, fy * rz, -fy * ty * rz * rz],
-    ];
+    let j = match through_lens {
+        Some(l) => l.jacobian.map(|row| row.map(|v| v as f32)),
+        None => [
+            [fx * rz, 0.0, -fx * tx * rz * rz],
+            [0.0, fy * rz, -fy * ty * rz * rz],
+        ],
+    };
     let js: [[f32; 3]; 2] = std::array::from_fn(|r| {
         std::array::from_fn(|c| (0..3).map(|k| j[r][k] * sigma_cam[k][c]).sum())
     });
@@ -136,7 +148,10 @@ pub fn project_in_mode(
     if det.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
-    let xy = [fx * x * rz + camera.cx, fy * y * rz + camera.cy];
+    let xy = match through_lens {
+        Some(l) => l.pixel.map(|v| v as f32),
+        None => [fx * x * rz + camera.cx, fy * y * rz + camera.cy],
+    };
     let conic = [c / det, -b / det, a / det];
     let mut opacity = sigmoid(g.opacity_logits[i]);
     if mode == RasterMode::Antialiased {
@@ -156,7 +171,7 @@ pub fn project_in_mode(
         index: i,
         xy,
         conic,
-        depth: z,
+        depth,
         opacity,
         color,
     })

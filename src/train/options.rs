@@ -62,6 +62,10 @@ pub struct DataArgs {
     /// transparency. A masks/ folder beside images/ is used without this flag.
     #[arg(long)]
     pub alpha_as_mask: bool,
+    /// Resample the images of distorted and fisheye cameras into pinhole images at load (cropped
+    /// to 120° across) instead of rasterizing through their lens as they are.
+    #[arg(long)]
+    pub undistort: bool,
     /// Host memory kept for decoded training images (bytes with a unit, such as 8GiB, or a
     /// fraction of the machine's memory, such as 0.25); images past it are read from disk at each
     /// use. Default: half of the memory available at start.
@@ -90,6 +94,7 @@ impl DataArgs {
             builtin_resolution: self.builtin_resolution,
             background,
             alpha_as_mask: self.alpha_as_mask,
+            undistort: self.undistort,
             host_image_budget: self
                 .host_image_memory
                 .or_else(super::setup::default_host_image_budget),

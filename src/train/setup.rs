@@ -60,6 +60,8 @@ pub struct DataOptions {
     pub background: [f32; 3],
     /// Read the images' alpha channel as a loss mask.
     pub alpha_as_mask: bool,
+    /// Undistort distorted cameras' images at load ([`LoadOptions::undistort`]).
+    pub undistort: bool,
     /// Bytes of decoded images kept in host memory; the rest are read from disk at each use
     /// ([`LoadOptions::host_image_budget`]). `None` keeps every image.
     pub host_image_budget: Option<u64>,
@@ -98,6 +100,7 @@ impl Default for DataOptions {
             builtin_resolution: BuiltinOptions::default().resolution,
             background: [0.0; 3],
             alpha_as_mask: false,
+            undistort: false,
             host_image_budget: None,
             progress: LoadProgress::default(),
         }
@@ -173,6 +176,7 @@ pub fn load_dataset(folder: Option<&Path>, options: &DataOptions) -> Result<Data
                     split,
                     background: options.background,
                     alpha_as_mask: options.alpha_as_mask,
+                    undistort: options.undistort,
                     host_image_budget: options.host_image_budget,
                     progress: options.progress.clone(),
                     ..LoadOptions::default()

@@ -126,6 +126,7 @@ fn plan_data_options(data: &PlanData, background: [f32; 3]) -> DataOptions {
         builtin_resolution: data.builtin_resolution,
         background,
         alpha_as_mask: data.alpha_as_mask,
+        undistort: data.undistort,
         ..DataOptions::default()
     }
 }

@@ -260,6 +260,7 @@ fn quadrant_plan(resolution: u32) -> (PlanManifest, u64) {
             test_every: None,
             test_list: None,
             alpha_as_mask: false,
+            undistort: false,
         },
         config,
         partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 2 }),

@@ -40,6 +40,7 @@ fn points(lens: &CameraLens) -> Vec<[f64; 3]> {
     if lens.is_fisheye() {
         p.push([1.0, 0.5, -0.3]); // 105° from the axis
         p.push([-0.4, 1.2, -0.8]); // 125°
+        p.push([-1.48, -1.35, 0.034]); // 89°
     }
     p
 }

@@ -35,6 +35,7 @@ fn plan(blocks: usize, data: Option<PathBuf>) -> PlanManifest {
             test_every: None,
             test_list: None,
             alpha_as_mask: false,
+            undistort: false,
         },
         config: TrainConfig::default(),
         partition: PartitionRecord::of_grid(Grid {

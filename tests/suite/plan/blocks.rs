@@ -30,6 +30,7 @@ pub(super) fn small_plan(dir: &Path) -> (PlanManifest, Dataset) {
         test_every: None,
         test_list: None,
         alpha_as_mask: false,
+        undistort: false,
     };
     let config = TrainConfig {
         iterations: 60,

@@ -44,6 +44,7 @@ fn two_block_plan() -> PlanManifest {
             test_every: None,
             test_list: None,
             alpha_as_mask: false,
+            undistort: false,
         },
         config: TrainConfig::default(),
         partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 1 }),

@@ -96,6 +96,7 @@ fn four_merged_blocks_match_one_process_without_seams() {
         test_every: Some(4),
         test_list: None,
         alpha_as_mask: false,
+        undistort: false,
     };
     let request = PartitionRequest {
         grid: Some(Grid { rows: 2, cols: 2 }),

@@ -190,16 +190,18 @@ fn check_central_differences(raster_mode: RasterMode, checked: Option<usize>) {
         *logit = logit.clamp(-1.5, 1.5); // stay away from the 0.999 alpha cap
     }
     let checked: Vec<usize> = (0..checked.unwrap_or(flat(&g).len())).collect();
-    check_indices_by_central_differences(&cam, &g, &checked, raster_mode);
+    check_indices_by_central_differences(&cam, &g, &checked, raster_mode, 1e-2);
 }
 
 /// Central differences of a weighted image sum against the analytic gradient of the parameters
-/// at `checked` (indices into `flat`'s order), on both kernel paths.
-fn check_indices_by_central_differences(
+/// at `checked` (indices into `flat`'s order), on both kernel paths, with steps of `step` (times
+/// the parameter's magnitude where that is larger).
+pub(super) fn check_indices_by_central_differences(
     cam: &Camera,
     g: &CpuGaussians,
     checked: &[usize],
     raster_mode: RasterMode,
+    step: f32,
 ) {
     let contexts = both_paths_both_layouts(false);
     let mut rng = TestRng::new(12);
@@ -211,7 +213,7 @@ fn check_indices_by_central_differences(
     let mut numeric = Vec::with_capacity(checked.len());
     for &index in checked {
         let x = base[index];
-        let h = 1e-2f32.max(x.abs() * 1e-2);
+        let h = step.max(x.abs() * step);
         let mut plus = g.clone();
         set_flat(&mut plus, index, x + h);
         let mut minus = g.clone();
@@ -259,7 +261,7 @@ fn crowded_tile_gradients_match_central_differences() {
     let means_xy = (0..3 * n).filter(|i| i % 3 != 2);
     let opacity_logits = 10 * n..11 * n;
     let checked: Vec<usize> = means_xy.chain(opacity_logits).collect();
-    check_indices_by_central_differences(&cam, &g, &checked, RasterMode::Classic);
+    check_indices_by_central_differences(&cam, &g, &checked, RasterMode::Classic, 1e-2);
 }
 
 #[test]

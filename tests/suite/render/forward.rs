@@ -10,7 +10,12 @@ use wgsplat::splat::{Camera, GaussianTensors, RasterMode};
 use wgsplat::testing::{both_paths, both_paths_both_layouts, compare_close, max_abs_diff};
 use wgsplat::{GpuContext, MemoryCategory};
 
-fn gpu_render(ctx: &GpuContext, g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
+pub(super) fn gpu_render(
+    ctx: &GpuContext,
+    g: &CpuGaussians,
+    cam: &Camera,
+    degree: u32,
+) -> Vec<f32> {
     gpu_render_in_mode(ctx, g, cam, degree, RasterMode::Classic)
 }
 
@@ -39,7 +44,7 @@ fn gpu_render_in_mode(
     out.image.read::<f32>(ctx).unwrap()
 }
 
-fn cpu_render(g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
+pub(super) fn cpu_render(g: &CpuGaussians, cam: &Camera, degree: u32) -> Vec<f32> {
     reference::render(g, cam, degree)
         .rgba
         .iter()

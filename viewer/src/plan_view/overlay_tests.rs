@@ -86,6 +86,7 @@ pub(crate) fn quadrant_plan(dataset: &Dataset, resolution: u32, margin: f64) -> 
             test_every: None,
             test_list: None,
             alpha_as_mask: false,
+            undistort: false,
         },
         config,
         partition: PartitionRecord::of_grid(Grid { rows: 2, cols: 2 }),
