@@ -275,3 +275,22 @@ fn check_monotonic(lens: &Lens, width: u32, height: u32, field_limit: f64) -> Re
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fold_check_finds_a_fisheye_folding_inside_its_circle() {
+        // θd = θ (1 − 0.3 θ²) turns back at θ = 1/√0.9 rad, 60.4° from the axis.
+        let lens =
+            Lens::from_params(CameraModel::SimpleRadialFisheye, &[40.0, 32.0, 32.0, -0.3]).unwrap();
+        assert_eq!(check_monotonic(&lens, 64, 64, 55f64.to_radians()), Ok(()));
+        let err = check_monotonic(&lens, 64, 64, 80f64.to_radians()).unwrap_err();
+        assert!(err.contains("SIMPLE_RADIAL_FISHEYE lens folds"), "{err}");
+        // The same lens without the fold is accepted out to 80°.
+        let mild = Lens::from_params(CameraModel::SimpleRadialFisheye, &[40.0, 32.0, 32.0, -0.03])
+            .unwrap();
+        assert_eq!(check_monotonic(&mild, 64, 64, 80f64.to_radians()), Ok(()));
+    }
+}
