@@ -19,6 +19,8 @@
 //!
 //! The inverse ([`Lens::undistort`]) is Newton's method on the 2-D map (on `(u, v)` for the
 //! fisheyes, which is then turned back into `(x, y)` with `tan θ`), converged to 1e-12.
+//! [`Lens::ray`] and [`Lens::project_ray`] map a pixel to its unit direction and back, with a
+//! fisheye's directions beyond 90° from the axis, which have no normalised point.
 
 pub use super::camera_model::CameraModel;
 
