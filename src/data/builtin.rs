@@ -152,10 +152,10 @@ pub fn focal_length(width: u32) -> f32 {
     0.5 * width as f32 / (0.5 * CAMERA_ANGLE_X).tan()
 }
 
-fn orbit_camera(azimuth: f32, elevation: f32, options: &BuiltinOptions) -> Camera {
+fn orbit_camera(azimuth: f32, elevation: f32, distance: f32, options: &BuiltinOptions) -> Camera {
     let (sa, ca) = azimuth.sin_cos();
     let (se, ce) = elevation.sin_cos();
-    let eye = [0, 1, 2].map(|k| LOOK_AT[k] + CAMERA_DISTANCE * [ce * ca, ce * sa, se][k]);
+    let eye = [0, 1, 2].map(|k| LOOK_AT[k] + distance * [ce * ca, ce * sa, se][k]);
     let size = options.resolution;
     look_at(
         eye,
@@ -169,44 +169,53 @@ fn orbit_camera(azimuth: f32, elevation: f32, options: &BuiltinOptions) -> Camer
 }
 
 /// The training cameras (a golden-angle spiral over elevations 15°..65°, uniform in area) and
-/// test cameras (a ring at 35°, offset between training azimuths).
+/// test cameras (a ring at 35°, offset between training azimuths), [`CAMERA_DISTANCE`] from
+/// [`LOOK_AT`].
 pub fn cameras(options: &BuiltinOptions) -> (Vec<Camera>, Vec<Camera>) {
+    cameras_at(options, CAMERA_DISTANCE)
+}
+
+/// [`cameras`] at `distance` from [`LOOK_AT`].
+pub fn cameras_at(options: &BuiltinOptions, distance: f32) -> (Vec<Camera>, Vec<Camera>) {
     let golden = std::f32::consts::PI * (3.0 - 5f32.sqrt());
     let (lo, hi) = (15f32.to_radians().sin(), 65f32.to_radians().sin());
     let train = (0..options.train_views)
         .map(|i| {
             let s = lo + (hi - lo) * (i as f32 + 0.5) / options.train_views as f32;
-            orbit_camera(golden * i as f32, s.asin(), options)
+            orbit_camera(golden * i as f32, s.asin(), distance, options)
         })
         .collect();
     let test = (0..options.test_views)
         .map(|i| {
             let azimuth = std::f32::consts::TAU * (i as f32 + 0.37) / options.test_views as f32;
-            orbit_camera(azimuth, 35f32.to_radians(), options)
+            orbit_camera(azimuth, 35f32.to_radians(), distance, options)
         })
         .collect();
     (train, test)
 }
 
-/// True when `p` (with normal `n`) is seen, unoccluded and inside the image, by some camera.
-fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool {
+/// True when camera-space point `c` projects inside the pinhole image of `camera`.
+fn in_pinhole_image(camera: &Camera, c: [f32; 3]) -> bool {
+    let (u, v) = (
+        camera.fx * c[0] / c[2] + camera.cx,
+        camera.fy * c[1] / c[2] + camera.cy,
+    );
+    c[2] > 0.0 && u >= 0.0 && v >= 0.0 && u < camera.width as f32 && v < camera.height as f32
+}
+
+/// True when `p` (with normal `n`) is seen, unoccluded and inside the image (`in_image` of the
+/// camera-space point), by some camera.
+fn visible(
+    scene: &Scene,
+    p: [f32; 3],
+    n: [f32; 3],
+    cameras: &[Camera],
+    in_image: &dyn Fn(&Camera, [f32; 3]) -> bool,
+) -> bool {
     cameras.iter().any(|camera| {
         let eye = camera.position();
         let to_eye = Vec3::from(eye) - Vec3::from(p);
-        if to_eye.dot(Vec3::from(n)) <= 0.0 {
-            return false;
-        }
-        let c = camera.to_camera(p);
-        let (u, v) = (
-            camera.fx * c[0] / c[2] + camera.cx,
-            camera.fy * c[1] / c[2] + camera.cy,
-        );
-        if c[2] <= 0.0
-            || u < 0.0
-            || v < 0.0
-            || u >= camera.width as f32
-            || v >= camera.height as f32
-        {
+        if to_eye.dot(Vec3::from(n)) <= 0.0 || !in_image(camera, camera.to_camera(p)) {
             return false;
         }
         let distance = to_eye.length();
@@ -220,6 +229,18 @@ fn visible(scene: &Scene, p: [f32; 3], n: [f32; 3], cameras: &[Camera]) -> bool 
 /// `count` points on the surfaces of `scene` (area-weighted, deterministic in `seed`) that some
 /// camera in `cameras` sees, coloured with the scene's radiance there.
 pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64) -> PointCloud {
+    sample_points_seen(scene, cameras, count, seed, &in_pinhole_image)
+}
+
+/// [`sample_points`] for cameras whose images are not their pinhole's: `in_image` says whether a
+/// camera-space point lies inside a camera's image (through its lens).
+pub fn sample_points_seen(
+    scene: &Scene,
+    cameras: &[Camera],
+    count: usize,
+    seed: u64,
+    in_image: &dyn Fn(&Camera, [f32; 3]) -> bool,
+) -> PointCloud {
     let mut rng = SplitMix64::new(seed);
     let objects = scene.objects();
     let areas: Vec<f32> = objects.iter().map(|o| o.shape.surface_area()).collect();
@@ -235,7 +256,7 @@ pub fn sample_points(scene: &Scene, cameras: &[Camera], count: usize, seed: u64)
         });
         let object = object.unwrap_or(areas.len() - 1);
         let (p, n) = objects[object].shape.sample_surface(&mut rng);
-        if scene.buried(p, 1e-4, object) || !visible(scene, p, n, cameras) {
+        if scene.buried(p, 1e-4, object) || !visible(scene, p, n, cameras, in_image) {
             continue;
         }
         cloud.positions.push(p);

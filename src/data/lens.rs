@@ -19,6 +19,8 @@
 //!
 //! The inverse ([`Lens::undistort`]) is Newton's method on the 2-D map (on `(u, v)` for the
 //! fisheyes, which is then turned back into `(x, y)` with `tan θ`), converged to 1e-12.
+//! [`Lens::ray`] and [`Lens::project_ray`] map a pixel to its unit direction and back, with a
+//! fisheye's directions beyond 90° from the axis, which have no normalised point.
 
 pub use super::camera_model::CameraModel;
 use crate::splat::CameraLens;
@@ -403,6 +405,51 @@ impl Lens {
     /// The undistorted normalised point of a pixel (see [`Lens::undistort`]).
     pub fn unproject(&self, [px, py]: [f64; 2]) -> Option<[f64; 2]> {
         self.undistort([(px - self.cx) / self.fx, (py - self.cy) / self.fy])
+    }
+
+    /// The unit camera-space direction (OpenCV axes: x right, y down, z forward) seen at pixel
+    /// position `pixel`, or `None` where the model has no ray there: outside its valid region
+    /// (Newton's method does not converge), at 180° or more from the axis for a fisheye, at 90°
+    /// or more for the other models. Unlike [`Lens::unproject`], a fisheye's ray may lie beyond
+    /// 90° from the axis: with `(u, v)` from [`Lens::undistort_angle`] and `θ = |(u, v)|`, it is
+    /// `(sin θ · u/θ, sin θ · v/θ, cos θ)`.
+    pub fn ray(&self, [px, py]: [f64; 2]) -> Option<[f64; 3]> {
+        let target = [(px - self.cx) / self.fx, (py - self.cy) / self.fy];
+        if self.is_fisheye() {
+            let [u, v] = self.undistort_angle(target)?;
+            let theta = u.hypot(v);
+            if theta >= std::f64::consts::PI {
+                return None;
+            }
+            let scale = if theta > 1e-12 {
+                theta.sin() / theta
+            } else {
+                1.0
+            };
+            return Some([u * scale, v * scale, theta.cos()]);
+        }
+        let [x, y] = self.undistort(target)?;
+        let length = (x * x + y * y + 1.0).sqrt();
+        Some([x / length, y / length, 1.0 / length])
+    }
+
+    /// The pixel position of camera-space direction `direction` (any length; the inverse of
+    /// [`Lens::ray`]), or `None` where the model sees no such direction: 180° or more from the
+    /// axis for a fisheye, 90° or more for the other models.
+    pub fn project_ray(&self, [x, y, z]: [f64; 3]) -> Option<[f64; 2]> {
+        if !self.is_fisheye() {
+            return (z > 0.0).then(|| self.project([x / z, y / z]));
+        }
+        let r = x.hypot(y);
+        let scale = if r > 1e-12 * z.abs() {
+            r.atan2(z) / r
+        } else if z > 0.0 {
+            1.0 / z
+        } else {
+            return None;
+        };
+        let [xd, yd] = self.distort_angle([x * scale, y * scale]);
+        Some([self.fx * xd + self.cx, self.fy * yd + self.cy])
     }
 }
 

@@ -29,6 +29,8 @@ pub mod image;
 pub mod init;
 mod jpeg_check;
 pub mod lens;
+pub mod lens_capture;
+pub mod lens_design;
 pub mod near_plane;
 pub mod nerf;
 mod nerf_fields;

@@ -4,6 +4,8 @@
 //! hierarchy ([`Bvh`]), so large scenes stay fast. It is independent of the splat rasterizer, so
 //! images it makes are honest ground truth.
 
+use std::f64::consts::PI;
+
 use glam::{Mat3, Vec3};
 
 use super::RgbaImage;
@@ -179,13 +181,46 @@ impl Scene {
     }
 
     /// [`Scene::render`] through a distorted `lens` (replacing the camera's pinhole intrinsics):
-    /// each sample's ray is the lens's undistorted direction of its pixel position, so the image
-    /// is what that lens photographs. Samples with no ray (a fisheye past 90°) miss.
+    /// each sample's ray is the lens's direction of its pixel position ([`Lens::ray`]), so the
+    /// image is what that lens photographs, fisheyes beside and behind their axis too. Samples
+    /// with no ray miss.
     pub fn render_through(&self, camera: &Camera, lens: &Lens) -> RgbaImage {
-        self.trace(camera, lens, &PIXEL_SAMPLES)
+        let rays = RayTable::new(lens, camera.width, camera.height, &PIXEL_SAMPLES, PI);
+        self.render_rays(camera, &rays)
     }
 
-    /// Traces `samples` rays per pixel through `lens`; alpha is the fraction that hit.
+    /// Renders the view of `camera` (its pose; the intrinsics are the table's) through the
+    /// camera-space rays of `rays`: straight-alpha RGBA as [`Scene::render`], samples without a
+    /// ray missing.
+    pub fn render_rays(&self, camera: &Camera, rays: &RayTable) -> RgbaImage {
+        let mut image = RgbaImage::new(rays.width, rays.height);
+        let origin = camera.position();
+        // World direction = Rᵀ · local (the rows of R as columns).
+        let to_world = Mat3::from_cols_array_2d(&camera.rotation);
+        for (pixel, samples) in image
+            .pixels
+            .chunks_exact_mut(4)
+            .zip(rays.rays.chunks_exact(rays.samples))
+        {
+            let (mut sum, mut hits) = (Vec3::ZERO, 0u32);
+            for local in samples.iter().filter(|d| !d[0].is_nan()) {
+                let direction = (to_world * Vec3::from(*local)).normalize().to_array();
+                if let Some(hit) = self.intersect(origin, direction) {
+                    sum += Vec3::from(self.radiance(hit.object, hit.position, hit.normal));
+                    hits += 1;
+                }
+            }
+            if hits > 0 {
+                for k in 0..3 {
+                    pixel[k] = to_u8(sum[k] / hits as f32);
+                }
+            }
+            pixel[3] = to_u8(hits as f32 / rays.samples as f32);
+        }
+        image
+    }
+
+    /// Traces `samples` rays per pixel through the pinhole `lens`; alpha is the fraction that hit.
     fn trace(&self, camera: &Camera, lens: &Lens, samples: &[[f32; 2]]) -> RgbaImage {
         let mut image = RgbaImage::new(camera.width, camera.height);
         let origin = camera.position();
@@ -194,19 +229,11 @@ impl Scene {
             for x in 0..camera.width {
                 let (mut sum, mut hits) = (Vec3::ZERO, 0u32);
                 for &[dx, dy] in samples {
-                    let local = if lens.is_pinhole() {
-                        [
-                            (x as f32 + dx - lens.cx as f32) / lens.fx as f32,
-                            (y as f32 + dy - lens.cy as f32) / lens.fy as f32,
-                            1.0,
-                        ]
-                    } else {
-                        let pixel = [f64::from(x as f32 + dx), f64::from(y as f32 + dy)];
-                        let Some([lx, ly]) = lens.unproject(pixel) else {
-                            continue;
-                        };
-                        [lx as f32, ly as f32, 1.0]
-                    };
+                    let local = [
+                        (x as f32 + dx - lens.cx as f32) / lens.fx as f32,
+                        (y as f32 + dy - lens.cy as f32) / lens.fy as f32,
+                        1.0,
+                    ];
                     // World direction = Rᵀ · local (the rows of R as columns).
                     let world = Mat3::from_cols_array_2d(&r) * Vec3::from(local);
                     let direction = world.normalize().to_array();
@@ -226,6 +253,88 @@ impl Scene {
             }
         }
         image
+    }
+}
+
+/// The camera-space unit rays of every sub-pixel sample of an image through a lens, computed once
+/// and shared by every view through that lens. A sample without a ray (the lens has none there,
+/// or it lies outside the lens's field) holds NaN.
+#[derive(Clone, Debug)]
+pub struct RayTable {
+    width: u32,
+    height: u32,
+    samples: usize,
+    rays: Vec<[f32; 3]>,
+}
+
+impl RayTable {
+    /// The rays of `samples` (offsets in [0, 1) from each pixel's corner) in every pixel of a
+    /// `width` × `height` image through `lens` ([`Lens::ray`]), those more than `field_limit`
+    /// radians from the axis dropped (π keeps every ray).
+    pub fn new(
+        lens: &Lens,
+        width: u32,
+        height: u32,
+        samples: &[[f32; 2]],
+        field_limit: f64,
+    ) -> RayTable {
+        let none = [f32::NAN; 3];
+        let cos_limit = field_limit.cos();
+        let mut rays = Vec::with_capacity(width as usize * height as usize * samples.len());
+        for y in 0..height {
+            for x in 0..width {
+                for &[dx, dy] in samples {
+                    let pixel = [f64::from(x) + f64::from(dx), f64::from(y) + f64::from(dy)];
+                    let ray = lens
+                        .ray(pixel)
+                        .filter(|d| field_limit >= PI || d[2] >= cos_limit);
+                    rays.push(ray.map_or(none, |d| d.map(|v| v as f32)));
+                }
+            }
+        }
+        RayTable {
+            width,
+            height,
+            samples: samples.len().max(1),
+            rays,
+        }
+    }
+
+    /// This table with every pixel that lacks a ray for any of its samples losing them all: each
+    /// pixel is then wholly inside the lens's field (and photographed) or wholly outside (black,
+    /// alpha 0).
+    pub fn whole_pixels(mut self) -> RayTable {
+        for samples in self.rays.chunks_exact_mut(self.samples) {
+            if samples.iter().any(|d| d[0].is_nan()) {
+                samples.fill([f32::NAN; 3]);
+            }
+        }
+        self
+    }
+
+    /// A mask of the pixels (row-major): 255 where every sample has a ray, 0 elsewhere.
+    pub fn mask(&self) -> Vec<u8> {
+        self.rays
+            .chunks_exact(self.samples)
+            .map(|s| {
+                if s.iter().all(|d| !d[0].is_nan()) {
+                    255
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
+    /// The ray of sample `sample` in pixel (`x`, `y`), `None` where it has none.
+    pub fn ray(&self, x: u32, y: u32, sample: usize) -> Option<[f32; 3]> {
+        let i = (y as usize * self.width as usize + x as usize) * self.samples + sample;
+        self.rays.get(i).copied().filter(|d| !d[0].is_nan())
+    }
+
+    /// Image width and height.
+    pub fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
     }
 }
 

@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 
 mod budget;
+mod builtin_lens;
 mod cleanup;
 mod ignored;
 mod inputs;

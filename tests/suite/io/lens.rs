@@ -3,8 +3,10 @@
 //! (`cv2.projectPoints`, `cv2.fisheye.distortPoints`), its inverse (`cv2.undistortPoints`,
 //! `cv2.fisheye.undistortPoints`) and the undistortion map (`initUndistortRectifyMap`) to within
 //! 1e-3 px, and the resampled image (`cv2.remap`, bicubic) to within OpenCV's fixed-point
-//! interpolation error. Also: every model's inverse undoes its projection, parameters are checked
-//! with errors that name them, and the undistorted camera follows COLMAP's choices.
+//! interpolation error. Also: every model's inverse undoes its projection, every model's ray
+//! (`Lens::ray`) is the direction its projection sends to that pixel, a fisheye's beyond 90° from
+//! the axis too, parameters are checked with errors that name them, and the undistorted camera
+//! follows COLMAP's choices.
 
 use serde_json::Value;
 use wgsplat::data::image::read_image;
@@ -200,6 +202,93 @@ fn every_model_inverts_its_projection() {
             model.name()
         );
     }
+}
+
+/// The unit direction at angle `theta` from the axis and azimuth `phi` (OpenCV axes).
+fn direction(theta: f64, phi: f64) -> [f64; 3] {
+    [
+        theta.sin() * phi.cos(),
+        theta.sin() * phi.sin(),
+        theta.cos(),
+    ]
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+#[test]
+fn every_model_rays_are_the_directions_its_projection_sends_there() {
+    for (model, params) in every_model() {
+        let lens = Lens::from_params(model, &params).unwrap();
+        let (mut worst_ray, mut worst_pixel) = (0.0f64, 0.0f64);
+        // Directions up to 40° from the axis, inside every model's valid region here.
+        for i in 0..=8 {
+            for j in 0..12 {
+                let theta = (40.0 * f64::from(i) / 8.0).to_radians();
+                let d = direction(theta, std::f64::consts::TAU * f64::from(j) / 12.0);
+                let pixel = lens.project([d[0] / d[2], d[1] / d[2]]);
+                let ray = lens
+                    .ray(pixel)
+                    .unwrap_or_else(|| panic!("{} has no ray at {pixel:?}", model.name()));
+                worst_ray = worst_ray.max(distance(&ray, &d));
+                // project_ray is the same projection, and a ray of any length projects alike.
+                let scaled = d.map(|v| 3.0 * v);
+                worst_pixel = worst_pixel.max(distance(&lens.project_ray(scaled).unwrap(), &pixel));
+            }
+        }
+        assert!(worst_ray < 1e-9, "{}: ray off by {worst_ray}", model.name());
+        assert!(
+            worst_pixel < 1e-9,
+            "{}: project_ray off by {worst_pixel} px",
+            model.name()
+        );
+        // Behind a perspective camera there is no pixel.
+        if !lens.is_fisheye() {
+            assert_eq!(lens.project_ray([0.1, 0.0, -1.0]), None, "{}", model.name());
+        }
+    }
+}
+
+#[test]
+fn a_fisheye_ray_lies_beyond_90_degrees_where_unproject_has_none() {
+    let (k1, k2, k3, k4) = (-0.01, -0.001, 0.0001, -0.000005);
+    let (fx, fy, cx, cy) = (40.0, 41.0, 64.0, 60.0);
+    let lens = Lens::from_params(
+        CameraModel::OpenCvFisheye,
+        &[fx, fy, cx, cy, k1, k2, k3, k4],
+    )
+    .unwrap();
+    for degrees in [100.0f64, 135.0, 170.0] {
+        let (theta, phi) = (degrees.to_radians(), 0.5f64);
+        // OpenCV's fisheye model by hand: θd = θ (1 + k1 θ² + k2 θ⁴ + k3 θ⁶ + k4 θ⁸).
+        let t2 = theta * theta;
+        let theta_d = theta * (1.0 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4))));
+        let pixel = [fx * theta_d * phi.cos() + cx, fy * theta_d * phi.sin() + cy];
+        let want = direction(theta, phi);
+        let ray = lens.ray(pixel).expect("a ray beyond 90°");
+        assert!(
+            distance(&ray, &want) < 1e-9,
+            "{degrees}°: {ray:?} against {want:?}"
+        );
+        assert!((ray[2].acos().to_degrees() - degrees).abs() < 1e-7);
+        assert!(distance(&lens.project_ray(want).unwrap(), &pixel) < 1e-9);
+        assert_eq!(
+            lens.unproject(pixel),
+            None,
+            "{degrees}°: no normalised point behind 90°"
+        );
+    }
+    // At 180° and past it, a fisheye has no ray.
+    let theta = std::f64::consts::PI * 1.01;
+    let t2 = theta * theta;
+    let theta_d = theta * (1.0 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4))));
+    assert_eq!(lens.ray([fx * theta_d + cx, cy]), None);
+    assert_eq!(lens.project_ray([0.0, 0.0, -1.0]), None);
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod formats;
 mod hostile;
 mod hostile_data;
 mod lens;
+mod lens_scenes;
 mod lod;
 mod mutation;
 mod ply;
