@@ -48,8 +48,14 @@ const FISHEYE: (CameraModel, Distortion) = (
 );
 
 fn load(dir: &Path, test: &[String]) -> Dataset {
+    load_with(dir, test, false)
+}
+
+/// [`load`], resampling distorted cameras into pinhole ones when `undistort` is set.
+fn load_with(dir: &Path, test: &[String], undistort: bool) -> Dataset {
     let options = LoadOptions {
         split: Split::TestNames(test.to_vec()),
+        undistort,
         ..LoadOptions::default()
     };
     Dataset::load(dir, &options).unwrap()
@@ -112,9 +118,24 @@ fn distorted_cameras_train_like_pinhole_ones() {
     for (label, lens) in [("opencv", OPENCV), ("fisheye", FISHEYE)] {
         let dir = TempDir::new(label);
         let test = write_builtin_capture(&dir.0, &scene_options(), lens, false).unwrap();
-        let dataset = load(&dir.0, &test);
+        // As they are: the train views keep their lens, and their images their pixels.
+        let native = load(&dir.0, &test);
+        let c = &native.train[0].camera;
+        let want = wgsplat::data::lens::Lens {
+            model: lens.0,
+            distortion: lens.1,
+            ..wgsplat::data::lens::Lens::pinhole(1.0, 1.0, 0.0, 0.0)
+        }
+        .camera_lens();
+        assert_eq!(c.lens, want, "{label}: the camera carries its lens");
+        let native_psnr = trained_psnr(native);
         // Undistorted at load: the train views are pinhole now, with the same focal length.
+        let dataset = load_with(&dir.0, &test, true);
         let c = &dataset.train[0].camera;
+        assert!(
+            c.lens.is_pinhole(),
+            "{label}: undistorted views are pinhole"
+        );
         assert!(
             dataset
                 .notes
@@ -126,11 +147,19 @@ fn distorted_cameras_train_like_pinhole_ones() {
         let f = wgsplat::data::builtin::focal_length(48);
         assert_eq!((c.fx, c.fy), (f, f), "{label}: the focal length stays");
         let psnr = trained_psnr(dataset);
-        eprintln!("{label}: test PSNR {psnr:.2} dB");
+        eprintln!("{label}: test PSNR {native_psnr:.2} dB as it is, {psnr:.2} dB undistorted");
+        // Measured: 0.00 and 0.01 dB below the pinhole capture as they are, 0.18 and 0.31 dB
+        // undistorted (the resampling's cost).
         assert!(
-            psnr > pinhole - 1.0,
-            "{label} trained to {psnr:.2} dB, more than 1 dB below the pinhole capture's {pinhole:.2} dB"
+            native_psnr > pinhole - 0.1,
+            "{label} as it is trained to {native_psnr:.2} dB, more than 0.1 dB below the pinhole capture's {pinhole:.2} dB"
         );
+        for (how, psnr) in [("as it is", native_psnr), ("undistorted", psnr)] {
+            assert!(
+                psnr > pinhole - 1.0,
+                "{label} {how} trained to {psnr:.2} dB, more than 1 dB below the pinhole capture's {pinhole:.2} dB"
+            );
+        }
     }
 }
 
