@@ -12,7 +12,8 @@ use crate::error::Result;
 
 /// Writes every view of `dataset` (train and test, sorted by name; each name is the image's
 /// file name under `images/`, so it should end in `.png`) and its points to the COLMAP folder
-/// `dir`. Views with equal intrinsics share one `PINHOLE` camera. The split is not written: a
+/// `dir`. Views with equal intrinsics and lens share one camera (`PINHOLE`, or the model of
+/// [`Lens::of_camera`]). The split is not written: a
 /// COLMAP reader chooses it (with `--eval`, every 8th view by name). Every file is written
 /// atomically; `dir` must not exist yet or be empty, so that nothing of another capture mixes in.
 pub fn write_colmap_dataset(dataset: &Dataset, dir: &Path) -> Result<()> {
@@ -31,19 +32,15 @@ pub fn write_colmap_dataset(dataset: &Dataset, dir: &Path) -> Result<()> {
     let mut images = Vec::with_capacity(views.len());
     for view in views {
         let c = &view.camera;
-        let key = [c.fx, c.fy, c.cx, c.cy].map(f32::to_bits);
+        let lens = Lens::of_camera(c);
+        let key: Vec<u64> = lens.colmap_params().iter().map(|v| v.to_bits()).collect();
         let id = *camera_ids
-            .entry((key, c.width, c.height))
+            .entry((lens.model.name(), key, c.width, c.height))
             .or_insert_with(|| {
                 let id = cameras.len() as u32 + 1;
                 cameras.push(CaptureCamera {
                     id,
-                    lens: Lens::pinhole(
-                        f64::from(c.fx),
-                        f64::from(c.fy),
-                        f64::from(c.cx),
-                        f64::from(c.cy),
-                    ),
+                    lens,
                     width: c.width,
                     height: c.height,
                 });

@@ -23,7 +23,7 @@
 //! fisheye's directions beyond 90° from the axis, which have no normalised point.
 
 pub use super::camera_model::CameraModel;
-use crate::splat::CameraLens;
+use crate::splat::{Camera, CameraLens, LensKind};
 
 /// The distortion part of a [`Lens`] (module docs give the formulas).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -381,6 +381,65 @@ impl Lens {
             Distortion::Perspective { k, p } => CameraLens::perspective(k, p),
             Distortion::Fisheye { k, p, s } => CameraLens::fisheye(k, p, s),
             Distortion::Fov { omega } => CameraLens::fov(omega),
+        }
+    }
+
+    /// The COLMAP lens of a rasterizer camera (the inverse of [`Lens::camera_lens`]): `PINHOLE`,
+    /// `FULL_OPENCV`, `OPENCV_FISHEYE` (or `THIN_PRISM_FISHEYE` when it has tangential or prism
+    /// terms) or `FOV`, with the camera's focal lengths and principal point.
+    pub fn of_camera(camera: &Camera) -> Lens {
+        let l = &camera.lens;
+        let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        let (model, distortion) = match l.kind {
+            LensKind::Pinhole => (CameraModel::Pinhole, Distortion::None),
+            LensKind::Perspective => {
+                let k = wide(&[
+                    l.radial[0],
+                    l.radial[1],
+                    l.radial[2],
+                    l.rational[0],
+                    l.rational[1],
+                    l.rational[2],
+                ]);
+                let p = wide(&l.tangential);
+                (
+                    CameraModel::FullOpenCv,
+                    Distortion::Perspective {
+                        k: [k[0], k[1], k[2], k[3], k[4], k[5]],
+                        p: [p[0], p[1]],
+                    },
+                )
+            }
+            LensKind::Fisheye => {
+                let (k, p, s) = (wide(&l.radial), wide(&l.tangential), wide(&l.prism));
+                let model = if p.iter().chain(&s).all(|&v| v == 0.0) {
+                    CameraModel::OpenCvFisheye
+                } else {
+                    CameraModel::ThinPrismFisheye
+                };
+                let distortion = Distortion::Fisheye {
+                    k: [k[0], k[1], k[2], k[3]],
+                    p: [p[0], p[1]],
+                    s: [s[0], s[1]],
+                };
+                (model, distortion)
+            }
+            LensKind::Fov => (
+                CameraModel::Fov,
+                Distortion::Fov {
+                    omega: f64::from(l.omega),
+                },
+            ),
+        };
+        Lens {
+            model,
+            distortion,
+            ..Lens::pinhole(
+                f64::from(camera.fx),
+                f64::from(camera.fy),
+                f64::from(camera.cx),
+                f64::from(camera.cy),
+            )
         }
     }
 

@@ -98,6 +98,25 @@ fn check_camera(camera: &Camera) -> Result<()> {
             .flatten()
             .chain(&camera.translation)
             .all(|v| v.is_finite());
+    let lens = &camera.lens;
+    let coefficients = lens
+        .radial
+        .iter()
+        .chain(&lens.rational)
+        .chain(&lens.tangential)
+        .chain(&lens.prism)
+        .chain([&lens.omega, &lens.limit]);
+    let lens_ok =
+        lens.is_pinhole() || (coefficients.clone().all(|v| v.is_finite()) && lens.limit > 0.0);
+    if ok && !lens_ok {
+        return Err(Error::InvalidArgument {
+            op: "render",
+            detail: format!(
+                "the camera's lens needs finite coefficients and a positive limit; got {lens:?} (build it with \
+                 CameraLens::perspective, fisheye or fov)"
+            ),
+        });
+    }
     if ok {
         Ok(())
     } else {

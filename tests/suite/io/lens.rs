@@ -406,6 +406,24 @@ fn the_rasterizers_lens_projects_like_the_reference() {
     for (model, params) in models {
         let lens = Lens::from_params(model, &params).unwrap();
         let raster = lens.camera_lens();
+        // The camera's lens writes back as a COLMAP model that reads as the same lens.
+        let camera = wgsplat::splat::Camera {
+            fx: lens.fx as f32,
+            fy: lens.fy as f32,
+            cx: lens.cx as f32,
+            cy: lens.cy as f32,
+            lens: raster,
+            ..wgsplat::splat::Camera::facing_origin(640, 480, 3.0, [0.0; 3])
+        };
+        let written = Lens::of_camera(&camera);
+        let read = Lens::from_params(written.model, &written.colmap_params()).unwrap();
+        assert_eq!(
+            read.camera_lens(),
+            raster,
+            "{} written as {}",
+            model.name(),
+            written.model.name()
+        );
         let (focal, principal) = ([lens.fx, lens.fy], [lens.cx, lens.cy]);
         let (mut got, mut want) = (Vec::new(), Vec::new());
         for i in 0..200 {
