@@ -4,12 +4,14 @@
 // as vec4 components, so one splat read serves four pixels. In the CPU layout (CPU_LAYOUT, for
 // CPU adapters such as lavapipe, where every workgroup-memory access is a loop over the lanes) 16
 // invocations each own a whole column of 16 pixels as four such groups, so one read serves 16. Per pixel it writes RGB
-// composited on the background with alpha, the alpha-weighted depth, and how many of the tile's
-// intersections it consumed up to its last contributor (the backward pass starts there).
+// composited on the background with alpha, the alpha-weighted depth and the median depth (the
+// depth of the splat at which the accumulated opacity first reaches 0.5; 0 where it never does),
+// and how many of the tile's intersections it consumed up to its last contributor (the backward
+// pass starts there).
 //
 // It runs once per chunk of splats and slice of the tile's run (shared/chunk.wgsl), `splats`
 // being the chunk's page. Between dispatches the outputs hold the running state: `rgba` =
-// (colour so far, transmittance), `depth` = depth so far, `consumed` = consumed count with
+// (colour so far, transmittance), `depth` = (depth so far, median so far), `consumed` = consumed count with
 // DONE_BIT set once the pixel has terminated. The first dispatch starts from the empty state
 // without reading; the last composites the background.
 #import "shared/dispatch.wgsl"
@@ -24,7 +26,7 @@ var<private> u: RenderUniform;
 @group(0) @binding(2) var<storage, read> splat_from_isect: array<u32>;
 @group(0) @binding(3) var<storage, read> ranges: array<u32>;
 @group(0) @binding(4) var<storage, read_write> rgba: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> depth: array<f32>;
+@group(0) @binding(5) var<storage, read_write> depth: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
 
 const BATCH: u32 = 64u;
@@ -48,6 +50,7 @@ struct Column {
     g: vec4<f32>,
     b: vec4<f32>,
     depth: vec4<f32>,
+    median: vec4<f32>,
     transmittance: vec4<f32>,
     // Intersections consumed up to the last contributor, counted from the tile's start.
     used: vec4<u32>,
@@ -87,6 +90,8 @@ fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: 
     (*c).g += cd.y * weight;
     (*c).b += cd.z * weight;
     (*c).depth += cd.w * weight;
+    let crosses = blends & ((*c).transmittance > vec4<f32>(0.5)) & (next_t <= vec4<f32>(0.5));
+    (*c).median = select((*c).median, vec4<f32>(cd.w), crosses);
     (*c).transmittance = select((*c).transmittance, next_t, blends);
     (*c).used = select((*c).used, vec4<u32>(consumed_if_used), blends);
     (*c).done |= ends;
@@ -111,7 +116,9 @@ fn open_column(px: u32, py0: u32, first_chunk: bool) -> Column {
             c.g[k] = state.y;
             c.b[k] = state.z;
             c.transmittance[k] = state.w;
-            c.depth[k] = depth[c.p[k]];
+            let d = depth[c.p[k]];
+            c.depth[k] = d.x;
+            c.median[k] = d.y;
             c.used[k] = carried & ~DONE_BIT;
             c.done[k] = (carried & DONE_BIT) != 0u;
         }
@@ -124,7 +131,7 @@ fn close_column(c: ptr<function, Column>, last_chunk: bool) {
     for (var k = 0u; k < 4u; k++) {
         if (*c).inside[k] {
             let p = (*c).p[k];
-            depth[p] = (*c).depth[k];
+            depth[p] = vec2<f32>((*c).depth[k], (*c).median[k]);
             let color = vec3<f32>((*c).r[k], (*c).g[k], (*c).b[k]);
             if last_chunk {
                 rgba[p] = vec4<f32>(color + (*c).transmittance[k] * u.background.xyz, 1.0 - (*c).transmittance[k]);

@@ -59,7 +59,9 @@ pub struct Projection {
 pub struct ForwardOutput {
     /// RGB composited on the background, and alpha: `[H, W, 4]`.
     pub image: Tensor,
-    /// Alpha-weighted depth (divide by alpha for the expected depth): `[H, W]`.
+    /// Per pixel, the alpha-weighted depth (divide by alpha for the expected depth) and the
+    /// median depth (of the splat at which the accumulated opacity first reaches 0.5; 0 where
+    /// it never does): `[H, W, 2]`. Depth is camera-space z, or a fisheye's ray length.
     pub depth: Tensor,
     /// Per pixel, how many of its tile's intersections it consumed up to its last contributor.
     pub consumed: Tensor,

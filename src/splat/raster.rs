@@ -167,7 +167,7 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         Tensor::uninit(enc, dtype, shape, MemoryCategory::FrameScratch, label)
     };
     let image = frame(enc, DType::F32, &[h, w, 4], "splat/image")?;
-    let depth = frame(enc, DType::F32, &[h, w], "splat/depth")?;
+    let depth = frame(enc, DType::F32, &[h, w, 2], "splat/depth")?;
     let consumed = frame(enc, DType::U32, &[h * w], "splat/consumed")?;
     let raster = ctx.typed::<rasterize::Rasterize>()?;
     let grid = raster_grid(&ctx, num_tiles)?;

@@ -186,6 +186,9 @@ pub struct CpuImage {
     pub height: u32,
     /// Pixels.
     pub rgba: Vec<[f32; 4]>,
+    /// Per pixel, the alpha-weighted depth and the median depth (the depth of the splat at which
+    /// the accumulated opacity first reaches 0.5; 0 where it never does).
+    pub depth: Vec<[f32; 2]>,
 }
 
 /// Renders every pixel by compositing all projected Gaussians in depth order (classic mode).
@@ -205,11 +208,13 @@ pub fn render_in_mode(
         .collect();
     splats.sort_by(|p, q| p.depth.total_cmp(&q.depth).then(p.index.cmp(&q.index)));
     let mut rgba = Vec::with_capacity((camera.width * camera.height) as usize);
+    let mut depth = Vec::with_capacity(rgba.capacity());
     for py in 0..camera.height {
         for px in 0..camera.width {
             let (cx, cy) = (px as f32 + 0.5, py as f32 + 0.5);
             let mut t = 1.0f32;
             let mut out = [0f32; 3];
+            let (mut weighted, mut median) = (0f32, 0f32);
             for s in &splats {
                 let (dx, dy) = (s.xy[0] - cx, s.xy[1] - cy);
                 let power =
@@ -228,6 +233,10 @@ pub fn render_in_mode(
                 for (o, c) in out.iter_mut().zip(s.color) {
                     *o += c * alpha * t;
                 }
+                weighted += s.depth * alpha * t;
+                if t > 0.5 && next_t <= 0.5 {
+                    median = s.depth;
+                }
                 t = next_t;
             }
             let bg = camera.background;
@@ -237,11 +246,13 @@ pub fn render_in_mode(
                 out[2] + t * bg[2],
                 1.0 - t,
             ]);
+            depth.push([weighted, median]);
         }
     }
     CpuImage {
         width: camera.width,
         height: camera.height,
         rgba,
+        depth,
     }
 }
