@@ -57,7 +57,20 @@ pub(super) fn save_renders(
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<usize> {
     let mut drawn = Drawn::Model(Box::new(params.clone()));
-    save_renders_of(ctx, &mut drawn, views, background, raster_mode, dir, stop)
+    let what = Outputs {
+        raster_mode,
+        depth: false,
+    };
+    save_renders_of(ctx, &mut drawn, views, background, what, dir, stop)
+}
+
+/// What [`save_renders_of`] writes per view beside the colour.
+#[derive(Clone, Copy)]
+struct Outputs {
+    raster_mode: RasterMode,
+    /// `STEM.depth.npy` (expected depth, median depth, opacity) and `STEM.depth.png` (the median
+    /// depth colour-mapped).
+    depth: bool,
 }
 
 /// [`save_renders`] of any [`Drawn`] model (a level of detail draws each view's own cut).
@@ -66,10 +79,11 @@ fn save_renders_of(
     drawn: &mut Drawn,
     views: &[View],
     background: [f32; 3],
-    raster_mode: RasterMode,
+    what: Outputs,
     dir: &Path,
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<usize> {
+    let raster_mode = what.raster_mode;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stems = render_file_stems(views);
     for (written, (view, stem)) in views.iter().zip(&stems).enumerate() {
@@ -81,6 +95,14 @@ fn save_renders_of(
         let params = drawn.gaussians_for(ctx, &camera)?;
         let image = wgsplat::show::render_rgba8(ctx, &params, &camera, raster_mode)?;
         image.write_png(&dir.join(format!("{stem}.png")))?;
+        if what.depth {
+            let maps = wgsplat::show::depth::render_depth(ctx, &params, &camera, raster_mode)?;
+            maps.write_npy(&dir.join(format!("{stem}.depth.npy")))?;
+            match maps.colour_mapped() {
+                Ok(image) => image.write_png(&dir.join(format!("{stem}.depth.png")))?,
+                Err(why) => eprintln!("warning: {stem}: no depth picture: {why}"),
+            }
+        }
     }
     Ok(views.len())
 }
@@ -119,6 +141,12 @@ pub struct RenderArgs {
     /// Render antialiased splats: for models trained with --antialiased.
     #[arg(long)]
     antialiased: bool,
+    /// Also write each view's depth (render only): STEM.depth.npy, float32 [height, width, 3]
+    /// of expected depth, median depth (0 where the opacity never reaches 0.5) and opacity, in
+    /// the scene's units (camera z, or a fisheye's ray length), and STEM.depth.png, the median
+    /// depth colour-mapped from near (yellow) to far (dark blue).
+    #[arg(long)]
+    depth: bool,
     /// Do not draw Gaussians whose centre lies nearer a camera than DIST (a depth in the
     /// scene's units) [default: the near plane the PLY records, else 0.2 × the median spacing of
     /// neighbouring training cameras, at least 0.01].
@@ -229,6 +257,11 @@ fn refuse_ignored_render_options(args: &RenderArgs) -> anyhow::Result<()> {
              with it (without them `render` draws the dataset's --split views)"
         );
     }
+    if args.depth && args.video.wanted() {
+        anyhow::bail!(
+            "--depth writes the depth of the dataset's --split views; a camera path's video or              frames are colour only: leave --depth out, or drop --video/--frames"
+        );
+    }
     Ok(())
 }
 
@@ -237,6 +270,7 @@ fn refuse_ignored_eval_options(args: &RenderArgs) -> anyhow::Result<()> {
     let video = [
         (args.video.video.is_some(), "--video"),
         (args.video.frames.is_some(), "--frames"),
+        (args.depth, "--depth"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag));
@@ -344,7 +378,10 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         &mut drawn,
         views,
         background,
-        args.raster_mode(),
+        Outputs {
+            raster_mode: args.raster_mode(),
+            depth: args.depth,
+        },
         &args.out,
         &|| false,
     )?;

@@ -4,6 +4,7 @@
 //! ([`video`]). The CLI (`wgsplat render --video`) and the viewer drive the same code.
 
 pub mod camera_path;
+pub mod depth;
 pub mod drawn;
 pub mod edit;
 pub mod keyframes;

@@ -14,6 +14,7 @@ use crate::common::binary::{expect_failure, failure_text, temp_dir, wgsplat};
 mod budget;
 mod builtin_lens;
 mod cleanup;
+mod depth;
 mod ignored;
 mod inputs;
 mod lod;
