@@ -272,6 +272,10 @@ fn load_view_pixels(
     camera.width = target_w;
     camera.height = target_h;
     camera.lens = scaled.camera_lens();
+    camera.lens.limit = camera
+        .lens
+        .limit
+        .min(view_limit(&scaled, target_w, target_h));
     check_camera(&request.name, path, &camera)?;
     let image = image.resized_area(target_w, target_h);
     options.progress.tick();
@@ -332,6 +336,38 @@ fn check_camera(name: &str, path: &Path, camera: &Camera) -> Result<()> {
             ),
         )),
     }
+}
+
+/// How far past its image a lens's projection is trusted: as the pinhole projection clamps its
+/// Jacobian 30% of the half field past the image's edge, a Gaussian whose mean lies more than
+/// this factor beyond the image's widest corner (in normalised radius, or in angle for a
+/// fisheye) is culled, so far off-screen splats cannot spread over the whole image.
+const VIEW_MARGIN: f64 = 1.3;
+
+/// The largest normalised radius (angle for a fisheye) whose Gaussians `lens` draws for a
+/// `width` × `height` image: [`VIEW_MARGIN`] times its widest corner's (`f32::MAX` when a corner
+/// lies past the lens's fold, where the fold limits it instead).
+fn view_limit(lens: &Lens, width: u32, height: u32) -> f32 {
+    let corners = [
+        [0.0, 0.0],
+        [f64::from(width), 0.0],
+        [0.0, f64::from(height)],
+        [f64::from(width), f64::from(height)],
+    ];
+    let mut widest: f64 = 0.0;
+    for [px, py] in corners {
+        let n = [(px - lens.cx) / lens.fx, (py - lens.cy) / lens.fy];
+        let radius = if lens.is_fisheye() {
+            lens.undistort_angle(n).map(|[u, v]| (u * u + v * v).sqrt())
+        } else {
+            lens.undistort(n).map(|[x, y]| (x * x + y * y).sqrt())
+        };
+        match radius {
+            Some(r) => widest = widest.max(r),
+            None => return f32::MAX,
+        }
+    }
+    (widest * VIEW_MARGIN) as f32
 }
 
 /// Which pixels of a `width` × `height` image `lens` sees one to one (`None`: all of them): a

@@ -110,7 +110,10 @@ fn render_writes_depth_that_matches_the_scenes_true_depth() {
     );
     errors.sort_by(f32::total_cmp);
     let median_error = errors[errors.len() / 2];
-    eprintln!("median depth error {median_error} over {} pixels", errors.len());
+    eprintln!(
+        "median depth error {median_error} over {} pixels",
+        errors.len()
+    );
     // The cameras stand 4 units from the scene; measured after 150 iterations: 0.01.
     assert!(
         median_error < 0.05,
