@@ -177,8 +177,13 @@ fn lens_normalise_hessian_dot(u: RenderUniform, p: vec3<f32>, w: mat3x2<f32>) ->
     );
 }
 
+// How far outside the image (as a share of its size) a mean may project and still be drawn.
+// The pinhole clamps its Jacobian instead; through a lens, a mean projected far outside (a
+// grazing ray where the radial polynomial runs away) would get an unbounded footprint.
+const LENS_GUARD_BAND: f32 = 0.5;
+
 // A camera-space point's pixel, the Jacobian of the pixel in the point, its depth (z, or the
-// ray's length for a fisheye), and whether the lens sees it one to one.
+// ray's length for a fisheye), and whether the lens sees it one to one within the guard band.
 struct LensProjection {
     pixel: vec2<f32>,
     jacobian: mat3x2<f32>,
@@ -196,8 +201,11 @@ fn lens_project(u: RenderUniform, p: vec3<f32>) -> LensProjection {
     // In front of the near plane (by z, or by distance for a fisheye, which sees behind its
     // plane), and within the radius or angle where the lens is one to one.
     let ahead = select(p.z > 0.0, true, fisheye);
-    let valid = ahead && depth >= u.near && depth <= u.far && length(g.value) <= u.lens_limits.x;
-    return LensProjection(u.focal * d.value + u.principal, jacobian, depth, valid);
+    let pixel = u.focal * d.value + u.principal;
+    let size = vec2<f32>(u.image_size);
+    let guarded = all(abs(pixel - 0.5 * size) <= (0.5 + LENS_GUARD_BAND) * size);
+    let valid = ahead && depth >= u.near && depth <= u.far && length(g.value) <= u.lens_limits.x && guarded;
+    return LensProjection(pixel, jacobian, depth, valid);
 }
 
 // The gradient of the point p from the gradients of its pixel (v_pixel) and of the Jacobian

@@ -12,6 +12,9 @@ pub const ALPHA_MAX: f32 = 0.999;
 pub const ALPHA_MIN: f32 = 1.0 / 255.0;
 /// Compositing stops before transmittance falls below this.
 pub const TRANSMITTANCE_MIN: f32 = 1e-4;
+/// How far outside the image (a share of its size) a mean seen through a lens may project and
+/// still be drawn (`LENS_GUARD_BAND` in `shaders/shared/lens.wgsl`).
+pub const LENS_GUARD_BAND: f64 = 0.5;
 /// Low-pass dilation added to the 2D covariance diagonal, in pixels².
 pub const COV2D_DILATION: f32 = 0.3;
 
@@ -98,7 +101,15 @@ pub fn project_in_mode(
     } else {
         let focal = [camera.fx, camera.fy].map(f64::from);
         let principal = [camera.cx, camera.cy].map(f64::from);
-        Some(camera.lens.project(focal, principal, pc.map(f64::from))?)
+        let through = camera.lens.project(focal, principal, pc.map(f64::from))?;
+        // The kernel's guard band (`LENS_GUARD_BAND` in shaders/shared/lens.wgsl).
+        let size = [camera.width, camera.height].map(f64::from);
+        let guarded = (0..2)
+            .all(|k| (through.pixel[k] - 0.5 * size[k]).abs() <= (0.5 + LENS_GUARD_BAND) * size[k]);
+        if !guarded {
+            return None;
+        }
+        Some(through)
     };
     let depth = through_lens.map_or(z, |l| l.depth as f32);
     if !(depth >= camera.near && depth <= camera.far) {
