@@ -174,6 +174,8 @@ fn polygons_are_cut_at_the_near_plane_and_the_image() {
         up: [0.0, 0.0, 1.0],
         fov_y_degrees: 60.0,
         exact: None,
+        lens: wgsplat::splat::CameraLens::PINHOLE,
+        through_lens: true,
     }
     .camera(64, 48, [0.0; 3]);
     let rect = Rect::from_min_size(pos2(0.0, 0.0), vec2(64.0, 48.0));
