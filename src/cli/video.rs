@@ -14,7 +14,7 @@ use wgsplat::data::Dataset;
 use wgsplat::show::camera_path::MAX_FPS;
 use wgsplat::show::keyframes::MAX_FRAMES;
 use wgsplat::show::video::{VideoWriter, find_ffmpeg};
-use wgsplat::show::{CameraPath, Drawn, PathFrame, paths, render_path_of};
+use wgsplat::show::{CameraPath, CameraType, Drawn, PathFrame, paths, render_path_of};
 use wgsplat::splat::RasterMode;
 
 /// Options of `wgsplat render` for videos and camera paths.
@@ -28,7 +28,8 @@ pub struct VideoArgs {
     pub frames: Option<PathBuf>,
     /// The camera path: `cameras` (a smooth path through the training cameras, in their order),
     /// `orbit` (around the scene's centre at the cameras' distance and height), or a nerfstudio
-    /// camera_path.json [default: cameras].
+    /// camera_path.json, `camera_type` "perspective" or "fisheye" [default: cameras]. The
+    /// cameras and orbit paths of fisheye cameras are fisheye paths.
     #[arg(long, value_name = "cameras|orbit|FILE.json")]
     pub path: Option<String>,
     /// Length of a `cameras` or `orbit` path in seconds [default: 8].
@@ -153,6 +154,8 @@ fn build_frames(args: &VideoArgs, dataset: &Dataset) -> anyhow::Result<CameraPat
         fps,
         frames,
         near: wgsplat::show::camera_path::NEAR,
+        // A fisheye dataset's path sees through nerfstudio's fisheye at the cameras' focal length.
+        camera_type: CameraType::of_lens(&first.camera.lens),
     })
 }
 

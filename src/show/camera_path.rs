@@ -1,14 +1,17 @@
 //! Camera paths in nerfstudio's `camera_path.json`, the format its viewer exports and other tools
 //! read: per frame a camera-to-world 4 × 4 matrix (row-major, 16 numbers) in the OpenGL
 //! convention (x right, y up, the camera looking down −z), the vertical field of view in degrees
-//! and the aspect ratio; for the whole path the render size, frames per second and duration.
-//! Frames convert to and from the splatting [`Camera`] (OpenCV convention, world-to-camera).
+//! and the aspect ratio; for the whole path the render size, frames per second, duration and
+//! `camera_type`: `"perspective"` or nerfstudio's `"fisheye"` ([`CameraType`], whose module says
+//! how nerfstudio draws one). Frames convert to and from the splatting [`Camera`] (OpenCV
+//! convention, world-to-camera).
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::camera_type::CameraType;
 use crate::error::{Error, Result};
 use crate::splat::Camera;
 
@@ -19,7 +22,8 @@ pub struct PathFrame {
     pub rotation: [[f64; 3]; 3],
     /// Camera centre in world space.
     pub position: [f64; 3],
-    /// Vertical field of view in degrees.
+    /// Vertical field of view in degrees: for a fisheye path, the field of view of the
+    /// perspective camera with its focal length (as nerfstudio reads it; [`CameraType`]).
     pub fov_y_degrees: f64,
 }
 
@@ -37,6 +41,8 @@ pub struct CameraPath {
     /// The near plane of the cameras the frames are drawn with (the model's; not in the file:
     /// a path read from one gets [`NEAR`] until its user sets the model's).
     pub near: f32,
+    /// The projection of every frame (`camera_type`).
+    pub camera_type: CameraType,
 }
 
 /// The highest frame rate a path is rendered at, frames per second: a path file's rate and
@@ -58,7 +64,8 @@ fn path_error(path: &Path, message: String) -> Error {
 }
 
 impl PathFrame {
-    /// The frame of a splatting camera (its vertical field of view from `fy` and its height).
+    /// The frame of a splatting camera (its vertical field of view from `fy` and its height,
+    /// which gives a path frame of either [`CameraType`] the camera's `fy` again).
     pub fn from_camera(camera: &Camera) -> PathFrame {
         let r = camera.rotation.map(|row| row.map(f64::from));
         // OpenCV camera-to-world is Rᵀ; OpenGL's flips the y and z axes.
@@ -75,8 +82,14 @@ impl PathFrame {
     }
 
     /// The splatting camera of this frame at `width` × `height`, square pixels, principal point
-    /// at the centre, on `background`.
-    pub fn to_camera(&self, width: u32, height: u32, background: [f32; 3]) -> Camera {
+    /// at the centre, through `camera_type`'s lens, on `background`.
+    pub fn to_camera(
+        &self,
+        camera_type: CameraType,
+        width: u32,
+        height: u32,
+        background: [f32; 3],
+    ) -> Camera {
         let f = 0.5 * f64::from(height) / (0.5 * self.fov_y_degrees.to_radians()).tan();
         // World-to-camera (OpenCV): rows are the OpenGL columns right, −up, −backward.
         let c = &self.rotation;
@@ -88,7 +101,7 @@ impl PathFrame {
         let p = self.position;
         let translation = rows.map(|row| -(row[0] * p[0] + row[1] * p[1] + row[2] * p[2]) as f32);
         Camera {
-            lens: Default::default(),
+            lens: camera_type.lens(),
             rotation: rows.map(|row| row.map(|v| v as f32)),
             translation,
             fx: f as f32,
@@ -203,8 +216,9 @@ fn rigid_frame(m: &[f64], index: usize, path: &Path) -> Result<([[f64; 3]; 3], [
 }
 
 impl CameraPath {
-    /// Reads a nerfstudio `camera_path.json`; a missing field, a matrix that is not rigid, or a
-    /// field of view that is not between 0 and 180 degrees is an error naming the frame. The
+    /// Reads a nerfstudio `camera_path.json`; a missing field, a matrix that is not rigid, a
+    /// field of view that is not between 0 and 180 degrees, or a `camera_type` other than
+    /// `"perspective"` (also when absent) and `"fisheye"` is an error naming the frame or field. The
     /// frames are played over the file's `seconds`, as nerfstudio renders them: the rate is the
     /// frames ÷ `seconds` (a file nerfstudio or wgsplat wrote has `fps` × `seconds` frames, so
     /// the two agree); a rate above [`MAX_FPS`] is an error.
@@ -216,16 +230,8 @@ impl CameraPath {
                 format!("not a nerfstudio camera path ({e}); it needs render_width, render_height, fps, seconds and camera_path with camera_to_world, fov and aspect per frame"),
             )
         })?;
-        if let Some(kind) = document
-            .camera_type
-            .as_deref()
-            .filter(|k| *k != "perspective")
-        {
-            return Err(path_error(
-                path,
-                format!("camera_type {kind:?}: only perspective paths are rendered"),
-            ));
-        }
+        let camera_type = CameraType::parse(document.camera_type.as_deref())
+            .map_err(|message| path_error(path, message))?;
         let width = pixels(&document.render_width, "render_width", path)?;
         let height = pixels(&document.render_height, "render_height", path)?;
         let written_fps = positive(&document.fps, "fps", path)?;
@@ -280,14 +286,25 @@ impl CameraPath {
             fps,
             frames,
             near: NEAR,
+            camera_type,
         })
     }
 
-    /// Writes the path as a nerfstudio `camera_path.json` (atomically).
+    /// The splatting camera of frame `index` on `background`, with the path's size, near plane
+    /// and lens; `None` past the last frame.
+    pub fn camera(&self, index: usize, background: [f32; 3]) -> Option<Camera> {
+        let frame = self.frames.get(index)?;
+        Some(Camera {
+            near: self.near,
+            ..frame.to_camera(self.camera_type, self.width, self.height, background)
+        })
+    }
+
+    /// Writes the path as a nerfstudio `camera_path.json` (atomically), with its `camera_type`.
     pub fn write(&self, path: &Path) -> Result<()> {
         let aspect = f64::from(self.width) / f64::from(self.height);
         let document = Document {
-            camera_type: Some("perspective".into()),
+            camera_type: Some(self.camera_type.name().into()),
             render_height: self.height.into(),
             render_width: self.width.into(),
             camera_path: (self.frames.iter())
@@ -315,187 +332,5 @@ impl CameraPath {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_camera_survives_the_path_convention_both_ways() {
-        let mut camera = Camera::facing_origin(64, 48, 3.0, [0.0; 3]);
-        // Turned about an oblique axis, moved off the axis.
-        let (s, c) = (0.3f32.sin(), 0.3f32.cos());
-        camera.rotation = [[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]];
-        camera.translation = [0.2, -0.1, 3.0];
-        let frame = PathFrame::from_camera(&camera);
-        let back = frame.to_camera(64, 48, [0.0; 3]);
-        for (a, b) in back
-            .rotation
-            .iter()
-            .flatten()
-            .zip(camera.rotation.iter().flatten())
-        {
-            assert!((a - b).abs() < 1e-6, "{back:?}");
-        }
-        for (a, b) in back.translation.iter().zip(&camera.translation) {
-            assert!((a - b).abs() < 1e-5, "{back:?}");
-        }
-        assert!((back.fy - camera.fy).abs() < 1e-3 && (back.fx - camera.fy).abs() < 1e-3);
-        // OpenGL: the camera looks down its −z column, towards the origin here.
-        let forward = [0, 1, 2].map(|i| -frame.rotation[i][2]);
-        let to_origin = frame.position.map(|p| -p);
-        let cos = (0..3).map(|i| forward[i] * to_origin[i]).sum::<f64>()
-            / (0..3)
-                .map(|i| to_origin[i] * to_origin[i])
-                .sum::<f64>()
-                .sqrt();
-        assert!(cos > 0.99, "{cos}");
-    }
-}
-
-#[cfg(test)]
-mod rate {
-    use super::*;
-
-    fn path_of(fps: f64, seconds: f64, frames: usize) -> CameraPath {
-        let frame =
-            r#"{"camera_to_world":[1,0,0,0, 0,1,0,0, 0,0,1,3, 0,0,0,1],"fov":50,"aspect":1}"#;
-        let text = format!(
-            r#"{{"camera_type":"perspective","render_height":48,"render_width":64,
-            "camera_path":[{}],"fps":{fps},"seconds":{seconds}}}"#,
-            vec![frame; frames].join(",")
-        );
-        let dir = std::env::temp_dir().join(format!(
-            "wgsplat-path-rate-{}-{fps}-{seconds}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("camera_path.json");
-        std::fs::write(&file, text).unwrap();
-        let path = CameraPath::read(&file).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        path
-    }
-
-    /// nerfstudio plays a path's frames over its `seconds` (its render script takes the rate as
-    /// frames / seconds), so 12 frames over 2 s play at 6 frames/s whatever `fps` says.
-    #[test]
-    fn the_frames_play_over_the_files_seconds() {
-        assert_eq!(path_of(30.0, 2.0, 12).fps, 6.0);
-        assert_eq!(path_of(10.0, 1.2, 12).fps, 10.0);
-        // A path written and read again keeps its rate exactly.
-        let mut path = path_of(7.0, 3.0, 21);
-        path.fps = 29.97;
-        path.frames.truncate(19);
-        let dir = std::env::temp_dir().join(format!("wgsplat-path-again-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("camera_path.json");
-        path.write(&file).unwrap();
-        assert_eq!(CameraPath::read(&file).unwrap().fps, 29.97);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
-#[cfg(test)]
-mod hostile {
-    use super::*;
-
-    fn read_text(name: &str, text: &[u8]) -> String {
-        let dir = std::env::temp_dir().join(format!("wgsplat-path-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("camera_path.json");
-        std::fs::write(&file, text).unwrap();
-        let result = CameraPath::read(&file);
-        std::fs::remove_dir_all(&dir).unwrap();
-        result.unwrap_err().to_string()
-    }
-
-    const GOOD: &str = r#"{"camera_type":"perspective","render_height":48,"render_width":64,
-        "camera_path":[{"camera_to_world":[1,0,0,0, 0,1,0,0, 0,0,1,3, 0,0,0,1],"fov":50,"aspect":1.33}],
-        "fps":10,"seconds":0.1}"#;
-
-    #[test]
-    fn hostile_paths_are_refused_by_name() {
-        let cases: Vec<(&str, String, &str)> = vec![
-            (
-                "truncated",
-                GOOD[..GOOD.len() / 2].to_owned(),
-                "not a nerfstudio camera path",
-            ),
-            (
-                "wrong-type",
-                GOOD.replace("\"fov\":50", "\"fov\":\"wide\""),
-                "not a nerfstudio camera path",
-            ),
-            (
-                "overflowing-size",
-                GOOD.replace(
-                    "\"render_width\":64",
-                    "\"render_width\":18446744073709551615",
-                ),
-                "render_width",
-            ),
-            (
-                "huge-size",
-                GOOD.replace("\"render_height\":48", "\"render_height\":1e12"),
-                "render_height",
-            ),
-            (
-                "infinite",
-                GOOD.replace("0,0,1,3,", "0,0,1,1e999,"),
-                "not a nerfstudio camera path",
-            ),
-            (
-                "short-matrix",
-                GOOD.replace("0,0,0,1]", "0,0,1]"),
-                "has 15 numbers",
-            ),
-            (
-                "not-rigid",
-                GOOD.replace("[1,0,0,0,", "[3,0,0,0,"),
-                "not a rotation",
-            ),
-            (
-                "reflection",
-                GOOD.replace("[1,0,0,0,", "[-1,0,0,0,"),
-                "reflection",
-            ),
-            ("zero-fps", GOOD.replace("\"fps\":10", "\"fps\":0"), "`fps`"),
-            (
-                "huge-fps",
-                GOOD.replace("\"fps\":10", "\"fps\":1e300"),
-                "at most 100000",
-            ),
-            (
-                "huge-rate",
-                GOOD.replace("\"seconds\":0.1", "\"seconds\":1e-300"),
-                "must be at most 100000",
-            ),
-            (
-                "no-frames",
-                GOOD.replace(r#"[{"camera_to_world""#, r#"[],"x":[{"camera_to_world""#),
-                "no frames",
-            ),
-            (
-                "zero-fov",
-                GOOD.replace("\"fov\":50", "\"fov\":0"),
-                "between 0 and 180",
-            ),
-            (
-                "orthographic",
-                GOOD.replace("perspective", "orthographic"),
-                "only perspective",
-            ),
-        ];
-        for (name, text, expected) in cases {
-            let err = read_text(name, text.as_bytes());
-            assert!(
-                err.contains(expected) && err.contains("camera_path.json"),
-                "{name}: {err}"
-            );
-        }
-        let err = read_text("binary", &[0xff, 0xfe, 0x00, 0x7b]);
-        assert!(
-            err.contains("UTF-8") || err.contains("not a nerfstudio"),
-            "{err}"
-        );
-    }
-}
+#[path = "camera_path_tests.rs"]
+mod tests;

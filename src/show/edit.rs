@@ -94,12 +94,23 @@ pub fn camera_sees(camera: &Camera, p: [f32; 3]) -> bool {
 }
 
 /// Where the point `p` projects in `camera`'s image, in pixels (pixel `(i, j)` covers
-/// `[i, i + 1) × [j, j + 1)`, as the rasterizer places a Gaussian's centre), or `None` when it is
-/// not between the near and far planes. Inside or outside the image alike.
+/// `[i, i + 1) × [j, j + 1)`, as the rasterizer places a Gaussian's centre), through the camera's
+/// lens, or `None` when it is not between the near and far planes (a fisheye's depth is the
+/// ray's length, as the rasterizer's) or past where the lens sees one to one. Inside or outside
+/// the image alike.
 pub fn project_centre(camera: &Camera, p: [f32; 3]) -> Option<[f32; 2]> {
     let [x, y, z] = camera.to_camera(p);
-    (z > camera.near && z < camera.far)
-        .then(|| [camera.fx * x / z + camera.cx, camera.fy * y / z + camera.cy])
+    if camera.lens.is_pinhole() {
+        return (z > camera.near && z < camera.far)
+            .then(|| [camera.fx * x / z + camera.cx, camera.fy * y / z + camera.cy]);
+    }
+    let focal = [camera.fx, camera.fy].map(f64::from);
+    let principal = [camera.cx, camera.cy].map(f64::from);
+    let seen = camera
+        .lens
+        .project(focal, principal, [x, y, z].map(f64::from))?;
+    let (near, far) = (f64::from(camera.near), f64::from(camera.far));
+    (seen.depth > near && seen.depth < far).then(|| seen.pixel.map(|v| v as f32))
 }
 
 /// For each of `means`, how many of `cameras` see it ([`camera_sees`]): the visibility count of
@@ -196,5 +207,25 @@ mod tests {
             &[camera.clone(), camera],
         );
         assert_eq!(seen, [2, 0, 0]);
+    }
+
+    /// Through a fisheye a point 100° off the axis (behind the camera's plane) is seen, where
+    /// the pinhole has it behind; and it lands where the lens puts it, `f θ` from the centre.
+    #[test]
+    fn a_fisheye_camera_sees_past_90_degrees_where_its_lens_puts_the_point() {
+        let mut camera = Camera::facing_origin(64, 48, 3.0, [0.0; 3]);
+        camera.lens = crate::splat::CameraLens::fisheye([0.0; 4], [0.0; 2], [0.0; 2]);
+        (camera.fx, camera.fy) = (8.0, 8.0);
+        // Camera at z = −3 looking along +z: a point 2 from it at 100° towards +x.
+        let theta = 100f32.to_radians();
+        let p = [2.0 * theta.sin(), 0.0, -3.0 + 2.0 * theta.cos()];
+        let [u, v] = project_centre(&camera, p).expect("the fisheye sees it");
+        assert!(
+            (u - (32.0 + 8.0 * theta)).abs() < 1e-3 && (v - 24.0).abs() < 1e-4,
+            "{u} {v}"
+        );
+        assert_eq!(views_seeing(&[p], std::slice::from_ref(&camera)), [1]);
+        camera.lens = crate::splat::CameraLens::PINHOLE;
+        assert_eq!(project_centre(&camera, p), None);
     }
 }

@@ -3,7 +3,7 @@
 //! [`paths::through`] the keys (splines on positions, slerp on rotations), the same path code the
 //! CLI's `--path cameras` uses, and the path reads and writes nerfstudio's `camera_path.json`.
 
-use super::camera_path::{CameraPath, PathFrame};
+use super::camera_path::{CameraPath, CameraType, PathFrame};
 use super::paths;
 use crate::error::{Error, Result};
 
@@ -17,6 +17,9 @@ pub struct Keyframes {
     pub keys: Vec<PathFrame>,
     /// Seconds from one key to the next.
     pub seconds_between: f64,
+    /// The projection the path is rendered and written with: a path read from a file keeps its
+    /// own, one made at the viewer's cameras takes theirs (a fisheye view's makes a fisheye path).
+    pub camera_type: CameraType,
 }
 
 impl Default for Keyframes {
@@ -24,6 +27,7 @@ impl Default for Keyframes {
         Keyframes {
             keys: Vec::new(),
             seconds_between: 1.0,
+            camera_type: CameraType::Perspective,
         }
     }
 }
@@ -35,6 +39,7 @@ impl Keyframes {
         Keyframes {
             keys: path.frames.clone(),
             seconds_between: 1.0 / path.fps,
+            camera_type: path.camera_type,
         }
     }
 
@@ -149,6 +154,7 @@ impl Keyframes {
             fps,
             frames: self.sample(count),
             near: super::camera_path::NEAR,
+            camera_type: self.camera_type,
         })
     }
 }
@@ -216,6 +222,7 @@ mod tests {
         let keys = Keyframes {
             keys: vec![key(0.0), key(2.0), key(3.0)],
             seconds_between: 0.3,
+            ..Keyframes::default()
         };
         let path = keys.path(32, 32, 10.0).unwrap();
         let again = Keyframes::from_path(&path).path(32, 32, path.fps).unwrap();

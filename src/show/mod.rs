@@ -4,6 +4,7 @@
 //! ([`video`]). The CLI (`wgsplat render --video`) and the viewer drive the same code.
 
 pub mod camera_path;
+pub mod camera_type;
 pub mod depth;
 pub mod drawn;
 pub mod edit;
@@ -22,10 +23,12 @@ use crate::splat::forward::{RenderOptions, render};
 use crate::splat::{Camera, GaussianTensors, RasterMode};
 
 pub use camera_path::{CameraPath, PathFrame};
+pub use camera_type::CameraType;
 pub use drawn::{Drawn, Shortfall};
 
 /// Renders `params` from `camera` at its full SH degree and reads the image back as 8-bit RGBA
-/// (clamped to [0, 1], rounded).
+/// (clamped to [0, 1], rounded); pixels outside the lens's image circle (where it has no rays:
+/// [`camera_type::image_circle`]) are the camera's background.
 pub fn render_rgba8(
     ctx: &GpuContext,
     params: &GaussianTensors,
@@ -47,11 +50,13 @@ pub fn render_rgba8(
         .iter()
         .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
         .collect();
-    Ok(RgbaImage {
+    let mut image = RgbaImage {
         width: camera.width,
         height: camera.height,
         pixels,
-    })
+    };
+    camera_type::mask_outside_circle(&mut image, camera);
+    Ok(image)
 }
 
 /// Renders every frame of `path` in order, one at a time (the next frame is rendered only when
@@ -71,7 +76,7 @@ pub fn render_path(
 }
 
 /// [`render_path`] of any [`Drawn`] model: a level of detail draws each frame's own cut. The
-/// frames' cameras have the path's near plane.
+/// frames' cameras have the path's near plane and lens ([`CameraPath::camera`]).
 pub fn render_path_of(
     ctx: &GpuContext,
     drawn: &mut Drawn,
@@ -81,13 +86,12 @@ pub fn render_path_of(
     sink: &mut dyn FnMut(usize, &RgbaImage) -> Result<()>,
     stop: &dyn Fn() -> bool,
 ) -> Result<usize> {
-    for (index, frame) in path.frames.iter().enumerate() {
+    for index in 0..path.frames.len() {
         if stop() {
             return Ok(index);
         }
-        let camera = Camera {
-            near: path.near,
-            ..frame.to_camera(path.width, path.height, background)
+        let Some(camera) = path.camera(index, background) else {
+            break;
         };
         let params = drawn.gaussians_for(ctx, &camera)?;
         let image = render_rgba8(ctx, &params, &camera, raster_mode)?;

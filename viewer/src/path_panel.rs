@@ -12,7 +12,7 @@ use std::path::Path;
 use web_time::Instant;
 use wgsplat::show::camera_path::MAX_FPS;
 use wgsplat::show::keyframes::Keyframes;
-use wgsplat::show::{CameraPath, PathFrame};
+use wgsplat::show::{CameraPath, CameraType, PathFrame};
 use wgsplat::splat::Camera;
 
 /// Colour of the interpolated path.
@@ -84,10 +84,12 @@ pub enum PathRequest {
 }
 
 impl PathPanel {
-    /// Adds a keyframe at `view` (the first one also sets the video size to the view's, even).
+    /// Adds a keyframe at `view` (the first one also sets the video size to the view's, even,
+    /// and the path's camera type to the view's: a fisheye view starts a fisheye path).
     pub fn add_key(&mut self, view: &Camera) {
         if self.keys.keys.is_empty() {
             self.size = [(view.width & !1).max(2), (view.height & !1).max(2)];
+            self.keys.camera_type = CameraType::of_lens(&view.lens);
         }
         self.keys.push(PathFrame::from_camera(view));
         self.selected = Some(self.keys.keys.len() - 1);
@@ -141,7 +143,7 @@ impl PathPanel {
         };
         let distance = camera.distance;
         *camera = ViewCamera::from_camera(
-            &frame.to_camera(self.size[0], self.size[1], [0.0; 3]),
+            &frame.to_camera(self.keys.camera_type, self.size[0], self.size[1], [0.0; 3]),
             distance,
         );
         camera.exact = None;
@@ -226,6 +228,15 @@ impl PathPanel {
                     ui.label("x");
                     ui.add(egui::DragValue::new(&mut self.size[1]).range(2..=16384));
                 });
+                ui.end_row();
+                ui.label("camera");
+                egui::ComboBox::from_id_salt("path-camera-type")
+                    .selected_text(self.keys.camera_type.name())
+                    .show_ui(ui, |ui| {
+                        for kind in [CameraType::Perspective, CameraType::Fisheye] {
+                            ui.selectable_value(&mut self.keys.camera_type, kind, kind.name());
+                        }
+                    });
                 ui.end_row();
             });
         ui.label(format!(

@@ -15,7 +15,12 @@ fn panel() -> PathPanel {
 
 fn eye_of(frame: &PathFrame, panel: &PathPanel) -> [f32; 3] {
     frame
-        .to_camera(panel.size[0], panel.size[1], [0.0; 3])
+        .to_camera(
+            panel.keys.camera_type,
+            panel.size[0],
+            panel.size[1],
+            [0.0; 3],
+        )
         .position()
 }
 
@@ -90,6 +95,7 @@ fn drawing_the_panel_keeps_a_loaded_paths_rate() {
             fps,
             frames: keys,
             near: wgsplat::show::camera_path::NEAR,
+            camera_type: wgsplat::show::CameraType::Perspective,
         };
         let mut panel = PathPanel {
             keys: Keyframes::from_path(&path),

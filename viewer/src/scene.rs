@@ -1,9 +1,15 @@
-//! The scene view's camera: orbit, pan, zoom and fly controls over a pinhole camera in wgsplat's
+//! The scene view's camera: orbit, pan, zoom and fly controls over a camera in wgsplat's
 //! conventions (OpenCV axes: x right, y down, z forward), and snapping to dataset cameras.
+//!
+//! A view snapped to a dataset camera draws through that camera's lens (its distortion, or its
+//! fisheye), so the render lines up with the training image pixel for pixel. Orbiting, panning,
+//! zooming, flying or changing the field of view keep the lens (at the view's field of view, the
+//! principal point centred) until another dataset camera is snapped to, the view is reset, or
+//! the lens is turned off ([`ViewCamera::through_lens`]); a view made any other way is a pinhole.
 
 use eframe::egui;
 use glam::{DVec3, Vec3};
-use wgsplat::splat::Camera;
+use wgsplat::splat::{Camera, CameraLens};
 
 /// `a` at unit length, or `a` itself when it is too short to have a direction.
 fn normalize(a: Vec3) -> Vec3 {
@@ -31,6 +37,11 @@ pub struct ViewCamera {
     pub fov_y_degrees: f32,
     /// A dataset camera shown exactly (its intrinsics and resolution) until the view moves.
     pub exact: Option<Camera>,
+    /// The lens the view draws through: the dataset camera's it was snapped to (module docs),
+    /// else the pinhole.
+    pub lens: CameraLens,
+    /// Draw through [`ViewCamera::lens`] (true), or through a pinhole of the same focal length.
+    pub through_lens: bool,
 }
 
 impl ViewCamera {
@@ -45,6 +56,8 @@ impl ViewCamera {
             up: (-Vec3::from(axes[1])).to_array(),
             fov_y_degrees: 2.0 * (0.5 * camera.height as f32 / camera.fy).atan().to_degrees(),
             exact: Some(camera.clone()),
+            lens: camera.lens,
+            through_lens: true,
         }
     }
 
@@ -59,6 +72,8 @@ impl ViewCamera {
             up: [0.0, 0.0, 1.0],
             fov_y_degrees: 50.0,
             exact: None,
+            lens: CameraLens::PINHOLE,
+            through_lens: true,
         }
     }
 
@@ -161,7 +176,19 @@ impl ViewCamera {
         moved
     }
 
-    /// The wgsplat camera for a `width` x `height` image.
+    /// The lens the view draws through now: [`ViewCamera::lens`], or the pinhole when
+    /// [`ViewCamera::through_lens`] is off.
+    pub fn drawn_lens(&self) -> CameraLens {
+        if self.through_lens {
+            self.lens
+        } else {
+            CameraLens::PINHOLE
+        }
+    }
+
+    /// The wgsplat camera for a `width` x `height` image: the snapped dataset camera itself
+    /// while the view has not moved and the size is its own, else one at the view's field of
+    /// view; both through [`ViewCamera::drawn_lens`].
     pub fn camera(&self, width: u32, height: u32, background: [f32; 3]) -> Camera {
         if let Some(exact) = &self.exact
             && exact.width == width
@@ -169,6 +196,7 @@ impl ViewCamera {
         {
             return Camera {
                 background,
+                lens: self.drawn_lens(),
                 ..exact.clone()
             };
         }
@@ -177,7 +205,7 @@ impl ViewCamera {
         let eye = Vec3::from(self.eye);
         let translation = rotation.map(|row| -Vec3::from(row).dot(eye));
         Camera {
-            lens: Default::default(),
+            lens: self.drawn_lens(),
             rotation,
             translation,
             fx: f,

@@ -143,7 +143,8 @@ impl Default for ViewPanel {
 }
 
 impl ViewPanel {
-    /// Moves `camera` to dataset view `index`; `one_to_one` also draws at its resolution.
+    /// Moves `camera` to dataset view `index`, drawn through its lens (`scene` module docs);
+    /// `one_to_one` also draws at its resolution.
     pub fn snap(
         &mut self,
         views: &DatasetViews,
@@ -247,6 +248,18 @@ impl ViewPanel {
         {
             camera.exact = None;
         }
+        if !camera.lens.is_pinhole() {
+            let kind = if camera.lens.is_fisheye() {
+                "fisheye"
+            } else {
+                "distortion"
+            };
+            ui.checkbox(
+                &mut camera.through_lens,
+                format!("through the view's lens ({kind})"),
+            )
+            .on_hover_text("off: a pinhole camera of the same focal length");
+        }
         ui.horizontal(|ui| {
             ui.color_edit_button_rgb(&mut display.background);
             ui.label("background");
@@ -273,3 +286,7 @@ impl ViewPanel {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;

@@ -88,7 +88,7 @@ fn camera(eye: [f64; 3], target: [f64; 3], up_axis: usize, size: u32) -> anyhow:
         position: eye,
         fov_y_degrees: 60.0,
     };
-    Ok(frame.to_camera(size, size, [0.0; 3]))
+    Ok(frame.to_camera(wgsplat::show::CameraType::Perspective, size, size, [0.0; 3]))
 }
 
 /// Writes an RGB image as `DIR/NAME.png` when a folder was asked for.

@@ -20,6 +20,7 @@ mod inputs;
 mod lod;
 mod near_plane;
 mod outputs;
+mod path_lens;
 mod refusals;
 mod signals;
 mod video;

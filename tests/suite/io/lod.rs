@@ -119,7 +119,7 @@ fn camera(eye: [f64; 3], target: [f64; 3]) -> Camera {
         position: eye,
         fov_y_degrees: 60.0,
     }
-    .to_camera(SIZE, SIZE, [0.0; 3])
+    .to_camera(wgsplat::show::CameraType::Perspective, SIZE, SIZE, [0.0; 3])
 }
 
 fn rgb(ctx: &GpuContext, g: &GaussianTensors, camera: &Camera) -> Vec<f32> {

@@ -144,11 +144,22 @@ impl<'a> Projector<'a> {
         }
     }
 
-    /// A camera-space point in front of the near plane, on screen.
+    /// A camera-space point in front of the near plane, on screen (through the camera's lens
+    /// where it sees the point; a segment's ends are placed so, the line between them straight).
     fn screen(&self, c: [f32; 3]) -> Pos2 {
         let cam = self.camera;
-        let x = (cam.fx * c[0] / c[2] + cam.cx) / cam.width.max(1) as f32;
-        let y = (cam.fy * c[1] / c[2] + cam.cy) / cam.height.max(1) as f32;
+        let through_lens = (!cam.lens.is_pinhole())
+            .then(|| {
+                let focal = [cam.fx, cam.fy].map(f64::from);
+                let principal = [cam.cx, cam.cy].map(f64::from);
+                cam.lens.project(focal, principal, c.map(f64::from))
+            })
+            .flatten()
+            .map(|projected| projected.pixel.map(|v| v as f32));
+        let [px, py] =
+            through_lens.unwrap_or([cam.fx * c[0] / c[2] + cam.cx, cam.fy * c[1] / c[2] + cam.cy]);
+        let x = px / cam.width.max(1) as f32;
+        let y = py / cam.height.max(1) as f32;
         pos2(
             self.rect.min.x + x * self.rect.width(),
             self.rect.min.y + y * self.rect.height(),

@@ -174,6 +174,8 @@ fn polygons_are_cut_at_the_near_plane_and_the_image() {
         up: [0.0, 0.0, 1.0],
         fov_y_degrees: 60.0,
         exact: None,
+        lens: wgsplat::splat::CameraLens::PINHOLE,
+        through_lens: true,
     }
     .camera(64, 48, [0.0; 3]);
     let rect = Rect::from_min_size(pos2(0.0, 0.0), vec2(64.0, 48.0));
@@ -238,5 +240,31 @@ fn projection_matches_the_pinhole_and_handles_points_behind() {
         projector.segment([0.0, 0.0, -5.0], [1.0, 1.0, -6.0]),
         None,
         "wholly behind"
+    );
+}
+
+/// Overlays drawn over a view through a lens land where the lens puts the points: a fisheye's
+/// edge sits nearer the centre than the pinhole's.
+#[test]
+fn projection_goes_through_the_cameras_lens() {
+    let mut camera = Camera::facing_origin(64, 48, 4.0, [0.0; 3]);
+    camera.lens = wgsplat::splat::CameraLens::fisheye([0.0; 4], [0.0; 2], [0.0; 2]);
+    let rect = Rect::from_min_size(pos2(0.0, 0.0), vec2(64.0, 48.0));
+    let projector = Projector::new(&camera, rect);
+    let p = [2.0f32, -1.0, 0.0];
+    let on = projector.point(p).expect("in front");
+    let c = camera.to_camera(p).map(f64::from);
+    let theta = c[0].hypot(c[1]).atan2(c[2]);
+    let r = f64::from(camera.fx) * theta;
+    let scale = r / c[0].hypot(c[1]);
+    let want = pos2(
+        (f64::from(camera.cx) + scale * c[0]) as f32,
+        (f64::from(camera.cy) + scale * c[1]) as f32,
+    );
+    assert!((on - want).length() < 1e-3, "{on:?} vs {want:?}");
+    let pinhole = camera.fx * 2.0 / 4.0 + camera.cx;
+    assert!(
+        on.x < pinhole - 1.0,
+        "{on:?} against the pinhole's x {pinhole}"
     );
 }

@@ -214,6 +214,8 @@ impl PlanOverlay {
             up,
             fov_y_degrees,
             exact: None,
+            lens: wgsplat::splat::CameraLens::PINHOLE,
+            through_lens: true,
         }
     }
 

@@ -212,6 +212,8 @@ fn the_overview_shows_every_block_in_its_colour() {
         up: [0.0, 0.0, 1.0],
         fov_y_degrees: 60.0,
         exact: None,
+        lens: wgsplat::splat::CameraLens::PINHOLE,
+        through_lens: true,
     }
     .camera(320, 240, [0.0; 3]);
     let shapes = painted(&mut overlay, &low, rect);
