@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use glam::{Mat3, Vec3};
+use rayon::prelude::*;
 
 use super::frame::Frame;
 use crate::error::{Error, Result};
@@ -257,20 +258,26 @@ impl TsdfVolume {
         let frame = Frame::new(&depth, camera, colour, self.options.truncation);
         let voxel = self.options.voxel;
         let crop = self.options.crop_box;
-        for key in &touched {
-            let block = self
-                .blocks
-                .entry(*key)
-                .or_insert_with(|| vec![Voxel::default(); BLOCK_VOXELS]);
+        // The touched blocks are taken out of the map and updated in parallel.
+        let mut work: Vec<([i32; 3], Vec<Voxel>)> = touched
+            .iter()
+            .map(|key| {
+                let block = self.blocks.remove(key);
+                (
+                    *key,
+                    block.unwrap_or_else(|| vec![Voxel::default(); BLOCK_VOXELS]),
+                )
+            })
+            .collect();
+        work.par_iter_mut().for_each(|(key, block)| {
             for (local, v) in block.iter_mut().enumerate() {
-                let i = join_index(*key, local);
-                let p = i.map(|c| c as f32 * voxel);
-                if crop.is_some_and(|c| !c.contains(p)) {
-                    continue;
+                let p = join_index(*key, local).map(|c| c as f32 * voxel);
+                if crop.is_none_or(|c| c.contains(p)) {
+                    frame.update(v, p);
                 }
-                frame.update(v, p);
             }
-        }
+        });
+        self.blocks.extend(work);
         self.views += 1;
         self.measurements += measurements;
         Ok(IntegrationReport {
