@@ -63,6 +63,17 @@ pub fn write_mesh(path: &Path, mesh: &Mesh) -> Result<()> {
         "obj" => obj_bytes(mesh),
         _ => glb_bytes(mesh),
     };
+    if extension == "glb" && bytes.len() as u64 > u64::from(u32::MAX) {
+        return Err(Error::InvalidArgument {
+            op: "write_mesh",
+            detail: format!(
+                "{}: {} bytes exceed binary glTF's 4 GiB limit; write .ply instead, or use a \
+                 larger --voxel",
+                path.display(),
+                bytes.len()
+            ),
+        });
+    }
     write_atomically(path, |w| {
         w.write_all(&bytes).map_err(|e| io_error(path, "write", e))
     })
