@@ -13,6 +13,7 @@
 //!    [`io`] (PLY models, checkpoints); [`plan`] splits a large scene into blocks trained as
 //!    cluster jobs and merges them; [`sfm`] turns photographs and videos into a dataset by
 //!    driving COLMAP.
+//!    [`mesh`] fuses depth maps of a model's views into a surface mesh and scores it.
 //! 5. The front ends: the `wgsplat` CLI (`src/cli/`) and the viewer crate (`viewer/`).
 
 pub mod data;
@@ -25,6 +26,7 @@ pub mod io;
 pub mod knn;
 pub mod linalg;
 pub mod loss;
+pub mod mesh;
 pub mod ops;
 pub mod optim;
 #[cfg(not(target_arch = "wasm32"))]
