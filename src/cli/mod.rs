@@ -7,6 +7,7 @@ mod convert;
 mod dataset;
 mod guard;
 mod lod;
+mod mesh;
 mod plan;
 mod render;
 mod sfm;
@@ -59,6 +60,9 @@ enum Command {
     /// PSNR, SSIM and LPIPS of a model on a dataset's test views (--json for JSON alone on
     /// stdout).
     Eval(render::RenderArgs),
+    /// A surface mesh of a model (.ply, .obj or .glb): its median depth from the training views
+    /// of --dataset (or from views round it) fused into a signed distance field.
+    Mesh(Box<mesh::MeshArgs>),
     /// Convert a splat model between formats: INRIA PLY, compressed PLY, .splat, SPZ, SOG (by
     /// extension, or --format), optionally cleaned up by a crop box, opacity, scale and floater
     /// filters.
@@ -119,6 +123,7 @@ pub fn run() -> ExitCode {
         Command::RunPlan(args) => with_leak_check(cli.portable, |ctx| plan::run_plan(ctx, args)),
         Command::Render(args) => with_leak_check(cli.portable, |ctx| render::render_ply(ctx, args)),
         Command::Eval(args) => with_leak_check(cli.portable, |ctx| render::eval_ply(ctx, args)),
+        Command::Mesh(args) => with_leak_check(cli.portable, |ctx| mesh::mesh(ctx, *args)),
         Command::View { args } => return view(cli.portable, args),
         Command::Convert {
             input,

@@ -18,6 +18,7 @@ mod depth;
 mod ignored;
 mod inputs;
 mod lod;
+mod mesh;
 mod near_plane;
 mod outputs;
 mod path_lens;
