@@ -172,7 +172,8 @@ pub fn frame_scratch_bytes(
         + 2 * words(i)
         + words(2 * tiles)
         + words(4 * pixels)
-        + 2 * words(pixels);
+        + words(2 * pixels)
+        + words(pixels);
     let loss_gradient = words(4 * pixels);
     let splat_gradients = per_splat(V_STRIDE);
     // Binning: visible ids, their depth keys and sort (two outputs, two scratch), the splat rows,

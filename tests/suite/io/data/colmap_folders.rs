@@ -69,10 +69,20 @@ fn colmap_text_with_png_and_jpeg() {
 #[test]
 fn colmap_camera_models_are_read_and_checked() {
     let dir = TempDir::new("opencv");
-    // A distorted camera loads, undistorted to a pinhole with the same focal length.
+    // A distorted camera loads as it is, with its lens; under `undistort`, undistorted to a
+    // pinhole with the same focal length.
     write_colmap_text(&dir.0, "1 OPENCV 32 24 30 30 16 12 0.1 0 0 0");
-    let dataset = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    let native = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    let camera = &native.test[0].camera;
+    assert_eq!(camera.lens.kind, wgsplat::splat::LensKind::Perspective);
+    assert_eq!((camera.width, camera.height), (32, 24));
+    let undistort = LoadOptions {
+        undistort: true,
+        ..LoadOptions::default()
+    };
+    let dataset = Dataset::load(&dir.0, &undistort).unwrap();
     let camera = &dataset.test[0].camera;
+    assert!(camera.lens.is_pinhole());
     assert_eq!((camera.fx, camera.fy), (30.0, 30.0));
     assert!(
         dataset

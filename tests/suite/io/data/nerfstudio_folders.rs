@@ -47,15 +47,22 @@ fn nerfstudio_transforms_with_split_lists() {
         (c.fx, c.fy, c.cx, c.cy, c.width, c.height),
         (8.5, 8.0, 5.0, 2.5, 10, 5)
     );
-    // Distortion is undistorted at load (the focal length stays; the image shrinks to the
-    // region every pixel of which has a source); a distortion key on a pinhole model, an unknown
-    // model, a wrong size or a missing image is named.
+    // Distortion stays on the camera as its lens; under `undistort` it is undistorted at load
+    // (the focal length stays; the image shrinks to the region every pixel of which has a
+    // source); a distortion key on a pinhole model, an unknown model, a wrong size or a missing
+    // image is named.
     std::fs::write(
         dir.0.join("transforms.json"),
         json.replace("\"k1\": 0", "\"k1\": 0.2"),
     )
     .unwrap();
-    let distorted = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    let native = Dataset::load(&dir.0, &LoadOptions::default()).unwrap();
+    assert_eq!(native.test[0].camera.lens.radial[0], 0.2);
+    let undistort = LoadOptions {
+        undistort: true,
+        ..LoadOptions::default()
+    };
+    let distorted = Dataset::load(&dir.0, &undistort).unwrap();
     let c = &distorted.test[0].camera;
     assert_eq!((c.fx, c.fy), (17.0, 16.0));
     assert!(c.width < 20 && c.height < 10, "{c:?}");
@@ -117,13 +124,20 @@ fn nerfstudio_fisheye_frames_and_mask_paths() {
           {{"file_path": "images/f1.png", "transform_matrix": {identity}}}]}}"#
     );
     std::fs::write(dir.0.join("transforms.json"), &json).unwrap();
-    let options = LoadOptions {
+    let native = LoadOptions {
         split: Split::AllTrain,
         ..LoadOptions::default()
     };
+    let as_they_are = Dataset::load(&dir.0, &native).unwrap();
+    assert!(as_they_are.train[0].camera.lens.is_fisheye());
+    assert!(as_they_are.train[1].camera.lens.is_pinhole());
+    let options = LoadOptions {
+        undistort: true,
+        ..native.clone()
+    };
     let dataset = Dataset::load(&dir.0, &options).unwrap();
     let (fisheye, pinhole) = (&dataset.train[0], &dataset.train[1]);
-    // The fisheye frame is undistorted (same focal length, its own size) and masked; the
+    // Under `undistort` the fisheye frame is undistorted (same focal length, its own size) and masked; the
     // pinhole frame is untouched.
     assert_eq!((fisheye.camera.fx, fisheye.camera.fy), (20.0, 20.0));
     assert!(fisheye.is_masked() && !pinhole.is_masked());
