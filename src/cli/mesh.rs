@@ -132,18 +132,12 @@ pub fn mesh(ctx: &GpuContext, args: MeshArgs) -> anyhow::Result<()> {
     let mut measured = 0usize;
     for camera in &cameras {
         let maps = render_depth(ctx, &params, camera, raster_mode)?;
-        let image = wgsplat::show::render_rgba8(ctx, &params, camera, raster_mode)?;
-        let colour: Vec<[u8; 3]> = image
-            .pixels
-            .chunks_exact(4)
-            .map(|p| [p[0], p[1], p[2]])
-            .collect();
         let report = volume.integrate(
             &maps.median,
             camera.width,
             camera.height,
             camera,
-            Some(&colour),
+            Some(&maps.colour),
         )?;
         measured += report.measurements;
         bar.inc(1);
@@ -233,22 +227,8 @@ fn sphere_cameras(bounds: ([f32; 3], [f32; 3]), count: usize, size: u32) -> Vec<
                 [0.0, 0.0, 1.0]
             };
             let rows = wgsplat::linalg::look_at_rows(eye, centre, up)?;
-            let translation =
-                rows.map(|row| -(row[0] * eye[0] + row[1] * eye[1] + row[2] * eye[2]) as f32);
-            Some(Camera {
-                rotation: rows.map(|row| row.map(|v| v as f32)),
-                translation,
-                fx: f as f32,
-                fy: f as f32,
-                cx: 0.5 * size as f32,
-                cy: 0.5 * size as f32,
-                width: size,
-                height: size,
-                near: (0.01 * distance) as f32,
-                far: (10.0 * distance) as f32,
-                background: [0.0; 3],
-                lens: CameraLens::PINHOLE,
-            })
+            let planes = [(0.01 * distance) as f32, (10.0 * distance) as f32];
+            Some(Camera::centred(rows, eye, f, [size, size], planes))
         })
         .collect()
 }

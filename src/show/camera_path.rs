@@ -98,21 +98,10 @@ impl PathFrame {
             [-c[0][1], -c[1][1], -c[2][1]],
             [-c[0][2], -c[1][2], -c[2][2]],
         ];
-        let p = self.position;
-        let translation = rows.map(|row| -(row[0] * p[0] + row[1] * p[1] + row[2] * p[2]) as f32);
         Camera {
             lens: camera_type.lens(),
-            rotation: rows.map(|row| row.map(|v| v as f32)),
-            translation,
-            fx: f as f32,
-            fy: f as f32,
-            cx: 0.5 * width as f32,
-            cy: 0.5 * height as f32,
-            width,
-            height,
-            near: NEAR,
-            far: FAR,
             background,
+            ..Camera::centred(rows, self.position, f, [width, height], [NEAR, FAR])
         }
     }
 }

@@ -25,6 +25,9 @@ pub struct DepthMaps {
     pub median: Vec<f32>,
     /// Accumulated opacity in [0, 1].
     pub alpha: Vec<f32>,
+    /// The colour at the model's full SH degree, composited on the camera's background, as
+    /// bytes.
+    pub colour: Vec<[u8; 3]>,
 }
 
 /// Renders the depth maps of `params` from `camera`.
@@ -39,7 +42,7 @@ pub fn render_depth(
         params,
         camera,
         RenderOptions {
-            sh_degree: 0,
+            sh_degree: params.max_sh_degree(),
             raster_mode,
             ..Default::default()
         },
@@ -47,6 +50,11 @@ pub fn render_depth(
     let depth = forward.depth.read::<f32>(ctx)?;
     let rgba = forward.image.read::<f32>(ctx)?;
     let alpha: Vec<f32> = rgba.chunks_exact(4).map(|p| p[3]).collect();
+    let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+    let colour = rgba
+        .chunks_exact(4)
+        .map(|p| [byte(p[0]), byte(p[1]), byte(p[2])])
+        .collect();
     let expected = depth
         .chunks_exact(2)
         .zip(&alpha)
@@ -59,6 +67,7 @@ pub fn render_depth(
         expected,
         median,
         alpha,
+        colour,
     })
 }
 
@@ -148,6 +157,7 @@ mod tests {
             expected: vec![1.0, 2.0, 0.0, 4.0, 5.0, 6.0],
             median: vec![1.0, 2.5, 0.0, 4.0, 5.0, 6.0],
             alpha: vec![1.0, 0.9, 0.0, 1.0, 1.0, 0.7],
+            colour: vec![[0; 3]; 6],
         }
     }
 

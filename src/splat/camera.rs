@@ -57,6 +57,34 @@ impl Camera {
         }
     }
 
+    /// A pinhole camera at `eye` whose world-to-camera rotation has rows `rows` (right, down,
+    /// forward), with focal length `focal` pixels on both axes, the principal point at the
+    /// centre of its `size` (width, height), planes `planes` (near, far), on black.
+    pub fn centred(
+        rows: [[f64; 3]; 3],
+        eye: [f64; 3],
+        focal: f64,
+        size: [u32; 2],
+        planes: [f32; 2],
+    ) -> Camera {
+        let translation =
+            rows.map(|row| -(row[0] * eye[0] + row[1] * eye[1] + row[2] * eye[2]) as f32);
+        Camera {
+            rotation: rows.map(|row| row.map(|v| v as f32)),
+            translation,
+            fx: focal as f32,
+            fy: focal as f32,
+            cx: 0.5 * size[0] as f32,
+            cy: 0.5 * size[1] as f32,
+            width: size[0],
+            height: size[1],
+            near: planes[0],
+            far: planes[1],
+            background: [0.0; 3],
+            lens: CameraLens::PINHOLE,
+        }
+    }
+
     /// Transforms a world point into camera space.
     pub fn to_camera(&self, p: [f32; 3]) -> [f32; 3] {
         let r = &self.rotation;

@@ -80,19 +80,5 @@ pub(super) fn random_camera(
         [0.0, 0.0, 1.0],
     ]);
     let f = 0.5 * f64::from(size) / (0.5 * FOV_Y_DEGREES.to_radians()).tan();
-    let translation = rows.map(|row| -(row[0] * eye[0] + row[1] * eye[1] + row[2] * eye[2]) as f32);
-    Camera {
-        lens: Default::default(),
-        rotation: rows.map(|row| row.map(|v| v as f32)),
-        translation,
-        fx: f as f32,
-        fy: f as f32,
-        cx: 0.5 * size as f32,
-        cy: 0.5 * size as f32,
-        width: size,
-        height: size,
-        near: NEAR,
-        far: FAR,
-        background: [0.0; 3],
-    }
+    Camera::centred(rows, eye, f, [size, size], [NEAR, FAR])
 }

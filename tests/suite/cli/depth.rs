@@ -31,21 +31,8 @@ fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
 #[test]
 fn render_writes_depth_that_matches_the_scenes_true_depth() {
     let dir = temp_dir("depth");
-    let config = write_config(&dir);
-    let model = dir.join("model");
     let size = 48u32;
-    expect_success(&wgsplat(&[
-        "train",
-        "--builtin-resolution",
-        &size.to_string(),
-        "--out",
-        model.to_str().unwrap(),
-        "--config",
-        config.to_str().unwrap(),
-        "--iterations",
-        "150",
-    ]));
-    let ply = model.join("point_cloud.ply");
+    let ply = train_builtin_model(&dir, size, 150);
     let out = dir.join("renders");
     expect_success(&wgsplat(&[
         "render",

@@ -34,21 +34,8 @@ fn read_obj(path: &Path) -> Mesh {
 #[test]
 fn a_trained_builtin_scene_meshes_near_its_true_surfaces() {
     let dir = temp_dir("mesh");
-    let config = write_config(&dir);
-    let model = dir.join("model");
     let size = 48u32;
-    expect_success(&wgsplat(&[
-        "train",
-        "--builtin-resolution",
-        &size.to_string(),
-        "--out",
-        model.to_str().unwrap(),
-        "--config",
-        config.to_str().unwrap(),
-        "--iterations",
-        "150",
-    ]));
-    let ply = model.join("point_cloud.ply");
+    let ply = train_builtin_model(&dir, size, 150);
     let out = dir.join("scene.obj");
     let run = wgsplat(&[
         "mesh",

@@ -43,6 +43,25 @@ fn expect_success(out: &Output) {
     }
 }
 
+/// Trains the built-in scene at `size`² pixels for `iterations` into `dir/model` (with
+/// [`write_config`]'s settings) and returns the model's PLY.
+fn train_builtin_model(dir: &Path, size: u32, iterations: u32) -> PathBuf {
+    let config = write_config(dir);
+    let model = dir.join("model");
+    expect_success(&wgsplat(&[
+        "train",
+        "--builtin-resolution",
+        &size.to_string(),
+        "--out",
+        model.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--iterations",
+        &iterations.to_string(),
+    ]));
+    model.join("point_cloud.ply")
+}
+
 /// A short schedule that densifies at iteration 10, where the resume tests stop; LPIPS
 /// is off (only one test checks it, with [`write_config_with`]).
 fn write_config(dir: &Path) -> PathBuf {
