@@ -17,24 +17,7 @@ pub struct PointTree {
 impl PointTree {
     /// A tree over `points` (copied).
     pub fn new(points: &[[f32; 3]]) -> PointTree {
-        let mut order: Vec<u32> = (0..points.len() as u32)
-            .filter(|&i| points[i as usize].iter().all(|v| v.is_finite()))
-            .collect();
-        let mut axes = vec![0u8; order.len()];
-        let mut ranges = vec![(0, order.len())];
-        while let Some((lo, hi)) = ranges.pop() {
-            if hi - lo < 2 {
-                continue;
-            }
-            let axis = widest_axis(points, &order[lo..hi]);
-            let mid = (lo + hi) / 2;
-            order[lo..hi].select_nth_unstable_by(mid - lo, |&a, &b| {
-                points[a as usize][axis].total_cmp(&points[b as usize][axis])
-            });
-            axes[mid] = axis as u8;
-            ranges.push((lo, mid));
-            ranges.push((mid + 1, hi));
-        }
+        let (order, axes) = balanced_layout(points);
         PointTree {
             points: points.to_vec(),
             order,
@@ -85,6 +68,31 @@ impl PointTree {
         }
         Some((best.0.sqrt(), best.1))
     }
+}
+
+/// The balanced k-d layout of the finite points of `points`: their indices in tree order (each
+/// range's median at its middle, split along the range's widest axis) and each position's split
+/// axis. Both trees of this module's room (`PointTree`, and the camera neighbours') build on it.
+pub(super) fn balanced_layout(points: &[[f32; 3]]) -> (Vec<u32>, Vec<u8>) {
+    let mut order: Vec<u32> = (0..points.len() as u32)
+        .filter(|&i| points[i as usize].iter().all(|v| v.is_finite()))
+        .collect();
+    let mut axes = vec![0u8; order.len()];
+    let mut ranges = vec![(0, order.len())];
+    while let Some((lo, hi)) = ranges.pop() {
+        if hi - lo < 2 {
+            continue;
+        }
+        let axis = widest_axis(points, &order[lo..hi]);
+        let mid = (lo + hi) / 2;
+        order[lo..hi].select_nth_unstable_by(mid - lo, |&a, &b| {
+            points[a as usize][axis].total_cmp(&points[b as usize][axis])
+        });
+        axes[mid] = axis as u8;
+        ranges.push((lo, mid));
+        ranges.push((mid + 1, hi));
+    }
+    (order, axes)
 }
 
 fn widest_axis(points: &[[f32; 3]], order: &[u32]) -> usize {

@@ -88,24 +88,7 @@ struct Tree<'a> {
 
 impl<'a> Tree<'a> {
     fn build(points: &'a [[f32; 3]]) -> Self {
-        let mut order: Vec<u32> = (0..points.len() as u32)
-            .filter(|&i| finite(points[i as usize]))
-            .collect();
-        let mut axes = vec![0u8; order.len()];
-        let mut ranges = vec![(0, order.len())];
-        while let Some((lo, hi)) = ranges.pop() {
-            if hi - lo < 2 {
-                continue;
-            }
-            let axis = widest_axis(points, &order[lo..hi]);
-            let mid = (lo + hi) / 2;
-            order[lo..hi].select_nth_unstable_by(mid - lo, |&a, &b| {
-                points[a as usize][axis].total_cmp(&points[b as usize][axis])
-            });
-            axes[mid] = axis as u8;
-            ranges.push((lo, mid));
-            ranges.push((mid + 1, hi));
-        }
+        let (order, axes) = super::nearest::balanced_layout(points);
         Tree {
             points,
             order,
@@ -165,20 +148,6 @@ impl<'a> Tree<'a> {
 /// Lexicographic order on (distance, index).
 fn less(a: (f32, u32), b: (f32, u32)) -> bool {
     a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
-}
-
-fn widest_axis(points: &[[f32; 3]], order: &[u32]) -> usize {
-    let mut lo = [f32::INFINITY; 3];
-    let mut hi = [f32::NEG_INFINITY; 3];
-    for &i in order {
-        for k in 0..3 {
-            lo[k] = lo[k].min(points[i as usize][k]);
-            hi[k] = hi[k].max(points[i as usize][k]);
-        }
-    }
-    (0..3)
-        .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
