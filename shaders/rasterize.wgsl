@@ -14,10 +14,17 @@
 // (colour so far, transmittance), `depth` = (depth so far, median so far), `consumed` = consumed count with
 // DONE_BIT set once the pixel has terminated. The first dispatch starts from the empty state
 // without reading; the last composites the background.
+//
+// With NORMALS it also composites each splat's camera-space normal (splat_normals.wgsl, in the
+// visible splats' order) with the colour's weights into `normals` ([H, W, 3], a running sum
+// between dispatches like the colour); a separate pipeline, so the colour's stays as it was.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 #import "shared/tile_layout.wgsl"
 #import "shared/chunk.wgsl"
+
+// Whether to composite the splats' normals too (render --normals, the mesh's views).
+override NORMALS: bool = false;
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -28,6 +35,10 @@ var<private> u: RenderUniform;
 @group(0) @binding(4) var<storage, read_write> rgba: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> depth: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> consumed: array<u32>;
+// NORMALS only: each visible splat's normal (3 floats, indexed like splat_from_isect's values,
+// not by page), and per pixel the alpha-weighted sum of the normals.
+@group(0) @binding(7) var<storage, read> splat_normals: array<f32>;
+@group(0) @binding(8) var<storage, read_write> normals: array<f32>;
 
 const BATCH: u32 = 64u;
 // Set in `consumed` between chunks once a pixel's transmittance ran out.
@@ -36,6 +47,7 @@ const DONE_BIT: u32 = 0x80000000u;
 var<workgroup> s_xy: array<vec2<f32>, BATCH>;
 var<workgroup> s_conic_opacity: array<vec4<f32>, BATCH>;
 var<workgroup> s_color_depth: array<vec4<f32>, BATCH>;
+var<workgroup> s_normal: array<vec4<f32>, BATCH>;
 var<workgroup> done_count: atomic<u32>;
 var<workgroup> done_snapshot: u32;
 
@@ -51,6 +63,10 @@ struct Column {
     b: vec4<f32>,
     depth: vec4<f32>,
     median: vec4<f32>,
+    // NORMALS only: the alpha-weighted normal so far.
+    nx: vec4<f32>,
+    ny: vec4<f32>,
+    nz: vec4<f32>,
     transmittance: vec4<f32>,
     // Intersections consumed up to the last contributor, counted from the tile's start.
     used: vec4<u32>,
@@ -61,7 +77,7 @@ struct Column {
 // consumed count a pixel records when the splat contributes to it. Returns how many pixels it
 // ended (classic mode: a pixel ends, without blending, when the splat would leave its
 // transmittance at or below TRANSMITTANCE_MIN).
-fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, n: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     // A loop that runs at most once: on lavapipe an `if` only masks lanes, while a loop that
     // every lane leaves is skipped, so lanes the splat misses skip the exponential and blending.
@@ -70,13 +86,13 @@ fn blend_column(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u
         if !splat_may_touch4(co, dx, xy.y - (*c).y, !(*c).done, u.alpha_mode) {
             break;
         }
-        ended = blend_touched(xy, co, cd, consumed_if_used, c);
+        ended = blend_touched(xy, co, cd, n, consumed_if_used, c);
         break;
     }
     return ended;
 }
 
-fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
+fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, n: vec4<f32>, consumed_if_used: u32, c: ptr<function, Column>) -> u32 {
     let dx = xy.x - (*c).x;
     let dy = xy.y - (*c).y;
     let power = -0.5 * (co.x * dx * dx + co.z * dy * dy) - co.y * dx * dy;
@@ -90,6 +106,11 @@ fn blend_touched(xy: vec2<f32>, co: vec4<f32>, cd: vec4<f32>, consumed_if_used: 
     (*c).g += cd.y * weight;
     (*c).b += cd.z * weight;
     (*c).depth += cd.w * weight;
+    if NORMALS {
+        (*c).nx += n.x * weight;
+        (*c).ny += n.y * weight;
+        (*c).nz += n.z * weight;
+    }
     let crosses = blends & ((*c).transmittance > vec4<f32>(0.5)) & (next_t <= vec4<f32>(0.5));
     (*c).median = select((*c).median, vec4<f32>(cd.w), crosses);
     (*c).transmittance = select((*c).transmittance, next_t, blends);
@@ -119,6 +140,11 @@ fn open_column(px: u32, py0: u32, first_chunk: bool) -> Column {
             let d = depth[c.p[k]];
             c.depth[k] = d.x;
             c.median[k] = d.y;
+            if NORMALS {
+                c.nx[k] = normals[3u * c.p[k]];
+                c.ny[k] = normals[3u * c.p[k] + 1u];
+                c.nz[k] = normals[3u * c.p[k] + 2u];
+            }
             c.used[k] = carried & ~DONE_BIT;
             c.done[k] = (carried & DONE_BIT) != 0u;
         }
@@ -132,6 +158,11 @@ fn close_column(c: ptr<function, Column>, last_chunk: bool) {
         if (*c).inside[k] {
             let p = (*c).p[k];
             depth[p] = vec2<f32>((*c).depth[k], (*c).median[k]);
+            if NORMALS {
+                normals[3u * p] = (*c).nx[k];
+                normals[3u * p + 1u] = (*c).ny[k];
+                normals[3u * p + 2u] = (*c).nz[k];
+            }
             let color = vec3<f32>((*c).r[k], (*c).g[k], (*c).b[k]);
             if last_chunk {
                 rgba[p] = vec4<f32>(color + (*c).transmittance[k] * u.background.xyz, 1.0 - (*c).transmittance[k]);
@@ -208,6 +239,10 @@ fn rasterize(
             s_xy[i] = vec2<f32>(splats[s + SPLAT_X], splats[s + SPLAT_Y]);
             s_conic_opacity[i] = vec4<f32>(splats[s + SPLAT_CONIC_A], splats[s + SPLAT_CONIC_B], splats[s + SPLAT_CONIC_C], splats[s + SPLAT_OPACITY]);
             s_color_depth[i] = vec4<f32>(splats[s + SPLAT_R], splats[s + SPLAT_G], splats[s + SPLAT_B], splats[s + SPLAT_DEPTH]);
+            if NORMALS {
+                let v = splat_from_isect[batch + i];
+                s_normal[i] = vec4<f32>(splat_normals[3u * v], splat_normals[3u * v + 1u], splat_normals[3u * v + 2u], 0.0);
+            }
         }
         workgroupBarrier();
         let n = min(BATCH, run.y - batch);
@@ -234,17 +269,25 @@ fn rasterize(
             let my_xy = s_xy[mine];
             let my_co = s_conic_opacity[mine];
             let my_cd = s_color_depth[mine];
+            var my_n = vec4<f32>(0.0);
+            if NORMALS {
+                my_n = s_normal[mine];
+            }
             let count = min(lanes, n - group);
             for (var t = 0u; t < count; t++) {
                 let xy = subgroupShuffle(my_xy, t);
                 let co = subgroupShuffle(my_co, t);
                 let cd = subgroupShuffle(my_cd, t);
+                var n = vec4<f32>(0.0);
+                if NORMALS {
+                    n = subgroupShuffle(my_n, t);
+                }
                 let used = batch + group + t + 1u - start;
-                ended += blend_column(xy, co, cd, used, &c0);
+                ended += blend_column(xy, co, cd, n, used, &c0);
 #if CPU_LAYOUT
-                ended += blend_column(xy, co, cd, used, &c1);
-                ended += blend_column(xy, co, cd, used, &c2);
-                ended += blend_column(xy, co, cd, used, &c3);
+                ended += blend_column(xy, co, cd, n, used, &c1);
+                ended += blend_column(xy, co, cd, n, used, &c2);
+                ended += blend_column(xy, co, cd, n, used, &c3);
 #endif
             }
             group += lanes;
@@ -260,11 +303,15 @@ fn rasterize(
                 break;
             }
             let used = batch + j + 1u - start;
-            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c0);
+            var n = vec4<f32>(0.0);
+            if NORMALS {
+                n = s_normal[j];
+            }
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], n, used, &c0);
 #if CPU_LAYOUT
-            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c1);
-            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c2);
-            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], used, &c3);
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], n, used, &c1);
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], n, used, &c2);
+            ended += blend_column(s_xy[j], s_conic_opacity[j], s_color_depth[j], n, used, &c3);
 #endif
         }
 #endif

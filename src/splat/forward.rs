@@ -20,6 +20,7 @@ use super::uniform::{AlphaMode, RasterMode, RenderUniform};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
     self, index_isects, map_intersections, page_rows, project_forward, sh_forward, shared_splat,
+    splat_normals,
 };
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
@@ -39,7 +40,13 @@ pub struct RenderOptions {
     pub alpha_mode: AlphaMode,
     /// Classic 3DGS or antialiased splats.
     pub raster_mode: RasterMode,
+    /// Also composite each Gaussian's normal (its shortest axis in camera space, facing the
+    /// camera) into [`ForwardOutput::normals`].
+    pub normals: bool,
 }
+
+/// Floats per normal (camera-space x, y, z), per Gaussian and per pixel.
+pub const NORMAL_STRIDE: u64 = 3;
 
 /// The first half of a forward pass, recorded and waiting for its counts.
 pub struct Projection {
@@ -51,6 +58,8 @@ pub struct Projection {
     pub tiles_touched: Tensor,
     /// Depth sort keys, `[N]`.
     pub depth_keys: Tensor,
+    /// Each Gaussian's camera-space normal, `[N, 3]`, when the options asked for normals.
+    pub normals: Option<Tensor>,
     visible: Option<TensorReadback>,
     intersections: Option<TensorReadback>,
 }
@@ -63,6 +72,10 @@ pub struct ForwardOutput {
     /// median depth (of the splat at which the accumulated opacity first reaches 0.5; 0 where
     /// it never does): `[H, W, 2]`. Depth is camera-space z, or a fisheye's ray length.
     pub depth: Tensor,
+    /// Per pixel, the alpha-weighted camera-space normal (x right, y down, z forward; divide by
+    /// alpha for the mean normal), `[H, W, 3]`, when the options asked for normals. Each
+    /// Gaussian's normal is its shortest axis turned towards the camera.
+    pub normals: Option<Tensor>,
     /// Per pixel, how many of its tile's intersections it consumed up to its last contributor.
     pub consumed: Tensor,
     /// Visible splats in depth order, `[V, 12]`, paged by whole rows: each page is one chunk of the
@@ -166,6 +179,19 @@ pub fn record_projection(
     };
     let project = enc.ctx().typed_with::<project_forward::Project>(&lens)?;
     let color = enc.ctx().typed::<sh_forward::Color>()?;
+    let normals = match options.normals {
+        true => Some(scratch(
+            enc,
+            &[n, NORMAL_STRIDE as usize],
+            DType::F32,
+            "splat/gaussian_normals",
+        )?),
+        false => None,
+    };
+    let normal_kernel = match options.normals {
+        true => Some(enc.ctx().typed::<splat_normals::SplatNormals>()?),
+        false => None,
+    };
     // Both kernels of a page run before the next page's, on the projection's grid.
     for span in page_rows(g.len(), rows) {
         let page = span.page;
@@ -189,6 +215,15 @@ pub fn record_projection(
             tiles_touched: tiles_touched.page_arg(page),
         };
         enc.run(&color, &u, bindings, grid)?;
+        if let (Some(normals), Some(kernel)) = (&normals, &normal_kernel) {
+            let bindings = splat_normals::SplatNormalsBindings {
+                means: g.means.page_arg(page),
+                log_scales: g.log_scales.page_arg(page),
+                quats: g.quats.page_arg(page),
+                normals: normals.page_arg(page),
+            };
+            enc.run(kernel, &u, bindings, grid)?;
+        }
     }
     let visible = ops::count::count_nonzero(enc, &tiles_touched)?;
     // I is the sum of the tile counts; the offsets themselves are scanned later, in depth order.
@@ -201,6 +236,7 @@ pub fn record_projection(
         projected,
         tiles_touched,
         depth_keys,
+        normals,
     })
 }
 
@@ -275,6 +311,8 @@ pub struct Binned {
     pub(super) isect_offsets: Tensor,
     pub(super) isect_from_orig: Tensor,
     pub(super) tile_ranges: Tensor,
+    /// The visible splats' normals in depth order, `[V, 3]`, when normals were asked for.
+    pub(super) splat_normals: Option<Tensor>,
     pub(super) num_visible: u64,
     pub(super) num_intersections: u64,
 }
@@ -317,6 +355,7 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         projected,
         tiles_touched,
         depth_keys,
+        normals,
         ..
     } = p;
     let compacted = ops::compact::compact_indices(enc, &tiles_touched)?;
@@ -338,6 +377,28 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
     )?;
     ops::gather::gather_rows_into(enc, &projected, &global_from_splat, SPLAT_STRIDE, &splats)?;
     drop(projected);
+    let splat_normals = match normals {
+        Some(normals) => {
+            // The rasterizer binds them whole, indexed by splat.
+            fits_one_page(&ctx, "the visible splats' normals", v * NORMAL_STRIDE)?;
+            let splat_normals = Tensor::uninit(
+                enc,
+                DType::F32,
+                &[v as usize, NORMAL_STRIDE as usize],
+                MemoryCategory::FrameScratch,
+                "splat/splat_normals",
+            )?;
+            ops::gather::gather_rows_into(
+                enc,
+                &normals,
+                &global_from_splat,
+                NORMAL_STRIDE,
+                &splat_normals,
+            )?;
+            Some(splat_normals)
+        }
+        None => None,
+    };
     let counts = ops::gather::gather(enc, &tiles_touched, &global_from_splat)?;
     drop(tiles_touched);
     let offsets = Tensor::uninit(
@@ -437,6 +498,7 @@ pub fn record_binning(enc: &mut Encoder, counted: Counted) -> Result<Binned> {
         isect_offsets: offsets,
         isect_from_orig,
         tile_ranges,
+        splat_normals,
         num_visible: v,
         num_intersections: isects,
     })

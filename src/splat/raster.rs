@@ -23,7 +23,7 @@
 //! arguments): none in a frame without long runs, which pays one small dispatch.
 
 use super::backward::V_STRIDE;
-use super::forward::{Binned, ForwardOutput, SPLAT_STRIDE};
+use super::forward::{Binned, ForwardOutput, NORMAL_STRIDE, SPLAT_STRIDE};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::shared_isect_window::{BackwardUniform, IsectWindow};
 use crate::gpu::kernels::{
@@ -157,6 +157,7 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
         isect_offsets,
         isect_from_orig,
         tile_ranges,
+        splat_normals,
         num_visible: v,
         num_intersections: isects,
     } = binned;
@@ -169,7 +170,19 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
     let image = frame(enc, DType::F32, &[h, w, 4], "splat/image")?;
     let depth = frame(enc, DType::F32, &[h, w, 2], "splat/depth")?;
     let consumed = frame(enc, DType::U32, &[h * w], "splat/consumed")?;
-    let raster = ctx.typed::<rasterize::Rasterize>()?;
+    let normals = match splat_normals {
+        Some(_) => Some(frame(
+            enc,
+            DType::F32,
+            &[h, w, NORMAL_STRIDE as usize],
+            "splat/normals",
+        )?),
+        None => None,
+    };
+    let overrides = rasterize::Overrides {
+        normals: normals.is_some(),
+    };
+    let raster = ctx.typed_with::<rasterize::Rasterize>(&overrides)?;
     let grid = raster_grid(&ctx, num_tiles)?;
     // With no visible splats, one dispatch over an empty chunk still writes the background.
     let chunks = splats.num_pages().max(1);
@@ -206,14 +219,21 @@ pub fn record_raster(enc: &mut Encoder, binned: Binned) -> Result<ForwardOutput>
                 rgba: image.page_arg(0),
                 depth: depth.page_arg(0),
                 consumed: consumed.page_arg(0),
+                splat_normals: match &splat_normals {
+                    Some(n) if v > 0 => n.page_arg(0),
+                    _ => Arg::Absent,
+                },
+                normals: normals.as_ref().map_or(Arg::Absent, |n| n.page_arg(0)),
             };
             let params = u.with_count(count, first, v).with_slice(slice, len);
             enc.run_launch(&raster, &params, bindings, launches.launch(slice, grid))?;
         }
     }
+    drop(splat_normals);
     Ok(ForwardOutput {
         image,
         depth,
+        normals,
         consumed,
         splats,
         global_from_splat,

@@ -48,6 +48,8 @@ pub struct Projected {
     pub opacity: f32,
     /// Colour from SH.
     pub color: [f32; 3],
+    /// Camera-space normal: the shortest axis, turned to face the camera.
+    pub normal: [f32; 3],
 }
 
 /// Rotation matrix (row-major) from an unnormalised quaternion (w, x, y, z).
@@ -185,7 +187,31 @@ pub fn project_in_mode(
         depth,
         opacity,
         color,
+        normal: facing_normal(&rot, g.log_scales[i], camera, pc),
     })
+}
+
+/// The camera-space normal of a Gaussian with rotation `rot` (row-major) and `log_scales` whose
+/// mean lies at camera-space `pc`: its shortest axis (the first of equal ones), turned to point
+/// from the mean towards the camera.
+pub fn facing_normal(
+    rot: &[[f32; 3]; 3],
+    log_scales: [f32; 3],
+    camera: &Camera,
+    pc: [f32; 3],
+) -> [f32; 3] {
+    let mut axis = 0;
+    if log_scales[1] < log_scales[0] {
+        axis = 1;
+    }
+    if log_scales[2] < log_scales[axis] {
+        axis = 2;
+    }
+    let world = [rot[0][axis], rot[1][axis], rot[2][axis]];
+    let w = &camera.rotation;
+    let n: [f32; 3] = std::array::from_fn(|r| (0..3).map(|k| w[r][k] * world[k]).sum());
+    let facing = n[0] * pc[0] + n[1] * pc[1] + n[2] * pc[2] > 0.0;
+    if facing { n.map(|v| -v) } else { n }
 }
 
 /// An RGBA image, row-major, `[r, g, b, alpha]` per pixel.
@@ -200,6 +226,8 @@ pub struct CpuImage {
     /// Per pixel, the alpha-weighted depth and the median depth (the depth of the splat at which
     /// the accumulated opacity first reaches 0.5; 0 where it never does).
     pub depth: Vec<[f32; 2]>,
+    /// Per pixel, the alpha-weighted camera-space normal.
+    pub normals: Vec<[f32; 3]>,
 }
 
 /// Renders every pixel by compositing all projected Gaussians in depth order (classic mode).
@@ -220,12 +248,14 @@ pub fn render_in_mode(
     splats.sort_by(|p, q| p.depth.total_cmp(&q.depth).then(p.index.cmp(&q.index)));
     let mut rgba = Vec::with_capacity((camera.width * camera.height) as usize);
     let mut depth = Vec::with_capacity(rgba.capacity());
+    let mut normals = Vec::with_capacity(rgba.capacity());
     for py in 0..camera.height {
         for px in 0..camera.width {
             let (cx, cy) = (px as f32 + 0.5, py as f32 + 0.5);
             let mut t = 1.0f32;
             let mut out = [0f32; 3];
             let (mut weighted, mut median) = (0f32, 0f32);
+            let mut normal = [0f32; 3];
             for s in &splats {
                 let (dx, dy) = (s.xy[0] - cx, s.xy[1] - cy);
                 let power =
@@ -245,6 +275,9 @@ pub fn render_in_mode(
                     *o += c * alpha * t;
                 }
                 weighted += s.depth * alpha * t;
+                for (o, n) in normal.iter_mut().zip(s.normal) {
+                    *o += n * alpha * t;
+                }
                 if t > 0.5 && next_t <= 0.5 {
                     median = s.depth;
                 }
@@ -258,6 +291,7 @@ pub fn render_in_mode(
                 1.0 - t,
             ]);
             depth.push([weighted, median]);
+            normals.push(normal);
         }
     }
     CpuImage {
@@ -265,5 +299,6 @@ pub fn render_in_mode(
         height: camera.height,
         rgba,
         depth,
+        normals,
     }
 }

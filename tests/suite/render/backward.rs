@@ -41,6 +41,7 @@ fn gradients(
             sh_degree: 3,
             alpha_mode: mode,
             raster_mode,
+            normals: false,
         },
     )
     .unwrap();
@@ -70,6 +71,7 @@ fn loss(
             sh_degree: 3,
             alpha_mode: AlphaMode::Smooth,
             raster_mode,
+            normals: false,
         },
     )
     .unwrap();

@@ -1,12 +1,14 @@
 //! The rasterizer: the forward pass ([`forward`]) and the gradients ([`backward`]) against
 //! gsplat's peer cases, the CPU reference and finite differences, in chunks of small pages
 //! ([`paged`]), over tile runs longer than one dispatch may loop over ([`long_runs`]), and the CPU
-//! reference itself against gsplat ([`peer_reference`]), and every lens model ([`lens`]).
+//! reference itself against gsplat ([`peer_reference`]), every lens model ([`lens`]), and the
+//! composited normals ([`normals`]).
 
 mod backward;
 mod forward;
 mod lens;
 mod long_runs;
+mod normals;
 mod paged;
 mod peer_reference;
 mod pose;
