@@ -60,6 +60,7 @@ pub(super) fn save_renders(
     let what = Outputs {
         raster_mode,
         depth: false,
+        normals: false,
     };
     save_renders_of(ctx, &mut drawn, views, background, what, dir, stop)
 }
@@ -71,6 +72,8 @@ struct Outputs {
     /// `STEM.depth.npy` (expected depth, median depth, opacity) and `STEM.depth.png` (the median
     /// depth colour-mapped).
     depth: bool,
+    /// `STEM.normals.npy` (unit camera-space normals) and `STEM.normals.png`.
+    normals: bool,
 }
 
 /// [`save_renders`] of any [`Drawn`] model (a level of detail draws each view's own cut).
@@ -95,12 +98,27 @@ fn save_renders_of(
         let params = drawn.gaussians_for(ctx, &camera)?;
         let image = wgsplat::show::render_rgba8(ctx, &params, &camera, raster_mode)?;
         image.write_png(&dir.join(format!("{stem}.png")))?;
-        if what.depth {
-            let maps = wgsplat::show::depth::render_depth(ctx, &params, &camera, raster_mode)?;
-            maps.write_npy(&dir.join(format!("{stem}.depth.npy")))?;
-            match maps.colour_mapped() {
-                Ok(image) => image.write_png(&dir.join(format!("{stem}.depth.png")))?,
-                Err(why) => eprintln!("warning: {stem}: no depth picture: {why}"),
+        if what.depth || what.normals {
+            let (maps, normals) = wgsplat::show::depth::render_surface(
+                ctx,
+                &params,
+                &camera,
+                raster_mode,
+                what.normals,
+            )?;
+            if what.depth {
+                maps.write_npy(&dir.join(format!("{stem}.depth.npy")))?;
+                match maps.colour_mapped() {
+                    Ok(image) => image.write_png(&dir.join(format!("{stem}.depth.png")))?,
+                    Err(why) => eprintln!("warning: {stem}: no depth picture: {why}"),
+                }
+            }
+            if let Some(normals) = normals {
+                normals.write_npy(&dir.join(format!("{stem}.normals.npy")))?;
+                match normals.colour_mapped() {
+                    Ok(image) => image.write_png(&dir.join(format!("{stem}.normals.png")))?,
+                    Err(why) => eprintln!("warning: {stem}: no normals picture: {why}"),
+                }
             }
         }
     }
@@ -147,6 +165,13 @@ pub struct RenderArgs {
     /// depth colour-mapped from near (yellow) to far (dark blue).
     #[arg(long)]
     depth: bool,
+    /// Also write each view's normals (render only): STEM.normals.npy, float32 [height, width,
+    /// 3] of unit camera-space normals (x right, y down, z along the view; zero where little is
+    /// drawn), each pixel the colour-weighted mean of the Gaussians' shortest axes turned towards
+    /// the camera, and STEM.normals.png in the normal-map convention (x right, y up, z towards
+    /// the viewer).
+    #[arg(long)]
+    normals: bool,
     /// Do not draw Gaussians whose centre lies nearer a camera than DIST (a depth in the
     /// scene's units) [default: the near plane the PLY records, else 0.2 × the median spacing of
     /// neighbouring training cameras, at least 0.01].
@@ -257,9 +282,13 @@ fn refuse_ignored_render_options(args: &RenderArgs) -> anyhow::Result<()> {
              with it (without them `render` draws the dataset's --split views)"
         );
     }
-    if args.depth && args.video.wanted() {
+    let surface = [(args.depth, "--depth"), (args.normals, "--normals")]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+    if let Some(flag) = surface.filter(|_| args.video.wanted()) {
         anyhow::bail!(
-            "--depth writes the depth of the dataset's --split views; a camera path's video or              frames are colour only: leave --depth out, or drop --video/--frames"
+            "{flag} writes maps of the dataset's --split views; a camera path's video or frames \
+             are colour only: leave {flag} out, or drop --video/--frames"
         );
     }
     Ok(())
@@ -271,6 +300,7 @@ fn refuse_ignored_eval_options(args: &RenderArgs) -> anyhow::Result<()> {
         (args.video.video.is_some(), "--video"),
         (args.video.frames.is_some(), "--frames"),
         (args.depth, "--depth"),
+        (args.normals, "--normals"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag));
@@ -381,6 +411,7 @@ pub fn render_ply(ctx: &GpuContext, args: RenderArgs) -> anyhow::Result<()> {
         Outputs {
             raster_mode: args.raster_mode(),
             depth: args.depth,
+            normals: args.normals,
         },
         &args.out,
         &|| false,

@@ -1,11 +1,13 @@
 //! Depth maps of a model from a camera ([`DepthMaps`]): the expected depth (alpha-weighted,
 //! divided by the accumulated opacity), the median depth (of the splat at which the accumulated
 //! opacity reaches 0.5) and the accumulated opacity, as the rasterizer writes them; saved as a
-//! NumPy `.npy` array of floats and a colour-mapped PNG to look at.
+//! NumPy `.npy` array of floats and a colour-mapped PNG to look at. The same render can carry the
+//! normals ([`super::normals`]).
 
 use std::path::Path;
 
-use crate::data::image::{RgbaImage, write_atomically};
+use super::normals::NormalMap;
+use crate::data::image::RgbaImage;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::splat::forward::{RenderOptions, render};
@@ -37,6 +39,18 @@ pub fn render_depth(
     camera: &Camera,
     raster_mode: RasterMode,
 ) -> Result<DepthMaps> {
+    Ok(render_surface(ctx, params, camera, raster_mode, false)?.0)
+}
+
+/// Renders the depth maps of `params` from `camera` and, with `normals`, its normal map from the
+/// same render.
+pub fn render_surface(
+    ctx: &GpuContext,
+    params: &GaussianTensors,
+    camera: &Camera,
+    raster_mode: RasterMode,
+    normals: bool,
+) -> Result<(DepthMaps, Option<NormalMap>)> {
     let forward = render(
         ctx,
         params,
@@ -44,6 +58,7 @@ pub fn render_depth(
         RenderOptions {
             sh_degree: params.max_sh_degree(),
             raster_mode,
+            normals,
             ..Default::default()
         },
     )?;
@@ -61,40 +76,38 @@ pub fn render_depth(
         .map(|(d, &a)| if a > 1e-6 { d[0] / a } else { 0.0 })
         .collect();
     let median = depth.chunks_exact(2).map(|d| d[1]).collect();
-    Ok(DepthMaps {
+    let normal_map = match &forward.normals {
+        Some(sums) => Some(NormalMap::from_sums(
+            camera.width,
+            camera.height,
+            &sums.read::<f32>(ctx)?,
+            &alpha,
+        )),
+        None => None,
+    };
+    let maps = DepthMaps {
         width: camera.width,
         height: camera.height,
         expected,
         median,
         alpha,
         colour,
-    })
+    };
+    Ok((maps, normal_map))
 }
 
 impl DepthMaps {
     /// Writes `[height, width, 3]` float32 (expected depth, median depth, opacity) as a NumPy
     /// `.npy` file (version 1.0, little endian), atomically.
     pub fn write_npy(&self, path: &Path) -> Result<()> {
-        let header = format!(
-            "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}, 3), }}",
-            self.height, self.width
-        );
-        // Magic, version, header length, then the header padded with spaces to a multiple of
-        // 64 bytes (the format's alignment) and ended by a newline.
-        let unpadded = 10 + header.len() + 1;
-        let padding = unpadded.div_ceil(64) * 64 - unpadded;
-        let mut bytes = Vec::with_capacity(unpadded + padding + self.expected.len() * 12);
-        bytes.extend_from_slice(b"\x93NUMPY\x01\x00");
-        bytes.extend_from_slice(&((header.len() + padding + 1) as u16).to_le_bytes());
-        bytes.extend_from_slice(header.as_bytes());
-        bytes.extend(std::iter::repeat_n(b' ', padding));
-        bytes.push(b'\n');
-        for ((e, m), a) in self.expected.iter().zip(&self.median).zip(&self.alpha) {
-            for v in [e, m, a] {
-                bytes.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-        write_atomically(path, &bytes)
+        let values = self
+            .expected
+            .iter()
+            .zip(&self.median)
+            .zip(&self.alpha)
+            .flat_map(|((&e, &m), &a)| [e, m, a]);
+        let shape = [self.height as usize, self.width as usize, 3];
+        super::npy::write_npy_f32(path, &shape, values)
     }
 
     /// The median depth colour-mapped from near (yellow) to far (dark blue) over the drawn

@@ -9,6 +9,8 @@ pub mod depth;
 pub mod drawn;
 pub mod edit;
 pub mod keyframes;
+pub mod normals;
+pub mod npy;
 pub mod paths;
 pub mod selection;
 #[cfg(test)]
