@@ -56,6 +56,11 @@ pub struct MeshArgs {
     /// Render antialiased splats: for models trained with --antialiased.
     #[arg(long)]
     antialiased: bool,
+    /// Also score the mesh against the true surfaces of the built-in objects scene (for a model
+    /// trained on it): Chamfer distance, and precision, recall and F-score within 0.5% and 1%
+    /// of the scene's diagonal.
+    #[arg(long)]
+    score_builtin: bool,
 }
 
 /// Runs `wgsplat mesh`.
@@ -153,6 +158,9 @@ pub fn mesh(ctx: &GpuContext, args: MeshArgs) -> anyhow::Result<()> {
     let mut mesh = volume.extract().context("extracting the surface")?;
     let dropped = mesh.keep_largest_components(args.min_piece);
     write_mesh(&args.out, &mesh).with_context(|| format!("writing {}", args.out.display()))?;
+    if args.score_builtin {
+        score_against_builtin(&mesh, args.data_args.builtin_resolution)?;
+    }
     println!(
         "wrote {} ({} vertices, {} triangles; {dropped} triangles of small pieces dropped) from {} views, \
          voxel {voxel:.4}, field {:.1} MiB of {} blocks, in {:.1} s",
@@ -164,6 +172,55 @@ pub fn mesh(ctx: &GpuContext, args: MeshArgs) -> anyhow::Result<()> {
         volume.block_count(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Prints the scores of `mesh` against the built-in objects scene's true surfaces, sampled as
+/// its training views (`resolution` pixels square) see them.
+fn score_against_builtin(mesh: &wgsplat::mesh::Mesh, resolution: u32) -> anyhow::Result<()> {
+    use wgsplat::data::builtin::{BuiltinOptions, cameras, scene};
+    use wgsplat::mesh::truth::{scene_bounds, surface_points};
+    let (train, _) = cameras(&BuiltinOptions {
+        resolution,
+        ..BuiltinOptions::default()
+    });
+    let truth_scene = scene();
+    let truth = surface_points(&truth_scene, &train, 50_000, 7);
+    let (lo, hi) = scene_bounds(&truth_scene).context("the built-in scene has no bounds")?;
+    let diagonal = (0..3).map(|k| (hi[k] - lo[k]).powi(2)).sum::<f32>().sqrt();
+    for share in [0.005, 0.01] {
+        let s = wgsplat::mesh::score(mesh, &truth, share * diagonal)?;
+        println!(
+            "against the built-in scene's true surfaces at {:.1}% of its diagonal ({:.4}): Chamfer {:.4}, \
+             precision {:.3}, recall {:.3}, F-score {:.3}",
+            share * 100.0,
+            share * diagonal,
+            s.chamfer,
+            s.precision,
+            s.recall,
+            s.f_score
+        );
+    }
+    // The largest sphere, above the platform it stands on (z > 0.1), where nothing else nears it.
+    let sphere = truth_scene
+        .objects()
+        .iter()
+        .filter_map(|o| match o.shape {
+            wgsplat::data::raytrace::Shape::Sphere { center, radius } => Some((center, radius)),
+            _ => None,
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let Some((centre, radius)) = sphere else {
+        return Ok(());
+    };
+    match wgsplat::mesh::fit_sphere_near(&mesh.positions, centre, radius, 0.4, |p| p[2] > 0.1) {
+        Some((c, r)) => println!(
+            "the built-in scene's large sphere (radius {radius}): fitted centre {:.4} off, radius {:.4} off",
+            (0..3).map(|k| (c[k] - f64::from(centre[k])).powi(2)).sum::<f64>().sqrt(),
+            (r - f64::from(radius)).abs()
+        ),
+        None => println!("the built-in scene's large sphere: too few vertices near it to fit"),
+    }
     Ok(())
 }
 

@@ -26,7 +26,7 @@ mod tests;
 #[cfg(test)]
 mod write_tests;
 
-pub use score::{MeshScore, sample_surface, score};
+pub use score::{MeshScore, fit_sphere, fit_sphere_near, sample_surface, score};
 pub use tsdf::{CropBox, IntegrationReport, TsdfOptions, TsdfVolume};
 pub use write::{MESH_EXTENSIONS, write_mesh};
 

@@ -122,3 +122,50 @@ fn distances(from: &[[f32; 3]], to: &PointTree, threshold: f32) -> (f64, f64) {
     let n = from.len() as f64;
     (sum / n, within as f64 / n)
 }
+
+/// The least-squares sphere through `points` (|p|² = 2 c·p + r² − |c|², solved in double
+/// precision): (centre, radius), or `None` for fewer than four points or points on one plane.
+pub fn fit_sphere(points: &[[f32; 3]]) -> Option<([f64; 3], f64)> {
+    if points.len() < 4 {
+        return None;
+    }
+    let (mut a, mut b) = (glam::DMat4::ZERO, glam::DVec4::ZERO);
+    for p in points {
+        let p = p.map(f64::from);
+        let row = glam::DVec4::new(2.0 * p[0], 2.0 * p[1], 2.0 * p[2], 1.0);
+        a += glam::DMat4::from_cols(row * row.x, row * row.y, row * row.z, row * row.w);
+        b += row * (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
+    }
+    let det = a.determinant();
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    let x = a.inverse() * b;
+    let c = [x.x, x.y, x.z];
+    let r2 = x.w + c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    (r2 > 0.0 && r2.is_finite()).then(|| (c, r2.sqrt()))
+}
+
+/// [`fit_sphere`] through the points within `band` × `radius` of the surface of the sphere
+/// (`centre`, `radius`) that also pass `keep` (to leave out where other objects touch it): how
+/// a known sphere in a scene is measured in a mesh. `None` with fewer than 100 such points.
+pub fn fit_sphere_near(
+    points: &[[f32; 3]],
+    centre: [f32; 3],
+    radius: f32,
+    band: f32,
+    keep: impl Fn(&[f32; 3]) -> bool,
+) -> Option<([f64; 3], f64)> {
+    let near: Vec<[f32; 3]> = points
+        .iter()
+        .filter(|p| {
+            let d = (0..3).map(|k| (p[k] - centre[k]).powi(2)).sum::<f32>().sqrt();
+            (d - radius).abs() <= band * radius && keep(p)
+        })
+        .copied()
+        .collect();
+    if near.len() < 100 {
+        return None;
+    }
+    fit_sphere(&near)
+}

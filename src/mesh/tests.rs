@@ -1,6 +1,6 @@
 //! Meshes fused from the ray tracer's exact depth maps, against the analytic surfaces.
 
-use glam::{DMat4, DVec4, Vec3};
+use glam::Vec3;
 
 use super::truth::{exact_depth, scene_bounds, surface_points};
 use super::*;
@@ -59,21 +59,6 @@ fn fuse(scene: &Scene, cameras: &[Camera], options: TsdfOptions) -> Result<TsdfV
     Ok(volume)
 }
 
-/// The least-squares sphere through `points`: |p|² = 2 c·p + (r² − |c|²).
-fn fit_sphere(points: &[[f32; 3]]) -> ([f64; 3], f64) {
-    let (mut a, mut b) = (DMat4::ZERO, DVec4::ZERO);
-    for p in points {
-        let p = p.map(f64::from);
-        let row = DVec4::new(2.0 * p[0], 2.0 * p[1], 2.0 * p[2], 1.0);
-        let rhs = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
-        a += DMat4::from_cols(row * row.x, row * row.y, row * row.z, row * row.w);
-        b += row * rhs;
-    }
-    let x = a.inverse() * b;
-    let c = [x.x, x.y, x.z];
-    (c, (x.w + c[0] * c[0] + c[1] * c[1] + c[2] * c[2]).sqrt())
-}
-
 fn sphere_points(centre: [f32; 3], radius: f32, count: usize) -> Vec<[f32; 3]> {
     let shape = Shape::Sphere {
         center: centre,
@@ -91,7 +76,7 @@ fn a_sphere_fused_from_exact_depth_is_closed_and_on_the_sphere() {
     let cameras = icosahedron_cameras(CENTRE);
     let volume = fuse(&scene, &cameras, TsdfOptions::new(VOXEL)).unwrap();
     let mesh = volume.extract().unwrap();
-    let (centre, radius) = fit_sphere(&mesh.positions);
+    let (centre, radius) = fit_sphere(&mesh.positions).unwrap();
     let centre_error = Vec3::from(centre.map(|v| v as f32)).distance(Vec3::from(CENTRE));
     let radius_error = (radius as f32 - RADIUS).abs();
     let worst = mesh

@@ -157,6 +157,9 @@ pub struct TrainConfig {
     pub mcmc_opacity_reg: f32,
     /// MCMC: weight of the mean-scale regulariser.
     pub mcmc_scale_reg: f32,
+    /// Weight of the flattening regulariser, λ · mean shortest scale (0 = off; `--geometry`
+    /// turns it on, see [`super::geometry`]).
+    pub flatten: f32,
     /// Read the loss back every this many iterations (the only per-iteration CPU round trip).
     pub loss_readback_every: u64,
     /// Evaluate on the test views every this many iterations (0 = only at the end).
@@ -291,6 +294,7 @@ impl Default for TrainConfig {
             mcmc_noise_lr: 5e5,
             mcmc_opacity_reg: 0.01,
             mcmc_scale_reg: 0.01,
+            flatten: 0.0,
             loss_readback_every: 10,
             eval_every: 0,
             lpips: true,
@@ -379,6 +383,12 @@ impl TrainConfig {
         };
         if self.sh_degree > 3 {
             return bad(format!("sh_degree {} is above 3", self.sh_degree));
+        }
+        if !(self.flatten >= 0.0 && self.flatten.is_finite()) {
+            return bad(format!(
+                "flatten {} must be a finite weight of 0 or more",
+                self.flatten
+            ));
         }
         if !(0.0..=1.0).contains(&self.ssim_weight) {
             return bad(format!(

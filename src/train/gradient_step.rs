@@ -77,6 +77,7 @@ pub(crate) fn record_gradient_step(
                 pose.record_chunk(enc, params, &model, &scratch, &chunks.grads)?;
             }
             strategy.before_optimizer(enc, params, &scratch, chunks, step)?;
+            super::geometry::record_flatten(enc, params, &scratch, chunks, step.config.flatten)?;
             state.optimizer.record_chunk(
                 enc,
                 params,

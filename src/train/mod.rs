@@ -8,6 +8,7 @@ pub mod clearance;
 pub mod config;
 pub mod densify;
 pub mod evaluate;
+pub mod geometry;
 pub mod events;
 mod gradient_step;
 pub mod image_cache;

@@ -215,6 +215,14 @@ pub struct TrainOptions {
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
     pub antialiased: bool,
+    /// Train for surfaces (for `wgsplat mesh`): turns on the flattening regulariser at its
+    /// measured weight unless --flatten names one.
+    #[arg(long)]
+    pub geometry: bool,
+    /// Weight of the flattening regulariser, WEIGHT × the Gaussians' mean shortest scale, which
+    /// flattens them into discs with a clear normal [default: off; with --geometry: 100].
+    #[arg(long, value_name = "WEIGHT")]
+    pub flatten: Option<f32>,
 }
 
 impl TrainOptions {
@@ -254,6 +262,10 @@ impl TrainOptions {
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);
         config.seed = self.seed.unwrap_or(config.seed);
+        if self.geometry && config.flatten == 0.0 {
+            config.flatten = super::geometry::GEOMETRY_FLATTEN;
+        }
+        config.flatten = self.flatten.unwrap_or(config.flatten);
         // The recipe of a dataset read from disk (a capture): far-field points, 3DGS's opacity
         // pruning, INRIA's opacity learning rate and a clear camera path (the last three with the
         // default strategy only: MCMC's relocation has its own threshold and was not measured
