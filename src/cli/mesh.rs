@@ -216,7 +216,10 @@ fn score_against_builtin(mesh: &wgsplat::mesh::Mesh, resolution: u32) -> anyhow:
     match wgsplat::mesh::fit_sphere_near(&mesh.positions, centre, radius, 0.4, |p| p[2] > 0.1) {
         Some((c, r)) => println!(
             "the built-in scene's large sphere (radius {radius}): fitted centre {:.4} off, radius {:.4} off",
-            (0..3).map(|k| (c[k] - f64::from(centre[k])).powi(2)).sum::<f64>().sqrt(),
+            (0..3)
+                .map(|k| (c[k] - f64::from(centre[k])).powi(2))
+                .sum::<f64>()
+                .sqrt(),
             (r - f64::from(radius)).abs()
         ),
         None => println!("the built-in scene's large sphere: too few vertices near it to fit"),

@@ -159,7 +159,10 @@ pub fn fit_sphere_near(
     let near: Vec<[f32; 3]> = points
         .iter()
         .filter(|p| {
-            let d = (0..3).map(|k| (p[k] - centre[k]).powi(2)).sum::<f32>().sqrt();
+            let d = (0..3)
+                .map(|k| (p[k] - centre[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
             (d - radius).abs() <= band * radius && keep(p)
         })
         .copied()

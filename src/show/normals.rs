@@ -61,7 +61,8 @@ impl NormalMap {
         if self.normals.iter().all(|n| *n == [0.0; 3]) {
             return Err(Error::InvalidArgument {
                 op: "colour_mapped",
-                detail: "no pixel carries a normal: the model draws nothing from this camera".into(),
+                detail: "no pixel carries a normal: the model draws nothing from this camera"
+                    .into(),
             });
         }
         let byte = |v: f32| ((0.5 + 0.5 * v).clamp(0.0, 1.0) * 255.0).round() as u8;
@@ -87,12 +88,17 @@ mod tests {
 
     #[test]
     fn sums_become_unit_normals_and_thin_or_cancelled_pixels_none() {
-        let sums = [0.0, 0.0, -0.8, 0.3, 0.0, 0.4, 0.0, 0.0, -0.01, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let sums = [
+            0.0, 0.0, -0.8, 0.3, 0.0, 0.4, 0.0, 0.0, -0.01, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0,
+        ];
         let alpha = [0.8, 0.5, 0.01, 1.0, 1.0];
         let map = NormalMap::from_sums(5, 1, &sums, &alpha);
         assert_eq!(map.normals[0], [0.0, 0.0, -1.0]);
         let n = map.normals[1];
-        assert!((n[0] - 0.6).abs() < 1e-6 && (n[2] - 0.8).abs() < 1e-6, "{n:?}");
+        assert!(
+            (n[0] - 0.6).abs() < 1e-6 && (n[2] - 0.8).abs() < 1e-6,
+            "{n:?}"
+        );
         assert_eq!(map.normals[2], [0.0; 3], "below the opacity floor");
         assert_eq!(map.normals[3], [1.0, 0.0, 0.0]);
         assert_eq!(map.normals[4], [0.0; 3], "normals that cancel");
@@ -112,7 +118,11 @@ mod tests {
             normals: vec![[0.0, -1.0, 0.0], [0.0; 3]],
             ..map.clone()
         };
-        assert_eq!(&up.colour_mapped().unwrap().pixels[..3], &[128, 255, 128], "y up is green");
+        assert_eq!(
+            &up.colour_mapped().unwrap().pixels[..3],
+            &[128, 255, 128],
+            "y up is green"
+        );
         let empty = NormalMap {
             normals: vec![[0.0; 3]; 2],
             ..map

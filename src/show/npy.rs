@@ -8,7 +8,11 @@ use crate::error::Result;
 
 /// Writes `values` (row-major, `shape[0] × shape[1] × …` of them) as a float32 `.npy` array of
 /// `shape`, atomically.
-pub fn write_npy_f32(path: &Path, shape: &[usize], values: impl Iterator<Item = f32>) -> Result<()> {
+pub fn write_npy_f32(
+    path: &Path,
+    shape: &[usize],
+    values: impl Iterator<Item = f32>,
+) -> Result<()> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape_text = match dims.len() {
         1 => format!("({},)", dims[0]),
@@ -29,6 +33,10 @@ pub fn write_npy_f32(path: &Path, shape: &[usize], values: impl Iterator<Item = 
     for v in values {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
-    debug_assert_eq!(bytes.len(), unpadded + padding + count * 4, "values match the shape");
+    debug_assert_eq!(
+        bytes.len(),
+        unpadded + padding + count * 4,
+        "values match the shape"
+    );
     write_atomically(path, &bytes)
 }

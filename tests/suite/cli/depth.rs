@@ -76,7 +76,11 @@ fn render_writes_depth_and_normals_that_match_the_scenes_true_surfaces() {
             "{stem}.normals.png"
         );
         let (shape, normals) = read_npy(&out.join(format!("{stem}.normals.npy")));
-        assert_eq!(shape, vec![size as usize, size as usize, 3], "{stem}.normals.npy");
+        assert_eq!(
+            shape,
+            vec![size as usize, size as usize, 3],
+            "{stem}.normals.npy"
+        );
         let origin = camera.position();
         let r = camera.rotation;
         for y in 0..size {
@@ -106,7 +110,13 @@ fn render_writes_depth_and_normals_that_match_the_scenes_true_surfaces() {
                     if true_normal.dot(world) > 0.0 {
                         true_normal = -true_normal;
                     }
-                    angles.push(rendered.dot(true_normal).clamp(-1.0, 1.0).acos().to_degrees());
+                    angles.push(
+                        rendered
+                            .dot(true_normal)
+                            .clamp(-1.0, 1.0)
+                            .acos()
+                            .to_degrees(),
+                    );
                 }
             }
         }
@@ -127,7 +137,11 @@ fn render_writes_depth_and_normals_that_match_the_scenes_true_surfaces() {
         median_error < 0.05,
         "median depth error {median_error} (scene units)"
     );
-    assert!(angles.len() > 1000, "too few pixels with a normal: {}", angles.len());
+    assert!(
+        angles.len() > 1000,
+        "too few pixels with a normal: {}",
+        angles.len()
+    );
     angles.sort_by(f32::total_cmp);
     let median_angle = angles[angles.len() / 2];
     eprintln!(

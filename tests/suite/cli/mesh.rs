@@ -73,14 +73,11 @@ fn a_trained_builtin_scene_meshes_near_its_true_surfaces() {
     assert!(at_1.f_score > 0.2 && at_1.chamfer < 0.15, "{at_1:?}");
     // The vertices within 40% of the radius of its surface, above the platform it stands on
     // (z > 0.1), where no other object comes near.
-    let (centre, radius) = fit_sphere_near(
-        &mesh.positions,
-        SPHERE_CENTRE,
-        SPHERE_RADIUS,
-        0.4,
-        |p| p[2] > 0.1,
-    )
-    .expect("vertices near the sphere");
+    let (centre, radius) =
+        fit_sphere_near(&mesh.positions, SPHERE_CENTRE, SPHERE_RADIUS, 0.4, |p| {
+            p[2] > 0.1
+        })
+        .expect("vertices near the sphere");
     let centre_error = (0..3)
         .map(|k| (centre[k] - f64::from(SPHERE_CENTRE[k])).powi(2))
         .sum::<f64>()

@@ -1,10 +1,12 @@
 //! Layer 3: Adam ([`adam`]), k-NN scales ([`knn`]), the L1 + SSIM loss and metrics ([`loss`]),
-//! LPIPS ([`lpips`]) and MCMC densification ([`mcmc`]), each against CPU references on both kernel
+//! LPIPS ([`lpips`]), MCMC densification ([`mcmc`]) and the
+//! flattening regulariser ([`geometry`]), each against CPU references on both kernel
 //! paths.
 
 mod adam;
 mod adam_packed;
 mod exposure;
+mod geometry;
 mod knn;
 mod loss;
 mod lpips;

@@ -65,9 +65,15 @@ fn normals_match_cpu_reference() {
                 .filter(|(_, p)| p[3] > 0.5)
                 .filter(|(n, _)| n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.01)
                 .count();
-            assert!(facing > covered / 2, "{what}: {facing} of {covered} pixels carry a normal");
+            assert!(
+                facing > covered / 2,
+                "{what}: {facing} of {covered} pixels carry a normal"
+            );
         }
-        assert!(chunked, "{what}: the small pages must split the splats into chunks");
+        assert!(
+            chunked,
+            "{what}: the small pages must split the splats into chunks"
+        );
     }
 }
 
@@ -80,12 +86,20 @@ fn normals_leave_colour_and_depth_bit_identical() {
         let with = render_with(ctx, &g, &cam, true);
         assert!(plain.normals.is_none());
         let bits = |t: &wgsplat::Tensor| -> Vec<u32> {
-            t.read::<f32>(ctx).unwrap().iter().map(|v| v.to_bits()).collect()
+            t.read::<f32>(ctx)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
         };
         assert_eq!(bits(&plain.image), bits(&with.image), "colour");
         assert_eq!(bits(&plain.depth), bits(&with.depth), "depth");
         let consumed = |t: &wgsplat::Tensor| t.read::<u32>(ctx).unwrap();
-        assert_eq!(consumed(&plain.consumed), consumed(&with.consumed), "consumed");
+        assert_eq!(
+            consumed(&plain.consumed),
+            consumed(&with.consumed),
+            "consumed"
+        );
     }
 }
 
@@ -109,7 +123,13 @@ fn a_flat_disc_seen_from_either_side_faces_the_camera() {
         for ctx in both_paths_both_layouts(false) {
             let out = render_with(ctx, &g, &cam, true);
             let normals = out.normals.as_ref().unwrap().read::<f32>(ctx).unwrap();
-            let alpha: Vec<f32> = out.image.read::<f32>(ctx).unwrap().chunks_exact(4).map(|p| p[3]).collect();
+            let alpha: Vec<f32> = out
+                .image
+                .read::<f32>(ctx)
+                .unwrap()
+                .chunks_exact(4)
+                .map(|p| p[3])
+                .collect();
             let centre = 24 * 48 + 24;
             let n = &normals[3 * centre..3 * centre + 3];
             let a = alpha[centre];
