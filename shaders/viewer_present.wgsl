@@ -1,7 +1,9 @@
 // The viewer's present pass: turns one page of a rendered f32 RGBA image ([H, W, 4], row-major)
 // into packed 8-bit RGBA pixels (R in the low byte) laid out with a padded row stride, ready for a
 // buffer-to-texture copy. `present_difference` writes |render - reference| scaled by a gain
-// instead, against a reference image packed the same way without padding.
+// instead, against a reference image packed the same way without padding; `present_normals`
+// shows the rendered normals ([H, W, 3] camera-space sums, bound whole) in the normal-map
+// convention (x right, y up, z towards the viewer), faded by the opacity over black.
 #import "shared/dispatch.wgsl"
 
 struct PresentParams {
@@ -27,8 +29,11 @@ var<private> params: PresentParams;
 @group(0) @binding(1) var<storage, read> image: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
 @group(0) @binding(3) var<storage, read> reference: array<u32>;
+@group(0) @binding(4) var<storage, read> normals: array<f32>;
 
 const WG: u32 = 256u;
+// Opacity below which a pixel shows no normal (`MIN_NORMAL_ALPHA` in src/show/normals.rs).
+const MIN_NORMAL_ALPHA: f32 = 0.05;
 
 fn to_byte(v: f32) -> u32 {
     return u32(round(clamp(v, 0.0, 1.0) * 255.0));
@@ -73,4 +78,25 @@ fn present_difference(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     let packed = reference[pixel];
     let truth = vec3<f32>(f32(packed & 255u), f32((packed >> 8u) & 255u), f32((packed >> 16u) & 255u)) / 255.0;
     out[output_index(pixel)] = pack(abs(render_rgb(local) - truth) * params.difference_gain);
+}
+
+@compute @workgroup_size(256)
+fn present_normals(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if uniforms_visible(nwg) {
+        params = params_uniform;
+    }
+    let local = workgroup_index(wid, nwg) * WG + lid;
+    if local >= params.page_pixels {
+        return;
+    }
+    let pixel = params.first_pixel + local;
+    let alpha = image[local * 4u + 3u];
+    let n = vec3<f32>(normals[3u * pixel], normals[3u * pixel + 1u], normals[3u * pixel + 2u]);
+    let len = length(n);
+    var rgb = vec3<f32>(0.0);
+    if alpha >= MIN_NORMAL_ALPHA && len > 1e-6 * alpha {
+        let unit = n / len;
+        rgb = (0.5 + 0.5 * vec3<f32>(unit.x, -unit.y, -unit.z)) * alpha;
+    }
+    out[output_index(pixel)] = pack(rgb);
 }

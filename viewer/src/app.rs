@@ -129,6 +129,7 @@ impl ViewerApp {
             plan: None,
             display: DisplayOptions {
                 antialiased: args.train.antialiased,
+                normals: args.show_normals,
                 ..DisplayOptions::default()
             },
             renderer,

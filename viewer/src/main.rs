@@ -55,6 +55,10 @@ pub struct Args {
     /// Show the dataset image and the difference beside the render (with `--camera`).
     #[arg(long)]
     pub compare: bool,
+    /// Start showing the rendered normals instead of the colour (the view panel's "show
+    /// normals").
+    #[arg(long)]
+    pub show_normals: bool,
     /// Scripted mode: save a PNG of the window here (and a `.json` beside it), then exit.
     #[arg(long)]
     pub screenshot: Option<PathBuf>,

@@ -74,6 +74,33 @@ impl PresentTarget {
         image: &Tensor,
         reference: Option<(&GpuBuffer, f32)>,
     ) -> anyhow::Result<()> {
+        let shown = match reference {
+            Some((truth, gain)) => Shown::Difference(truth, gain),
+            None => Shown::Colour,
+        };
+        self.present_shown(ctx, image, shown)
+    }
+
+    /// Shows the normals of a render (`normals`, `[height, width, 3]` alpha-weighted sums, and
+    /// `image` for the opacity) in the normal-map convention.
+    pub fn present_normals(
+        &self,
+        ctx: &GpuContext,
+        image: &Tensor,
+        normals: &Tensor,
+    ) -> anyhow::Result<()> {
+        let pixels = u64::from(self.width) * u64::from(self.height);
+        anyhow::ensure!(
+            normals.len() == pixels * 3 && normals.num_pages() == 1,
+            "the normals hold {} values in {} pages, the view {} pixels",
+            normals.len(),
+            normals.num_pages(),
+            pixels
+        );
+        self.present_shown(ctx, image, Shown::Normals(normals))
+    }
+
+    fn present_shown(&self, ctx: &GpuContext, image: &Tensor, shown: Shown) -> anyhow::Result<()> {
         let pixels = u64::from(self.width) * u64::from(self.height);
         anyhow::ensure!(
             image.len() == pixels * 4,
@@ -91,13 +118,16 @@ impl PresentTarget {
             row_stride: row_stride(self.width),
             first_pixel: page.first_row as u32,
             page_pixels: page.rows as u32,
-            difference_gain: reference.map_or(1.0, |(_, gain)| gain),
+            difference_gain: match shown {
+                Shown::Difference(_, gain) => gain,
+                _ => 1.0,
+            },
             ..Default::default()
         };
         let out = || Arg::raw(self.staging.raw());
         let mut enc = ctx.encoder("viewer: present");
-        match reference {
-            Some((truth, _)) => {
+        match shown {
+            Shown::Difference(truth, _) => {
                 let kernel = ctx.typed::<viewer_present::PresentDifference>()?;
                 enc.run_pages(&kernel, pixels, pixels_per_page, |page| {
                     let bindings = viewer_present::PresentDifferenceBindings {
@@ -108,7 +138,18 @@ impl PresentTarget {
                     (params(page), bindings)
                 })?
             }
-            None => {
+            Shown::Normals(normals) => {
+                let kernel = ctx.typed::<viewer_present::PresentNormals>()?;
+                enc.run_pages(&kernel, pixels, pixels_per_page, |page| {
+                    let bindings = viewer_present::PresentNormalsBindings {
+                        image: image.page_arg(page.page),
+                        out: out(),
+                        normals: normals.page_arg(0),
+                    };
+                    (params(page), bindings)
+                })?
+            }
+            Shown::Colour => {
                 let kernel = ctx.typed::<viewer_present::Present>()?;
                 enc.run_pages(&kernel, pixels, pixels_per_page, |page| {
                     let bindings = viewer_present::PresentBindings {
@@ -152,4 +193,14 @@ pub fn upload_reference(ctx: &GpuContext, pixels: &[u8]) -> anyhow::Result<GpuBu
     enc.upload(buffer.raw(), 0, bytemuck::cast_slice(&packed))?;
     ctx.submit(enc)?;
     Ok(buffer)
+}
+
+/// What a present pass shows.
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    Colour,
+    /// The scaled absolute difference to a packed reference image.
+    Difference(&'a GpuBuffer, f32),
+    /// The render's normals.
+    Normals(&'a Tensor),
 }

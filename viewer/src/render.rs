@@ -28,6 +28,9 @@ pub struct DisplayOptions {
     /// Gaussians nearer the camera than this depth are not drawn: the model's near plane
     /// ([`wgsplat::data::near_plane`]).
     pub near_plane: f32,
+    /// Show the rendered normals (each Gaussian's shortest axis, facing the camera) instead of
+    /// the colour.
+    pub normals: bool,
 }
 
 impl Default for DisplayOptions {
@@ -39,6 +42,7 @@ impl Default for DisplayOptions {
             difference_gain: 4.0,
             antialiased: false,
             near_plane: wgsplat::data::DEFAULT_NEAR,
+            normals: false,
         }
     }
 }
@@ -209,6 +213,7 @@ impl SceneRenderer {
             } else {
                 RasterMode::Classic
             },
+            normals: options.normals,
             ..Default::default()
         };
         let camera = Camera {
@@ -237,7 +242,10 @@ impl SceneRenderer {
     ) -> anyhow::Result<(TextureId, Option<TextureId>)> {
         let (width, height) = (frame.camera.width, frame.camera.height);
         let target = resized(&mut self.target, ctx, renderer, width, height)?;
-        target.present(ctx, &output.image, None)?;
+        match &output.normals {
+            Some(normals) => target.present_normals(ctx, &output.image, normals)?,
+            None => target.present(ctx, &output.image, None)?,
+        }
         let id = target.id;
         let mut difference = None;
         let expected = u64::from(width) * u64::from(height) * 4;

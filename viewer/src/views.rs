@@ -271,6 +271,10 @@ impl ViewPanel {
         );
         ui.add(egui::Slider::new(&mut display.sh_degree, 0..=3).text("SH degree"));
         ui.checkbox(&mut display.antialiased, "antialiased splats");
+        ui.checkbox(&mut display.normals, "show normals")
+            .on_hover_text(
+                "each Gaussian's shortest axis, facing the camera (x red, y green, z blue)",
+            );
         ui.add(egui::Slider::new(&mut self.refresh_hz, 1.0..=60.0).text("refresh Hz"));
         ui.checkbox(&mut self.show_truth, "show dataset image");
         ui.checkbox(&mut self.show_difference, "show difference");

@@ -1,6 +1,7 @@
 //! End-to-end checks of the viewer under a virtual X server (xvfb): the scene view of a PLY at a
-//! dataset camera matches the library's own render pixel for pixel, the panels are drawn, a live
-//! training run fills the loss plot, and a partition plan's blocks are drawn over its scene.
+//! dataset camera matches the library's own render pixel for pixel (its colour and its normals),
+//! the panels are drawn, a live training run fills the loss plot, and a partition plan's blocks
+//! are drawn over its scene.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -156,6 +157,97 @@ fn ply_at_a_test_camera_matches_the_library_render() {
     assert!(
         distinct_colors(&shot, [x0, y0, x1, y1]) > 10,
         "the scene is blank"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_normals_view_shows_the_librarys_normals() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = GpuContext::from_env().expect("a GPU");
+    let dir = scratch_dir("normals");
+    let ply = trained_model(&ctx, &dir);
+    let resolution = RESOLUTION.to_string();
+    let (shot, sidecar) = run_viewer(
+        &dir,
+        &[
+            ply.to_str().expect("a UTF-8 path"),
+            "--dataset",
+            "builtin",
+            "--builtin-resolution",
+            &resolution,
+            "--camera",
+            "test:0",
+            "--show-normals",
+            "--frames",
+            "5",
+        ],
+    );
+    let [x0, y0, _, _] = rect_of(&sidecar["scene"]);
+    let dataset = generate(&BuiltinOptions {
+        resolution: RESOLUTION,
+        ..BuiltinOptions::default()
+    })
+    .expect("the built-in scene");
+    let model = read_ply(&ply).expect("reading the PLY back");
+    let mut enc = ctx.encoder("test upload");
+    let params = GaussianTensors::upload(
+        &mut enc,
+        &model.gaussians,
+        model.sh_degree,
+        MemoryCategory::Parameters,
+        "test",
+    )
+    .expect("upload");
+    ctx.submit(enc).expect("submit");
+    let camera = dataset.test[0].camera.clone();
+    let options = RenderOptions {
+        sh_degree: 3,
+        normals: true,
+        ..Default::default()
+    };
+    let out = render(&ctx, &params, &camera, options).expect("render");
+    let alpha: Vec<f32> = out
+        .image
+        .read::<f32>(&ctx)
+        .expect("readback")
+        .chunks_exact(4)
+        .map(|p| p[3])
+        .collect();
+    let sums = out
+        .normals
+        .as_ref()
+        .expect("normals")
+        .read::<f32>(&ctx)
+        .expect("readback");
+    let map = wgsplat::show::normals::NormalMap::from_sums(RESOLUTION, RESOLUTION, &sums, &alpha);
+    // The view fades the normal-map colour by the opacity, over black.
+    let (mut total, mut worst) = (0.0f64, 0.0f64);
+    for y in 0..RESOLUTION {
+        for x in 0..RESOLUTION {
+            let i = (y * RESOLUTION + x) as usize;
+            let n = map.normals[i];
+            let colour = [n[0], -n[1], -n[2]].map(|v| {
+                if n == [0.0; 3] {
+                    0.0
+                } else {
+                    (0.5 + 0.5 * v) * alpha[i] * 255.0
+                }
+            });
+            let shown = shot.get_pixel(x0 + x, y0 + y).0;
+            for c in 0..3 {
+                let diff = (f64::from(shown[c]) - f64::from(colour[c])).abs();
+                total += diff;
+                worst = worst.max(diff);
+            }
+        }
+    }
+    let mean = total / f64::from(3 * RESOLUTION * RESOLUTION);
+    println!("normals view: mean abs difference {mean:.2} (of 255), worst {worst:.1}");
+    assert!(mean < 3.0, "mean abs difference {mean}, worst {worst}");
+    assert!(
+        distinct_colors(&shot, rect_of(&sidecar["scene"])) > 10,
+        "the normals view is blank"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
