@@ -155,7 +155,14 @@ pub fn mesh(ctx: &GpuContext, args: MeshArgs) -> anyhow::Result<()> {
             args.model.display()
         );
     }
-    let mut mesh = volume.extract().context("extracting the surface")?;
+    let bar = ProgressBar::new(volume.block_count() as u64).with_style(
+        ProgressStyle::with_template("extracting blocks {bar:30} {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut mesh = volume
+        .extract_with_progress(&mut |done, _| bar.set_position(done as u64))
+        .context("extracting the surface")?;
+    bar.finish_and_clear();
     let dropped = mesh.keep_largest_components(args.min_piece);
     write_mesh(&args.out, &mesh).with_context(|| format!("writing {}", args.out.display()))?;
     if args.score_builtin {

@@ -61,6 +61,11 @@ impl TsdfVolume {
     /// [`marching`](super::marching)). Errors when nothing was fused or the fused field has no
     /// surface.
     pub fn extract(&self) -> Result<Mesh> {
+        self.extract_with_progress(&mut |_, _| {})
+    }
+
+    /// [`TsdfVolume::extract`], calling `progress(done, total)` after each block of the field.
+    pub fn extract_with_progress(&self, progress: &mut dyn FnMut(usize, usize)) -> Result<Mesh> {
         let (views, measurements) = self.integrated();
         if measurements == 0 {
             return Err(Error::InvalidArgument {
@@ -77,10 +82,12 @@ impl TsdfVolume {
             vertices: HashMap::new(),
         };
         let side = BLOCK_SIDE as usize;
-        for key in self.block_keys() {
+        let keys = self.block_keys();
+        for (done, key) in keys.iter().enumerate() {
             for local in 0..side * side * side {
-                builder.cell(join_index(key, local));
+                builder.cell(join_index(*key, local));
             }
+            progress(done + 1, keys.len());
         }
         if builder.mesh.is_empty() {
             return Err(Error::InvalidArgument {
