@@ -4,6 +4,7 @@
 // shortest axis's log scale only (the first of equal ones, as the normals pick it), added to the
 // chunk's gradients before the optimizer step.
 #import "shared/dispatch.wgsl"
+#import "shared/splat.wgsl"
 
 struct FlattenParams {
     // λ / N, N counting every Gaussian of the model.
@@ -30,12 +31,6 @@ fn flatten(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         return;
     }
     let s = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
-    var axis = 0u;
-    if s.y < s.x {
-        axis = 1u;
-    }
-    if s.z < s[axis] {
-        axis = 2u;
-    }
+    let axis = shortest_axis(s);
     grad_log_scales[3u * i + axis] += p.weight * exp(s[axis]);
 }

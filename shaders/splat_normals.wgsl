@@ -27,14 +27,7 @@ fn splat_normals(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let p = view_rotation(u) * mean + view_translation(u);
     let log_s = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
     let q = vec4<f32>(quats[4u * i], quats[4u * i + 1u], quats[4u * i + 2u], quats[4u * i + 3u]);
-    // The shortest axis; ties go to the earlier one, as the CPU reference picks it.
-    var axis = 0u;
-    if log_s.y < log_s.x {
-        axis = 1u;
-    }
-    if log_s.z < log_s[axis] {
-        axis = 2u;
-    }
+    let axis = shortest_axis(log_s);
     var n = vec3<f32>(0.0);
     let finite = is_finite_f32(p.x) && is_finite_f32(p.y) && is_finite_f32(p.z) && is_finite_f32(q.x)
         && is_finite_f32(q.y) && is_finite_f32(q.z) && is_finite_f32(q.w) && dot(q, q) > 0.0;

@@ -99,6 +99,19 @@ fn quat_to_mat(q: vec4<f32>) -> mat3x3<f32> {
     );
 }
 
+// The axis (0, 1 or 2) of the shortest of three log scales; ties go to the earlier axis. The
+// normals (splat_normals.wgsl) and the flattening term (flatten.wgsl) agree on it.
+fn shortest_axis(log_s: vec3<f32>) -> u32 {
+    var axis = 0u;
+    if log_s.y < log_s.x {
+        axis = 1u;
+    }
+    if log_s.z < log_s[axis] {
+        axis = 2u;
+    }
+    return axis;
+}
+
 fn sigmoid(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }

@@ -11,7 +11,7 @@ use wgsplat::io::ply::{read_ply, write_ply};
 use wgsplat::plan::manifest::PartitionRecord;
 use wgsplat::plan::{BlockPlan, Cell, Grid, GroundFrame, PLAN_VERSION, PlanData, PlanManifest};
 use wgsplat::splat::GaussianTensors;
-use wgsplat::splat::forward::{RenderOptions, render};
+use wgsplat::splat::forward::{ForwardOutput, RenderOptions, render};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::setup::{BuiltinScene, apply_builtin_recipe};
 use wgsplat::train::{TrainConfig, Trainer};
@@ -68,44 +68,30 @@ fn trained_model(ctx: &GpuContext, dir: &Path) -> PathBuf {
     path
 }
 
-#[test]
-fn ply_at_a_test_camera_matches_the_library_render() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let ctx = GpuContext::from_env().expect("a GPU");
-    let dir = scratch_dir("ply");
-    let ply = trained_model(&ctx, &dir);
+/// The scene view of a trained model at the built-in scene's first test camera, drawn 1:1 by a
+/// viewer started with `extra` flags, and the library's render of the same model and camera
+/// with `options` (black background): (screenshot, sidecar, render).
+fn viewer_and_library_at_test_camera(
+    ctx: &GpuContext,
+    dir: &Path,
+    extra: &[&str],
+    options: RenderOptions,
+) -> (image::RgbaImage, Value, ForwardOutput) {
+    let ply = trained_model(ctx, dir);
     let resolution = RESOLUTION.to_string();
-    let (shot, sidecar) = run_viewer(
-        &dir,
-        &[
-            ply.to_str().expect("a UTF-8 path"),
-            "--dataset",
-            "builtin",
-            "--builtin-resolution",
-            &resolution,
-            "--camera",
-            "test:0",
-            "--frames",
-            "5",
-        ],
-    );
-    check_panels(
-        &shot,
-        &sidecar,
-        &["view", "model", "memory", "log", "scene"],
-    );
-    assert_eq!(
-        sidecar["image_size"],
-        serde_json::json!([RESOLUTION, RESOLUTION])
-    );
-    let [x0, y0, x1, y1] = rect_of(&sidecar["scene"]);
-    assert_eq!(
-        (x1 - x0, y1 - y0),
-        (RESOLUTION, RESOLUTION),
-        "the scene must be drawn 1:1"
-    );
-
-    // The library's render of the same model and camera.
+    let mut args = vec![
+        ply.to_str().expect("a UTF-8 path"),
+        "--dataset",
+        "builtin",
+        "--builtin-resolution",
+        &resolution,
+        "--camera",
+        "test:0",
+        "--frames",
+        "5",
+    ];
+    args.extend_from_slice(extra);
+    let (shot, sidecar) = run_viewer(dir, &args);
     let dataset = generate(&BuiltinOptions {
         resolution: RESOLUTION,
         ..BuiltinOptions::default()
@@ -124,15 +110,36 @@ fn ply_at_a_test_camera_matches_the_library_render() {
     ctx.submit(enc).expect("submit");
     let mut camera = dataset.test[0].camera.clone();
     camera.background = [0.0; 3];
+    let out = render(ctx, &params, &camera, options).expect("render");
+    (shot, sidecar, out)
+}
+
+#[test]
+fn ply_at_a_test_camera_matches_the_library_render() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = GpuContext::from_env().expect("a GPU");
+    let dir = scratch_dir("ply");
     let options = RenderOptions {
         sh_degree: 3,
         ..Default::default()
     };
-    let rgba = render(&ctx, &params, &camera, options)
-        .expect("render")
-        .image
-        .read::<f32>(&ctx)
-        .expect("readback");
+    let (shot, sidecar, out) = viewer_and_library_at_test_camera(&ctx, &dir, &[], options);
+    check_panels(
+        &shot,
+        &sidecar,
+        &["view", "model", "memory", "log", "scene"],
+    );
+    assert_eq!(
+        sidecar["image_size"],
+        serde_json::json!([RESOLUTION, RESOLUTION])
+    );
+    let [x0, y0, x1, y1] = rect_of(&sidecar["scene"]);
+    assert_eq!(
+        (x1 - x0, y1 - y0),
+        (RESOLUTION, RESOLUTION),
+        "the scene must be drawn 1:1"
+    );
+    let rgba = out.image.read::<f32>(&ctx).expect("readback");
     let (mut total, mut worst, mut worst_at) = ([0.0f64; 3], 0.0f64, (0, 0));
     for y in 0..RESOLUTION {
         for x in 0..RESOLUTION {
@@ -166,47 +173,14 @@ fn the_normals_view_shows_the_librarys_normals() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let ctx = GpuContext::from_env().expect("a GPU");
     let dir = scratch_dir("normals");
-    let ply = trained_model(&ctx, &dir);
-    let resolution = RESOLUTION.to_string();
-    let (shot, sidecar) = run_viewer(
-        &dir,
-        &[
-            ply.to_str().expect("a UTF-8 path"),
-            "--dataset",
-            "builtin",
-            "--builtin-resolution",
-            &resolution,
-            "--camera",
-            "test:0",
-            "--show-normals",
-            "--frames",
-            "5",
-        ],
-    );
-    let [x0, y0, _, _] = rect_of(&sidecar["scene"]);
-    let dataset = generate(&BuiltinOptions {
-        resolution: RESOLUTION,
-        ..BuiltinOptions::default()
-    })
-    .expect("the built-in scene");
-    let model = read_ply(&ply).expect("reading the PLY back");
-    let mut enc = ctx.encoder("test upload");
-    let params = GaussianTensors::upload(
-        &mut enc,
-        &model.gaussians,
-        model.sh_degree,
-        MemoryCategory::Parameters,
-        "test",
-    )
-    .expect("upload");
-    ctx.submit(enc).expect("submit");
-    let camera = dataset.test[0].camera.clone();
     let options = RenderOptions {
         sh_degree: 3,
         normals: true,
         ..Default::default()
     };
-    let out = render(&ctx, &params, &camera, options).expect("render");
+    let (shot, sidecar, out) =
+        viewer_and_library_at_test_camera(&ctx, &dir, &["--show-normals"], options);
+    let [x0, y0, _, _] = rect_of(&sidecar["scene"]);
     let alpha: Vec<f32> = out
         .image
         .read::<f32>(&ctx)
