@@ -16,13 +16,13 @@
 //! scratch that Adam consumes at once (see `train::gradient_step`); no per-Gaussian row of the
 //! whole model is ever needed beyond one u32 index.
 
-use super::forward::{ForwardOutput, SPLAT_STRIDE};
+use super::forward::{ColourSource, ForwardOutput, SPLAT_STRIDE};
 use super::gaussians::GaussianTensors;
 use super::uniform::RenderUniform;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    Arg, RowChunk, TypedKernel, opacity_backward, project_backward, row_chunks, sh_backward,
-    shared_lens, shared_splat,
+    Arg, RowChunk, TypedKernel, geometry_colour_backward, opacity_backward, project_backward,
+    row_chunks, sh_backward, shared_lens, shared_splat,
 };
 use crate::gpu::{Encoder, MemoryCategory};
 use crate::ops;
@@ -40,6 +40,11 @@ pub const STATS_STRIDE: u64 = opacity_backward::STATS_STRIDE as u64;
 pub struct BackwardOptions {
     /// Do not propagate through the SH view direction into the means (gsplat's tests detach it).
     pub detach_view_dir: bool,
+    /// What the forward pass composited as colour
+    /// ([`RenderOptions::colour`](super::forward::RenderOptions::colour)): for the depth, the red
+    /// channel's gradient reaches the means through it; for the normal, the colour's reaches the
+    /// quaternions; either way the SH coefficients get zero gradients.
+    pub colour: ColourSource,
 }
 
 /// Per-splat and per-Gaussian intermediates, kept for inspection and tests.
@@ -73,8 +78,15 @@ pub struct BackwardPass<'a> {
 /// The three per-Gaussian backward kernels.
 struct Kernels {
     project: TypedKernel<project_backward::ProjectBackward>,
-    sh: TypedKernel<sh_backward::ShBackward>,
+    colour: ColourKernel,
     opacity: TypedKernel<opacity_backward::OpacityBackward>,
+}
+
+/// Where the colour's gradient goes: the SH coefficients, or the depth a render of depth as
+/// colour composited.
+enum ColourKernel {
+    Sh(TypedKernel<sh_backward::ShBackward>),
+    Geometry(TypedKernel<geometry_colour_backward::GeometryColourBackward>),
 }
 
 /// One chunk's splat indices (`[R]`), gradient rows (`[R, V_STRIDE]`) and splat rows
@@ -152,7 +164,14 @@ pub fn prepare_backward<'a>(
         project: ctx.typed_with(&project_backward::Overrides {
             lens: fwd.uniform.lens_kind != shared_lens::LENS_PINHOLE,
         })?,
-        sh: ctx.typed()?,
+        colour: match options.colour {
+            ColourSource::Sh => ColourKernel::Sh(ctx.typed()?),
+            geometry => {
+                ColourKernel::Geometry(ctx.typed_with(&geometry_colour_backward::Overrides {
+                    normal: geometry == ColourSource::Normal,
+                })?)
+            }
+        },
         opacity: ctx.typed()?,
     };
     Ok(BackwardPass {
@@ -199,7 +218,7 @@ impl BackwardPass<'_> {
             g,
             Kernels {
                 project,
-                sh,
+                colour,
                 opacity,
             },
         ) = (self.g, &self.kernels);
@@ -230,16 +249,33 @@ impl BackwardPass<'_> {
                 grads.sh_rest.rows_arg(grad_rows)?,
             )
         };
-        let bindings = sh_backward::ShBackwardBindings {
-            means: g.means.rows_arg(chunk)?,
-            sh_dc: g.sh_dc.rows_arg(chunk)?,
-            sh_rest,
-            v_projected: v_projected.clone(),
-            v_sh_dc: grads.sh_dc.rows_arg(grad_rows)?,
-            v_sh_rest,
-            v_means: grads.means.rows_arg(grad_rows)?,
-        };
-        enc.run(sh, &pu, bindings, grid)?;
+        match colour {
+            ColourKernel::Sh(sh) => {
+                let bindings = sh_backward::ShBackwardBindings {
+                    means: g.means.rows_arg(chunk)?,
+                    sh_dc: g.sh_dc.rows_arg(chunk)?,
+                    sh_rest,
+                    v_projected: v_projected.clone(),
+                    v_sh_dc: grads.sh_dc.rows_arg(grad_rows)?,
+                    v_sh_rest,
+                    v_means: grads.means.rows_arg(grad_rows)?,
+                };
+                enc.run(sh, &pu, bindings, grid)?;
+            }
+            ColourKernel::Geometry(geometry) => {
+                let bindings = geometry_colour_backward::GeometryColourBackwardBindings {
+                    means: g.means.rows_arg(chunk)?,
+                    log_scales: g.log_scales.rows_arg(chunk)?,
+                    quats: g.quats.rows_arg(chunk)?,
+                    v_projected: v_projected.clone(),
+                    v_sh_dc: grads.sh_dc.rows_arg(grad_rows)?,
+                    v_sh_rest,
+                    v_means: grads.means.rows_arg(grad_rows)?,
+                    v_quats: grads.quats.rows_arg(grad_rows)?,
+                };
+                enc.run(geometry, &pu, bindings, grid)?;
+            }
+        }
         let bindings = opacity_backward::OpacityBackwardBindings {
             opacity_logits: g.opacity_logits.rows_arg(chunk)?,
             projected: splat_rows.rows_arg(&at_start)?,

@@ -19,8 +19,8 @@ use super::gaussians::GaussianTensors;
 use super::uniform::{AlphaMode, RasterMode, RenderUniform};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
-    self, index_isects, map_intersections, page_rows, project_forward, sh_forward, shared_splat,
-    splat_normals,
+    self, geometry_colour, index_isects, map_intersections, page_rows, project_forward, sh_forward,
+    shared_splat, splat_normals,
 };
 use crate::gpu::{Encoder, GpuContext, MemoryCategory};
 use crate::ops;
@@ -43,6 +43,29 @@ pub struct RenderOptions {
     /// Also composite each Gaussian's normal (its shortest axis in camera space, facing the
     /// camera) into [`ForwardOutput::normals`].
     pub normals: bool,
+    /// What each Gaussian's colour is: its SH colour, or its depth or normal for a loss on
+    /// the geometry (see [`ColourSource`]).
+    pub colour: ColourSource,
+}
+
+/// What a render composites as each Gaussian's colour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColourSource {
+    /// The colour of its spherical harmonics.
+    #[default]
+    Sh,
+    /// Its depth, as (depth, 0, 0): the image's red channel is the alpha-weighted depth of the
+    /// depth output, bit for bit.
+    Depth,
+    /// Its camera-space normal, as the normals output composites it.
+    Normal,
+}
+
+impl ColourSource {
+    /// Whether the colour is geometry (depth or normal).
+    pub fn is_geometry(self) -> bool {
+        self != ColourSource::Sh
+    }
 }
 
 /// Floats per normal (camera-space x, y, z), per Gaussian and per pixel.
@@ -153,6 +176,15 @@ pub fn record_projection(
     options: RenderOptions,
 ) -> Result<Projection> {
     check_camera(camera)?;
+    if options.colour.is_geometry() && camera.background != [0.0; 3] {
+        return Err(Error::InvalidArgument {
+            op: "render",
+            detail: format!(
+                "a render of {:?} as colour composites on black, not on {:?}: set the camera's background to zero",
+                options.colour, camera.background
+            ),
+        });
+    }
     let n = g.len() as usize;
     let degree = options.sh_degree.min(g.max_sh_degree());
     let uniform = RenderUniform::new(
@@ -188,6 +220,14 @@ pub fn record_projection(
         )?),
         false => None,
     };
+    let geometry_kernel = match options.colour.is_geometry() {
+        true => Some(enc.ctx().typed_with::<geometry_colour::GeometryColour>(
+            &geometry_colour::Overrides {
+                normal: options.colour == ColourSource::Normal,
+            },
+        )?),
+        false => None,
+    };
     let normal_kernel = match options.normals {
         true => Some(enc.ctx().typed::<splat_normals::SplatNormals>()?),
         false => None,
@@ -215,6 +255,16 @@ pub fn record_projection(
             tiles_touched: tiles_touched.page_arg(page),
         };
         enc.run(&color, &u, bindings, grid)?;
+        if let Some(kernel) = &geometry_kernel {
+            let bindings = geometry_colour::GeometryColourBindings {
+                means: g.means.page_arg(page),
+                log_scales: g.log_scales.page_arg(page),
+                quats: g.quats.page_arg(page),
+                tiles_touched: tiles_touched.page_arg(page),
+                projected: projected.page_arg(page),
+            };
+            enc.run(kernel, &u, bindings, grid)?;
+        }
         if let (Some(normals), Some(kernel)) = (&normals, &normal_kernel) {
             let bindings = splat_normals::SplatNormalsBindings {
                 means: g.means.page_arg(page),

@@ -41,12 +41,13 @@ fn gradients(
             sh_degree: 3,
             alpha_mode: mode,
             raster_mode,
-            normals: false,
+            ..Default::default()
         },
     )
     .unwrap();
     let options = BackwardOptions {
         detach_view_dir: detach,
+        ..Default::default()
     };
     let (grads, out) = common::run_backward(ctx, &params, &fwd, v_image, options);
     Gradients {
@@ -71,7 +72,7 @@ fn loss(
             sh_degree: 3,
             alpha_mode: AlphaMode::Smooth,
             raster_mode,
-            normals: false,
+            ..Default::default()
         },
     )
     .unwrap();
