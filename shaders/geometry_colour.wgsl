@@ -37,9 +37,7 @@ fn geometry_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
         let log_s = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
         let q = vec4<f32>(quats[4u * i], quats[4u * i + 1u], quats[4u * i + 2u], quats[4u * i + 3u]);
         colour = view_rotation(u) * quat_to_mat(q)[shortest_axis(log_s)];
-        if dot(colour, p) > 0.0 {
-            colour = -colour;
-        }
+        colour *= facing_sign(colour, p);
     }
     projected[base + SPLAT_R] = colour.x;
     projected[base + SPLAT_G] = colour.y;

@@ -70,7 +70,7 @@ fn geometry_colour_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_
         let q = vec4<f32>(quats[4u * i], quats[4u * i + 1u], quats[4u * i + 2u], quats[4u * i + 3u]);
         let axis = shortest_axis(log_s);
         let n = w * quat_to_mat(q)[axis];
-        let turned = select(1.0, -1.0, dot(n, p) > 0.0);
+        let turned = facing_sign(n, p);
         // Into world space, then through the column of the unit quaternion and its normalisation.
         let g = turned * (transpose(w) * v_colour);
         let len = length(q);

@@ -33,9 +33,7 @@ fn splat_normals(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         && is_finite_f32(q.y) && is_finite_f32(q.z) && is_finite_f32(q.w) && dot(q, q) > 0.0;
     if finite {
         n = view_rotation(u) * quat_to_mat(q)[axis];
-        if dot(n, p) > 0.0 {
-            n = -n;
-        }
+        n *= facing_sign(n, p);
     }
     normals[3u * i] = n.x;
     normals[3u * i + 1u] = n.y;

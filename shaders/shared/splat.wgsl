@@ -112,6 +112,12 @@ fn shortest_axis(log_s: vec3<f32>) -> u32 {
     return axis;
 }
 
+// The sign that turns a Gaussian's camera-space axis `n` at camera-space mean `p` towards the
+// camera (-1 where it points away), as the normals are drawn.
+fn facing_sign(n: vec3<f32>, p: vec3<f32>) -> f32 {
+    return select(1.0, -1.0, dot(n, p) > 0.0);
+}
+
 fn sigmoid(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }
