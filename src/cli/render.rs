@@ -96,24 +96,28 @@ fn save_renders_of(
         let mut camera = view.camera.clone();
         camera.background = background;
         let params = drawn.gaussians_for(ctx, &camera)?;
-        let image = wgsplat::show::render_rgba8(ctx, &params, &camera, raster_mode)?;
-        image.write_png(&dir.join(format!("{stem}.png")))?;
-        if what.depth || what.normals {
-            let (maps, normals) = wgsplat::show::depth::render_surface(
+        if !(what.depth || what.normals) {
+            let image = wgsplat::show::render_rgba8(ctx, &params, &camera, raster_mode)?;
+            image.write_png(&dir.join(format!("{stem}.png")))?;
+        } else {
+            // One render gives the colour and the maps.
+            let surface = wgsplat::show::depth::render_surface(
                 ctx,
                 &params,
                 &camera,
                 raster_mode,
                 what.normals,
             )?;
+            surface.image.write_png(&dir.join(format!("{stem}.png")))?;
             if what.depth {
+                let maps = surface.depth;
                 maps.write_npy(&dir.join(format!("{stem}.depth.npy")))?;
                 match maps.colour_mapped() {
                     Ok(image) => image.write_png(&dir.join(format!("{stem}.depth.png")))?,
                     Err(why) => eprintln!("warning: {stem}: no depth picture: {why}"),
                 }
             }
-            if let Some(normals) = normals {
+            if let Some(normals) = surface.normals {
                 normals.write_npy(&dir.join(format!("{stem}.normals.npy")))?;
                 match normals.colour_mapped() {
                     Ok(image) => image.write_png(&dir.join(format!("{stem}.normals.png")))?,

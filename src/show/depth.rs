@@ -39,18 +39,28 @@ pub fn render_depth(
     camera: &Camera,
     raster_mode: RasterMode,
 ) -> Result<DepthMaps> {
-    Ok(render_surface(ctx, params, camera, raster_mode, false)?.0)
+    Ok(render_surface(ctx, params, camera, raster_mode, false)?.depth)
 }
 
-/// Renders the depth maps of `params` from `camera` and, with `normals`, its normal map from the
-/// same render.
+/// One render's colour image, depth maps and (when asked for) normal map.
+pub struct SurfaceRender {
+    /// The colour as [`super::render_rgba8`] gives it.
+    pub image: RgbaImage,
+    /// The depth maps.
+    pub depth: DepthMaps,
+    /// The normal map, when asked for.
+    pub normals: Option<NormalMap>,
+}
+
+/// Renders `params` from `camera` once: its colour, its depth maps and, with `normals`, its
+/// normal map.
 pub fn render_surface(
     ctx: &GpuContext,
     params: &GaussianTensors,
     camera: &Camera,
     raster_mode: RasterMode,
     normals: bool,
-) -> Result<(DepthMaps, Option<NormalMap>)> {
+) -> Result<SurfaceRender> {
     let forward = render(
         ctx,
         params,
@@ -85,7 +95,7 @@ pub fn render_surface(
         )),
         None => None,
     };
-    let maps = DepthMaps {
+    let depth = DepthMaps {
         width: camera.width,
         height: camera.height,
         expected,
@@ -93,7 +103,11 @@ pub fn render_surface(
         alpha,
         colour,
     };
-    Ok((maps, normal_map))
+    Ok(SurfaceRender {
+        image: super::rgba8_of(&rgba, camera),
+        depth,
+        normals: normal_map,
+    })
 }
 
 impl DepthMaps {

@@ -47,7 +47,11 @@ pub fn render_rgba8(
             ..Default::default()
         },
     )?;
-    let rgba = forward.image.read::<f32>(ctx)?;
+    Ok(rgba8_of(&forward.image.read::<f32>(ctx)?, camera))
+}
+
+/// A rendered `[H, W, 4]` f32 image of `camera` as 8-bit RGBA, as [`render_rgba8`] gives it.
+pub fn rgba8_of(rgba: &[f32], camera: &Camera) -> RgbaImage {
     let pixels = rgba
         .iter()
         .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
@@ -58,7 +62,7 @@ pub fn render_rgba8(
         pixels,
     };
     camera_type::mask_outside_circle(&mut image, camera);
-    Ok(image)
+    image
 }
 
 /// Renders every frame of `path` in order, one at a time (the next frame is rendered only when

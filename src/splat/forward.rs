@@ -211,13 +211,17 @@ pub fn record_projection(
     };
     let project = enc.ctx().typed_with::<project_forward::Project>(&lens)?;
     let color = enc.ctx().typed::<sh_forward::Color>()?;
+    // Each Gaussian's normal and the kernel that writes it, when asked for.
     let normals = match options.normals {
-        true => Some(scratch(
-            enc,
-            &[n, NORMAL_STRIDE as usize],
-            DType::F32,
-            "splat/gaussian_normals",
-        )?),
+        true => Some((
+            scratch(
+                enc,
+                &[n, NORMAL_STRIDE as usize],
+                DType::F32,
+                "splat/gaussian_normals",
+            )?,
+            enc.ctx().typed::<splat_normals::SplatNormals>()?,
+        )),
         false => None,
     };
     let geometry_kernel = match options.colour.is_geometry() {
@@ -228,11 +232,7 @@ pub fn record_projection(
         )?),
         false => None,
     };
-    let normal_kernel = match options.normals {
-        true => Some(enc.ctx().typed::<splat_normals::SplatNormals>()?),
-        false => None,
-    };
-    // Both kernels of a page run before the next page's, on the projection's grid.
+    // A page's kernels run before the next page's, on the projection's grid.
     for span in page_rows(g.len(), rows) {
         let page = span.page;
         let u = uniform.with_count(span.rows, span.first_row, 0);
@@ -265,7 +265,7 @@ pub fn record_projection(
             };
             enc.run(kernel, &u, bindings, grid)?;
         }
-        if let (Some(normals), Some(kernel)) = (&normals, &normal_kernel) {
+        if let Some((normals, kernel)) = &normals {
             let bindings = splat_normals::SplatNormalsBindings {
                 means: g.means.page_arg(page),
                 log_scales: g.log_scales.page_arg(page),
@@ -286,7 +286,7 @@ pub fn record_projection(
         projected,
         tiles_touched,
         depth_keys,
-        normals,
+        normals: normals.map(|(normals, _)| normals),
     })
 }
 
