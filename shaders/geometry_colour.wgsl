@@ -1,7 +1,8 @@
 // Geometry as colour, for one page of Gaussians in Gaussian order: each projected row's colour
-// becomes its depth, (depth, 0, 0), or with NORMAL its camera-space normal (the shortest axis
-// turned towards the camera, as splat_normals.wgsl makes it), so the rasterizer composites the
-// alpha-weighted depth or normal into the image and its backward gives the gradient of a loss
+// becomes its depth, (depth, 0, 0), with NORMAL its camera-space normal (the shortest axis
+// turned towards the camera, as splat_normals.wgsl makes it), or with MOMENTS (depth, depth², 1),
+// so the rasterizer composites the alpha-weighted depth or normal, or per pixel Σ w·d, Σ w·d²
+// and Σ w (the sums of the depth distortion loss), into the image and its backward gives the gradient of a loss
 // on them through the splats' weights (means, conics, opacities) and, per splat, with respect
 // to the depth or normal itself (geometry_colour_backward.wgsl). Runs after sh_forward.wgsl in
 // place of its colours; culled rows stay zero.
@@ -10,6 +11,8 @@
 
 // Composite the normal rather than the depth.
 override NORMAL: bool = false;
+// Composite the depth's moments rather than the depth (NORMAL unset).
+override MOMENTS: bool = false;
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -30,7 +33,11 @@ fn geometry_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
         return;
     }
     let base = i * SPLAT_STRIDE;
-    var colour = vec3<f32>(projected[base + SPLAT_DEPTH], 0.0, 0.0);
+    let depth = projected[base + SPLAT_DEPTH];
+    var colour = vec3<f32>(depth, 0.0, 0.0);
+    if MOMENTS {
+        colour = vec3<f32>(depth, depth * depth, 1.0);
+    }
     if NORMAL {
         let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
         let p = view_rotation(u) * mean + view_translation(u);

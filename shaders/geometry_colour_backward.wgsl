@@ -1,14 +1,17 @@
 // The backward of geometry_colour.wgsl, in place of sh_backward.wgsl for a render whose colour
-// is the depth or (NORMAL) the normal. The depth's gradient (red channel) reaches the mean
+// is the depth, (MOMENTS) the depth's moments or (NORMAL) the normal. The depth's gradient (red
+// channel, and for the moments the green's through depth²; blue is constant) reaches the mean
 // through the depth (camera z, or a fisheye's ray length), added to the means' gradients
 // project_backward.wgsl wrote; the normal's reaches the quaternion through the rotation's column
 // of the shortest axis (the axis and the turn towards the camera are piecewise constant), added
-// to the quaternions' gradients. The SH coefficients, which the render did not use, get zero.
+// to the quaternions' gradients. The SH coefficients, which the render did not use, get zero
+// (untouched with AUX_ACCUMULATE: a colour render's backward wrote them).
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 #import "shared/lens.wgsl"
 
 override NORMAL: bool = false;
+override MOMENTS: bool = false;
 
 @group(0) @binding(0) var<uniform> u_uniform: RenderUniform;
 // The kernel reads this private copy (see `uniforms_visible` in shared/dispatch.wgsl).
@@ -52,11 +55,13 @@ fn geometry_colour_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_
     if i >= u.count {
         return;
     }
-    for (var k = 0u; k < 3u; k++) {
-        v_sh_dc[3u * i + k] = 0.0;
-    }
-    for (var k = 0u; k < 3u * u.sh_rest_count; k++) {
-        v_sh_rest[3u * u.sh_rest_count * i + k] = 0.0;
+    if (u.aux & AUX_ACCUMULATE) == 0u {
+        for (var k = 0u; k < 3u; k++) {
+            v_sh_dc[3u * i + k] = 0.0;
+        }
+        for (var k = 0u; k < 3u * u.sh_rest_count; k++) {
+            v_sh_rest[3u * u.sh_rest_count * i + k] = 0.0;
+        }
     }
     let v_colour = vec3<f32>(v_projected[i * V_STRIDE + 6u], v_projected[i * V_STRIDE + 7u], v_projected[i * V_STRIDE + 8u]);
     if all(v_colour == vec3<f32>(0.0)) {
@@ -87,7 +92,12 @@ fn geometry_colour_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_
     if u.lens_kind == LENS_FISHEYE {
         d_p = p / length(p);
     }
-    let v_mean = v_colour.x * (transpose(w) * d_p);
+    var v_depth = v_colour.x;
+    if MOMENTS {
+        let depth = select(p.z, length(p), u.lens_kind == LENS_FISHEYE);
+        v_depth += 2.0 * depth * v_colour.y;
+    }
+    let v_mean = v_depth * (transpose(w) * d_p);
     v_means[3u * i] += v_mean.x;
     v_means[3u * i + 1u] += v_mean.y;
     v_means[3u * i + 2u] += v_mean.z;

@@ -2,7 +2,8 @@
 // as the logit goes) for one page of Gaussians, and the densification statistics:
 // per Gaussian, the accumulated norm of the screen-space mean gradient in gsplat's units (pixels
 // scaled by half the image size), the same for the per-pixel absolute gradient ("absgrad"), how
-// many renders it was visible in, and the largest screen radius seen (aux bit 1 turns them on).
+// many renders it was visible in, and the largest screen radius seen (AUX_STATISTICS turns them
+// on). With AUX_ACCUMULATE the logit's gradient is added to the one already written.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
 
@@ -38,9 +39,13 @@ fn opacity_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
         let shown = select(o, projected[i * SPLAT_STRIDE + SPLAT_OPACITY], u.raster_mode == RASTER_ANTIALIASED);
         v_logit = v_opacity * shown * (1.0 - o);
     }
-    v_opacity_logits[i] = v_logit;
+    if (u.aux & AUX_ACCUMULATE) != 0u {
+        v_opacity_logits[i] += v_logit;
+    } else {
+        v_opacity_logits[i] = v_logit;
+    }
     let radius = max(projected[i * SPLAT_STRIDE + SPLAT_RADIUS_X], projected[i * SPLAT_STRIDE + SPLAT_RADIUS_Y]);
-    if (u.aux & 2u) != 0u && radius > 0.0 {
+    if (u.aux & AUX_STATISTICS) != 0u && radius > 0.0 {
         let half = 0.5 * vec2<f32>(u.image_size);
         let grad = vec2<f32>(v_projected[vb], v_projected[vb + 1u]) * half;
         let absgrad = vec2<f32>(v_projected[vb + 9u], v_projected[vb + 10u]) * half;

@@ -25,7 +25,21 @@ var<private> u: RenderUniform;
 @group(0) @binding(7) var<storage, read_write> v_quats: array<f32>;
 @group(0) @binding(8) var<storage, read> opacity_logits: array<f32>;
 
+// Writes a Gaussian's gradients, or with AUX_ACCUMULATE adds them to those already there (a
+// zero row then leaves them untouched).
 fn write_grads(i: u32, vm: vec3<f32>, vs: vec3<f32>, vq: vec4<f32>) {
+    if (u.aux & AUX_ACCUMULATE) != 0u {
+        if any(vm != vec3<f32>(0.0)) || any(vs != vec3<f32>(0.0)) || any(vq != vec4<f32>(0.0)) {
+            for (var k = 0u; k < 3u; k++) {
+                v_means[3u * i + k] += vm[k];
+                v_log_scales[3u * i + k] += vs[k];
+            }
+            for (var k = 0u; k < 4u; k++) {
+                v_quats[4u * i + k] += vq[k];
+            }
+        }
+        return;
+    }
     v_means[3u * i] = vm.x;
     v_means[3u * i + 1u] = vm.y;
     v_means[3u * i + 2u] = vm.z;

@@ -1,5 +1,5 @@
 // Backward of the SH colour for one page of Gaussians: gradients of the SH coefficients and, unless
-// detached (aux bit 0, as gsplat's tests do), of the mean through the view direction, added to the
+// detached (AUX_DETACH_VIEW_DIR, as gsplat's tests do), of the mean through the view direction, added to the
 // mean gradient that project_backward.wgsl wrote.
 #import "shared/dispatch.wgsl"
 #import "shared/splat.wgsl"
@@ -90,7 +90,7 @@ fn sh_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         v_sh_rest[at + 1u] = g.y;
         v_sh_rest[at + 2u] = g.z;
     }
-    if has_grad && (u.aux & 1u) == 0u && len > 0.0 {
+    if has_grad && (u.aux & AUX_DETACH_VIEW_DIR) == 0u && len > 0.0 {
         let v_dir = (v_d - d * dot(d, v_d)) / len;
         v_means[3u * i] += v_dir.x;
         v_means[3u * i + 1u] += v_dir.y;

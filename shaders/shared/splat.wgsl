@@ -60,6 +60,13 @@ const SPLAT_STRIDE: u32 = 12u;
 // A row of per-splat (and per-Gaussian) screen-space gradients has V_STRIDE floats
 // (src/splat/backward.rs).
 const V_STRIDE: u32 = 12u;
+// Flags of the per-Gaussian backward kernels (the uniform's `aux`): detach the SH view direction
+// from the means, accumulate the densification statistics, and add the gradients to those
+// already written rather than write them (a second backward pass of the same step, such as a
+// geometry regulariser's).
+const AUX_DETACH_VIEW_DIR: u32 = 1u;
+const AUX_STATISTICS: u32 = 2u;
+const AUX_ACCUMULATE: u32 = 4u;
 const SPLAT_X: u32 = 0u;
 const SPLAT_Y: u32 = 1u;
 const SPLAT_CONIC_A: u32 = 2u;

@@ -60,6 +60,8 @@
 
 mod bands;
 pub mod exposure;
+pub mod geometry;
+pub mod geometry_reference;
 mod kernels;
 pub mod lpips;
 pub mod reference;

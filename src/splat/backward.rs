@@ -45,6 +45,10 @@ pub struct BackwardOptions {
     /// channel's gradient reaches the means through it; for the normal, the colour's reaches the
     /// quaternions; either way the SH coefficients get zero gradients.
     pub colour: ColourSource,
+    /// Add the gradients to those already in the gradient rows rather than write them: a second
+    /// backward pass of the same step (a geometry regulariser's render) after the colour's. The
+    /// SH coefficients' gradients are then left as they are.
+    pub accumulate: bool,
 }
 
 /// Per-splat and per-Gaussian intermediates, kept for inspection and tests.
@@ -135,6 +139,14 @@ pub fn prepare_backward<'a>(
             ),
         });
     }
+    if options.accumulate && options.colour == ColourSource::Sh {
+        return Err(Error::InvalidArgument {
+            op: "record_backward",
+            detail: "only a geometry render's backward pass adds to gradients already written; \
+                     record the colour render's first, without accumulate"
+                .into(),
+        });
+    }
     let v = fwd.num_visible;
     let n = g.len() as usize;
     let v_splats = super::raster::record_raster_backward(enc, fwd, v_image)?;
@@ -158,7 +170,10 @@ pub fn prepare_backward<'a>(
         ops::fill::arange(enc, &splat_ids, 0u32, 1)?;
         ops::gather::scatter(enc, &splat_ids, &fwd.global_from_splat, &splat_from_global)?;
     }
-    let flags = u64::from(options.detach_view_dir) | if stats.is_some() { 2 } else { 0 };
+    let flag = |on: bool, bit: u32| if on { u64::from(bit) } else { 0 };
+    let flags = flag(options.detach_view_dir, shared_splat::AUX_DETACH_VIEW_DIR)
+        | flag(stats.is_some(), shared_splat::AUX_STATISTICS)
+        | flag(options.accumulate, shared_splat::AUX_ACCUMULATE);
     let ctx = enc.ctx().clone();
     let kernels = Kernels {
         project: ctx.typed_with(&project_backward::Overrides {
@@ -169,6 +184,7 @@ pub fn prepare_backward<'a>(
             geometry => {
                 ColourKernel::Geometry(ctx.typed_with(&geometry_colour_backward::Overrides {
                     normal: geometry == ColourSource::Normal,
+                    moments: geometry == ColourSource::DepthMoments,
                 })?)
             }
         },

@@ -59,12 +59,24 @@ pub enum ColourSource {
     Depth,
     /// Its camera-space normal, as the normals output composites it.
     Normal,
+    /// Its depth's moments, (depth, depth², 1): per pixel the image holds Σ w·d, Σ w·d² and
+    /// Σ w, from which the depth distortion loss Σᵢ Σⱼ wᵢ wⱼ (dᵢ − dⱼ)² / 2 = Σ w · Σ w·d² −
+    /// (Σ w·d)² and the expected depth Σ w·d / Σ w follow (see `loss::geometry`).
+    DepthMoments,
 }
 
 impl ColourSource {
     /// Whether the colour is geometry (depth or normal).
     pub fn is_geometry(self) -> bool {
         self != ColourSource::Sh
+    }
+}
+
+/// The variant of `geometry_colour.wgsl` that writes `colour`.
+fn geometry_colour_overrides(colour: ColourSource) -> geometry_colour::Overrides {
+    geometry_colour::Overrides {
+        normal: colour == ColourSource::Normal,
+        moments: colour == ColourSource::DepthMoments,
     }
 }
 
@@ -226,9 +238,7 @@ pub fn record_projection(
     };
     let geometry_kernel = match options.colour.is_geometry() {
         true => Some(enc.ctx().typed_with::<geometry_colour::GeometryColour>(
-            &geometry_colour::Overrides {
-                normal: options.colour == ColourSource::Normal,
-            },
+            &geometry_colour_overrides(options.colour),
         )?),
         false => None,
     };
@@ -352,6 +362,7 @@ pub(crate) fn fits_one_page(ctx: &GpuContext, what: &str, elems: u64) -> Result<
 
 /// The sorted and binned splats of one view, ready to rasterize. The Gaussian-order rows of the
 /// projection are gone by now: the splats hold the visible ones in depth order.
+#[derive(Clone)]
 pub struct Binned {
     pub(super) uniform: RenderUniform,
     pub(super) camera: Camera,
@@ -365,6 +376,17 @@ pub struct Binned {
     pub(super) splat_normals: Option<Tensor>,
     pub(super) num_visible: u64,
     pub(super) num_intersections: u64,
+}
+
+impl Binned {
+    /// The same splats without their normals: the colour render of a step whose normals served
+    /// only a geometry render ([`super::geometry::record_geometry_raster`]) composites none.
+    pub fn without_normals(self) -> Binned {
+        Binned {
+            splat_normals: None,
+            ..self
+        }
+    }
 }
 
 impl ForwardOutput {

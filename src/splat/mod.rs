@@ -16,5 +16,6 @@ pub use uniform::{AlphaMode, RasterMode, RenderUniform};
 
 pub mod backward;
 pub mod forward;
+pub mod geometry;
 pub mod pose;
 pub mod raster;

@@ -160,6 +160,14 @@ pub struct TrainConfig {
     /// Weight of the flattening regulariser, λ · mean shortest scale (0 = off; `--geometry`
     /// turns it on, see [`super::geometry`]).
     pub flatten: f32,
+    /// Weight of the depth–normal consistency regulariser (0 = off; see
+    /// [`crate::loss::geometry`]).
+    pub depth_normal: f32,
+    /// Weight of the depth distortion regulariser (0 = off; see [`crate::loss::geometry`]).
+    pub distortion: f32,
+    /// The iteration from which the depth–normal and distortion regularisers apply (the model
+    /// needs a rough surface before its depths say anything).
+    pub geometry_from: u64,
     /// Read the loss back every this many iterations (the only per-iteration CPU round trip).
     pub loss_readback_every: u64,
     /// Evaluate on the test views every this many iterations (0 = only at the end).
@@ -295,6 +303,9 @@ impl Default for TrainConfig {
             mcmc_opacity_reg: 0.01,
             mcmc_scale_reg: 0.01,
             flatten: 0.0,
+            depth_normal: 0.0,
+            distortion: 0.0,
+            geometry_from: 0,
             loss_readback_every: 10,
             eval_every: 0,
             lpips: true,
@@ -384,11 +395,16 @@ impl TrainConfig {
         if self.sh_degree > 3 {
             return bad(format!("sh_degree {} is above 3", self.sh_degree));
         }
-        if !(self.flatten >= 0.0 && self.flatten.is_finite()) {
-            return bad(format!(
-                "flatten {} must be a finite weight of 0 or more",
-                self.flatten
-            ));
+        for (name, weight) in [
+            ("flatten", self.flatten),
+            ("depth_normal", self.depth_normal),
+            ("distortion", self.distortion),
+        ] {
+            if !(weight >= 0.0 && weight.is_finite()) {
+                return bad(format!(
+                    "{name} {weight} must be a finite weight of 0 or more"
+                ));
+            }
         }
         if !(0.0..=1.0).contains(&self.ssim_weight) {
             return bad(format!(

@@ -1,18 +1,43 @@
-//! Regularisers that shape the Gaussians for surfaces (`train --geometry`): the flattening term,
-//! λ · mean over the Gaussians of their shortest scale (PGSR's), which pulls each Gaussian towards
-//! a disc whose normal, its shortest axis, is well defined (the normals `render --normals` and the
-//! mesh read). Its gradient is added to each chunk's gradients before the optimizer step
-//! (`shaders/flatten.wgsl`).
+//! Regularisers that shape the Gaussians for surfaces (`train --geometry`):
+//! - the flattening term, λ · mean over the Gaussians of their shortest scale (PGSR's), which
+//!   pulls each Gaussian towards a disc whose normal, its shortest axis, is well defined (the
+//!   normals `render --normals` and the mesh read). Its gradient is added to each chunk's
+//!   gradients before the optimizer step (`shaders/flatten.wgsl`);
+//! - depth–normal consistency and depth distortion (2DGS's, defined in [`crate::loss::geometry`]),
+//!   from the step's iteration `geometry_from` on: two more rasterizations of the step's splats
+//!   (the depth moments and the normals as colour, sharing its projection and sorts,
+//!   [`crate::splat::geometry`]), the loss kernel on them, and two more backward passes whose
+//!   gradients are added to the colour's in the chunk scratch (`train::gradient_step`).
 
 use super::strategy::ChunkRows;
 use crate::error::Result;
-use crate::gpu::Encoder;
 use crate::gpu::kernels::flatten;
-use crate::splat::GaussianTensors;
+use crate::gpu::{Encoder, MemoryCategory};
+use crate::loss::geometry::{DEFAULT_MIN_ALPHA, GeometryLossOptions, record_geometry_loss};
+use crate::splat::forward::{Binned, ColourSource, ForwardOutput};
+use crate::splat::{Camera, CameraLens, GaussianTensors};
+use crate::tensor::Tensor;
 
-/// The flattening weight `train --geometry` uses unless `--flatten` names another (measured on
-/// the built-in scene: docs/measurements.md, "Surfaces").
-pub const GEOMETRY_FLATTEN: f32 = 100.0;
+/// The weights `train --geometry` turns on (measured on the built-in scene: docs/measurements.md,
+/// "Surfaces").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GeometryRecipe {
+    /// The flattening weight.
+    pub flatten: f32,
+    /// The depth–normal consistency weight.
+    pub depth_normal: f32,
+    /// The depth distortion weight.
+    pub distortion: f32,
+}
+
+impl GeometryRecipe {
+    /// The recipe that meshed best.
+    pub const MEASURED: GeometryRecipe = GeometryRecipe {
+        flatten: 100.0,
+        depth_normal: 0.05,
+        distortion: 100.0,
+    };
+}
 
 /// Records the flattening term's gradient, `weight` · mean over all N Gaussians of the shortest
 /// scale, for rows `chunks.model` of `g`, added to rows `chunks.grads` of `grads`' log scales.
@@ -41,4 +66,123 @@ pub fn record_flatten(
         grad_log_scales: grads.log_scales.rows_arg(at)?,
     };
     enc.run(&kernel, &params, bindings, grid)
+}
+
+/// One geometry render of a step and the gradient of the regularisers with respect to its image,
+/// for a backward pass that adds to the colour's.
+pub struct GeometryGradient {
+    /// The render.
+    pub fwd: ForwardOutput,
+    /// dLoss/d(its image).
+    pub v_image: Tensor,
+    /// What it composited.
+    pub colour: ColourSource,
+}
+
+/// The camera-space ray of every pixel centre of `camera`, `[H, W, 4]`: `(r, 1)` with the point at
+/// the rasterizer's depth `d` at `d·r` (`r.z = 1` for a depth along z, `|r| = 1` for a fisheye's
+/// ray length), or zeros where the lens sees nothing.
+pub fn pixel_rays(camera: &Camera) -> Vec<f32> {
+    let lens = crate::data::lens::Lens::of_camera(camera);
+    let fisheye = camera.lens.is_fisheye();
+    let (w, h) = (camera.width as usize, camera.height as usize);
+    let mut rays = vec![0f32; w * h * 4];
+    for (i, ray) in rays.chunks_exact_mut(4).enumerate() {
+        let pixel = [(i % w) as f64 + 0.5, (i / w) as f64 + 0.5];
+        let Some(d) = lens.ray(pixel) else {
+            continue;
+        };
+        let r = match fisheye {
+            true => d,
+            false if d[2] > 0.0 => [d[0] / d[2], d[1] / d[2], 1.0],
+            false => continue,
+        };
+        ray.copy_from_slice(&[r[0] as f32, r[1] as f32, r[2] as f32, 1.0]);
+    }
+    rays
+}
+
+/// The pixel rays of the cameras a run trains on, uploaded for the latest intrinsics (a capture's
+/// views usually share one camera; a new one replaces it).
+#[derive(Default)]
+pub struct RayCache {
+    key: Option<(u32, u32, [f32; 4], CameraLens)>,
+    rays: Option<Tensor>,
+}
+
+impl RayCache {
+    /// The rays of `camera`'s pixels, uploaded when its size, intrinsics or lens differ from the
+    /// last camera's.
+    pub fn rays(&mut self, enc: &mut Encoder, camera: &Camera) -> Result<Tensor> {
+        let key = (
+            camera.width,
+            camera.height,
+            [camera.fx, camera.fy, camera.cx, camera.cy],
+            camera.lens,
+        );
+        if let (Some(cached), Some(rays)) = (&self.key, &self.rays)
+            && *cached == key
+        {
+            return Ok(rays.clone());
+        }
+        let (w, h) = (camera.width as usize, camera.height as usize);
+        let rays = Tensor::from_slice(
+            enc,
+            &pixel_rays(camera),
+            &[h, w, 4],
+            MemoryCategory::FrameScratch,
+            "train/pixel_rays",
+        )?;
+        self.key = Some(key);
+        self.rays = Some(rays.clone());
+        Ok(rays)
+    }
+}
+
+/// Whether the step at `iteration` applies the depth–normal or distortion regulariser, and
+/// whether it needs the normals (the depth–normal term).
+pub fn regularises(config: &super::config::TrainConfig, iteration: u64) -> (bool, bool) {
+    let on =
+        iteration >= config.geometry_from && (config.depth_normal > 0.0 || config.distortion > 0.0);
+    (on, on && config.depth_normal > 0.0)
+}
+
+/// Records the geometry renders of a step's binned splats (the moments, and the normals when the
+/// depth–normal term is on: `binned` then has the splat normals) and the regularisers' gradients
+/// with respect to them. `scale` is the scene's (the distortion's depth unit).
+pub fn record_geometry_gradients(
+    enc: &mut Encoder,
+    binned: &Binned,
+    rays: &Tensor,
+    config: &super::config::TrainConfig,
+    scale: f32,
+) -> Result<Vec<GeometryGradient>> {
+    let geometry = crate::splat::geometry::record_geometry_raster;
+    let moments = geometry(enc, binned, ColourSource::DepthMoments)?;
+    let normals = match config.depth_normal > 0.0 {
+        true => Some(geometry(enc, binned, ColourSource::Normal)?),
+        false => None,
+    };
+    let options = GeometryLossOptions {
+        normal_weight: config.depth_normal,
+        distortion_weight: config.distortion,
+        scale,
+        min_alpha: DEFAULT_MIN_ALPHA,
+    };
+    // Without the normal term the kernel reads the moments in their place (its weight is 0).
+    let normal_image = normals.as_ref().map_or(&moments.image, |n| &n.image);
+    let loss = record_geometry_loss(enc, &moments.image, normal_image, rays, &options)?;
+    let mut out = vec![GeometryGradient {
+        fwd: moments,
+        v_image: loss.v_moments,
+        colour: ColourSource::DepthMoments,
+    }];
+    if let Some(fwd) = normals {
+        out.push(GeometryGradient {
+            fwd,
+            v_image: loss.v_normals,
+            colour: ColourSource::Normal,
+        });
+    }
+    Ok(out)
 }

@@ -3,8 +3,11 @@
 //! ([`ModelState::gradient_chunk_rows`] rows, about a thirty-second of the model) and consumed by
 //! Adam at once, so the model never has a gradient buffer of its own: the persistent state is the
 //! parameters, the moments and the statistics. The result is bit for bit that of a model-sized
-//! gradient, since gradients are written, never accumulated, and Adam is element-wise.
+//! gradient, since gradients are written, never accumulated, and Adam is element-wise. A step with
+//! geometry regularisers runs one more backward pass per geometry render, whose gradients each
+//! chunk adds to the colour's before the strategy's terms and Adam see them.
 
+use super::geometry::GeometryGradient;
 use super::state::ModelState;
 use super::strategy::{ChunkRows, StepInfo, Strategy};
 use crate::error::Result;
@@ -27,8 +30,11 @@ pub(crate) struct GradientWants {
 
 /// Records the backward pass of `fwd` with image gradient `v_image`, the strategy's gradient
 /// terms and one Adam step of every chunk of `state`, then counts the step. With `wants.statistics`,
-/// the densification statistics accumulate too. `fwd` is released once the rasterizer's backward
-/// is recorded: only its splat rows are needed after it.
+/// the densification statistics accumulate too (from the colour's gradients only). `geometry`
+/// holds the step's geometry renders and their image gradients (none without the depth–normal
+/// and distortion regularisers). `fwd` is released once the rasterizer's backward is recorded:
+/// only its splat rows are needed after it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn record_gradient_step(
     enc: &mut Encoder,
     strategy: &dyn Strategy,
@@ -36,6 +42,7 @@ pub(crate) fn record_gradient_step(
     step: &StepInfo,
     fwd: ForwardOutput,
     v_image: &Tensor,
+    geometry: Vec<GeometryGradient>,
     wants: GradientWants,
 ) -> Result<Option<Tensor>> {
     let GradientWants { statistics, pose } = wants;
@@ -53,6 +60,22 @@ pub(crate) fn record_gradient_step(
             BackwardOptions::default(),
         )?;
         drop(fwd);
+        let mut geometry_passes = Vec::with_capacity(geometry.len());
+        for render in geometry {
+            let options = BackwardOptions {
+                colour: render.colour,
+                accumulate: true,
+                ..BackwardOptions::default()
+            };
+            geometry_passes.push(prepare_backward(
+                enc,
+                params,
+                &render.fwd,
+                &render.v_image,
+                None,
+                options,
+            )?);
+        }
         let chunk_rows = ModelState::gradient_chunk_rows(n, params.rows_per_page);
         let scratch = GaussianTensors::uninit(
             enc,
@@ -73,6 +96,9 @@ pub(crate) fn record_gradient_step(
                 grads: model.at_start(),
             };
             pass.record_chunk(enc, &model, &scratch, &chunks.grads)?;
+            for geometry_pass in &mut geometry_passes {
+                geometry_pass.record_chunk(enc, &model, &scratch, &chunks.grads)?;
+            }
             if let Some(pose) = &mut pose_gradient {
                 pose.record_chunk(enc, params, &model, &scratch, &chunks.grads)?;
             }

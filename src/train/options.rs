@@ -215,14 +215,27 @@ pub struct TrainOptions {
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
     pub antialiased: bool,
-    /// Train for surfaces (for `wgsplat mesh`): turns on the flattening regulariser at its
-    /// measured weight unless --flatten names one.
+    /// Train for surfaces (for `wgsplat mesh`): turns on the geometry regularisers (flattening,
+    /// depth–normal consistency, depth distortion) at their measured weights, each unless its
+    /// own flag names one.
     #[arg(long)]
     pub geometry: bool,
     /// Weight of the flattening regulariser, WEIGHT × the Gaussians' mean shortest scale, which
     /// flattens them into discs with a clear normal [default: off; with --geometry: 100].
     #[arg(long, value_name = "WEIGHT")]
     pub flatten: Option<f32>,
+    /// Weight of the depth–normal consistency regulariser: the rendered normals against the
+    /// normals of the rendered depth [default: off; with --geometry: see docs/training.md].
+    #[arg(long, value_name = "WEIGHT")]
+    pub depth_normal: Option<f32>,
+    /// Weight of the depth distortion regulariser: the spread of the depths each pixel blends
+    /// [default: off; with --geometry: see docs/training.md].
+    #[arg(long, value_name = "WEIGHT")]
+    pub distortion: Option<f32>,
+    /// The iteration the depth–normal and distortion regularisers start at [default: a fifth
+    /// of the run].
+    #[arg(long, value_name = "ITER")]
+    pub geometry_from: Option<u64>,
 }
 
 impl TrainOptions {
@@ -262,10 +275,25 @@ impl TrainOptions {
         config.save_every = self.save_every.unwrap_or(config.save_every);
         config.eval_every = self.eval_every.unwrap_or(config.eval_every);
         config.seed = self.seed.unwrap_or(config.seed);
-        if self.geometry && config.flatten == 0.0 {
-            config.flatten = super::geometry::GEOMETRY_FLATTEN;
+        if self.geometry {
+            let recipe = super::geometry::GeometryRecipe::MEASURED;
+            let unset = |value: &mut f32, measured: f32| {
+                if *value == 0.0 {
+                    *value = measured;
+                }
+            };
+            unset(&mut config.flatten, recipe.flatten);
+            unset(&mut config.depth_normal, recipe.depth_normal);
+            unset(&mut config.distortion, recipe.distortion);
         }
         config.flatten = self.flatten.unwrap_or(config.flatten);
+        config.depth_normal = self.depth_normal.unwrap_or(config.depth_normal);
+        config.distortion = self.distortion.unwrap_or(config.distortion);
+        config.geometry_from = match self.geometry_from {
+            Some(from) => from,
+            None if config.geometry_from == 0 => config.iterations / 5,
+            None => config.geometry_from,
+        };
         // The recipe of a dataset read from disk (a capture): far-field points, 3DGS's opacity
         // pruning, INRIA's opacity learning rate and a clear camera path (the last three with the
         // default strategy only: MCMC's relocation has its own threshold and was not measured

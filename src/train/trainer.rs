@@ -68,6 +68,8 @@ pub struct Trainer {
     pub(crate) exposure: Option<crate::loss::exposure::ExposureState>,
     /// The training views' learned pose corrections (`config.pose_opt`).
     pub(crate) poses: Option<super::pose::PoseState>,
+    /// The pixel rays of the depth–normal regulariser (`config.depth_normal`).
+    geometry_rays: super::geometry::RayCache,
 }
 
 /// The training loss of one iteration, read back a few iterations later (see [`Trainer::step`]).
@@ -187,6 +189,7 @@ impl Trainer {
             camera_path,
             exposure,
             poses,
+            geometry_rays: Default::default(),
         })
     }
 

@@ -39,6 +39,8 @@ impl Trainer {
         self.rng_state = rng.next_u64();
         let mut camera: Camera = self.training_camera(view_index);
         camera.background = background;
+        let (regularise, normals) =
+            crate::train::geometry::regularises(&self.config, self.iteration);
         let mut enc = self.ctx.encoder("train: projection");
         let projection = record_projection(
             &mut enc,
@@ -47,6 +49,7 @@ impl Trainer {
             RenderOptions {
                 sh_degree: self.active_sh_degree(),
                 raster_mode: self.config.raster_mode,
+                normals,
                 ..Default::default()
             },
         )?;
@@ -59,7 +62,21 @@ impl Trainer {
         let mut enc = self.ctx.encoder("train step");
         let binned = record_binning(&mut enc, counted)?;
         let mut enc = self.boundary(enc, Stage::Sort)?;
-        let fwd = record_raster(&mut enc, binned)?;
+        // The geometry regularisers' renders share the colour render's sorts.
+        let geometry = match regularise {
+            true => {
+                let rays = self.geometry_rays.rays(&mut enc, &camera)?;
+                crate::train::geometry::record_geometry_gradients(
+                    &mut enc,
+                    &binned,
+                    &rays,
+                    &self.config,
+                    self.dataset.extent,
+                )?
+            }
+            false => Vec::new(),
+        };
+        let fwd = record_raster(&mut enc, binned.without_normals())?;
         let mut enc = self.boundary(enc, Stage::Raster)?;
         let loss_options = LossOptions {
             ssim_weight: self.config.ssim_weight,
@@ -102,6 +119,7 @@ impl Trainer {
                 step,
                 fwd,
                 &image_grad,
+                geometry,
                 crate::train::gradient_step::GradientWants {
                     statistics: wants_statistics,
                     pose,

@@ -2,7 +2,9 @@
 //! composites the same alpha-weighted depth (normal) as the rasterizer's depth (normals) output,
 //! bit for bit, and its backward pass matches central differences of a weighted sum of that
 //! output for every mean, scale, rotation and opacity, through a pinhole and through a fisheye
-//! (whose depth is the ray's length), on both kernel paths; the SH coefficients get none.
+//! (whose depth is the ray's length), on both kernel paths; the SH coefficients get none. The
+//! depth moments (depth, depth², 1) as colour likewise, against central differences of the
+//! moments render itself, whose first channel is the depth output's, bit for bit.
 
 use crate::common::{self, camera, random_gaussians};
 use wgsplat::splat::backward::BackwardOptions;
@@ -49,6 +51,15 @@ fn geometry_output(
     .unwrap();
     match what {
         ColourSource::Normal => fwd.normals.as_ref().unwrap().read::<f32>(ctx).unwrap(),
+        // Its own render: the first channel is checked against the depth output below.
+        ColourSource::DepthMoments => render(ctx, params, cam, options(what))
+            .unwrap()
+            .image
+            .read::<f32>(ctx)
+            .unwrap()
+            .chunks_exact(4)
+            .flat_map(|p| [p[0], p[1], p[2]])
+            .collect(),
         _ => fwd
             .depth
             .read::<f32>(ctx)
@@ -188,6 +199,58 @@ fn normal_gradients_match_central_differences_through_a_pinhole() {
 #[test]
 fn normal_gradients_match_central_differences_through_a_fisheye() {
     check(&fisheye_camera(), "fisheye", ColourSource::Normal);
+}
+
+#[test]
+fn depth_moment_gradients_match_central_differences_through_a_pinhole() {
+    check(
+        &camera(40, 28, [0.0; 3]),
+        "pinhole",
+        ColourSource::DepthMoments,
+    );
+}
+
+#[test]
+fn depth_moment_gradients_match_central_differences_through_a_fisheye() {
+    check(&fisheye_camera(), "fisheye", ColourSource::DepthMoments);
+}
+
+#[test]
+fn the_first_depth_moment_is_the_depth_output_bit_for_bit() {
+    let cam = fisheye_camera();
+    let g = random_gaussians(21, 9, 0.6, 0.25);
+    for ctx in both_paths() {
+        let params = upload(ctx, &g);
+        let depth = geometry_output(ctx, &params, &cam, ColourSource::Depth);
+        let moments = geometry_output(ctx, &params, &cam, ColourSource::DepthMoments);
+        let alpha = render(ctx, &params, &cam, options(ColourSource::Sh))
+            .unwrap()
+            .image
+            .read::<f32>(ctx)
+            .unwrap();
+        assert!(
+            depth.iter().any(|&d| d > 0.0),
+            "the view must see the Gaussians"
+        );
+        for (pixel, (d, m)) in depth
+            .chunks_exact(3)
+            .zip(moments.chunks_exact(3))
+            .enumerate()
+        {
+            assert_eq!(d[0].to_bits(), m[0].to_bits(), "Σ w·d at pixel {pixel}");
+            let a = alpha[4 * pixel + 3];
+            assert!(
+                (m[2] - a).abs() <= 1e-5,
+                "Σ w {} against alpha {a} at pixel {pixel}",
+                m[2]
+            );
+            // Σ w·d² ≥ (Σ w·d)² / Σ w (Cauchy–Schwarz), so the distortion is never negative.
+            assert!(
+                m[1] * m[2] - m[0] * m[0] >= -1e-4 * m[0] * m[0],
+                "pixel {pixel}: {m:?}"
+            );
+        }
+    }
 }
 
 #[test]

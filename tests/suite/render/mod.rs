@@ -2,12 +2,14 @@
 //! gsplat's peer cases, the CPU reference and finite differences, in chunks of small pages
 //! ([`paged`]), over tile runs longer than one dispatch may loop over ([`long_runs`]), and the CPU
 //! reference itself against gsplat ([`peer_reference`]), every lens model ([`lens`]), the
-//! composited normals ([`normals`]) and the depth's and
-//! normals' gradients ([`geometry_backward`]).
+//! composited normals ([`normals`]), the depth's and
+//! normals' gradients ([`geometry_backward`]) and geometry renders sharing a colour render's sort,
+//! with backward passes that add up ([`geometry_share`]).
 
 mod backward;
 mod forward;
 mod geometry_backward;
+mod geometry_share;
 mod lens;
 mod long_runs;
 mod normals;
