@@ -186,3 +186,53 @@ pub fn record_geometry_gradients(
     }
     Ok(out)
 }
+
+/// The depth–normal and distortion terms of a model seen from one camera, unweighted (λ = 1):
+/// what the regularisers lower.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GeometryTerms {
+    /// Mean over the pixels of A·(1 − N·n).
+    pub depth_normal: f64,
+    /// Mean over the pixels of Σᵢ<ⱼ wᵢ wⱼ (dᵢ − dⱼ)², depths in units of `scale`.
+    pub distortion: f64,
+}
+
+/// Measures [`GeometryTerms`] of `g` from `camera` with the renders and kernel a training step
+/// uses; `scale` is the scene's (`Dataset::extent`).
+pub fn measure_geometry_terms(
+    ctx: &crate::gpu::GpuContext,
+    g: &GaussianTensors,
+    camera: &Camera,
+    scale: f32,
+) -> Result<GeometryTerms> {
+    use crate::splat::forward::{RenderOptions, record_binning, record_projection};
+    let options = RenderOptions {
+        sh_degree: g.max_sh_degree(),
+        normals: true,
+        ..Default::default()
+    };
+    let mut enc = ctx.encoder("geometry terms: projection");
+    let projection = record_projection(&mut enc, g, camera, options)?;
+    ctx.submit(enc)?;
+    let counted = projection.read_counts(ctx)?;
+    let mut enc = ctx.encoder("geometry terms");
+    let binned = record_binning(&mut enc, counted)?;
+    let geometry = crate::splat::geometry::record_geometry_raster;
+    let moments = geometry(&mut enc, &binned, ColourSource::DepthMoments)?;
+    let normals = geometry(&mut enc, &binned, ColourSource::Normal)?;
+    let rays = RayCache::default().rays(&mut enc, camera)?;
+    let unit = GeometryLossOptions {
+        normal_weight: 1.0,
+        distortion_weight: 1.0,
+        scale,
+        min_alpha: DEFAULT_MIN_ALPHA,
+    };
+    let loss = record_geometry_loss(&mut enc, &moments.image, &normals.image, &rays, &unit)?;
+    ctx.submit(enc)?;
+    let losses = loss.losses.read::<f32>(ctx)?;
+    let sum = |k: usize| losses.chunks_exact(2).map(|l| f64::from(l[k])).sum::<f64>();
+    Ok(GeometryTerms {
+        depth_normal: sum(0),
+        distortion: sum(1),
+    })
+}

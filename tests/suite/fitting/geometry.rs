@@ -1,7 +1,7 @@
 //! The flattening regulariser of `train --geometry`: its gradient against a CPU port and the
 //! port against central differences of the loss, on both kernel paths and on small pages (with
-//! the trainer's chunk-sized gradient scratch); and a short training run whose Gaussians it
-//! flattens.
+//! the trainer's chunk-sized gradient scratch); a short training run whose Gaussians it
+//! flattens; and short runs whose depth–normal and distortion terms their regularisers lower.
 
 use wgsplat::MemoryCategory;
 use wgsplat::data::builtin::{BuiltinOptions, generate};
@@ -9,7 +9,7 @@ use wgsplat::gpu::kernels::row_chunks;
 use wgsplat::splat::GaussianTensors;
 use wgsplat::splat::reference::CpuGaussians;
 use wgsplat::testing::{TestRng, both_paths, both_paths_small_pages, compare_close, fresh_context};
-use wgsplat::train::geometry::record_flatten;
+use wgsplat::train::geometry::{measure_geometry_terms, record_flatten};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::strategy::ChunkRows;
 use wgsplat::train::{TrainConfig, Trainer};
@@ -177,4 +177,63 @@ fn training_with_the_flattening_term_flattens_the_gaussians() {
     // Measured: 0.926 -> 0.696. Adam moves a log scale by about the scale learning rate (0.005)
     // a step, so 120 steps can shrink a scale at most about 1.8 times.
     assert!(flat < 0.85 * plain, "{plain} -> {flat}");
+}
+
+#[test]
+fn training_with_the_depth_regularisers_lowers_them() {
+    let ctx = fresh_context(false);
+    let dataset = || {
+        generate(&BuiltinOptions {
+            resolution: 32,
+            train_views: 8,
+            test_views: 2,
+            points: 800,
+            ..BuiltinOptions::default()
+        })
+        .unwrap()
+    };
+    // Both terms, summed over the training views.
+    let terms = |depth_normal: f32, distortion: f32| {
+        let config = TrainConfig {
+            iterations: 120,
+            lpips: false,
+            densify_until: 0,
+            depth_normal,
+            distortion,
+            geometry_from: 0,
+            loss_readback_every: 40,
+            ..TrainConfig::default()
+        };
+        let data = dataset();
+        let params = initial_gaussians(&ctx, &data, &config).unwrap();
+        let mut t = Trainer::new(&ctx, data, params, config).unwrap();
+        t.run(&mut |_| {}, &|| false).unwrap();
+        let scale = t.dataset().extent;
+        let mut sum = (0.0, 0.0);
+        for view in &t.dataset().train {
+            let mut camera = view.camera.clone();
+            camera.background = [0.0; 3];
+            let m = measure_geometry_terms(&ctx, t.params(), &camera, scale).unwrap();
+            sum = (sum.0 + m.depth_normal, sum.1 + m.distortion);
+        }
+        sum
+    };
+    let plain = terms(0.0, 0.0);
+    let normal = terms(1.0, 0.0);
+    let distortion = terms(0.0, 1000.0);
+    eprintln!(
+        "depth-normal, distortion: {plain:?} without, {normal:?} with the normal term, {distortion:?} with the distortion term"
+    );
+    assert!(
+        normal.0 < 0.9 * plain.0,
+        "depth-normal {} -> {}",
+        plain.0,
+        normal.0
+    );
+    assert!(
+        distortion.1 < 0.9 * plain.1,
+        "distortion {} -> {}",
+        plain.1,
+        distortion.1
+    );
 }
