@@ -30,15 +30,26 @@ pub struct TrainBenchArgs {
     /// Largest SH degree of the model (all bands active during the benchmark).
     #[arg(long, default_value_t = 3)]
     sh_degree: u32,
+    /// Time `train --geometry`'s recipe: the flattening, depth–normal and distortion
+    /// regularisers at their measured weights, from the first step (the geometry renders and
+    /// their loss count in the raster stage, their backward passes in the backward stage).
+    #[arg(long)]
+    geometry: bool,
     /// Output JSON path (default target/bench/train.json).
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 fn bench_config(args: &TrainBenchArgs) -> TrainConfig {
+    let recipe = wgsplat::train::geometry::GeometryRecipe::MEASURED;
+    let on = |weight: f32| if args.geometry { weight } else { 0.0 };
     // Statistics accumulate but scheduled densification never fires: the model stays the same
     // size while timing, and one explicit densify step is timed separately.
     TrainConfig {
+        flatten: on(recipe.flatten),
+        depth_normal: on(recipe.depth_normal),
+        distortion: on(recipe.distortion),
+        geometry_from: 0,
         iterations: u64::MAX / 2,
         sh_degree: args.sh_degree,
         sh_degree_interval: 1,
@@ -103,6 +114,7 @@ fn run_path(args: &TrainBenchArgs, portable: bool) -> anyhow::Result<serde_json:
     );
     Ok(json!({
         "kernel_path": path,
+        "geometry": args.geometry,
         "adapter": ctx.info().name,
         "iterations_per_second": rate,
         "timed_iterations": args.iterations,
