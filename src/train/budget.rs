@@ -83,7 +83,10 @@ pub fn apply_memory_budget(
 ) -> Result<MemoryPlan> {
     let bytes = resolve_budget(parse_byte_budget(text)?, adapter_memory_bytes(ctx.info()))?;
     let plan_with = |lpips: bool| {
-        let evaluation = plan_evaluation(ctx, dataset, config.exposure, lpips);
+        let evaluation = EvaluationPlan {
+            geometry: config.depth_normal > 0.0 || config.distortion > 0.0,
+            ..plan_evaluation(ctx, dataset, config.exposure, lpips)
+        };
         plan_budget_with(
             ctx,
             bytes,
@@ -342,11 +345,41 @@ pub fn planned_total_with_evaluation(
         height,
         degree,
     );
+    let geometry = match evaluation.geometry {
+        true => geometry_frame_bytes(ctx, n, width, height),
+        false => 0,
+    };
     cache.bytes()
         + cache.upload_bytes()
         + ModelState::planned_bytes(ctx, n, degree, moments)
         + evaluation.resident
-        + (frame + evaluation.step).max(evaluation.scoring)
+        + (frame + evaluation.step + geometry).max(evaluation.scoring)
+}
+
+/// The bytes a training step with the depth–normal or distortion regulariser adds to its frame,
+/// `n` Gaussians all visible at `width` × `height`, counted as if all were alive at once (an upper
+/// bound): each Gaussian's normal and the splats' ([`crate::splat::forward::NORMAL_STRIDE`]), the
+/// two geometry renders (splat rows, image, depth, consumed counts), the pixel rays, the loss's
+/// gradients and per-pixel losses, and the two backward passes' per-splat gradient rows and
+/// splat indices.
+pub fn geometry_frame_bytes(ctx: &GpuContext, n: u64, width: u32, height: u32) -> u64 {
+    use crate::splat::backward::V_STRIDE;
+    use crate::splat::forward::{NORMAL_STRIDE, SPLAT_STRIDE};
+    use crate::splat::raster::splat_rows_per_page;
+    let words = |len: u64| Tensor::planned_bytes(ctx, DType::U32, len);
+    let frame = MemoryCategory::FrameScratch;
+    let model_rows = ctx.rows_per_page(MAX_ROW_WIDTH);
+    let per_gaussian =
+        |width: u64| Tensor::planned_rows_bytes(frame, DType::F32, n, width, model_rows);
+    let per_splat = |width: u64| {
+        Tensor::planned_rows_bytes(frame, DType::F32, n, width, splat_rows_per_page(ctx))
+    };
+    let pixels = u64::from(width) * u64::from(height);
+    let normals = per_gaussian(NORMAL_STRIDE) + words(NORMAL_STRIDE * n);
+    let render = per_splat(SPLAT_STRIDE) + words(4 * pixels) + words(2 * pixels) + words(pixels);
+    let loss = words(4 * pixels) + 2 * words(4 * pixels) + words(2 * pixels);
+    let backward = per_splat(V_STRIDE) + per_gaussian(1);
+    normals + 2 * render + loss + 2 * backward
 }
 
 /// The largest count whose `total` fits `budget` (0 when none does), found by bisection:

@@ -50,6 +50,10 @@ pub struct EvaluationPlan {
     pub scoring: u64,
     /// LPIPS's part.
     pub lpips: LpipsPlan,
+    /// Whether each training step also renders and differentiates the geometry regularisers'
+    /// two views of its splats (`depth_normal` or `distortion`): see
+    /// [`super::geometry_frame_bytes`].
+    pub geometry: bool,
 }
 
 /// The views an evaluation scores: the test views, or the training views when there are none.

@@ -33,7 +33,7 @@ fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
 fn render_writes_depth_and_normals_that_match_the_scenes_true_surfaces() {
     let dir = temp_dir("depth");
     let size = 48u32;
-    let ply = train_builtin_model(&dir, size, 150);
+    let ply = shared_builtin_model_48();
     let out = dir.join("renders");
     expect_success(&wgsplat(&[
         "render",

@@ -40,7 +40,7 @@ const SPHERE_RADIUS: f32 = 0.5;
 fn a_trained_builtin_scene_meshes_near_its_true_surfaces() {
     let dir = temp_dir("mesh");
     let size = 48u32;
-    let ply = train_builtin_model(&dir, size, 150);
+    let ply = shared_builtin_model_48();
     let out = dir.join("scene.obj");
     let run = wgsplat(&[
         "mesh",

@@ -62,6 +62,15 @@ fn train_builtin_model(dir: &Path, size: u32, iterations: u32) -> PathBuf {
     model.join("point_cloud.ply")
 }
 
+/// The 48², 150-iteration built-in model that the depth, normals and mesh tests read, trained
+/// once per test process (they only read it).
+fn shared_builtin_model_48() -> PathBuf {
+    static MODEL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| train_builtin_model(&temp_dir("shared-builtin-48"), 48, 150))
+        .clone()
+}
+
 /// A short schedule that densifies at iteration 10, where the resume tests stop; LPIPS
 /// is off (only one test checks it, with [`write_config_with`]).
 fn write_config(dir: &Path) -> PathBuf {

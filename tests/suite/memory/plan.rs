@@ -1,13 +1,15 @@
 //! The `--memory-budget` plan (src/train/budget.rs) against the allocator: its persistent part is
 //! computed by the functions that size the real allocations, so it equals the live bytes exactly;
 //! its per-frame part must bound a training step's measured transient peak from above, and not by
-//! much.
+//! much, with the geometry regularisers' renders too.
 
 use wgsplat::data::builtin::{BuiltinOptions, generate};
 use wgsplat::gpu::encoder::upload_staging_bytes;
 use wgsplat::optim::MomentStorage;
 use wgsplat::testing::fresh_context;
-use wgsplat::train::budget::{frame_scratch_bytes, plan_budget, planned_training_bytes};
+use wgsplat::train::budget::{
+    frame_scratch_bytes, geometry_frame_bytes, plan_budget, planned_training_bytes,
+};
 use wgsplat::train::init::initial_gaussians;
 use wgsplat::train::state::ModelState;
 use wgsplat::train::{TrainConfig, Trainer};
@@ -20,6 +22,14 @@ fn trainer(ctx: &GpuContext, points: usize) -> Trainer {
 }
 
 fn trainer_with(ctx: &GpuContext, points: usize, optimizer_state: MomentStorage) -> Trainer {
+    trainer_configured(ctx, points, |c| c.optimizer_state = optimizer_state)
+}
+
+fn trainer_configured(
+    ctx: &GpuContext,
+    points: usize,
+    configure: impl FnOnce(&mut TrainConfig),
+) -> Trainer {
     let dataset = generate(&BuiltinOptions {
         resolution: RESOLUTION,
         train_views: 1,
@@ -34,9 +44,10 @@ fn trainer_with(ctx: &GpuContext, points: usize, optimizer_state: MomentStorage)
         densify_until: 0,
         lpips: false,
         sh_degree_interval: 1,
-        optimizer_state,
         ..TrainConfig::default()
     };
+    let mut config = config;
+    configure(&mut config);
     let params = initial_gaussians(ctx, &dataset, &config).unwrap();
     Trainer::new(ctx, dataset, params, config).unwrap()
 }
@@ -64,7 +75,10 @@ fn the_persistent_plan_is_the_allocators_live_bytes() {
 
 /// A training step's transient peak (everything allocated above the steady state) and its V, I.
 fn measured_step(ctx: &GpuContext, points: usize) -> (u64, u64, f64, f64) {
-    let mut t = trainer(ctx, points);
+    measured_step_of(ctx, trainer(ctx, points))
+}
+
+fn measured_step_of(ctx: &GpuContext, mut t: Trainer) -> (u64, u64, f64, f64) {
     // Past the SH warm-up, so every band is evaluated.
     for _ in 0..4 {
         t.step().unwrap();
@@ -105,6 +119,25 @@ fn the_frame_plan_bounds_a_training_step() {
             "plan {plan} is {ratio:.2}x the measured {transient}"
         );
     }
+}
+
+#[test]
+fn the_geometry_regularisers_frame_plan_bounds_their_step() {
+    let ctx = fresh_context(false);
+    let t = trainer_configured(&ctx, 2_000, |c| {
+        c.depth_normal = 0.05;
+        c.distortion = 100.0;
+        c.geometry_from = 0;
+    });
+    let (n, transient, v, i) = measured_step_of(&ctx, t);
+    let (v, i) = (v as u64, i as u64);
+    let plain = frame_scratch_bytes(&ctx, n, v, i, RESOLUTION, RESOLUTION, 3);
+    let plan = plain + geometry_frame_bytes(&ctx, n, RESOLUTION, RESOLUTION);
+    let ratio = plan as f64 / transient as f64;
+    println!("N {n}, V {v}, I {i}: measured {transient} B, planned {plan} B ({ratio:.3}x)");
+    assert!(plan >= transient, "plan {plan} below the measured {transient}");
+    assert!(transient > plain, "the geometry renders must cost something: {transient} B");
+    assert!(ratio <= 1.6, "plan {plan} is {ratio:.2}x the measured {transient}");
 }
 
 #[test]
