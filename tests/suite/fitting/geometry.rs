@@ -132,34 +132,48 @@ fn the_gradient_matches_the_cpu_port_in_chunks() {
     }
 }
 
+/// The small built-in scene the training tests run on.
+fn dataset() -> wgsplat::data::Dataset {
+    generate(&BuiltinOptions {
+        resolution: 32,
+        train_views: 8,
+        test_views: 2,
+        points: 800,
+        ..BuiltinOptions::default()
+    })
+    .unwrap()
+}
+
+/// A 120-iteration run of `config`'s regularisers on [`dataset`], without densification.
+fn trained(ctx: &wgsplat::GpuContext, config: TrainConfig) -> Trainer {
+    let config = TrainConfig {
+        iterations: 120,
+        lpips: false,
+        densify_until: 0,
+        loss_readback_every: 40,
+        ..config
+    };
+    let data = dataset();
+    let params = initial_gaussians(ctx, &data, &config).unwrap();
+    let mut t = Trainer::new(ctx, data, params, config).unwrap();
+    t.run(&mut |_| {}, &|| false).unwrap();
+    t
+}
+
 #[test]
 fn training_with_the_flattening_term_flattens_the_gaussians() {
     let ctx = fresh_context(false);
-    let dataset = || {
-        generate(&BuiltinOptions {
-            resolution: 32,
-            train_views: 8,
-            test_views: 2,
-            points: 800,
-            ..BuiltinOptions::default()
-        })
-        .unwrap()
-    };
     // The median ratio of the shortest scale to the middle one.
     let flatness = |weight: f32| {
         let config = TrainConfig {
-            iterations: 120,
-            lpips: false,
-            densify_until: 0,
             flatten: weight,
-            loss_readback_every: 40,
             ..TrainConfig::default()
         };
-        let data = dataset();
-        let params = initial_gaussians(&ctx, &data, &config).unwrap();
-        let mut t = Trainer::new(&ctx, data, params, config).unwrap();
-        t.run(&mut |_| {}, &|| false).unwrap();
-        let scales = t.params().download(&ctx).unwrap().log_scales;
+        let scales = trained(&ctx, config)
+            .params()
+            .download(&ctx)
+            .unwrap()
+            .log_scales;
         let mut ratios: Vec<f32> = scales
             .iter()
             .map(|s| {
@@ -182,32 +196,15 @@ fn training_with_the_flattening_term_flattens_the_gaussians() {
 #[test]
 fn training_with_the_depth_regularisers_lowers_them() {
     let ctx = fresh_context(false);
-    let dataset = || {
-        generate(&BuiltinOptions {
-            resolution: 32,
-            train_views: 8,
-            test_views: 2,
-            points: 800,
-            ..BuiltinOptions::default()
-        })
-        .unwrap()
-    };
     // Both terms, summed over the training views.
     let terms = |depth_normal: f32, distortion: f32| {
         let config = TrainConfig {
-            iterations: 120,
-            lpips: false,
-            densify_until: 0,
             depth_normal,
             distortion,
             geometry_from: 0,
-            loss_readback_every: 40,
             ..TrainConfig::default()
         };
-        let data = dataset();
-        let params = initial_gaussians(&ctx, &data, &config).unwrap();
-        let mut t = Trainer::new(&ctx, data, params, config).unwrap();
-        t.run(&mut |_| {}, &|| false).unwrap();
+        let t = trained(&ctx, config);
         let scale = t.dataset().extent;
         let mut sum = (0.0, 0.0);
         for view in &t.dataset().train {

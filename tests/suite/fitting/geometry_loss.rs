@@ -76,6 +76,41 @@ fn upload(ctx: &GpuContext, v: &[f64], channels: usize) -> Tensor {
     t
 }
 
+/// The kernel's output on the three images.
+fn gpu_loss(
+    ctx: &GpuContext,
+    moments: &[f64],
+    normals: &[f64],
+    rays: &[f64],
+) -> wgsplat::loss::geometry::GeometryLoss {
+    let (m, n, r) = (
+        upload(ctx, moments, 4),
+        upload(ctx, normals, 4),
+        upload(ctx, rays, 4),
+    );
+    let mut enc = ctx.encoder("geometry loss");
+    let got = record_geometry_loss(&mut enc, &m, &n, &r, &options()).unwrap();
+    ctx.submit(enc).unwrap();
+    got
+}
+
+/// The view's images for the CPU twin.
+fn cpu_images<'a>(
+    moments: &'a [f64],
+    normals: &'a [f64],
+    rays: &'a [f64],
+    weights: Option<&'a [f64]>,
+) -> GeometryImages<'a> {
+    GeometryImages {
+        height: H as usize,
+        width: W as usize,
+        moments,
+        normals,
+        rays,
+        weights,
+    }
+}
+
 #[test]
 fn the_kernel_matches_its_cpu_twin_through_a_pinhole_and_a_fisheye() {
     for fisheye in [false, true] {
@@ -84,14 +119,7 @@ fn the_kernel_matches_its_cpu_twin_through_a_pinhole_and_a_fisheye() {
         // The twin sees the values the kernel reads: f32.
         let round = |v: &[f64]| v.iter().map(|&x| f64::from(x as f32)).collect::<Vec<_>>();
         let (moments, normals, rays) = (round(&moments), round(&normals), rays(&cam));
-        let images = GeometryImages {
-            height: H as usize,
-            width: W as usize,
-            moments: &moments,
-            normals: &normals,
-            rays: &rays,
-            weights: None,
-        };
+        let images = cpu_images(&moments, &normals, &rays, None);
         let want = reference_geometry_loss(&images, &options());
         assert!(
             want.normal > 0.0 && want.distortion > 0.0,
@@ -99,14 +127,7 @@ fn the_kernel_matches_its_cpu_twin_through_a_pinhole_and_a_fisheye() {
         );
         for ctx in both_paths() {
             let what = format!("fisheye {fisheye} ({})", ctx.info().kernel_path());
-            let (m, n, r) = (
-                upload(ctx, &moments, 4),
-                upload(ctx, &normals, 4),
-                upload(ctx, &rays, 4),
-            );
-            let mut enc = ctx.encoder("geometry loss");
-            let got = record_geometry_loss(&mut enc, &m, &n, &r, &options()).unwrap();
-            ctx.submit(enc).unwrap();
+            let got = gpu_loss(ctx, &moments, &normals, &rays);
             let as_f32 = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
             let read = |t: &Tensor| t.read::<f32>(ctx).unwrap();
             let scale = |v: &[f64]| v.iter().fold(0f64, |m, x| m.max(x.abs())) as f32;
@@ -148,25 +169,11 @@ fn the_cpu_twin_matches_central_differences() {
     let rays = rays(&cam);
     let weights: Vec<f64> = moments.chunks_exact(4).map(|m| m[2]).collect();
     let loss = |moments: &[f64], normals: &[f64]| {
-        let images = GeometryImages {
-            height: H as usize,
-            width: W as usize,
-            moments,
-            normals,
-            rays: &rays,
-            weights: Some(&weights),
-        };
+        let images = cpu_images(moments, normals, &rays, Some(&weights));
         let l = reference_geometry_loss(&images, &options());
         l.normal + l.distortion
     };
-    let images = GeometryImages {
-        height: H as usize,
-        width: W as usize,
-        moments: &moments,
-        normals: &normals,
-        rays: &rays,
-        weights: Some(&weights),
-    };
+    let images = cpu_images(&moments, &normals, &rays, Some(&weights));
     let analytic = reference_geometry_loss(&images, &options());
     let h = 1e-6;
     let mut numeric_m = vec![0.0; moments.len()];
@@ -232,14 +239,7 @@ fn a_plane_with_its_own_normals_and_agreeing_depths_costs_nothing() {
                 normals[4 * i + k] = a * n[k];
             }
         }
-        let images = GeometryImages {
-            height: h,
-            width: w,
-            moments: &moments,
-            normals: &normals,
-            rays: &rays,
-            weights: None,
-        };
+        let images = cpu_images(&moments, &normals, &rays, None);
         let cpu = reference_geometry_loss(&images, &options());
         // 1 − N·n = 1 − a per pixel: the weight times it is all that is left.
         let interior = ((w - 2) * (h - 2)) as f64;
@@ -255,14 +255,7 @@ fn a_plane_with_its_own_normals_and_agreeing_depths_costs_nothing() {
             cpu.distortion
         );
         for ctx in both_paths() {
-            let (m, nn, r) = (
-                upload(ctx, &moments, 4),
-                upload(ctx, &normals, 4),
-                upload(ctx, &rays, 4),
-            );
-            let mut enc = ctx.encoder("plane");
-            let got = record_geometry_loss(&mut enc, &m, &nn, &r, &options()).unwrap();
-            ctx.submit(enc).unwrap();
+            let got = gpu_loss(ctx, &moments, &normals, &rays);
             let losses = got.losses.read::<f32>(ctx).unwrap();
             let normal: f64 = losses.chunks_exact(2).map(|l| f64::from(l[0])).sum();
             assert!(

@@ -135,9 +135,18 @@ fn the_geometry_regularisers_frame_plan_bounds_their_step() {
     let plan = plain + geometry_frame_bytes(&ctx, n, RESOLUTION, RESOLUTION);
     let ratio = plan as f64 / transient as f64;
     println!("N {n}, V {v}, I {i}: measured {transient} B, planned {plan} B ({ratio:.3}x)");
-    assert!(plan >= transient, "plan {plan} below the measured {transient}");
-    assert!(transient > plain, "the geometry renders must cost something: {transient} B");
-    assert!(ratio <= 1.6, "plan {plan} is {ratio:.2}x the measured {transient}");
+    assert!(
+        plan >= transient,
+        "plan {plan} below the measured {transient}"
+    );
+    assert!(
+        transient > plain,
+        "the geometry renders must cost something: {transient} B"
+    );
+    assert!(
+        ratio <= 1.6,
+        "plan {plan} is {ratio:.2}x the measured {transient}"
+    );
 }
 
 #[test]
