@@ -31,11 +31,13 @@ pub struct GeometryRecipe {
 }
 
 impl GeometryRecipe {
-    /// The recipe that meshed best.
+    /// The recipe that meshed best: flattening and depth–normal consistency. The distortion term
+    /// at 100 meshed no better (F-score at 0.5% 0.454 against 0.451, at 1% 0.757 against 0.767)
+    /// for 0.12 dB, at 1000 it lost 2.4 dB: it stays off unless `--distortion` names a weight.
     pub const MEASURED: GeometryRecipe = GeometryRecipe {
         flatten: 100.0,
         depth_normal: 0.05,
-        distortion: 100.0,
+        distortion: 0.0,
     };
 }
 

@@ -215,9 +215,9 @@ pub struct TrainOptions {
     /// The PLY does not record it: render and evaluate such a model with --antialiased too.
     #[arg(long)]
     pub antialiased: bool,
-    /// Train for surfaces (for `wgsplat mesh`): turns on the geometry regularisers (flattening,
-    /// depth–normal consistency, depth distortion) at their measured weights, each unless its
-    /// own flag names one.
+    /// Train for surfaces (for `wgsplat mesh`): turns on the geometry recipe that meshed best,
+    /// the flattening and depth–normal consistency regularisers at their measured weights, each
+    /// unless its own flag names one.
     #[arg(long)]
     pub geometry: bool,
     /// Weight of the flattening regulariser, WEIGHT × the Gaussians' mean shortest scale, which
@@ -225,11 +225,11 @@ pub struct TrainOptions {
     #[arg(long, value_name = "WEIGHT")]
     pub flatten: Option<f32>,
     /// Weight of the depth–normal consistency regulariser: the rendered normals against the
-    /// normals of the rendered depth [default: off; with --geometry: see docs/training.md].
+    /// normals of the rendered depth [default: off; with --geometry: 0.05].
     #[arg(long, value_name = "WEIGHT")]
     pub depth_normal: Option<f32>,
     /// Weight of the depth distortion regulariser: the spread of the depths each pixel blends
-    /// [default: off; with --geometry: see docs/training.md].
+    /// [default: off, with --geometry too: it meshed no better; see docs/training.md].
     #[arg(long, value_name = "WEIGHT")]
     pub distortion: Option<f32>,
     /// The iteration the depth–normal and distortion regularisers start at [default: a fifth
@@ -398,6 +398,40 @@ mod tests {
             assert_eq!(chosen.background, want);
         }
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn geometry_turns_on_the_measured_recipe_and_each_flag_overrides_it() {
+        let recipe = crate::train::geometry::GeometryRecipe::MEASURED;
+        let plain = config_of(&["--iterations", "1000"], true).unwrap();
+        assert_eq!(
+            (plain.flatten, plain.depth_normal, plain.distortion),
+            (0.0, 0.0, 0.0)
+        );
+        let geometry = config_of(&["--geometry", "--iterations", "1000"], true).unwrap();
+        let weights = (geometry.flatten, geometry.depth_normal, geometry.distortion);
+        assert_eq!(
+            weights,
+            (recipe.flatten, recipe.depth_normal, recipe.distortion)
+        );
+        assert_eq!(geometry.geometry_from, 200, "a fifth of the run");
+        let chosen = config_of(
+            &[
+                "--geometry",
+                "--depth-normal",
+                "0.2",
+                "--distortion",
+                "10",
+                "--geometry-from",
+                "7",
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!((chosen.depth_normal, chosen.distortion), (0.2, 10.0));
+        assert_eq!((chosen.flatten, chosen.geometry_from), (recipe.flatten, 7));
+        let err = config_of(&["--depth-normal=-1"], true).unwrap_err();
+        assert!(err.to_string().contains("depth_normal"), "{err}");
     }
 
     #[test]

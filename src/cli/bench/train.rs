@@ -30,9 +30,9 @@ pub struct TrainBenchArgs {
     /// Largest SH degree of the model (all bands active during the benchmark).
     #[arg(long, default_value_t = 3)]
     sh_degree: u32,
-    /// Time `train --geometry`'s recipe: the flattening, depth–normal and distortion
-    /// regularisers at their measured weights, from the first step (the geometry renders and
-    /// their loss count in the raster stage, their backward passes in the backward stage).
+    /// Time `train --geometry`'s recipe: its regularisers at their measured weights, from the
+    /// first step (the geometry renders and their loss count in the raster stage, their backward
+    /// passes in the backward stage).
     #[arg(long)]
     geometry: bool,
     /// Output JSON path (default target/bench/train.json).
