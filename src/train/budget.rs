@@ -359,8 +359,8 @@ pub fn planned_total_with_evaluation(
 /// The bytes a training step with the depth–normal or distortion regulariser adds to its frame,
 /// `n` Gaussians all visible at `width` × `height`, counted as if all were alive at once (an upper
 /// bound): each Gaussian's normal and the splats' ([`crate::splat::forward::NORMAL_STRIDE`]), the
-/// two geometry renders (splat rows, image, depth, consumed counts), the pixel rays, the loss's
-/// gradients and per-pixel losses, and the two backward passes' per-splat gradient rows and
+/// two geometry renders (splat rows, image, depth, consumed counts), the pixel rays of as many
+/// cameras as the trainer keeps, the loss's gradients and per-pixel losses, and the two backward passes' per-splat gradient rows and
 /// splat indices.
 pub fn geometry_frame_bytes(ctx: &GpuContext, n: u64, width: u32, height: u32) -> u64 {
     use crate::splat::backward::V_STRIDE;
@@ -377,7 +377,8 @@ pub fn geometry_frame_bytes(ctx: &GpuContext, n: u64, width: u32, height: u32) -
     let pixels = u64::from(width) * u64::from(height);
     let normals = per_gaussian(NORMAL_STRIDE) + words(NORMAL_STRIDE * n);
     let render = per_splat(SPLAT_STRIDE) + words(4 * pixels) + words(2 * pixels) + words(pixels);
-    let loss = words(4 * pixels) + 2 * words(4 * pixels) + words(2 * pixels);
+    let rays = crate::train::geometry::RAY_CACHE_CAMERAS as u64 * words(4 * pixels);
+    let loss = rays + 2 * words(4 * pixels) + words(2 * pixels);
     let backward = per_splat(V_STRIDE) + per_gaussian(1);
     normals + 2 * render + loss + 2 * backward
 }

@@ -104,17 +104,24 @@ pub fn pixel_rays(camera: &Camera) -> Vec<f32> {
     rays
 }
 
-/// The pixel rays of the cameras a run trains on, uploaded for the latest intrinsics (a capture's
-/// views usually share one camera; a new one replaces it).
+/// How many cameras' pixel rays [`RayCache`] keeps (most captures have one to a few distinct
+/// intrinsics; past that the least recently used is dropped and recomputed when next seen).
+pub const RAY_CACHE_CAMERAS: usize = 4;
+
+/// The size, intrinsics and lens that pixel rays depend on.
+type RayKey = (u32, u32, [f32; 4], CameraLens);
+
+/// The pixel rays of the cameras a run trains on, uploaded once per distinct size, intrinsics and
+/// lens, for the [`RAY_CACHE_CAMERAS`] most recently used.
 #[derive(Default)]
 pub struct RayCache {
-    key: Option<(u32, u32, [f32; 4], CameraLens)>,
-    rays: Option<Tensor>,
+    /// Most recently used last.
+    entries: Vec<(RayKey, Tensor)>,
 }
 
 impl RayCache {
-    /// The rays of `camera`'s pixels, uploaded when its size, intrinsics or lens differ from the
-    /// last camera's.
+    /// The rays of `camera`'s pixels, uploaded when no cached camera has its size, intrinsics
+    /// and lens.
     pub fn rays(&mut self, enc: &mut Encoder, camera: &Camera) -> Result<Tensor> {
         let key = (
             camera.width,
@@ -122,10 +129,11 @@ impl RayCache {
             [camera.fx, camera.fy, camera.cx, camera.cy],
             camera.lens,
         );
-        if let (Some(cached), Some(rays)) = (&self.key, &self.rays)
-            && *cached == key
-        {
-            return Ok(rays.clone());
+        if let Some(at) = self.entries.iter().position(|(k, _)| *k == key) {
+            let entry = self.entries.remove(at);
+            let rays = entry.1.clone();
+            self.entries.push(entry);
+            return Ok(rays);
         }
         let (w, h) = (camera.width as usize, camera.height as usize);
         let rays = Tensor::from_slice(
@@ -135,8 +143,10 @@ impl RayCache {
             MemoryCategory::FrameScratch,
             "train/pixel_rays",
         )?;
-        self.key = Some(key);
-        self.rays = Some(rays.clone());
+        if self.entries.len() == RAY_CACHE_CAMERAS {
+            self.entries.remove(0);
+        }
+        self.entries.push((key, rays.clone()));
         Ok(rays)
     }
 }

@@ -1,7 +1,8 @@
 //! The depth–normal consistency and depth distortion regularisers on one view
 //! (`loss::geometry`): the kernel against its CPU twin through a pinhole and a fisheye on both
-//! kernel paths, the twin against central differences of its own loss, and the two zeros the
-//! definitions promise: a plane rendered with its own normal, and a pixel whose depths agree.
+//! kernel paths, the twin against central differences of its own loss, the two zeros the
+//! definitions promise (a plane rendered with its own normal, and a pixel whose depths agree),
+//! and the pixel rays against the lenses' projection.
 
 use wgsplat::loss::geometry::{GeometryLossOptions, record_geometry_loss};
 use wgsplat::loss::geometry_reference::{GeometryImages, reference_geometry_loss};
@@ -310,4 +311,37 @@ fn bad_weights_and_shapes_are_refused() {
         .err()
         .expect("refused");
     assert!(err.to_string().contains("[H, W, 4]"), "{err}");
+}
+
+#[test]
+fn pixel_rays_project_back_to_their_pixels_at_the_rasterizers_depth() {
+    let mut perspective = camera(false);
+    perspective.lens = CameraLens::perspective([0.08, -0.02, 0.0, 0.0, 0.0, 0.0], [0.001, 0.0]);
+    for cam in [camera(false), perspective, camera(true)] {
+        let rays = pixel_rays(&cam);
+        let (focal, principal) = (
+            [f64::from(cam.fx), f64::from(cam.fy)],
+            [f64::from(cam.cx), f64::from(cam.cy)],
+        );
+        for (i, ray) in rays.chunks_exact(4).enumerate() {
+            assert_eq!(
+                ray[3], 1.0,
+                "{:?}: pixel {i} must have a ray",
+                cam.lens.kind
+            );
+            let depth = 3.0;
+            let point = [0, 1, 2].map(|k| depth * f64::from(ray[k]));
+            let seen = cam.lens.project(focal, principal, point).expect("in view");
+            let pixel = [(i % W as usize) as f64 + 0.5, (i / W as usize) as f64 + 0.5];
+            for (got, want) in seen.pixel.iter().zip(pixel) {
+                assert!((got - want).abs() < 1e-3, "{:?}: pixel {i}", cam.lens.kind);
+            }
+            assert!(
+                (seen.depth - depth).abs() < 1e-5,
+                "{:?}: depth {}",
+                cam.lens.kind,
+                seen.depth
+            );
+        }
+    }
 }
