@@ -166,8 +166,9 @@ pub struct TrainConfig {
     /// Weight of the depth distortion regulariser (0 = off; see [`crate::loss::geometry`]).
     pub distortion: f32,
     /// The iteration from which the depth–normal and distortion regularisers apply (the model
-    /// needs a rough surface before its depths say anything).
-    pub geometry_from: u64,
+    /// needs a rough surface before its depths say anything); `None`: a fifth of `iterations`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geometry_from: Option<u64>,
     /// Read the loss back every this many iterations (the only per-iteration CPU round trip).
     pub loss_readback_every: u64,
     /// Evaluate on the test views every this many iterations (0 = only at the end).
@@ -305,7 +306,7 @@ impl Default for TrainConfig {
             flatten: 0.0,
             depth_normal: 0.0,
             distortion: 0.0,
-            geometry_from: 0,
+            geometry_from: None,
             loss_readback_every: 10,
             eval_every: 0,
             lpips: true,

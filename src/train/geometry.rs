@@ -154,8 +154,8 @@ impl RayCache {
 /// Whether the step at `iteration` applies the depth–normal or distortion regulariser, and
 /// whether it needs the normals (the depth–normal term).
 pub fn regularises(config: &super::config::TrainConfig, iteration: u64) -> (bool, bool) {
-    let on =
-        iteration >= config.geometry_from && (config.depth_normal > 0.0 || config.distortion > 0.0);
+    let on = iteration >= config.geometry_from.unwrap_or(config.iterations / 5)
+        && (config.depth_normal > 0.0 || config.distortion > 0.0);
     (on, on && config.depth_normal > 0.0)
 }
 

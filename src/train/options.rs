@@ -289,11 +289,7 @@ impl TrainOptions {
         config.flatten = self.flatten.unwrap_or(config.flatten);
         config.depth_normal = self.depth_normal.unwrap_or(config.depth_normal);
         config.distortion = self.distortion.unwrap_or(config.distortion);
-        config.geometry_from = match self.geometry_from {
-            Some(from) => from,
-            None if config.geometry_from == 0 => config.iterations / 5,
-            None => config.geometry_from,
-        };
+        config.geometry_from = self.geometry_from.or(config.geometry_from);
         // The recipe of a dataset read from disk (a capture): far-field points, 3DGS's opacity
         // pruning, INRIA's opacity learning rate and a clear camera path (the last three with the
         // default strategy only: MCMC's relocation has its own threshold and was not measured
@@ -414,7 +410,10 @@ mod tests {
             weights,
             (recipe.flatten, recipe.depth_normal, recipe.distortion)
         );
-        assert_eq!(geometry.geometry_from, 200, "a fifth of the run");
+        assert_eq!(
+            geometry.geometry_from, None,
+            "a fifth of the run, whatever it becomes"
+        );
         let chosen = config_of(
             &[
                 "--geometry",
@@ -429,7 +428,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!((chosen.depth_normal, chosen.distortion), (0.2, 10.0));
-        assert_eq!((chosen.flatten, chosen.geometry_from), (recipe.flatten, 7));
+        assert_eq!(
+            (chosen.flatten, chosen.geometry_from),
+            (recipe.flatten, Some(7))
+        );
         let err = config_of(&["--depth-normal=-1"], true).unwrap_err();
         assert!(err.to_string().contains("depth_normal"), "{err}");
     }

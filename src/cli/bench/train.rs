@@ -49,7 +49,7 @@ fn bench_config(args: &TrainBenchArgs) -> TrainConfig {
         flatten: on(recipe.flatten),
         depth_normal: on(recipe.depth_normal),
         distortion: on(recipe.distortion),
-        geometry_from: 0,
+        geometry_from: Some(0),
         iterations: u64::MAX / 2,
         sh_degree: args.sh_degree,
         sh_degree_interval: 1,

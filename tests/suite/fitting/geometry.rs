@@ -201,7 +201,7 @@ fn training_with_the_depth_regularisers_lowers_them() {
         let config = TrainConfig {
             depth_normal,
             distortion,
-            geometry_from: 0,
+            geometry_from: Some(0),
             ..TrainConfig::default()
         };
         let t = trained(&ctx, config);
@@ -216,21 +216,20 @@ fn training_with_the_depth_regularisers_lowers_them() {
         sum
     };
     let plain = terms(0.0, 0.0);
-    let normal = terms(1.0, 0.0);
-    let distortion = terms(0.0, 1000.0);
-    eprintln!(
-        "depth-normal, distortion: {plain:?} without, {normal:?} with the normal term, {distortion:?} with the distortion term"
-    );
+    let both = terms(1.0, 1000.0);
+    eprintln!("depth-normal, distortion: {plain:?} without, {both:?} with the regularisers");
+    // Measured: 1.50 -> 1.04 with the depth-normal term alone, 0.0073 -> 0.0013 with the
+    // distortion alone.
     assert!(
-        normal.0 < 0.9 * plain.0,
+        both.0 < 0.9 * plain.0,
         "depth-normal {} -> {}",
         plain.0,
-        normal.0
+        both.0
     );
     assert!(
-        distortion.1 < 0.9 * plain.1,
+        both.1 < 0.9 * plain.1,
         "distortion {} -> {}",
         plain.1,
-        distortion.1
+        both.1
     );
 }

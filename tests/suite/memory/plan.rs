@@ -127,7 +127,7 @@ fn the_geometry_regularisers_frame_plan_bounds_their_step() {
     let t = trainer_configured(&ctx, 2_000, |c| {
         c.depth_normal = 0.05;
         c.distortion = 100.0;
-        c.geometry_from = 0;
+        c.geometry_from = Some(0);
     });
     let (n, transient, v, i) = measured_step_of(&ctx, t);
     let (v, i) = (v as u64, i as u64);
