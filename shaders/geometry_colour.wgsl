@@ -34,10 +34,7 @@ fn geometry_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     }
     let base = i * SPLAT_STRIDE;
     let depth = projected[base + SPLAT_DEPTH];
-    var colour = vec3<f32>(depth, 0.0, 0.0);
-    if MOMENTS {
-        colour = vec3<f32>(depth, depth * depth, 1.0);
-    }
+    var colour = depth_colour(depth, MOMENTS);
     if NORMAL {
         let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
         let p = view_rotation(u) * mean + view_translation(u);

@@ -32,10 +32,7 @@ fn geometry_splats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
         rows[base + k] = splats[base + k];
     }
     let depth = splats[base + SPLAT_DEPTH];
-    var colour = vec3<f32>(depth, 0.0, 0.0);
-    if MOMENTS {
-        colour = vec3<f32>(depth, depth * depth, 1.0);
-    }
+    var colour = depth_colour(depth, MOMENTS);
     if NORMAL {
         let s = 3u * (u.page_offset + i);
         colour = vec3<f32>(splat_normals[s], splat_normals[s + 1u], splat_normals[s + 2u]);

@@ -121,6 +121,16 @@ fn shortest_axis(log_s: vec3<f32>) -> u32 {
 
 // The sign that turns a Gaussian's camera-space axis `n` at camera-space mean `p` towards the
 // camera (-1 where it points away), as the normals are drawn.
+// The colour a render of the depth composites for a splat at `depth`: (depth, 0, 0), or its
+// moments (depth, depth², 1), whose composite gives Σ w·d, Σ w·d² and Σ w (geometry_colour.wgsl
+// and geometry_splats.wgsl, which must agree bit for bit).
+fn depth_colour(depth: f32, moments: bool) -> vec3<f32> {
+    if moments {
+        return vec3<f32>(depth, depth * depth, 1.0);
+    }
+    return vec3<f32>(depth, 0.0, 0.0);
+}
+
 fn facing_sign(n: vec3<f32>, p: vec3<f32>) -> f32 {
     return select(1.0, -1.0, dot(n, p) > 0.0);
 }
